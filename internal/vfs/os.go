@@ -1,0 +1,127 @@
+package vfs
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sort"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// OS is the FS of the operating system.
+var OS FS = osFS{}
+
+type osFS struct{}
+
+type osFile struct{ *os.File }
+
+func wrapNoSpace(err error) error {
+	if errors.Is(err, syscall.ENOSPC) {
+		return fmt.Errorf("%w: %w", ErrNoSpace, err)
+	}
+	return err
+}
+
+func (f osFile) WriteAt(p []byte, off int64) (int, error) {
+	n, err := f.File.WriteAt(p, off)
+	return n, wrapNoSpace(err)
+}
+
+// Sync uses fdatasync: the data and the size are what matter for our files.
+func (f osFile) Sync() error {
+	for {
+		err := unix.Fdatasync(int(f.Fd()))
+		if err != unix.EINTR {
+			if err != nil {
+				return &fs.PathError{Op: "fdatasync", Path: f.Name(), Err: err}
+			}
+			return nil
+		}
+	}
+}
+
+func (f osFile) Preallocate(size int64) error {
+	err := unix.Fallocate(int(f.Fd()), 0, 0, size)
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, unix.ENOSPC) {
+		return fmt.Errorf("preallocate %s: %w", f.Name(), ErrNoSpace)
+	}
+	// File systems without fallocate (tmpfs on old kernels, some overlays):
+	// fall back to a sparse file of the right size.
+	if err := f.File.Truncate(size); err != nil {
+		return wrapNoSpace(err)
+	}
+	return nil
+}
+
+func (f osFile) Size() (int64, error) {
+	st, err := f.File.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return st.Size(), nil
+}
+
+func (osFS) Create(name string) (File, error) {
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, wrapNoSpace(err)
+	}
+	return osFile{f}, nil
+}
+
+func (osFS) Open(name string) (File, error) {
+	f, err := os.OpenFile(name, os.O_RDWR, 0)
+	if err != nil {
+		return nil, err
+	}
+	return osFile{f}, nil
+}
+
+func (osFS) Remove(name string) error              { return os.Remove(name) }
+func (osFS) RemoveAll(name string) error           { return os.RemoveAll(name) }
+func (osFS) Rename(oldname, newname string) error  { return os.Rename(oldname, newname) }
+func (osFS) MkdirAll(dir string) error             { return wrapNoSpace(os.MkdirAll(dir, 0o755)) }
+func (osFS) Stat(name string) (fs.FileInfo, error) { return os.Stat(name) }
+
+func (osFS) ReadDir(dir string) ([]string, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+func (osFS) SyncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("sync dir %s: %w", dir, err)
+	}
+	return nil
+}
+
+func (osFS) Usage(path string) (Usage, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(path, &st); err != nil {
+		return Usage{}, fmt.Errorf("statfs %s: %w", path, err)
+	}
+	return Usage{
+		TotalBytes: st.Blocks * uint64(st.Bsize),
+		FreeBytes:  st.Bavail * uint64(st.Bsize),
+	}, nil
+}

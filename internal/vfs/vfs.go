@@ -1,0 +1,81 @@
+// Package vfs puts all of Petrel's disk I/O behind a small interface so that
+// storage code can be driven by the real operating system (OS) or by an
+// in-memory file system (MemFS) that can simulate a crash (CrashClone drops
+// whatever was not synced) and inject write and sync errors.
+//
+// Paths are slash-separated and interpreted by the FS: the OS FS passes them
+// to the operating system, MemFS keeps its own tree. Durability follows POSIX
+// rules and MemFS enforces the strict reading of them: file data is durable
+// after File.Sync, and the creation, removal or renaming of a directory entry
+// is durable only after SyncDir of the directory that holds it.
+package vfs
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+)
+
+// ErrNoSpace is returned (wrapped) by writes and preallocations when the
+// device is full. Callers test for it with errors.Is.
+var ErrNoSpace = errors.New("vfs: no space left on device")
+
+// File is an open file. ReadAt and WriteAt may be called concurrently from
+// several goroutines; the other methods may be called concurrently with them.
+type File interface {
+	io.ReaderAt
+	io.WriterAt
+	io.Closer
+	// Sync makes all data written so far durable.
+	Sync() error
+	// Truncate changes the size of the file; growing it fills with zeros.
+	Truncate(size int64) error
+	// Preallocate reserves disk space for [0, size) so that later writes in
+	// that range cannot fail for lack of space, and extends the file size to
+	// size. It returns an error wrapping ErrNoSpace when the space is not there.
+	Preallocate(size int64) error
+	// Size returns the current size of the file.
+	Size() (int64, error)
+}
+
+// Usage describes the space of the device that holds a path.
+type Usage struct {
+	TotalBytes uint64
+	FreeBytes  uint64 // available to this process
+}
+
+// UsedFraction returns the fraction of the device in use, 0..1.
+func (u Usage) UsedFraction() float64 {
+	if u.TotalBytes == 0 {
+		return 0
+	}
+	return float64(u.TotalBytes-u.FreeBytes) / float64(u.TotalBytes)
+}
+
+// FS is a file system. All methods are safe for concurrent use.
+type FS interface {
+	// Create creates name (truncating it if it exists) and opens it for
+	// reading and writing.
+	Create(name string) (File, error)
+	// Open opens an existing file for reading and writing.
+	Open(name string) (File, error)
+	// Remove removes a file or an empty directory.
+	Remove(name string) error
+	// RemoveAll removes a path and everything under it; a missing path is not
+	// an error.
+	RemoveAll(name string) error
+	// Rename atomically replaces newname by oldname.
+	Rename(oldname, newname string) error
+	// MkdirAll creates a directory and its missing parents.
+	MkdirAll(dir string) error
+	// ReadDir returns the names of the entries of dir, sorted.
+	ReadDir(dir string) ([]string, error)
+	// Stat describes a path. A missing path gives an error for which
+	// errors.Is(err, fs.ErrNotExist) holds.
+	Stat(name string) (fs.FileInfo, error)
+	// SyncDir makes the creations, removals and renames of entries of dir
+	// durable.
+	SyncDir(dir string) error
+	// Usage reports the space of the device that holds path.
+	Usage(path string) (Usage, error)
+}
