@@ -1,0 +1,40 @@
+// Package commitlog is the broker's append-only log: every message of every
+// topic is appended here first, and everything else (consume queues, the key
+// index, timers) is derived from it.
+//
+// # Layout
+//
+// The log is a sequence of segment files of SegmentBytes each, named by the
+// log offset of their first byte, zero-padded to 20 digits:
+//
+//	00000000000000000000  00000000001073741824  00000000002147483648 ...
+//
+// A segment holds whole records (message.Record, RocketMQ's stored layout)
+// back to back. A record never straddles two segments: when the next record
+// does not fit, the rest of the segment is filled with a blank record
+// (TOTALSIZE, message.BlankMagic) and the record goes to the next segment;
+// the writer always leaves room for the 8-byte blank header. Segments are
+// preallocated, so the bytes after the last record are zeros.
+//
+// # Writing
+//
+// One writer goroutine owns the tail. Appenders hand it requests; it takes
+// every request that is waiting (up to MaxBatchBytes), assigns each message
+// its queue offset, commit-log offset and store time, encodes them into one
+// buffer and writes it with one WriteAt. Under FlushSync a flusher goroutine
+// then makes the write durable with one fsync for the whole group while the
+// writer already gathers the next one (group commit); appenders are answered
+// only when their bytes are on disk. Under FlushAsync appenders are answered
+// once the bytes are written, and the flusher syncs every FlushInterval.
+//
+// Durable() is the offset below which records may be handed to consumers:
+// the synced offset under FlushSync, the written offset under FlushAsync.
+//
+// # Recovery
+//
+// Open scans from Options.RecoverFrom (a record boundary known durable, from
+// the store's checkpoint) to the end, checking each record (magic, lengths,
+// body CRC, field sanity), and cuts the log at the first record that does not
+// check: the tail of that segment is zeroed and later segments are removed.
+// Nothing after the cut is ever served.
+package commitlog

@@ -1,0 +1,127 @@
+package commitlog
+
+import "fmt"
+
+func (l *Log) tick() {
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+}
+
+// currentTail returns the newest segment. Flusher side.
+func (l *Log) currentTail() *segment {
+	l.segMu.RLock()
+	defer l.segMu.RUnlock()
+	if len(l.segments) == 0 {
+		return nil
+	}
+	s := l.segments[len(l.segments)-1]
+	s.refs.Add(1)
+	return s
+}
+
+// syncSegments syncs segments that the writer has rolled past.
+func (l *Log) syncSegments(segs []*segment) {
+	for _, s := range segs {
+		if err := s.f.Sync(); err != nil {
+			l.markFailed(fmt.Errorf("sync segment %s: %w", s.name, err))
+		}
+	}
+}
+
+func (l *Log) markFailed(err error) {
+	if l.failed.CompareAndSwap(false, true) {
+		l.log.Error("disk sync failed; refusing writes until restart", "err", err)
+	}
+}
+
+// syncTo makes [.., end) durable by syncing tail (segments before it were
+// synced by syncSegments) and answers reqs.
+func (l *Log) syncTo(end int64, reqs []*request, tail *segment) {
+	// currentTail took a reference for async; the sync path passes the
+	// writer's tail, which stays listed while the writer runs.
+	var err error
+	if tail != nil {
+		if l.opts.FlushMode == FlushAsync {
+			defer tail.release()
+		}
+		if e := tail.f.Sync(); e != nil {
+			l.markFailed(fmt.Errorf("sync segment %s: %w", tail.name, e))
+		}
+	}
+	if l.failed.Load() {
+		err = ErrFailed
+	} else if end > l.flushed.Load() {
+		l.flushed.Store(end)
+		if l.opts.FlushMode == FlushSync {
+			l.opts.OnDurable(end)
+		}
+	}
+	if len(reqs) > 0 {
+		l.waitMu.Lock()
+		for _, r := range reqs {
+			delete(l.waiting, r)
+		}
+		l.waitMu.Unlock()
+	}
+	for _, r := range reqs {
+		l.finish(r, r.res, err)
+	}
+}
+
+// armSweeper schedules the check that answers appends whose sync takes
+// longer than SyncFlushTimeout.
+func (l *Log) armSweeper() {
+	l.waitMu.Lock()
+	defer l.waitMu.Unlock()
+	if l.stopping.Load() {
+		return
+	}
+	l.sweeper = l.opts.Clock.AfterFunc(l.opts.SyncFlushTimeout/4, l.sweep)
+}
+
+func (l *Log) sweep() {
+	now := l.opts.Clock.Now()
+	var late []*request
+	l.waitMu.Lock()
+	for r := range l.waiting {
+		if now.Sub(r.since) >= l.opts.SyncFlushTimeout {
+			late = append(late, r)
+			delete(l.waiting, r)
+		}
+	}
+	l.waitMu.Unlock()
+	for _, r := range late {
+		l.finish(r, r.res, fmt.Errorf("%w: not on disk after %v", ErrFlushTimeout, l.opts.SyncFlushTimeout))
+	}
+	l.armSweeper()
+}
+
+// Close stops accepting appends, writes and syncs what was submitted,
+// answers every waiter and closes the files. Idempotent.
+func (l *Log) Close() error {
+	l.closeOnce.Do(func() {
+		l.closeMu.Lock()
+		l.closed = true
+		l.closeMu.Unlock()
+		l.waitMu.Lock()
+		l.stopping.Store(true)
+		if l.sweeper != nil {
+			l.sweeper.Stop()
+		}
+		l.waitMu.Unlock()
+		close(l.quit)
+		l.wg.Wait()
+		l.segMu.Lock()
+		l.closeSegments()
+		l.segMu.Unlock()
+	})
+	if l.failed.Load() {
+		return ErrFailed
+	}
+	return nil
+}
+
+// IsFailed reports whether a sync has failed.
+func (l *Log) IsFailed() bool { return l.failed.Load() }

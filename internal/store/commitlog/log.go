@@ -1,0 +1,693 @@
+package commitlog
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"path"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/petrelmq/petrel/internal/clock"
+	"github.com/petrelmq/petrel/internal/message"
+	"github.com/petrelmq/petrel/internal/vfs"
+)
+
+// FlushMode says when an append is answered.
+type FlushMode int
+
+const (
+	// FlushSync answers an append once its record is on disk (fsync).
+	FlushSync FlushMode = iota
+	// FlushAsync answers once the record is written to the OS; a flusher
+	// syncs every FlushInterval.
+	FlushAsync
+)
+
+func (m FlushMode) String() string {
+	if m == FlushAsync {
+		return "async"
+	}
+	return "sync"
+}
+
+// ParseFlushMode parses "sync" or "async".
+func ParseFlushMode(s string) (FlushMode, error) {
+	switch s {
+	case "sync":
+		return FlushSync, nil
+	case "async":
+		return FlushAsync, nil
+	}
+	return 0, fmt.Errorf("flush mode %q: want sync or async", s)
+}
+
+// Errors returned by the log.
+var (
+	// ErrTooLarge: a record is over MaxRecordBytes. Nothing was written.
+	ErrTooLarge = errors.New("commitlog: record too large")
+	// ErrClosed: the log is closed.
+	ErrClosed = errors.New("commitlog: closed")
+	// ErrFailed: an fsync failed earlier, so what is on disk is unknown; the
+	// log refuses writes until it is reopened (which recovers it).
+	ErrFailed = errors.New("commitlog: a disk sync failed; restart to recover")
+	// ErrFlushTimeout: the record was written but not yet known durable when
+	// SyncFlushTimeout passed. It may still become durable.
+	ErrFlushTimeout = errors.New("commitlog: flush timed out")
+	// ErrBadOffset: a read names bytes outside the written log.
+	ErrBadOffset = errors.New("commitlog: offset out of range")
+)
+
+// Options configure a Log. Zero fields take the defaults given.
+type Options struct {
+	// SegmentBytes is the size of each segment file. Default 1 GiB.
+	SegmentBytes int64
+	// MaxRecordBytes bounds one encoded record. Default 4 MiB; at most
+	// SegmentBytes-8.
+	MaxRecordBytes int
+	// FlushMode, default FlushSync.
+	FlushMode FlushMode
+	// FlushInterval is the sync period under FlushAsync. Default 500 ms.
+	FlushInterval time.Duration
+	// SyncFlushTimeout: under FlushSync, an append not durable after this
+	// long is answered with ErrFlushTimeout. Default 5 s.
+	SyncFlushTimeout time.Duration
+	// MaxBatchBytes bounds one group write. Default 4 MiB (and at least
+	// MaxRecordBytes).
+	MaxBatchBytes int
+	// QueueDepth bounds appends waiting for the writer. Default 4096.
+	QueueDepth int
+	// RecoverFrom is a record boundary known to be durable (from a
+	// checkpoint) where the recovery scan starts; -1 scans every segment.
+	RecoverFrom int64
+	// NextQueueOffset tells the writer the next queue offset of a queue it
+	// has not seen since Open (normally the consume queue's max offset).
+	// Default: every queue starts at 0.
+	NextQueueOffset func(topic string, queueID int32) int64
+	// OnDurable is called with the new durable offset each time it grows,
+	// from the writer or flusher goroutine. It must not block.
+	OnDurable func(durable int64)
+	Clock     clock.Clock
+	Logger    *slog.Logger
+}
+
+func (o *Options) setDefaults() error {
+	if o.SegmentBytes == 0 {
+		o.SegmentBytes = 1 << 30
+	}
+	if o.MaxRecordBytes == 0 {
+		o.MaxRecordBytes = 4 << 20
+	}
+	if o.SegmentBytes < message.MinRecordLen+8 {
+		return fmt.Errorf("commitlog: SegmentBytes %d is below the minimum %d", o.SegmentBytes, message.MinRecordLen+8)
+	}
+	if int64(o.MaxRecordBytes) > o.SegmentBytes-8 {
+		o.MaxRecordBytes = int(o.SegmentBytes - 8)
+	}
+	if o.FlushInterval == 0 {
+		o.FlushInterval = 500 * time.Millisecond
+	}
+	if o.SyncFlushTimeout == 0 {
+		o.SyncFlushTimeout = 5 * time.Second
+	}
+	if o.MaxBatchBytes < o.MaxRecordBytes {
+		o.MaxBatchBytes = max(4<<20, o.MaxRecordBytes)
+	}
+	if o.QueueDepth == 0 {
+		o.QueueDepth = 4096
+	}
+	if o.NextQueueOffset == nil {
+		o.NextQueueOffset = func(string, int32) int64 { return 0 }
+	}
+	if o.OnDurable == nil {
+		o.OnDurable = func(int64) {}
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// Result describes a finished append.
+type Result struct {
+	// Offset is the commit-log offset of the first record; the messages
+	// themselves carry their offsets after the append.
+	Offset int64
+	// End is the offset just past the last record.
+	End int64
+}
+
+// Log is an open commit log. All methods are safe for concurrent use.
+type Log struct {
+	fs   vfs.FS
+	dir  string
+	opts Options
+	log  *slog.Logger
+
+	segMu    sync.RWMutex
+	segments []*segment // sorted by start
+
+	written atomic.Int64 // end of the bytes handed to the OS
+	flushed atomic.Int64 // end of the bytes known durable
+	failed  atomic.Bool
+
+	appendc    chan *request
+	syncc      chan syncJob // writer -> flusher, FlushSync only
+	kick       chan struct{}
+	quit       chan struct{}
+	writerDone chan struct{}
+	wg         sync.WaitGroup
+
+	closeOnce sync.Once
+	stopping  atomic.Bool
+	closeMu   sync.RWMutex // held for reading while submitting; Close takes it to stop submissions
+	closed    bool
+
+	// Writer-owned state.
+	queueOffsets map[queueKey]int64
+	buf          []byte
+	tail         *segment
+	undo         []undoEntry
+
+	// Flush-timeout sweeping of waiters (FlushSync).
+	waitMu  sync.Mutex
+	waiting map[*request]struct{}
+	sweeper clock.Timer
+}
+
+type queueKey struct {
+	topic   string
+	queueID int32
+}
+
+type undoEntry struct {
+	key  queueKey
+	prev int64
+	had  bool
+}
+
+type segment struct {
+	start int64
+	f     vfs.File
+	refs  atomic.Int32 // 1 while listed, +1 per reader
+	name  string
+}
+
+func (s *segment) release() {
+	if s.refs.Add(-1) == 0 {
+		s.f.Close()
+	}
+}
+
+// request is one append. Requests of single synchronous appends are pooled.
+type request struct {
+	msgs   []*message.Message
+	one    [1]*message.Message
+	size   int
+	done   chan struct{}
+	cb     func(Result, error)
+	res    Result
+	err    error
+	since  time.Time
+	answer atomic.Bool // set by whoever answers first (completion or timeout)
+}
+
+var requestPool = sync.Pool{New: func() any { return &request{done: make(chan struct{}, 1)} }}
+
+type syncJob struct {
+	end  int64
+	reqs []*request
+	segs []*segment // segments to sync before tail (rolled-over ones)
+	tail *segment
+}
+
+// SegmentName returns the file name of the segment that starts at offset.
+func SegmentName(start int64) string { return fmt.Sprintf("%020d", start) }
+
+// Open opens (creating if needed) the log in dir and recovers its tail.
+func Open(fsys vfs.FS, dir string, opts Options) (*Log, error) {
+	if err := opts.setDefaults(); err != nil {
+		return nil, err
+	}
+	l := &Log{
+		fs:           fsys,
+		dir:          dir,
+		opts:         opts,
+		log:          opts.Logger.With("component", "commitlog"),
+		appendc:      make(chan *request, opts.QueueDepth),
+		kick:         make(chan struct{}, 1),
+		quit:         make(chan struct{}),
+		writerDone:   make(chan struct{}),
+		queueOffsets: make(map[queueKey]int64),
+		waiting:      make(map[*request]struct{}),
+	}
+	if opts.FlushMode == FlushSync {
+		l.syncc = make(chan syncJob, 64)
+	}
+	if err := fsys.MkdirAll(dir); err != nil {
+		return nil, fmt.Errorf("commitlog: create dir %s: %w", dir, err)
+	}
+	if err := l.loadSegments(); err != nil {
+		l.closeSegments()
+		return nil, err
+	}
+	end, err := l.recover()
+	if err != nil {
+		l.closeSegments()
+		return nil, err
+	}
+	l.written.Store(end)
+	l.flushed.Store(end)
+	if n := len(l.segments); n > 0 && l.segments[n-1].start <= end && end < l.segments[n-1].start+opts.SegmentBytes {
+		l.tail = l.segments[n-1]
+	}
+	l.wg.Add(2)
+	go l.writer()
+	go l.flusher()
+	if opts.FlushMode == FlushSync {
+		l.armSweeper()
+	}
+	return l, nil
+}
+
+func (l *Log) loadSegments() error {
+	names, err := l.fs.ReadDir(l.dir)
+	if err != nil {
+		return fmt.Errorf("commitlog: list %s: %w", l.dir, err)
+	}
+	for _, name := range names {
+		if len(name) != 20 {
+			continue
+		}
+		start, err := strconv.ParseInt(name, 10, 64)
+		if err != nil {
+			continue
+		}
+		if start%l.opts.SegmentBytes != 0 {
+			return fmt.Errorf("commitlog: segment %s does not start at a multiple of the segment size %d; was the log written with another SegmentBytes?", name, l.opts.SegmentBytes)
+		}
+		if n := len(l.segments); n > 0 && l.segments[n-1].start+l.opts.SegmentBytes != start {
+			// A hole: everything after it cannot be trusted to follow on.
+			l.log.Warn("segment sequence has a gap; ignoring later segments", "after", l.segments[n-1].name, "segment", name)
+			break
+		}
+		f, err := l.fs.Open(path.Join(l.dir, name))
+		if err != nil {
+			return fmt.Errorf("commitlog: open segment %s: %w", name, err)
+		}
+		s := &segment{start: start, f: f, name: name}
+		s.refs.Store(1)
+		l.segments = append(l.segments, s)
+	}
+	return nil
+}
+
+func (l *Log) closeSegments() {
+	for _, s := range l.segments {
+		s.release()
+	}
+	l.segments = nil
+}
+
+// Options returns the options in force (defaults applied).
+func (l *Log) Options() Options { return l.opts }
+
+// Written returns the end of the bytes written to the OS.
+func (l *Log) Written() int64 { return l.written.Load() }
+
+// Flushed returns the end of the bytes known durable.
+func (l *Log) Flushed() int64 { return l.flushed.Load() }
+
+// Durable returns the offset below which records may be served: Flushed
+// under FlushSync, Written under FlushAsync.
+func (l *Log) Durable() int64 {
+	if l.opts.FlushMode == FlushAsync {
+		return l.written.Load()
+	}
+	return l.flushed.Load()
+}
+
+// MinOffset returns the start of the oldest segment (the end of the log when
+// there is none).
+func (l *Log) MinOffset() int64 {
+	l.segMu.RLock()
+	defer l.segMu.RUnlock()
+	if len(l.segments) == 0 {
+		return l.written.Load()
+	}
+	return l.segments[0].start
+}
+
+// SegmentStart returns the start of the segment that holds offset.
+func (l *Log) SegmentStart(off int64) int64 { return off - off%l.opts.SegmentBytes }
+
+// Append appends one message and waits until it is durable under the flush
+// mode. On success the message's QueueOffset, PhysicalOffset and
+// StoreTimestamp are set. The message must not be modified until Append
+// returns. Steady-state Append does not allocate.
+func (l *Log) Append(m *message.Message) (Result, error) {
+	r := requestPool.Get().(*request)
+	r.one[0] = m
+	r.msgs = r.one[:]
+	res, err := l.wait(r)
+	r.one[0] = nil
+	r.msgs = nil
+	if !errors.Is(err, ErrFlushTimeout) {
+		// After a timeout the writer may still hold r; let it go.
+		requestPool.Put(r)
+	}
+	return res, err
+}
+
+// AppendBatch appends several messages as consecutive records and waits as
+// Append does. Each message gets its own queue offset and log offset.
+func (l *Log) AppendBatch(msgs []*message.Message) (Result, error) {
+	r := &request{msgs: msgs, done: make(chan struct{}, 1)}
+	return l.wait(r)
+}
+
+// AppendAsync appends msgs and calls cb once they are durable under the
+// flush mode, or with the error. cb runs on a log goroutine and must not
+// block. The messages must not be modified until cb runs.
+func (l *Log) AppendAsync(msgs []*message.Message, cb func(Result, error)) {
+	r := &request{msgs: msgs, cb: cb}
+	if err := l.submit(r); err != nil {
+		cb(Result{}, err)
+	}
+}
+
+func (l *Log) wait(r *request) (Result, error) {
+	r.cb = nil
+	r.res, r.err = Result{}, nil
+	r.answer.Store(false)
+	if err := l.submit(r); err != nil {
+		return Result{}, err
+	}
+	<-r.done
+	return r.res, r.err
+}
+
+func (l *Log) submit(r *request) error {
+	size := 0
+	for _, m := range r.msgs {
+		if err := m.Validate(); err != nil {
+			return err
+		}
+		n := m.EncodedLen()
+		if n > l.opts.MaxRecordBytes {
+			return fmt.Errorf("%w: the record is %d bytes and the limit is %d bytes (MaxRecordBytes); send a smaller message or raise the limit", ErrTooLarge, n, l.opts.MaxRecordBytes)
+		}
+		size += n
+	}
+	if len(r.msgs) == 0 {
+		return errors.New("commitlog: append of no messages")
+	}
+	if l.failed.Load() {
+		return ErrFailed
+	}
+	r.size = size
+	l.closeMu.RLock()
+	defer l.closeMu.RUnlock()
+	if l.closed {
+		return ErrClosed
+	}
+	l.appendc <- r
+	return nil
+}
+
+// finish answers a request once.
+func (l *Log) finish(r *request, res Result, err error) {
+	if !r.answer.CompareAndSwap(false, true) {
+		return
+	}
+	r.res, r.err = res, err
+	if r.cb != nil {
+		r.cb(res, err)
+		return
+	}
+	r.done <- struct{}{}
+}
+
+// writer is the one goroutine that writes the tail.
+func (l *Log) writer() {
+	defer l.wg.Done()
+	defer close(l.writerDone)
+	defer func() {
+		if l.syncc != nil {
+			close(l.syncc)
+		}
+	}()
+	var batch []*request
+	for {
+		var first *request
+		select {
+		case first = <-l.appendc:
+		case <-l.quit:
+			// Drain what was submitted before Close stopped submissions.
+			for {
+				select {
+				case r := <-l.appendc:
+					batch = append(batch[:0], r)
+					l.writeBatch(batch)
+				default:
+					return
+				}
+			}
+		}
+		batch = append(batch[:0], first)
+		bytes := first.size
+	gather:
+		for bytes < l.opts.MaxBatchBytes {
+			select {
+			case r := <-l.appendc:
+				batch = append(batch, r)
+				bytes += r.size
+			default:
+				break gather
+			}
+		}
+		l.writeBatch(batch)
+		clear(batch)
+	}
+}
+
+// writeBatch places, encodes and writes one group of requests.
+func (l *Log) writeBatch(batch []*request) {
+	if l.failed.Load() {
+		for _, r := range batch {
+			l.finish(r, Result{}, ErrFailed)
+		}
+		return
+	}
+	now := l.opts.Clock.Now().UnixMilli()
+	pos := l.written.Load()
+	bufStart := pos
+	l.buf = l.buf[:0]
+	l.undo = l.undo[:0]
+	var rolled []*segment
+	fail := func(err error) {
+		for _, u := range l.undo {
+			if u.had {
+				l.queueOffsets[u.key] = u.prev
+			} else {
+				delete(l.queueOffsets, u.key)
+			}
+		}
+		for _, r := range batch {
+			l.finish(r, Result{}, err)
+		}
+		if len(rolled) > 0 {
+			// Segments that were filled still need their sync.
+			if l.syncc != nil {
+				l.syncc <- syncJob{end: l.written.Load(), segs: rolled}
+			} else {
+				l.syncSegments(rolled)
+			}
+		}
+	}
+	for _, r := range batch {
+		first := int64(-1)
+		for _, m := range r.msgs {
+			n := m.EncodedLen()
+			segEnd := l.SegmentStart(pos) + l.opts.SegmentBytes
+			if pos+int64(n)+8 > segEnd {
+				// Fill the segment with a blank record and roll over.
+				blank := int(segEnd - pos)
+				l.buf = grow(l.buf, blank)
+				message.EncodeBlank(l.buf[len(l.buf)-blank:], blank)
+				pos = segEnd
+				if err := l.flushBuf(bufStart); err != nil {
+					fail(err)
+					return
+				}
+				l.written.Store(pos)
+				if l.tail != nil {
+					rolled = append(rolled, l.tail)
+				}
+				l.tail = nil
+				bufStart = pos
+			}
+			if l.tail == nil {
+				if err := l.newSegment(pos); err != nil {
+					fail(err)
+					return
+				}
+			}
+			key := queueKey{m.Topic, m.QueueID}
+			q, ok := l.queueOffsets[key]
+			if !ok {
+				q = l.opts.NextQueueOffset(m.Topic, m.QueueID)
+			}
+			l.undo = append(l.undo, undoEntry{key: key, prev: q, had: ok})
+			l.queueOffsets[key] = q + 1
+			m.QueueOffset = q
+			m.PhysicalOffset = pos
+			m.StoreTimestamp = now
+			l.buf = grow(l.buf, n)
+			m.EncodeTo(l.buf[len(l.buf)-n:])
+			if first < 0 {
+				first = pos
+			}
+			pos += int64(n)
+		}
+		r.res = Result{Offset: first, End: pos}
+	}
+	if err := l.flushBuf(bufStart); err != nil {
+		fail(err)
+		return
+	}
+	l.written.Store(pos)
+	if l.opts.FlushMode == FlushAsync {
+		for _, r := range batch {
+			l.finish(r, r.res, nil)
+		}
+		l.opts.OnDurable(pos)
+		if len(rolled) > 0 {
+			l.syncSegments(rolled)
+		}
+		return
+	}
+	reqs := make([]*request, len(batch))
+	copy(reqs, batch)
+	now2 := l.opts.Clock.Now()
+	l.waitMu.Lock()
+	for _, r := range reqs {
+		r.since = now2
+		l.waiting[r] = struct{}{}
+	}
+	l.waitMu.Unlock()
+	l.syncc <- syncJob{end: pos, reqs: reqs, segs: rolled, tail: l.tail}
+}
+
+func grow(b []byte, n int) []byte {
+	if cap(b)-len(b) < n {
+		nb := make([]byte, len(b), max(2*cap(b), len(b)+n))
+		copy(nb, b)
+		b = nb
+	}
+	return b[:len(b)+n]
+}
+
+// flushBuf writes l.buf, which starts at log offset at, into the tail.
+func (l *Log) flushBuf(at int64) error {
+	if len(l.buf) == 0 {
+		return nil
+	}
+	s := l.tail
+	if s == nil {
+		return fmt.Errorf("commitlog: no segment for offset %d", at)
+	}
+	if _, err := s.f.WriteAt(l.buf, at-s.start); err != nil {
+		// Undo a partial write so no half record is left for a later scan.
+		zero := make([]byte, len(l.buf))
+		s.f.WriteAt(zero, at-s.start)
+		l.buf = l.buf[:0]
+		return fmt.Errorf("commitlog: write segment %s: %w", s.name, err)
+	}
+	l.buf = l.buf[:0]
+	return nil
+}
+
+// newSegment creates and preallocates the segment that starts at start and
+// makes it the tail.
+func (l *Log) newSegment(start int64) error {
+	name := SegmentName(start)
+	p := path.Join(l.dir, name)
+	f, err := l.fs.Create(p)
+	if err != nil {
+		return fmt.Errorf("commitlog: create segment %s: %w", name, err)
+	}
+	if err := f.Preallocate(l.opts.SegmentBytes); err != nil {
+		f.Close()
+		l.fs.Remove(p)
+		return fmt.Errorf("commitlog: preallocate segment %s: %w", name, err)
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		f.Close()
+		l.fs.Remove(p)
+		return fmt.Errorf("commitlog: sync dir for segment %s: %w", name, err)
+	}
+	s := &segment{start: start, f: f, name: name}
+	s.refs.Store(1)
+	l.segMu.Lock()
+	l.segments = append(l.segments, s)
+	l.segMu.Unlock()
+	l.tail = s
+	return nil
+}
+
+// flusher makes written bytes durable: under FlushSync it serves the
+// writer's sync jobs, coalescing those that queue up behind a running
+// fsync; under FlushAsync it syncs every FlushInterval.
+func (l *Log) flusher() {
+	defer l.wg.Done()
+	if l.opts.FlushMode == FlushAsync {
+		t := l.opts.Clock.AfterFunc(l.opts.FlushInterval, l.tick)
+		for {
+			select {
+			case <-l.kick:
+				l.syncTo(l.written.Load(), nil, l.currentTail())
+				t = l.opts.Clock.AfterFunc(l.opts.FlushInterval, l.tick)
+			case <-l.writerDone:
+				t.Stop()
+				l.syncTo(l.written.Load(), nil, l.currentTail())
+				return
+			}
+		}
+	}
+	var jobs []syncJob
+	for job := range l.syncc {
+		jobs = append(jobs[:0], job)
+	more:
+		for {
+			select {
+			case j, ok := <-l.syncc:
+				if !ok {
+					break more
+				}
+				jobs = append(jobs, j)
+			default:
+				break more
+			}
+		}
+		var segs []*segment
+		var reqs []*request
+		end := int64(0)
+		var tail *segment
+		for _, j := range jobs {
+			segs = append(segs, j.segs...)
+			reqs = append(reqs, j.reqs...)
+			if j.tail != nil {
+				tail = j.tail
+			}
+			end = max(end, j.end)
+		}
+		l.syncSegments(segs)
+		l.syncTo(end, reqs, tail)
+	}
+}
