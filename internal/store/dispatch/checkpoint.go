@@ -18,7 +18,7 @@ const CheckpointFile = "checkpoint"
 const (
 	checkpointMagic   = "PCKP"
 	checkpointVersion = 1
-	checkpointLen     = 28
+	checkpointLen     = 36
 )
 
 // ErrNoCheckpoint: there is no checkpoint file (a new store).
@@ -28,6 +28,10 @@ var ErrNoCheckpoint = errors.New("dispatch: no checkpoint")
 type Checkpoint struct {
 	Dispatched int64
 	LogFlushed int64
+	// Digest summarises the sinks' state at Dispatched (the store uses the
+	// sum of every consume queue's max offset), so recovery can tell a sink
+	// that lost data the checkpoint says it had.
+	Digest int64
 }
 
 func (c Checkpoint) encode() []byte {
@@ -36,7 +40,8 @@ func (c Checkpoint) encode() []byte {
 	binary.BigEndian.PutUint32(b[4:], checkpointVersion)
 	binary.BigEndian.PutUint64(b[8:], uint64(c.Dispatched))
 	binary.BigEndian.PutUint64(b[16:], uint64(c.LogFlushed))
-	binary.BigEndian.PutUint32(b[24:], crc32.ChecksumIEEE(b[:24]))
+	binary.BigEndian.PutUint64(b[24:], uint64(c.Digest))
+	binary.BigEndian.PutUint32(b[32:], crc32.ChecksumIEEE(b[:32]))
 	return b
 }
 
@@ -57,12 +62,13 @@ func ReadCheckpoint(fsys vfs.FS, dir string) (Checkpoint, error) {
 		return Checkpoint{}, fmt.Errorf("dispatch: read checkpoint: %w", err)
 	}
 	if string(b[:4]) != checkpointMagic || binary.BigEndian.Uint32(b[4:]) != checkpointVersion ||
-		binary.BigEndian.Uint32(b[24:]) != crc32.ChecksumIEEE(b[:24]) {
+		binary.BigEndian.Uint32(b[32:]) != crc32.ChecksumIEEE(b[:32]) {
 		return Checkpoint{}, fmt.Errorf("dispatch: checkpoint %s is damaged", p)
 	}
 	return Checkpoint{
 		Dispatched: int64(binary.BigEndian.Uint64(b[8:])),
 		LogFlushed: int64(binary.BigEndian.Uint64(b[16:])),
+		Digest:     int64(binary.BigEndian.Uint64(b[24:])),
 	}, nil
 }
 

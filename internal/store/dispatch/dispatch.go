@@ -45,6 +45,9 @@ type Options struct {
 	SegmentBytes int64
 	// MaxRecordBytes bounds one record; the read buffer grows up to it.
 	MaxRecordBytes int
+	// Digest, when set, is called after the sinks are flushed and its value
+	// is stored in the checkpoint.
+	Digest func() int64
 	// CheckpointInterval between checkpoints. Default 1 s.
 	CheckpointInterval time.Duration
 	Clock              clock.Clock
@@ -308,6 +311,9 @@ func (d *Dispatcher) Checkpoint() error {
 		if err := s.Flush(); err != nil {
 			return err
 		}
+	}
+	if d.opts.Digest != nil {
+		c.Digest = d.opts.Digest()
 	}
 	return WriteCheckpoint(d.opts.FS, d.opts.Dir, c)
 }

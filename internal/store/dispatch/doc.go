@@ -17,7 +17,8 @@
 //	     4    4 version (1)
 //	     8    8 Dispatched: every record below it is durable in every sink
 //	    16    8 LogFlushed: the commit log was durable up to here
-//	    24    4 CRC-32 (IEEE) of bytes 0..24
+//	    24    8 Digest: the sinks' summary at Dispatched (Options.Digest)
+//	    32    4 CRC-32 (IEEE) of bytes 0..32
 //
 // Recovery scans the log from min(Dispatched, LogFlushed), cuts its torn
 // tail, truncates the sinks back to the checkpoint and replays the rest.

@@ -1,0 +1,34 @@
+// Command petrel is the Petrel message broker: one binary for the name
+// server, the broker and the tools. Flags and config are parsed here and the
+// parts are built from the internal packages; no logic lives in this package.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	if err := newRoot().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "petrel:", err)
+		os.Exit(1)
+	}
+}
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "petrel",
+		Short: "Petrel: a RocketMQ-compatible message broker in one binary",
+		Long: `Petrel is a message broker with RocketMQ's semantics: a commit log with
+per-queue consume queues and a key index, producer and consumer groups,
+tags, ordered, delayed and transactional messages, retries and dead-letter
+queues. 'petrel server' runs everything in one process on a local data
+directory.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newServerCmd())
+	return root
+}

@@ -1,0 +1,29 @@
+// Package store is the broker's storage facade: it puts messages into the
+// commit log, serves them back through consume queues, finds them by key and
+// by message id, recovers after a crash and enforces retention.
+//
+// # Directory layout
+//
+//	<dir>/commitlog/<20-digit start offset>     segments (package commitlog)
+//	<dir>/consumequeue/<topic>/<queue id>/...   consume queues (package consumequeue)
+//	<dir>/index/<20-digit first offset>         key index files (package index)
+//	<dir>/meta/{topics,groups,offsets}.json     metadata (package meta)
+//	<dir>/checkpoint                            dispatch checkpoint (package dispatch)
+//	<dir>/lock                                  held while a process has the store open
+//
+// # Recovery
+//
+// Open reads the checkpoint, recovers the commit log from
+// min(Dispatched, LogFlushed) (cutting a torn tail), truncates consume queues
+// and the index back to the checkpoint — they may run ahead of it — and
+// replays the log from there. If a consume queue turns out to lag the
+// checkpoint (a gap), or the checkpoint is missing or damaged, every consume
+// queue and the index are rebuilt from the oldest segment.
+//
+// # In-memory topics
+//
+// A topic whose attribute "persistent" is "false" keeps its messages in
+// memory only (see memtopic.go): same Put and Get, bounded by
+// Config.MemTopicMaxBytes per topic with the oldest dropped first, nothing on
+// disk, gone after a restart.
+package store

@@ -1,0 +1,329 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"path"
+	"sync"
+	"sync/atomic"
+
+	"github.com/petrelmq/petrel/internal/message"
+	"github.com/petrelmq/petrel/internal/store/commitlog"
+	"github.com/petrelmq/petrel/internal/store/consumequeue"
+	"github.com/petrelmq/petrel/internal/store/dispatch"
+	"github.com/petrelmq/petrel/internal/store/index"
+	"github.com/petrelmq/petrel/internal/store/meta"
+)
+
+// Errors a put can return besides the commit log's.
+var (
+	// ErrDiskFull: disk use is above DiskHardLimit; nothing was written.
+	ErrDiskFull = errors.New("store: disk full")
+	// ErrFlushTimeout: the message was written but not on disk within
+	// SyncFlushTimeout (RocketMQ's FLUSH_DISK_TIMEOUT). It may still land.
+	ErrFlushTimeout = commitlog.ErrFlushTimeout
+	// ErrTooLarge: the message is over MaxMessageBytes.
+	ErrTooLarge = commitlog.ErrTooLarge
+	// ErrClosed: the store is closed.
+	ErrClosed = commitlog.ErrClosed
+	// ErrNotFound: no message at that offset or with that key.
+	ErrNotFound = errors.New("store: message not found")
+)
+
+// Listener learns of each stored message once consumers can read it: the
+// topic, queue and the queue's new max offset (the record's queue offset
+// plus one). It runs on the dispatcher goroutine and must not block.
+type Listener func(topic string, queueID int32, maxOffset int64)
+
+// Store is an open store. Methods are safe for concurrent use.
+type Store struct {
+	cfg    Config
+	log    *slog.Logger
+	clog   *commitlog.Log
+	queues *queueSet
+	index  *indexSink
+	meta   *meta.Store
+	mem    *memTopics
+	disp   atomic.Pointer[dispatch.Dispatcher]
+	lock   func() error
+
+	listenMu  sync.RWMutex
+	listeners []Listener
+
+	diskFull  atomic.Bool
+	retention retention
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens or creates the store in cfg.Dir and recovers it.
+func Open(cfg Config) (*Store, error) {
+	cfg.fill()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Store{cfg: cfg, log: cfg.Logger.With("component", "store")}
+	if err := cfg.FS.MkdirAll(cfg.Dir); err != nil {
+		return nil, fmt.Errorf("store: create data dir %s: %w", cfg.Dir, err)
+	}
+	unlock, err := lockDir(cfg.FS, cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	s.lock = unlock
+	if err := s.open(); err != nil {
+		s.closeParts()
+		unlock()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) open() error {
+	cfg := s.cfg
+	var err error
+	s.meta, err = meta.Open(cfg.FS, path.Join(cfg.Dir, "meta"), meta.Options{
+		Clock: cfg.Clock, OffsetFlushInterval: cfg.OffsetFlushInterval, Logger: cfg.Logger,
+	})
+	if err != nil {
+		return fmt.Errorf("store: open metadata: %w", err)
+	}
+	s.mem = newMemTopics(cfg.MemTopicMaxBytes, cfg.StoreHost, cfg.Clock)
+
+	cp, cpErr := dispatch.ReadCheckpoint(cfg.FS, cfg.Dir)
+	rebuild := cpErr != nil
+	if cpErr != nil && !errors.Is(cpErr, dispatch.ErrNoCheckpoint) {
+		s.log.Warn("checkpoint unreadable; rebuilding consume queues and index from the commit log", "err", cpErr)
+	}
+	recoverFrom := int64(-1)
+	if !rebuild {
+		recoverFrom = min(cp.Dispatched, cp.LogFlushed)
+	}
+	if s.queues, err = openQueueSet(cfg); err != nil {
+		return err
+	}
+	if s.index, err = openIndexSink(cfg); err != nil {
+		return err
+	}
+	s.clog, err = commitlog.Open(cfg.FS, path.Join(cfg.Dir, "commitlog"), commitlog.Options{
+		SegmentBytes:     cfg.SegmentBytes,
+		MaxRecordBytes:   cfg.MaxMessageBytes,
+		FlushMode:        cfg.FlushMode,
+		FlushInterval:    cfg.FlushInterval,
+		SyncFlushTimeout: cfg.SyncFlushTimeout,
+		RecoverFrom:      recoverFrom,
+		NextQueueOffset:  s.queues.maxOffset,
+		OnDurable: func(int64) {
+			if d := s.disp.Load(); d != nil {
+				d.Notify()
+			}
+		},
+		Clock:  cfg.Clock,
+		Logger: cfg.Logger,
+	})
+	if err != nil {
+		return fmt.Errorf("store: open commit log: %w", err)
+	}
+	end := s.clog.Written()
+	from := max(min(cp.Dispatched, end), s.clog.MinOffset())
+	if !rebuild {
+		if err := s.truncateDerived(from); err != nil {
+			return err
+		}
+		if from == cp.Dispatched && s.queues.digest() != cp.Digest {
+			err = fmt.Errorf("consume queues hold %d entries, the checkpoint says %d", s.queues.digest(), cp.Digest)
+		} else {
+			err = s.replay(from)
+		}
+		if err != nil {
+			s.log.Warn("consume queues or index disagree with the commit log; rebuilding them", "err", err)
+			rebuild = true
+		}
+	}
+	if rebuild {
+		if err := s.rebuildDerived(); err != nil {
+			return err
+		}
+		if err := s.replay(s.clog.MinOffset()); err != nil {
+			return fmt.Errorf("store: rebuild from the commit log: %w", err)
+		}
+	}
+	d := s.disp.Load()
+	if err := d.Checkpoint(); err != nil {
+		return fmt.Errorf("store: checkpoint after recovery: %w", err)
+	}
+	d.Start()
+	s.retention.start(s)
+	s.log.Info("store open", "dir", cfg.Dir, "flush", cfg.FlushMode.String(), "min_offset", s.clog.MinOffset(), "max_offset", end, "replayed_from", from, "rebuilt", rebuild)
+	return nil
+}
+
+// replay makes a dispatcher that starts at from and runs it to the end of
+// the log synchronously.
+func (s *Store) replay(from int64) error {
+	d := dispatch.New(s.clog, []dispatch.Sink{s.queues, s.index}, from, dispatch.Options{
+		FS:                 s.cfg.FS,
+		Dir:                s.cfg.Dir,
+		SegmentBytes:       s.cfg.SegmentBytes,
+		MaxRecordBytes:     s.cfg.MaxMessageBytes,
+		CheckpointInterval: s.cfg.CheckpointInterval,
+		Digest:             s.queues.digest,
+		Clock:              s.cfg.Clock,
+		Logger:             s.cfg.Logger,
+	})
+	d.AddListener(s.notifyListeners)
+	s.disp.Store(d)
+	return d.Replay()
+}
+
+// truncateDerived cuts consume queues and the index back to from.
+func (s *Store) truncateDerived(from int64) error {
+	if err := s.queues.truncate(from); err != nil {
+		return err
+	}
+	if err := s.index.idx.Truncate(from); err != nil {
+		return fmt.Errorf("store: truncate index: %w", err)
+	}
+	return nil
+}
+
+// rebuildDerived deletes consume queues and the index.
+func (s *Store) rebuildDerived() error {
+	if err := s.queues.removeAll(); err != nil {
+		return err
+	}
+	if err := s.index.reset(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (s *Store) notifyListeners(r message.Record) {
+	s.listenMu.RLock()
+	defer s.listenMu.RUnlock()
+	if len(s.listeners) == 0 {
+		return
+	}
+	topic := s.index.intern(r.Topic())
+	for _, l := range s.listeners {
+		l(topic, r.QueueID(), r.QueueOffset()+1)
+	}
+}
+
+// AddListener registers l for every message that becomes readable from now
+// on, persistent or in-memory.
+func (s *Store) AddListener(l Listener) {
+	s.listenMu.Lock()
+	defer s.listenMu.Unlock()
+	s.listeners = append(s.listeners, l)
+}
+
+// Meta returns the metadata store (topics, groups, consumer offsets).
+func (s *Store) Meta() *meta.Store { return s.meta }
+
+// Config returns the configuration in force.
+func (s *Store) Config() Config { return s.cfg }
+
+// Put stores one message and returns once it is durable under the flush
+// mode. On success m's QueueOffset, PhysicalOffset and StoreTimestamp are
+// set. The message must not be modified until Put returns.
+func (s *Store) Put(m *message.Message) error {
+	if s.mem.isMemTopic(s.meta, m.Topic) {
+		return s.mem.put(s, []*message.Message{m})
+	}
+	if s.diskFull.Load() {
+		return s.diskFullError()
+	}
+	m.StoreHost = s.cfg.StoreHost
+	_, err := s.clog.Append(m)
+	return s.putError(err)
+}
+
+// PutBatch stores messages as consecutive records, all of one queue or not,
+// and waits like Put.
+func (s *Store) PutBatch(msgs []*message.Message) error {
+	if len(msgs) > 0 && s.mem.isMemTopic(s.meta, msgs[0].Topic) {
+		return s.mem.put(s, msgs)
+	}
+	if s.diskFull.Load() {
+		return s.diskFullError()
+	}
+	for _, m := range msgs {
+		m.StoreHost = s.cfg.StoreHost
+	}
+	_, err := s.clog.AppendBatch(msgs)
+	return s.putError(err)
+}
+
+// PutAsync stores msgs and calls done once they are durable under the flush
+// mode, or with the error. done runs on a store goroutine and must not block.
+func (s *Store) PutAsync(msgs []*message.Message, done func(error)) {
+	if len(msgs) > 0 && s.mem.isMemTopic(s.meta, msgs[0].Topic) {
+		done(s.mem.put(s, msgs))
+		return
+	}
+	if s.diskFull.Load() {
+		done(s.diskFullError())
+		return
+	}
+	for _, m := range msgs {
+		m.StoreHost = s.cfg.StoreHost
+	}
+	s.clog.AppendAsync(msgs, func(_ commitlog.Result, err error) { done(s.putError(err)) })
+}
+
+// Durable is the commit-log offset below which messages are readable.
+func (s *Store) Durable() int64 { return s.clog.Durable() }
+
+// Dispatched is the commit-log offset below which messages are in their
+// consume queues and the index.
+func (s *Store) Dispatched() int64 { return s.disp.Load().Dispatched() }
+
+// CommitLogMinOffset is the oldest commit-log offset still stored.
+func (s *Store) CommitLogMinOffset() int64 { return s.clog.MinOffset() }
+
+// Close stops the store: puts in flight finish, everything durable is
+// dispatched and checkpointed, files are closed. Idempotent.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.retention.stop()
+		s.closeErr = s.closeParts()
+		if s.lock != nil {
+			s.lock()
+		}
+	})
+	return s.closeErr
+}
+
+func (s *Store) closeParts() error {
+	var errs []error
+	// The dispatcher goes first, while the log files are still open; what is
+	// appended after it stops is replayed at the next Open.
+	if d := s.disp.Load(); d != nil {
+		errs = append(errs, d.Close())
+	}
+	if s.clog != nil {
+		errs = append(errs, s.clog.Close())
+	}
+	if s.queues != nil {
+		errs = append(errs, s.queues.close())
+	}
+	if s.index != nil {
+		errs = append(errs, s.index.idx.Close())
+	}
+	if s.meta != nil {
+		errs = append(errs, s.meta.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// consumequeue options derived from the config.
+func (c Config) cqOptions() consumequeue.Options {
+	return consumequeue.Options{EntriesPerFile: c.ConsumeQueueEntriesPerFile}
+}
+
+func (c Config) indexOptions() index.Options {
+	return index.Options{SlotsPerFile: c.IndexSlotsPerFile, EntriesPerFile: c.IndexEntriesPerFile}
+}
