@@ -25,6 +25,12 @@
 //
 // PROPERTIES is "key 0x01 value 0x02" repeated; see EncodeProperties.
 //
+// Check accepts only records that EncodeTo could have written (see its
+// doc), so Decode followed by Encode reproduces them byte for byte.
+//
+// DecodeBatch and EncodeBatch handle the body of a SEND_BATCH_MESSAGE
+// request, whose items have their own short layout (see batch.go).
+//
 // The package imports none of Petrel's packages. Decoding functions never
 // panic on arbitrary input; Record accessors assume a record that passed
 // Check.

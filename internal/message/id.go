@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"strings"
 )
 
 // ErrBadMessageID is returned by ParseOffsetID.
@@ -19,7 +18,12 @@ func OffsetID(storeHost netip.AddrPort, physOffset int64) string {
 	var b [28]byte
 	n := putHost(b[:], storeHost)
 	binary.BigEndian.PutUint64(b[n:], uint64(physOffset))
-	return strings.ToUpper(hex.EncodeToString(b[:n+8]))
+	const digits = "0123456789ABCDEF"
+	var out [2 * len(b)]byte
+	for i, c := range b[:n+8] {
+		out[2*i], out[2*i+1] = digits[c>>4], digits[c&0xF]
+	}
+	return string(out[:2*(n+8)])
 }
 
 // ParseOffsetID decodes an OffsetID.

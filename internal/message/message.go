@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"net/netip"
 )
 
@@ -87,13 +88,27 @@ func (m *Message) EncodedLen() int {
 		4 + len(m.Body) + 1 + len(m.Topic) + 2 + len(m.Properties)
 }
 
-// Validate checks the limits of the layout: topic and properties lengths.
+// Validate checks that the message can be encoded as a record that Check
+// accepts: a topic of 1..MaxTopicLen legal characters (ValidTopic),
+// properties of at most MaxPropertiesLen bytes that, when non-empty, end with
+// PropertySeparator, and a record length that fits TOTALSIZE. Check rejects
+// records that break these rules, so a record written without Validate could
+// be taken for a torn one when the commit log is recovered.
 func (m *Message) Validate() error {
 	if len(m.Topic) == 0 || len(m.Topic) > MaxTopicLen {
 		return fmt.Errorf("message: topic length %d outside 1..%d", len(m.Topic), MaxTopicLen)
 	}
+	if !ValidTopic(m.Topic) {
+		return fmt.Errorf("message: topic %q has characters outside [%%|a-zA-Z0-9_-]", m.Topic)
+	}
 	if len(m.Properties) > MaxPropertiesLen {
 		return fmt.Errorf("message: properties are %d bytes, the limit is %d", len(m.Properties), MaxPropertiesLen)
+	}
+	if n := len(m.Properties); n > 0 && m.Properties[n-1] != PropertySeparator {
+		return fmt.Errorf("message: properties do not end with the separator 0x%02X", PropertySeparator)
+	}
+	if n := m.EncodedLen(); n > math.MaxInt32 {
+		return fmt.Errorf("message: record would be %d bytes, the limit is %d", n, math.MaxInt32)
 	}
 	return nil
 }
@@ -189,10 +204,16 @@ func getHost(b []byte, v6 bool) netip.AddrPort {
 // Check validates the record at the start of b and returns its length. It
 // returns ErrShort when b ends inside the record (so a longer read may
 // succeed), ErrBlank when b starts with segment-end filler (its length is
-// returned too), and ErrCorrupt otherwise. Beyond lengths and magic it checks
-// the body CRC, that the topic is a legal name and that non-empty properties
-// end with the pair separator, so that a record torn by a crash and padded
-// with zeros is not taken for a whole one.
+// returned too), and ErrCorrupt otherwise. It reads only the bytes of the
+// record, so bytes after it never change the result, and every strict prefix
+// of a record it accepts gives ErrShort.
+//
+// Beyond lengths and magic it checks the body CRC, that the topic is 1..127
+// legal characters, that non-empty properties end with the pair separator
+// and that the host fields are as EncodeTo writes them (ports ≤ 65535, no
+// IPv4-mapped address under an IPv6 flag), so that a record torn by a crash
+// and padded with zeros is not taken for a whole one, and so that Decode
+// followed by Encode reproduces an accepted record byte for byte.
 func Check(b []byte) (int, error) {
 	if len(b) < 8 {
 		return 0, ErrShort
@@ -209,16 +230,20 @@ func Check(b []byte) (int, error) {
 	if magic != Magic {
 		return 0, ErrCorrupt
 	}
-	if total < MinRecordLen || total > 1<<31-1 {
+	if total < MinRecordLen {
 		return 0, ErrCorrupt
 	}
 	// Parse by field sizes, as clients do, and require the parse to end
-	// exactly at TOTALSIZE.
+	// exactly at TOTALSIZE. Every test before an ErrShort return looks only
+	// at bytes already present, which gives the prefix property above.
 	if len(b) < 40 {
 		return 0, ErrShort
 	}
 	sys := int32(be.Uint32(b[36:]))
-	p := int64(48) + int64(hostLenFlag(sys&SysFlagBornHostIPv6 != 0)) + 8 + int64(hostLenFlag(sys&SysFlagStoreHostIPv6 != 0)) + 12
+	bornV6 := sys&SysFlagBornHostIPv6 != 0
+	storeV6 := sys&SysFlagStoreHostIPv6 != 0
+	storeHostAt := int64(48) + int64(hostLenFlag(bornV6)) + 8
+	p := storeHostAt + int64(hostLenFlag(storeV6)) + 12
 	if p+4 > total {
 		return 0, ErrCorrupt
 	}
@@ -237,7 +262,7 @@ func Check(b []byte) (int, error) {
 	topicLen := int64(b[p])
 	topicAt := p + 1
 	p = topicAt + topicLen
-	if p+2 > total {
+	if topicLen == 0 || topicLen > MaxTopicLen || p+2 > total {
 		return 0, ErrCorrupt
 	}
 	if int64(len(b)) < p+2 {
@@ -250,16 +275,23 @@ func Check(b []byte) (int, error) {
 	if int64(len(b)) < total {
 		return 0, ErrShort
 	}
-	if topicLen == 0 || !ValidTopic(b[topicAt:topicAt+topicLen]) {
-		return 0, ErrCorrupt
-	}
-	if propLen > 0 && b[total-1] != PropertySeparator {
-		return 0, ErrCorrupt
-	}
-	if be.Uint32(b[8:]) != BodyChecksum(b[bodyAt:bodyAt+bodyLen]) {
+	if !ValidTopic(b[topicAt:topicAt+topicLen]) ||
+		(propLen > 0 && b[total-1] != PropertySeparator) ||
+		!canonicalHost(b[48:], bornV6) || !canonicalHost(b[storeHostAt:], storeV6) ||
+		be.Uint32(b[8:]) != BodyChecksum(b[bodyAt:bodyAt+bodyLen]) {
 		return 0, ErrCorrupt
 	}
 	return int(total), nil
+}
+
+// canonicalHost reports whether the host field at the start of b is one
+// that putHost writes: a port that fits 16 bits and, in the IPv6 form, an
+// address that is not IPv4-mapped (putHost writes those in the IPv4 form).
+func canonicalHost(b []byte, v6 bool) bool {
+	if !v6 {
+		return binary.BigEndian.Uint32(b[4:]) <= 0xFFFF
+	}
+	return binary.BigEndian.Uint32(b[16:]) <= 0xFFFF && !netip.AddrFrom16([16]byte(b[:16])).Is4In6()
 }
 
 func hostLenFlag(v6 bool) int {

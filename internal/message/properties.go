@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // Separators of the encoded properties string.
@@ -31,57 +32,61 @@ const (
 	PropertyShardingKey      = "SHARDING_KEY"
 )
 
+// Property lookups follow the clients, which split the string on
+// PropertySeparator, keep the items with exactly one NameValueSeparator and
+// put them in a map in order, so the last item with a key wins. The lookups
+// scan backwards from the end and stop at the first well-formed item with
+// the key.
+
 // lookup scans encoded properties for key without allocating.
 func lookup(props []byte, key string) ([]byte, bool) {
-	for len(props) > 0 {
-		end := bytes.IndexByte(props, PropertySeparator)
-		pair := props
-		if end >= 0 {
-			pair, props = props[:end], props[end+1:]
-		} else {
-			props = nil
-		}
-		i := bytes.IndexByte(pair, NameValueSeparator)
-		if i < 0 || bytes.IndexByte(pair[i+1:], NameValueSeparator) >= 0 {
+	for end := len(props); end > 0; {
+		start := bytes.LastIndexByte(props[:end], PropertySeparator) + 1
+		item := props[start:end]
+		end = start - 1
+		i := bytes.IndexByte(item, NameValueSeparator)
+		if i < 0 || bytes.IndexByte(item[i+1:], NameValueSeparator) >= 0 {
 			continue // not exactly two parts: clients skip such items
 		}
-		if string(pair[:i]) == key {
-			return pair[i+1:], true
+		if string(item[:i]) == key {
+			return item[i+1:], true
 		}
 	}
 	return nil, false
 }
 
-// PropertyOf returns the value of key in an encoded properties string.
+// PropertyOf returns the value of key in an encoded properties string: the
+// value of the last well-formed item with the key, as ParseProperties and
+// the clients see it.
 func PropertyOf(props, key string) (string, bool) {
-	for len(props) > 0 {
-		end := strings.IndexByte(props, PropertySeparator)
-		pair := props
-		if end >= 0 {
-			pair, props = props[:end], props[end+1:]
-		} else {
-			props = ""
-		}
-		i := strings.IndexByte(pair, NameValueSeparator)
-		if i < 0 || strings.IndexByte(pair[i+1:], NameValueSeparator) >= 0 {
+	for end := len(props); end > 0; {
+		start := strings.LastIndexByte(props[:end], PropertySeparator) + 1
+		item := props[start:end]
+		end = start - 1
+		i := strings.IndexByte(item, NameValueSeparator)
+		if i < 0 || strings.IndexByte(item[i+1:], NameValueSeparator) >= 0 {
 			continue
 		}
-		if pair[:i] == key {
-			return pair[i+1:], true
+		if item[:i] == key {
+			return item[i+1:], true
 		}
 	}
 	return "", false
 }
 
 // ParseProperties decodes an encoded properties string. Items that are not
-// exactly "key 0x01 value" are skipped, as clients do.
+// exactly "key 0x01 value" are skipped and a later item replaces an earlier
+// one with the same key, as clients do. Empty keys and values are kept.
 func ParseProperties(s string) map[string]string {
-	m := make(map[string]string)
-	for _, pair := range strings.Split(s, string(PropertySeparator)) {
-		kv := strings.Split(pair, string(NameValueSeparator))
-		if len(kv) == 2 {
-			m[kv[0]] = kv[1]
+	m := make(map[string]string, strings.Count(s, string(PropertySeparator))+1)
+	for len(s) > 0 {
+		item, rest, _ := strings.Cut(s, string(PropertySeparator))
+		s = rest
+		i := strings.IndexByte(item, NameValueSeparator)
+		if i < 0 || strings.IndexByte(item[i+1:], NameValueSeparator) >= 0 {
+			continue
 		}
+		m[item[:i]] = item[i+1:]
 	}
 	return m
 }
@@ -124,6 +129,9 @@ func (m *Message) Property(key string) string {
 // ValidProperty.
 func (m *Message) SetProperty(key, value string) {
 	m.RemoveProperty(key)
+	if n := len(m.Properties); n > 0 && m.Properties[n-1] != PropertySeparator {
+		m.Properties += string(PropertySeparator) // end the last item first
+	}
 	m.Properties += key + string(NameValueSeparator) + value + string(PropertySeparator)
 }
 
@@ -160,12 +168,24 @@ func (m *Message) Tags() string { return m.Property(PropertyTags) }
 // TagHash is the tag code stored in consume-queue entries: Java's
 // String.hashCode over the UTF-16 code units of the tag, sign-extended to 64
 // bits; the empty tag hashes to 0. Subscriptions are matched against the same
-// function, so Java and Go clients filter alike.
+// function, so Java and Go clients filter alike. The tag is read as UTF-8;
+// each byte of an invalid sequence counts as U+FFFD, as in a Go range loop.
+// It does not allocate.
 func TagHash[T string | []byte](tag T) int64 {
 	var h int32
-	s := string(tag) // no allocation for string; for []byte the compiler avoids it in range loops
-	for _, r := range s {
-		if r >= 0x10000 {
+	var buf [utf8.UTFMax]byte
+	for i := 0; i < len(tag); {
+		r := rune(tag[i])
+		if r < utf8.RuneSelf {
+			i++
+		} else {
+			// Copy at most one encoded rune so that both string and []byte
+			// can be decoded without a conversion that might allocate.
+			var size int
+			r, size = utf8.DecodeRune(buf[:copy(buf[:], tag[i:])])
+			i += size
+		}
+		if r >= 0x10000 { // a surrogate pair in UTF-16
 			r -= 0x10000
 			h = 31*h + int32(0xD800+(r>>10))
 			h = 31*h + int32(0xDC00+(r&0x3FF))
