@@ -150,6 +150,11 @@ func (s *Store) open() error {
 			return fmt.Errorf("store: rebuild from the commit log: %w", err)
 		}
 	}
+	// Queues do not store their min offset: raise it past what retention
+	// removed before the restart.
+	if _, err := s.queues.deleteBefore(s.clog.MinOffset()); err != nil {
+		return err
+	}
 	d := s.disp.Load()
 	if err := d.Checkpoint(); err != nil {
 		return fmt.Errorf("store: checkpoint after recovery: %w", err)

@@ -1,0 +1,5 @@
+//go:build !race
+
+package consumequeue
+
+const raceEnabled = false
