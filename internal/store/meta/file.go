@@ -1,0 +1,180 @@
+package meta
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"sync"
+
+	"github.com/petrelmq/petrel/internal/vfs"
+)
+
+// tmpSuffix marks a file being written; it is never loaded.
+const tmpSuffix = ".tmp"
+
+// writeFileAtomic replaces dir/name by data so that a crash leaves either the
+// old or the new file: write dir/name.tmp, Sync, Rename over dir/name, SyncDir.
+func writeFileAtomic(fsys vfs.FS, dir, name string, data []byte) (err error) {
+	final := path.Join(dir, name)
+	tmp := final + tmpSuffix
+	f, err := fsys.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", tmp, err)
+	}
+	defer func() {
+		if err != nil {
+			// Best effort: Open removes leftovers anyway.
+			_ = fsys.Remove(tmp)
+		}
+	}()
+	if _, err := f.WriteAt(data, 0); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("sync %s: %w", tmp, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", tmp, err)
+	}
+	if err := fsys.Rename(tmp, final); err != nil {
+		return fmt.Errorf("rename %s to %s: %w", tmp, final, err)
+	}
+	if err := fsys.SyncDir(dir); err != nil {
+		// The new file is in place but its directory entry may not be
+		// durable; the next write of this kind tries again.
+		return fmt.Errorf("sync dir of %s: %w", final, err)
+	}
+	return nil
+}
+
+// readFile returns the content of p, or nil, false if p does not exist.
+func readFile(fsys vfs.FS, p string) ([]byte, bool, error) {
+	f, err := fsys.Open(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("open %s: %w", p, err)
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return nil, false, fmt.Errorf("size of %s: %w", p, err)
+	}
+	buf := make([]byte, size)
+	n, err := f.ReadAt(buf, 0)
+	if n == len(buf) {
+		err = nil
+	} else if err == nil || err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("read %s: %w", p, err)
+	}
+	return buf, true, nil
+}
+
+// writer serialises the writes of one file and lets concurrent callers share
+// them (group commit). Changes to the file's table are numbered 1, 2, ... by
+// the table; sync(ctx, seq) returns once a write whose snapshot covers seq is
+// durable.
+type writer struct {
+	fsys vfs.FS
+	dir  string
+	name string
+	// snapshot runs with no writer lock held. It copies the table under the
+	// table's own lock and returns the highest change number the copy covers
+	// and a function that encodes the copy (called outside every lock).
+	snapshot func() (seq uint64, encode func() ([]byte, error))
+
+	mu       sync.Mutex
+	writing  bool
+	done     chan struct{} // closed when the running write ends
+	durable  uint64        // every change ≤ durable is on disk
+	gen      uint64        // writes finished, failed ones included
+	failGen  uint64        // gen of the last failed write
+	failSeq  uint64        // the changes that write covered
+	failErr  error
+	waiting  int    // callers parked on done (tests watch it)
+	attempts uint64 // writes started (tests and logs)
+}
+
+// sync returns once every change numbered ≤ seq is durable, writing the file
+// itself if no write is under way. It returns the error of a failed write
+// that covered seq and ended after sync was called; an error older than the
+// call is never returned: the write is tried again.
+// If ctx ends first it returns ctx.Err(); a write it started still runs to
+// the end.
+func (w *writer) sync(ctx context.Context, seq uint64) error {
+	w.mu.Lock()
+	gen0 := w.gen
+	for {
+		if w.durable >= seq {
+			w.mu.Unlock()
+			return nil
+		}
+		if w.failGen > gen0 && w.failSeq >= seq {
+			err := w.failErr
+			w.mu.Unlock()
+			return err
+		}
+		if !w.writing {
+			w.writing = true
+			done := make(chan struct{})
+			w.done = done
+			w.attempts++
+			w.mu.Unlock()
+
+			covered, err := w.write()
+
+			w.mu.Lock()
+			w.writing = false
+			w.done = nil
+			close(done)
+			w.gen++
+			if err != nil {
+				w.failGen, w.failSeq, w.failErr = w.gen, covered, err
+			} else if covered > w.durable {
+				w.durable = covered
+			}
+			continue
+		}
+		done := w.done
+		w.waiting++
+		w.mu.Unlock()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			w.mu.Lock()
+			w.waiting--
+			w.mu.Unlock()
+			return ctx.Err()
+		}
+		w.mu.Lock()
+		w.waiting--
+	}
+}
+
+func (w *writer) write() (uint64, error) {
+	seq, encode := w.snapshot()
+	data, err := encode()
+	if err != nil {
+		return seq, fmt.Errorf("meta: encode %s: %w", w.name, err)
+	}
+	if err := writeFileAtomic(w.fsys, w.dir, w.name, data); err != nil {
+		return seq, fmt.Errorf("meta: %w", err)
+	}
+	return seq, nil
+}
+
+// durableSeq reports the highest change number known durable.
+func (w *writer) durableSeq() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.durable
+}
