@@ -113,6 +113,7 @@ func (l *Log) Close() error {
 		l.waitMu.Unlock()
 		close(l.quit)
 		l.wg.Wait()
+		l.dropPrepared()
 		l.segMu.Lock()
 		l.closeSegments()
 		l.segMu.Unlock()

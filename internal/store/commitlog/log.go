@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -168,7 +169,14 @@ type Log struct {
 	closeMu   sync.RWMutex // held for reading while submitting; Close takes it to stop submissions
 	closed    bool
 
+	// Segment preparation (FlushSync): jobs for the preparer goroutine.
+	prepc chan *prepJob
+	// flushIdle holds a token while the flusher waits for work (FlushSync).
+	flushIdle chan struct{}
+	prepKick  chan struct{} // the writer made progress
+
 	// Writer-owned state.
+	nextPrep     *prepJob
 	queueOffsets map[queueKey]int64
 	buf          []byte
 	tail         *segment
@@ -248,6 +256,10 @@ func Open(fsys vfs.FS, dir string, opts Options) (*Log, error) {
 	}
 	if opts.FlushMode == FlushSync {
 		l.syncc = make(chan syncJob, 64)
+		l.prepc = make(chan *prepJob, 1)
+		l.flushIdle = make(chan struct{}, 1)
+		l.flushIdle <- struct{}{}
+		l.prepKick = make(chan struct{}, 1)
 	}
 	if err := fsys.MkdirAll(dir); err != nil {
 		return nil, fmt.Errorf("commitlog: create dir %s: %w", dir, err)
@@ -269,6 +281,10 @@ func Open(fsys vfs.FS, dir string, opts Options) (*Log, error) {
 	l.wg.Add(2)
 	go l.writer()
 	go l.flusher()
+	if l.prepc != nil {
+		l.wg.Add(1)
+		go l.preparer()
+	}
 	if opts.FlushMode == FlushSync {
 		l.armSweeper()
 	}
@@ -280,6 +296,7 @@ func (l *Log) loadSegments() error {
 	if err != nil {
 		return fmt.Errorf("commitlog: list %s: %w", l.dir, err)
 	}
+	l.removePrepared(names)
 	for _, name := range names {
 		if len(name) != 20 {
 			continue
@@ -437,12 +454,16 @@ func (l *Log) finish(r *request, res Result, err error) {
 func (l *Log) writer() {
 	defer l.wg.Done()
 	defer close(l.writerDone)
+	if l.tail != nil {
+		l.requestPrepare(l.tail.start + l.opts.SegmentBytes)
+	}
 	defer func() {
 		if l.syncc != nil {
 			close(l.syncc)
 		}
 	}()
 	var batch []*request
+	token := false // the flusher's idle token is held
 	for {
 		var first *request
 		select {
@@ -461,23 +482,62 @@ func (l *Log) writer() {
 		}
 		batch = append(batch[:0], first)
 		bytes := first.size
-	gather:
-		for bytes < l.opts.MaxBatchBytes {
-			select {
-			case r := <-l.appendc:
-				batch = append(batch, r)
-				bytes += r.size
-			default:
-				break gather
+		// Under FlushSync there is no point writing while an fsync runs:
+		// the bytes would wait for the next one anyway. Keep gathering
+		// until the flusher is idle (or the batch is full), so one write
+		// and one fsync serve everything that arrived meanwhile.
+		if l.flushIdle == nil {
+		drain:
+			for bytes < l.opts.MaxBatchBytes {
+				select {
+				case r := <-l.appendc:
+					batch = append(batch, r)
+					bytes += r.size
+				default:
+					break drain
+				}
+			}
+		} else {
+			token = false
+		gather:
+			for bytes < l.opts.MaxBatchBytes {
+				select {
+				case r := <-l.appendc:
+					batch = append(batch, r)
+					bytes += r.size
+				case <-l.flushIdle:
+					token = true
+					// Appenders the last sync answered are about to
+					// submit again: let them, so this write covers them.
+					for range 16 {
+						runtime.Gosched()
+						n := len(l.appendc)
+						if n == 0 {
+							break
+						}
+						for range n {
+							r := <-l.appendc
+							batch = append(batch, r)
+							bytes += r.size
+						}
+					}
+					break gather
+				case <-l.quit:
+					break gather
+				}
 			}
 		}
-		l.writeBatch(batch)
+		if !l.writeBatch(batch) && token {
+			// No sync job went to the flusher, so it stays idle.
+			l.flushIdle <- struct{}{}
+		}
 		clear(batch)
 	}
 }
 
-// writeBatch places, encodes and writes one group of requests.
-func (l *Log) writeBatch(batch []*request) {
+// writeBatch places, encodes and writes one group of requests. It reports
+// whether it handed a sync job to the flusher.
+func (l *Log) writeBatch(batch []*request) (synced bool) {
 	if l.failed.Load() {
 		for _, r := range batch {
 			l.finish(r, Result{}, ErrFailed)
@@ -505,6 +565,7 @@ func (l *Log) writeBatch(batch []*request) {
 			// Segments that were filled still need their sync.
 			if l.syncc != nil {
 				l.syncc <- syncJob{end: l.written.Load(), segs: rolled}
+				synced = true
 			} else {
 				l.syncSegments(rolled)
 			}
@@ -562,6 +623,12 @@ func (l *Log) writeBatch(batch []*request) {
 		return
 	}
 	l.written.Store(pos)
+	if l.prepKick != nil {
+		select {
+		case l.prepKick <- struct{}{}:
+		default:
+		}
+	}
 	if l.opts.FlushMode == FlushAsync {
 		for _, r := range batch {
 			l.finish(r, r.res, nil)
@@ -582,6 +649,7 @@ func (l *Log) writeBatch(batch []*request) {
 	}
 	l.waitMu.Unlock()
 	l.syncc <- syncJob{end: pos, reqs: reqs, segs: rolled, tail: l.tail}
+	return true
 }
 
 func grow(b []byte, n int) []byte {
@@ -618,14 +686,19 @@ func (l *Log) flushBuf(at int64) error {
 func (l *Log) newSegment(start int64) error {
 	name := SegmentName(start)
 	p := path.Join(l.dir, name)
-	f, err := l.fs.Create(p)
+	f, err := l.takePrepared(start)
 	if err != nil {
-		return fmt.Errorf("commitlog: create segment %s: %w", name, err)
+		return err
 	}
-	if err := f.Preallocate(l.opts.SegmentBytes); err != nil {
-		f.Close()
-		l.fs.Remove(p)
-		return fmt.Errorf("commitlog: preallocate segment %s: %w", name, err)
+	if f == nil {
+		if f, err = l.fs.Create(p); err != nil {
+			return fmt.Errorf("commitlog: create segment %s: %w", name, err)
+		}
+		if err := f.Preallocate(l.opts.SegmentBytes); err != nil {
+			f.Close()
+			l.fs.Remove(p)
+			return fmt.Errorf("commitlog: preallocate segment %s: %w", name, err)
+		}
 	}
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		f.Close()
@@ -638,6 +711,7 @@ func (l *Log) newSegment(start int64) error {
 	l.segments = append(l.segments, s)
 	l.segMu.Unlock()
 	l.tail = s
+	l.requestPrepare(start + l.opts.SegmentBytes)
 	return nil
 }
 
@@ -689,5 +763,11 @@ func (l *Log) flusher() {
 		}
 		l.syncSegments(segs)
 		l.syncTo(end, reqs, tail)
+		if len(l.syncc) == 0 {
+			select {
+			case l.flushIdle <- struct{}{}:
+			default:
+			}
+		}
 	}
 }

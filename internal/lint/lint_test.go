@@ -1,0 +1,158 @@
+package lint
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/petrelmq/petrel/"
+
+// pkgFiles maps each package directory (relative to the repo root) to its
+// non-test Go files, parsed.
+func pkgFiles(t *testing.T) map[string][]*ast.File {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	out := map[string][]*ast.File{}
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) && p != root {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		full, err := parser.ParseFile(fset, p, src, 0)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, filepath.Dir(p))
+		out[filepath.ToSlash(rel)] = append(out[filepath.ToSlash(rel)], full)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) < 5 {
+		t.Fatalf("found only %d packages; is the test run from internal/lint?", len(out))
+	}
+	return out
+}
+
+func imports(f *ast.File) []string {
+	var out []string
+	for _, imp := range f.Imports {
+		p, _ := strconv.Unquote(imp.Path.Value)
+		if strings.HasPrefix(p, module) {
+			out = append(out, strings.TrimPrefix(p, module))
+		}
+	}
+	return out
+}
+
+func under(pkg, prefix string) bool { return pkg == prefix || strings.HasPrefix(pkg, prefix+"/") }
+
+// TestImportsPointOneWay keeps fronts -> broker -> store -> vfs/clock.
+func TestImportsPointOneWay(t *testing.T) {
+	// forbidden[p] lists package prefixes p must not import.
+	fronts := []string{"internal/remoting", "internal/grpcfront", "internal/console", "cmd"}
+	upper := append([]string{"internal/broker", "internal/namesrv", "internal/ha", "internal/controller"}, fronts...)
+	rules := []struct {
+		pkg       string
+		forbidden []string
+		onlyStd   bool
+	}{
+		{pkg: "internal/message", onlyStd: true},
+		{pkg: "internal/clock", onlyStd: true},
+		{pkg: "internal/vfs", onlyStd: true},
+		{pkg: "internal/store", forbidden: upper},
+		{pkg: "internal/broker", forbidden: fronts},
+		{pkg: "internal/namesrv", forbidden: append([]string{"internal/broker"}, fronts...)},
+	}
+	checked := 0
+	for pkg, files := range pkgFiles(t) {
+		for _, r := range rules {
+			if !under(pkg, r.pkg) {
+				continue
+			}
+			for _, f := range files {
+				for _, imp := range imports(f) {
+					if r.onlyStd {
+						t.Errorf("%s imports %s; it must import none of our packages", pkg, imp)
+					}
+					for _, bad := range r.forbidden {
+						if under(imp, bad) {
+							t.Errorf("%s imports %s; imports must point fronts -> broker -> store -> vfs/clock", pkg, imp)
+						}
+					}
+					checked++
+				}
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no import was checked")
+	}
+}
+
+// TestTimeComesFromTheClock: packages whose timers decide behaviour must use
+// internal/clock, so tests can drive them with a manual clock.
+func TestTimeComesFromTheClock(t *testing.T) {
+	banned := map[string]bool{"Now": true, "Sleep": true, "After": true, "AfterFunc": true,
+		"NewTimer": true, "NewTicker": true, "Tick": true, "Since": true, "Until": true}
+	scoped := []string{"internal/store", "internal/broker", "internal/namesrv", "internal/ha", "internal/controller"}
+	seen := 0
+	for pkg, files := range pkgFiles(t) {
+		in := false
+		for _, s := range scoped {
+			in = in || under(pkg, s)
+		}
+		if !in {
+			continue
+		}
+		seen++
+		for _, f := range files {
+			timeName := ""
+			for _, imp := range f.Imports {
+				if imp.Path.Value == `"time"` {
+					timeName = "time"
+					if imp.Name != nil {
+						timeName = imp.Name.Name
+					}
+				}
+			}
+			if timeName == "" {
+				continue
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				sel, ok := n.(*ast.SelectorExpr)
+				if !ok {
+					return true
+				}
+				if id, ok := sel.X.(*ast.Ident); ok && id.Name == timeName && banned[sel.Sel.Name] {
+					t.Errorf("%s calls time.%s; take time from internal/clock", pkg, sel.Sel.Name)
+				}
+				return true
+			})
+		}
+	}
+	if seen == 0 {
+		t.Fatal("no package was checked")
+	}
+}

@@ -1,0 +1,59 @@
+package commitlog
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/petrelmq/petrel/internal/vfs"
+)
+
+type countFS struct {
+	vfs.FS
+	syncs *atomic.Int64
+	dur   *atomic.Int64
+}
+type countFile struct {
+	vfs.File
+	c *countFS
+}
+
+func (c countFS) Create(n string) (vfs.File, error) {
+	f, err := c.FS.Create(n)
+	return countFile{f, &c}, err
+}
+func (f countFile) Sync() error {
+	t := time.Now()
+	err := f.File.Sync()
+	f.c.dur.Add(int64(time.Since(t)))
+	f.c.syncs.Add(1)
+	return err
+}
+
+func BenchmarkGroupCommit(b *testing.B) {
+	var syncs, dur atomic.Int64
+	fsys := countFS{vfs.OS, &syncs, &dur}
+	l, err := Open(fsys, b.TempDir(), Options{SegmentBytes: 64 << 20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	for p := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m := testMsg("T", int32(p%8), string(make([]byte, 1024)))
+			for next.Add(1) <= int64(b.N) {
+				l.Append(m)
+			}
+		}()
+	}
+	wg.Wait()
+	b.ReportMetric(float64(b.N)/float64(syncs.Load()), "msgs/sync")
+	b.ReportMetric(float64(dur.Load())/float64(syncs.Load())/1000, "us/sync")
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+}
