@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -38,7 +39,9 @@ The store is opened (and recovered after a crash) in --data-dir. The process
 runs until SIGINT or SIGTERM, then stops gracefully: it finishes the writes in
 flight, flushes and closes the store.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runServer(cmd.Context(), f) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runServer(cmd.Context(), f, cmd.OutOrStdout(), nil)
+		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.dataDir, "data-dir", "./petrel-data", "directory for the commit log, queues, index and metadata")
@@ -51,7 +54,9 @@ flight, flushes and closes the store.`,
 	return cmd
 }
 
-func runServer(ctx context.Context, f serverFlags) error {
+// runServer runs until ctx ends or a signal arrives. started, when set, is
+// called once the store is open.
+func runServer(ctx context.Context, f serverFlags, out io.Writer, started func()) error {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
 		return fmt.Errorf("--log-level %q: want debug, info, warn or error", f.logLevel)
@@ -76,9 +81,12 @@ func runServer(ctx context.Context, f serverFlags) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("petrel: data dir %s (flush %s)\n", dir, mode)
+	fmt.Fprintf(out, "petrel: data dir %s (flush %s)\n", dir, mode)
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	if started != nil {
+		started()
+	}
 	<-ctx.Done()
 	logger.Info("stopping")
 	if err := st.Close(); err != nil {

@@ -93,6 +93,8 @@ func (s *Store) open() error {
 	s.mem = newMemTopics(cfg.MemTopicMaxBytes, cfg.StoreHost, cfg.Clock)
 
 	cp, cpErr := dispatch.ReadCheckpoint(cfg.FS, cfg.Dir)
+	// Without a checkpoint the derived data is rebuilt from the log; for a
+	// new store that is instant.
 	rebuild := cpErr != nil
 	if cpErr != nil && !errors.Is(cpErr, dispatch.ErrNoCheckpoint) {
 		s.log.Warn("checkpoint unreadable; rebuilding consume queues and index from the commit log", "err", cpErr)
@@ -161,7 +163,7 @@ func (s *Store) open() error {
 	}
 	d.Start()
 	s.retention.start(s)
-	s.log.Info("store open", "dir", cfg.Dir, "flush", cfg.FlushMode.String(), "min_offset", s.clog.MinOffset(), "max_offset", end, "replayed_from", from, "rebuilt", rebuild)
+	s.log.Info("store open", "dir", cfg.Dir, "flush", cfg.FlushMode.String(), "min_offset", s.clog.MinOffset(), "max_offset", end, "replayed_from", from, "rebuilt", rebuild && end > 0)
 	return nil
 }
 

@@ -60,6 +60,11 @@ func (l *Log) recover() (int64, error) {
 				at := pos + int64(off)
 				switch {
 				case err == nil:
+					if message.Record(chunk[off:off+k]).PhysicalOffset() != at {
+						// A whole record from an older life of these bytes
+						// (or a misplaced one): not part of this log.
+						return l.cut(at, "record names another position")
+					}
 					off += k
 					continue
 				case errors.Is(err, message.ErrBlank):

@@ -242,6 +242,7 @@ func (d *Dispatcher) run(to int64) error {
 			r := message.Record(chunk[off : off+n])
 			for _, s := range d.sinks {
 				if err := s.Dispatch(r); err != nil {
+					d.dispatched.Store(pos + int64(off))
 					return fmt.Errorf("dispatch: record at %d: %w", pos+int64(off), err)
 				}
 			}
