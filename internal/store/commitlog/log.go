@@ -225,13 +225,17 @@ type request struct {
 	answer atomic.Bool // set by whoever answers first (completion or timeout)
 }
 
+// reqSlicePool recycles the request lists the writer hands the flusher.
+var reqSlicePool = sync.Pool{New: func() any { s := make([]*request, 0, 64); return &s }}
+
 var requestPool = sync.Pool{New: func() any { return &request{done: make(chan struct{}, 1)} }}
 
 type syncJob struct {
-	end  int64
-	reqs []*request
-	segs []*segment // segments to sync before tail (rolled-over ones)
-	tail *segment
+	end     int64
+	reqs    []*request
+	reqsBuf *[]*request // reqs' pooled backing, returned by the flusher
+	segs    []*segment  // segments to sync before tail (rolled-over ones)
+	tail    *segment
 }
 
 // SegmentName returns the file name of the segment that starts at offset.
@@ -639,8 +643,10 @@ func (l *Log) writeBatch(batch []*request) (synced bool) {
 		}
 		return
 	}
-	reqs := make([]*request, len(batch))
-	copy(reqs, batch)
+	// The writer reuses batch at once; the flusher gets its own copy, from a
+	// pool it returns the copy to.
+	buf := reqSlicePool.Get().(*[]*request)
+	reqs := append((*buf)[:0], batch...)
 	now2 := l.opts.Clock.Now()
 	l.waitMu.Lock()
 	for _, r := range reqs {
@@ -648,7 +654,7 @@ func (l *Log) writeBatch(batch []*request) (synced bool) {
 		l.waiting[r] = struct{}{}
 	}
 	l.waitMu.Unlock()
-	l.syncc <- syncJob{end: pos, reqs: reqs, segs: rolled, tail: l.tail}
+	l.syncc <- syncJob{end: pos, reqs: reqs, reqsBuf: buf, segs: rolled, tail: l.tail}
 	return true
 }
 
@@ -735,6 +741,8 @@ func (l *Log) flusher() {
 		}
 	}
 	var jobs []syncJob
+	var segs []*segment
+	var reqs []*request
 	for job := range l.syncc {
 		jobs = append(jobs[:0], job)
 	more:
@@ -749,13 +757,18 @@ func (l *Log) flusher() {
 				break more
 			}
 		}
-		var segs []*segment
-		var reqs []*request
+		segs = segs[:0]
+		reqs = reqs[:0]
 		end := int64(0)
 		var tail *segment
 		for _, j := range jobs {
 			segs = append(segs, j.segs...)
 			reqs = append(reqs, j.reqs...)
+			if j.reqsBuf != nil {
+				clear(j.reqs)
+				*j.reqsBuf = j.reqs[:0]
+				reqSlicePool.Put(j.reqsBuf)
+			}
 			if j.tail != nil {
 				tail = j.tail
 			}
@@ -763,6 +776,7 @@ func (l *Log) flusher() {
 		}
 		l.syncSegments(segs)
 		l.syncTo(end, reqs, tail)
+		clear(reqs)
 		if len(l.syncc) == 0 {
 			select {
 			case l.flushIdle <- struct{}{}:

@@ -133,7 +133,7 @@ func (l *Log) prepare(j *prepJob, zeros []byte) (vfs.File, error) {
 			}
 		}
 		n := min(int64(prepChunk), l.opts.SegmentBytes-off)
-		if _, err := f.WriteAt(zeros[:n], off); err != nil {
+		if err := l.writeZeros(f, tmp, off, n, zeros); err != nil {
 			return abort(err)
 		}
 		if sinceSync += n; sinceSync >= prepSyncEvery {
@@ -168,4 +168,14 @@ func (l *Log) dropPrepared() {
 		}
 	default:
 	}
+}
+
+// writeZeros zero-fills [off, off+n) of the file being prepared, the cheap
+// way when the file system offers one.
+func (l *Log) writeZeros(f vfs.File, name string, off, n int64, zeros []byte) error {
+	if zf, ok := l.fs.(vfs.ZeroFiller); ok {
+		return zf.ZeroFill(name, off, n)
+	}
+	_, err := f.WriteAt(zeros[:n], off)
+	return err
 }
