@@ -170,9 +170,8 @@ scan:
 		n, err := q.Read(next, entries[:])
 		if errors.Is(err, consumequeue.ErrBelowMin) {
 			// Retention moved the queue's start under us.
-			res.Status = OffsetTooSmall
-			res.NextOffset = q.MinOffset()
 			res.Release()
+			*res = GetResult{Status: OffsetTooSmall, NextOffset: q.MinOffset(), MinOffset: q.MinOffset(), MaxOffset: res.MaxOffset}
 			return nil
 		}
 		if err != nil {

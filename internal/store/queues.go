@@ -10,6 +10,7 @@ import (
 
 	"github.com/petrelmq/petrel/internal/message"
 	"github.com/petrelmq/petrel/internal/store/consumequeue"
+	"github.com/petrelmq/petrel/internal/vfs"
 )
 
 // queueSet holds the open consume queues and is the dispatcher's sink for
@@ -33,7 +34,7 @@ func openQueueSet(cfg Config) (*queueSet, error) {
 		topics: make(map[string]map[int32]*consumequeue.Queue),
 		dirty:  make(map[*consumequeue.Queue]struct{}),
 	}
-	if err := cfg.FS.MkdirAll(qs.root); err != nil {
+	if err := vfs.MkdirAllDurable(cfg.FS, qs.root); err != nil {
 		return nil, fmt.Errorf("store: create %s: %w", qs.root, err)
 	}
 	topics, err := cfg.FS.ReadDir(qs.root)
@@ -211,7 +212,7 @@ func (qs *queueSet) removeAll() error {
 	if err := qs.cfg.FS.RemoveAll(qs.root); err != nil {
 		return fmt.Errorf("store: remove consume queues: %w", err)
 	}
-	if err := qs.cfg.FS.MkdirAll(qs.root); err != nil {
+	if err := vfs.MkdirAllDurable(qs.cfg.FS, qs.root); err != nil {
 		return fmt.Errorf("store: create %s: %w", qs.root, err)
 	}
 	return qs.cfg.FS.SyncDir(qs.cfg.Dir)

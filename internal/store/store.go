@@ -14,6 +14,7 @@ import (
 	"github.com/petrelmq/petrel/internal/store/dispatch"
 	"github.com/petrelmq/petrel/internal/store/index"
 	"github.com/petrelmq/petrel/internal/store/meta"
+	"github.com/petrelmq/petrel/internal/vfs"
 )
 
 // Errors a put can return besides the commit log's.
@@ -65,7 +66,7 @@ func Open(cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{cfg: cfg, log: cfg.Logger.With("component", "store")}
-	if err := cfg.FS.MkdirAll(cfg.Dir); err != nil {
+	if err := vfs.MkdirAllDurable(cfg.FS, cfg.Dir); err != nil {
 		return nil, fmt.Errorf("store: create data dir %s: %w", cfg.Dir, err)
 	}
 	unlock, err := lockDir(cfg.FS, cfg.Dir)

@@ -83,18 +83,19 @@ func (l *Log) armSweeper() {
 
 func (l *Log) sweep() {
 	now := l.opts.Clock.Now()
-	var late []*request
+	timeout := fmt.Errorf("%w: not on disk after %v", ErrFlushTimeout, l.opts.SyncFlushTimeout)
+	// Answer under waitMu: syncTo removes a request from waiting under the
+	// same lock before answering it, so a request is answered here only if
+	// the flusher has not answered it — and not after its pooled object was
+	// reused for another append.
 	l.waitMu.Lock()
 	for r := range l.waiting {
 		if now.Sub(r.since) >= l.opts.SyncFlushTimeout {
-			late = append(late, r)
 			delete(l.waiting, r)
+			l.finish(r, r.res, timeout)
 		}
 	}
 	l.waitMu.Unlock()
-	for _, r := range late {
-		l.finish(r, r.res, fmt.Errorf("%w: not on disk after %v", ErrFlushTimeout, l.opts.SyncFlushTimeout))
-	}
 	l.armSweeper()
 }
 

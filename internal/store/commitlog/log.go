@@ -265,7 +265,7 @@ func Open(fsys vfs.FS, dir string, opts Options) (*Log, error) {
 		l.flushIdle <- struct{}{}
 		l.prepKick = make(chan struct{}, 1)
 	}
-	if err := fsys.MkdirAll(dir); err != nil {
+	if err := vfs.MkdirAllDurable(fsys, dir); err != nil {
 		return nil, fmt.Errorf("commitlog: create dir %s: %w", dir, err)
 	}
 	if err := l.loadSegments(); err != nil {

@@ -115,7 +115,7 @@ func Open(fsys vfs.FS, dir string, opts Options) (*Queue, error) {
 		buf:     make([]byte, bufEntries*EntrySize),
 	}
 	q.scratch.New = func() any { return new([scratchBytes]byte) }
-	if err := mkdirDurable(fsys, q.dir); err != nil {
+	if err := vfs.MkdirAllDurable(fsys, q.dir); err != nil {
 		return nil, fmt.Errorf("consumequeue: create %s: %w", q.dir, err)
 	}
 	if err := q.load(); err != nil {
@@ -125,39 +125,6 @@ func Open(fsys vfs.FS, dir string, opts Options) (*Queue, error) {
 		return nil, err
 	}
 	return q, nil
-}
-
-// mkdirDurable creates dir and syncs the parent of every directory it had
-// to create, so that the directory survives a crash.
-func mkdirDurable(fsys vfs.FS, dir string) error {
-	var missing []string
-	for d := dir; ; d = path.Dir(d) {
-		_, err := fsys.Stat(d)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		missing = append(missing, d)
-		if path.Dir(d) == d {
-			break
-		}
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	if err := fsys.MkdirAll(dir); err != nil {
-		return err
-	}
-	for _, d := range missing {
-		if p := path.Dir(d); p != d {
-			if err := fsys.SyncDir(p); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // load reads the directory into q. Called only from Open.

@@ -142,7 +142,7 @@ func Open(fsys vfs.FS, dir string, opts Options) (*Index, error) {
 	if err := opts.setDefaults(); err != nil {
 		return nil, err
 	}
-	if err := fsys.MkdirAll(dir); err != nil {
+	if err := vfs.MkdirAllDurable(fsys, dir); err != nil {
 		return nil, fmt.Errorf("index: create dir %s: %w", dir, err)
 	}
 	x := &Index{

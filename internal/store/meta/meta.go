@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"path"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -101,7 +100,7 @@ func Open(fsys vfs.FS, dir string, opts Options) (*Store, error) {
 	s.groups.init(s, groupsFileName, "subscriptionGroupTable")
 	s.offsets.init(s)
 
-	if err := makeDir(fsys, dir); err != nil {
+	if err := vfs.MkdirAllDurable(fsys, dir); err != nil {
 		return nil, err
 	}
 	if err := s.removeTemps(); err != nil {
@@ -136,40 +135,6 @@ func Open(fsys vfs.FS, dir string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// makeDir creates dir and makes its entry, and those of any parents it had
-// to create, durable.
-func makeDir(fsys vfs.FS, dir string) error {
-	var missing []string
-	for d := dir; ; d = path.Dir(d) {
-		_, err := fsys.Stat(d)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("meta: stat %s: %w", d, err)
-		}
-		missing = append(missing, d)
-		if path.Dir(d) == d {
-			break
-		}
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	if err := fsys.MkdirAll(dir); err != nil {
-		return fmt.Errorf("meta: create dir %s: %w", dir, err)
-	}
-	// Sync parents top-down, so each new entry is durable once its own
-	// directory is.
-	for _, d := range slices.Backward(missing) {
-		if p := path.Dir(d); p != d {
-			if err := fsys.SyncDir(p); err != nil {
-				return fmt.Errorf("meta: sync dir %s: %w", p, err)
-			}
-		}
-	}
-	return nil
-}
 
 // removeTemps deletes the temporary files a crash may have left.
 func (s *Store) removeTemps() error {
