@@ -3,7 +3,9 @@ package store
 import (
 	"fmt"
 	"math/rand"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/petrelmq/petrel/internal/clock"
@@ -32,14 +34,27 @@ const crashIterations = 1000
 // message is readable through its consume queue, by offset and by key, and
 // that nothing but whole submitted messages is ever served.
 func TestCrashKeepsEveryAcknowledgedMessage(t *testing.T) {
+	cuts := 0
 	for seed := int64(1); seed <= crashIterations; seed++ {
-		if !crashScenario(t, seed) {
+		ok, cut := crashScenario(t, seed)
+		if !ok {
 			return
 		}
+		if cut {
+			cuts++
+		}
+	}
+	// The scenarios must really crash mid-write: some recoveries have to cut
+	// a commit-log tail that was written but not synced.
+	t.Logf("%d of %d recoveries cut an unsynced commit-log tail", cuts, crashIterations)
+	if cuts < crashIterations/20 {
+		t.Fatalf("only %d of %d scenarios lost an unsynced tail; the crash points do not exercise recovery", cuts, crashIterations)
 	}
 }
 
-func crashScenario(t *testing.T, seed int64) bool {
+// crashScenario runs one seeded scenario. It reports whether every check
+// passed and whether recovery cut commit-log bytes written before the crash.
+func crashScenario(t *testing.T, seed int64) (ok, cut bool) {
 	t.Helper()
 	rng := rand.New(rand.NewSource(seed))
 	fsys := vfs.NewMem()
@@ -96,8 +111,39 @@ func crashScenario(t *testing.T, seed int64) bool {
 			bodies[p] = append(bodies[p], m)
 		}
 	}
+	// The crash comes either right before a random commit-log fsync (so
+	// written but unsynced records are on the "disk", maybe torn), or once
+	// a random number of puts have been acknowledged.
+	var (
+		crashOnce   sync.Once
+		crashed     *vfs.MemFS
+		mustSurvive []ackedMsg
+		written     int64
+	)
+	crash := func() {
+		crashOnce.Do(func() {
+			mu.Lock()
+			mustSurvive = append([]ackedMsg(nil), acked...)
+			mu.Unlock()
+			written = s.clog.Written()
+			crashed = fsys.CrashClone(vfs.CrashOptions{Rand: rng})
+			reachOnce.Do(func() { close(reached) })
+		})
+	}
+	total := producers * perProducer
 	mu.Lock()
-	crashAt = n1 + rng.Intn(producers*perProducer+1)
+	crashAt = n1 + rng.Intn(total+1)
+	if rng.Intn(2) == 0 {
+		crashAt = n1 + total // the sync trigger below decides
+		syncAt := int32(1 + rng.Intn(total/2+1))
+		var syncs atomic.Int32
+		fsys.InjectError(func(op vfs.Op, p string) error {
+			if op == vfs.OpSync && strings.Contains(p, "/commitlog/") && syncs.Add(1) == syncAt {
+				crash()
+			}
+			return nil
+		})
+	}
 	if len(acked) >= crashAt {
 		reachOnce.Do(func() { close(reached) })
 	}
@@ -113,11 +159,9 @@ func crashScenario(t *testing.T, seed int64) bool {
 		}()
 	}
 	<-reached
-	mu.Lock()
-	mustSurvive := append([]ackedMsg(nil), acked...)
-	mu.Unlock()
-	crashed := fsys.CrashClone(vfs.CrashOptions{Rand: rng})
+	crash()
 	wg.Wait()
+	fsys.InjectError(nil)
 	s.Close()
 
 	// Reopen on what the disk held at the crash.
@@ -125,24 +169,25 @@ func crashScenario(t *testing.T, seed int64) bool {
 	s2, err := Open(cfg)
 	if err != nil {
 		t.Errorf("seed %d: reopen after crash: %v", seed, err)
-		return false
+		return false, false
 	}
 	defer s2.Close()
 	waitDispatched(t, s2)
+	cut = s2.clog.Written() < written
 	for _, a := range mustSurvive {
 		m, st := getOne(t, s2, a.topic, a.qid, a.qoff)
 		if m == nil {
 			t.Errorf("seed %d: acknowledged %s/%d@%d lost (status %v)", seed, a.topic, a.qid, a.qoff, st)
-			return false
+			return false, cut
 		}
 		if string(m.Body) != a.body || m.PhysicalOffset != a.phys {
 			t.Errorf("seed %d: %s/%d@%d holds %q at %d, want %q at %d", seed, a.topic, a.qid, a.qoff, m.Body, m.PhysicalOffset, a.body, a.phys)
-			return false
+			return false, cut
 		}
 		r, err := s2.ReadMessage(a.phys)
 		if err != nil || string(r.Body()) != a.body {
 			t.Errorf("seed %d: read by offset %d: %v", seed, a.phys, err)
-			return false
+			return false, cut
 		}
 		found, err := s2.QueryByKey(a.topic, a.key, 0, a.stored+1, 64)
 		if err != nil {
@@ -154,7 +199,7 @@ func crashScenario(t *testing.T, seed int64) bool {
 		}
 		if !ok {
 			t.Errorf("seed %d: key %q of %s@%d not found in the index", seed, a.key, a.topic, a.phys)
-			return false
+			return false, cut
 		}
 	}
 	// Everything served is a whole message that was submitted, with dense
@@ -166,11 +211,11 @@ func crashScenario(t *testing.T, seed int64) bool {
 				m, st := getOne(t, s2, topic, qid, off)
 				if m == nil {
 					t.Errorf("seed %d: %s/%d@%d inside [%d,%d) not readable: %v", seed, topic, qid, off, lo, hi, st)
-					return false
+					return false, cut
 				}
 				if !submitted[topic+"|"+string(m.Body)] || m.QueueOffset != off || m.Topic != topic || m.QueueID != qid {
 					t.Errorf("seed %d: %s/%d@%d serves a message never submitted there: %+v", seed, topic, qid, off, m)
-					return false
+					return false, cut
 				}
 			}
 		}
@@ -180,9 +225,9 @@ func crashScenario(t *testing.T, seed int64) bool {
 	want := s2.MaxOffset("A", 0)
 	if err := s2.Put(m); err != nil || m.QueueOffset != want {
 		t.Errorf("seed %d: put after recovery: offset %d want %d, err %v", seed, m.QueueOffset, want, err)
-		return false
+		return false, cut
 	}
-	return true
+	return true, cut
 }
 
 // TestAsyncCrashServesOnlyWholeMessages: under async flush acknowledged

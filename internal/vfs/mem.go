@@ -113,8 +113,10 @@ type CrashOptions struct {
 // InjectError installs fn, which is called with the operation and the cleaned
 // path before each operation; a non-nil return fails the operation (the
 // error is returned wrapped in an *fs.PathError) and nothing changes. A nil fn
-// removes the hook. fn may be called from several goroutines at once and
-// must not call back into this MemFS.
+// removes the hook. fn may be called from several goroutines at once. It
+// runs before the operation takes the FS's lock, so it may call CrashClone
+// to crash at an exact operation; other calls into this MemFS from fn are
+// not supported.
 func (m *MemFS) InjectError(fn func(op Op, path string) error) {
 	if fn == nil {
 		m.inject.Store(nil)
