@@ -135,7 +135,6 @@ func Open(fsys vfs.FS, dir string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-
 // removeTemps deletes the temporary files a crash may have left.
 func (s *Store) removeTemps() error {
 	removed := false
