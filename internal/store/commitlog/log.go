@@ -419,6 +419,10 @@ func (l *Log) submit(r *request) error {
 		if err := m.Validate(); err != nil {
 			return err
 		}
+		if m.BodyCRC == 0 && len(m.Body) > 0 {
+			// Checksum on the appender's goroutine, not the single writer's.
+			m.BodyCRC = message.BodyChecksum(m.Body)
+		}
 		n := m.EncodedLen()
 		if n > l.opts.MaxRecordBytes {
 			return fmt.Errorf("%w: the record is %d bytes and the limit is %d bytes (MaxRecordBytes); send a smaller message or raise the limit", ErrTooLarge, n, l.opts.MaxRecordBytes)
