@@ -18,14 +18,21 @@
 //
 // # Writing
 //
-// One writer goroutine owns the tail. Appenders hand it requests; it takes
-// every request that is waiting (up to MaxBatchBytes), assigns each message
-// its queue offset, commit-log offset and store time, encodes them into one
-// buffer and writes it with one WriteAt. Under FlushSync a flusher goroutine
-// then makes the write durable with one fsync for the whole group while the
-// writer already gathers the next one (group commit); appenders are answered
-// only when their bytes are on disk. Under FlushAsync appenders are answered
-// once the bytes are written, and the flusher syncs every FlushInterval.
+// One writer goroutine owns the tail. Appenders hand it requests; it
+// assigns each message its queue offset, commit-log offset and store time,
+// encodes a group of requests into one buffer and writes it with one
+// WriteAt. Under FlushSync a flusher goroutine makes each write durable with
+// one fsync; the writer keeps gathering requests while that fsync runs and
+// writes the next group only when the flusher is idle again (first letting
+// the appenders the last fsync answered submit again), so one write and one
+// fsync serve nearly every waiting appender (group commit). Appenders are
+// answered only when their bytes are on disk. Under FlushAsync appenders are
+// answered once the bytes are written, and the flusher syncs every
+// FlushInterval.
+//
+// Under FlushSync a preparer goroutine zero-fills the next segment ahead of
+// the writer (see prepare.go): an fdatasync after writing into blocks that
+// were only reserved must also commit their conversion, which costs 1.5x.
 //
 // Durable() is the offset below which records may be handed to consumers:
 // the synced offset under FlushSync, the written offset under FlushAsync.
