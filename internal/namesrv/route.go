@@ -1,0 +1,470 @@
+package namesrv
+
+import (
+	"encoding/json"
+	"slices"
+	"time"
+)
+
+// MasterID is the broker id of a master; every other id is a slave.
+const MasterID int64 = 0
+
+// OrderTopicNamespace is the KV namespace whose values (keyed by topic)
+// become a route's orderTopicConf, as in Java.
+const OrderTopicNamespace = "ORDER_TOPIC_CONFIG"
+
+// BrokerID names one broker process: a broker name shared by a master and
+// its slaves, the cluster it belongs to, and its id (0 = master).
+type BrokerID struct {
+	Cluster string
+	Name    string
+	ID      int64
+}
+
+// TopicConfig is one topic as a broker registers it (Java TopicConfig;
+// unknown JSON fields such as 5.x "attributes" are ignored).
+type TopicConfig struct {
+	TopicName       string `json:"topicName"`
+	ReadQueueNums   int32  `json:"readQueueNums"`
+	WriteQueueNums  int32  `json:"writeQueueNums"`
+	Perm            int32  `json:"perm"`
+	TopicFilterType string `json:"topicFilterType"`
+	TopicSysFlag    int32  `json:"topicSysFlag"`
+	Order           bool   `json:"order"`
+}
+
+// DataVersion identifies a broker's topic set; the broker changes it
+// whenever a topic changes (Java DataVersion).
+type DataVersion struct {
+	Timestamp int64 `json:"timestamp"`
+	Counter   int64 `json:"counter"`
+}
+
+// String renders v as the JSON Java writes, e.g. {"timestamp":1,"counter":2}.
+func (v DataVersion) String() string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// Registration is one REGISTER_BROKER request, decoded.
+type Registration struct {
+	Broker       BrokerID
+	Addr         string // address clients dial
+	HAServerAddr string
+	Version      DataVersion // the broker's data version after this registration
+	// Topics is, for a full registration, the broker's complete topic set;
+	// for a delta, the topics added or changed since BaseVersion. Register
+	// keeps the map: the caller must not use it afterwards.
+	Topics map[string]TopicConfig
+	// Removed lists topics deleted since BaseVersion (delta only).
+	Removed []string
+	// Delta marks an incremental registration on top of BaseVersion.
+	Delta       bool
+	BaseVersion DataVersion
+	// Session identifies the connection the registration came on; when it
+	// closes, DropSession removes the broker. 0 means none.
+	Session uint64
+}
+
+// RegisterResult is the table's answer to a registration.
+type RegisterResult struct {
+	// NeedFull reports a refused delta: the table does not hold the
+	// broker at BaseVersion (unknown broker, expired, restarted name
+	// server, other address). Nothing was changed.
+	NeedFull bool
+	// Version is the data version the table now holds for the broker.
+	Version DataVersion
+	// MasterAddr and MasterHAAddr name the master of a slave's broker
+	// name, when one is registered.
+	MasterAddr   string
+	MasterHAAddr string
+}
+
+// QueueData is a route's entry for one broker's queues of a topic.
+type QueueData struct {
+	BrokerName     string `json:"brokerName"`
+	Perm           int32  `json:"perm"`
+	ReadQueueNums  int32  `json:"readQueueNums"`
+	WriteQueueNums int32  `json:"writeQueueNums"`
+	TopicSysFlag   int32  `json:"topicSysFlag"`
+}
+
+// BrokerData lists the addresses of one broker name, by broker id.
+// BrokerAddrs always encodes as an object ({} when empty): the Go client
+// panics on a missing one.
+type BrokerData struct {
+	BrokerAddrs map[int64]string `json:"brokerAddrs"`
+	BrokerName  string           `json:"brokerName"`
+	Cluster     string           `json:"cluster"`
+}
+
+// MarshalJSON writes brokerAddrs as {} rather than null when empty.
+func (b BrokerData) MarshalJSON() ([]byte, error) {
+	type plain BrokerData
+	if b.BrokerAddrs == nil {
+		b.BrokerAddrs = map[int64]string{}
+	}
+	return json.Marshal(plain(b))
+}
+
+// RouteData is a topic route, the answer to GET_ROUTEINFO_BY_TOPIC. Its JSON
+// is compact, with queueDatas and brokerDatas always arrays and
+// orderTopicConf only when set.
+type RouteData struct {
+	BrokerDatas       []BrokerData        `json:"brokerDatas"`
+	FilterServerTable map[string][]string `json:"filterServerTable"`
+	QueueDatas        []QueueData         `json:"queueDatas"`
+	OrderTopicConf    string              `json:"orderTopicConf,omitempty"`
+}
+
+// MarshalJSON writes nil slices and maps as [] and {}.
+func (r RouteData) MarshalJSON() ([]byte, error) {
+	type plain RouteData
+	if r.BrokerDatas == nil {
+		r.BrokerDatas = []BrokerData{}
+	}
+	if r.QueueDatas == nil {
+		r.QueueDatas = []QueueData{}
+	}
+	if r.FilterServerTable == nil {
+		r.FilterServerTable = map[string][]string{}
+	}
+	return json.Marshal(plain(r))
+}
+
+// ClusterInfo is the answer to GET_BROKER_CLUSTER_INFO: every live broker
+// name with its addresses, and the broker names of each cluster.
+type ClusterInfo struct {
+	BrokerAddrTable  map[string]BrokerData `json:"brokerAddrTable"`
+	ClusterAddrTable map[string][]string   `json:"clusterAddrTable"`
+}
+
+type instance struct {
+	BrokerID
+	addr     string
+	haAddr   string
+	version  DataVersion
+	lastSeen time.Time
+	session  uint64
+	// topics is the registered topic set; kept for masters only, since
+	// routes take queue data from masters.
+	topics map[string]TopicConfig
+}
+
+// Table is the name server's route table: live broker processes, the topics
+// of each master, and the KV configuration. It is a pure state machine —
+// no goroutines, sockets or clock; callers pass the time in — and it is not
+// safe for concurrent use.
+//
+// Invariant: topicIndex[t] holds broker name n exactly when the live master
+// of n has topic t.
+type Table struct {
+	brokers    map[string]map[int64]*instance // broker name -> id -> process
+	topicIndex map[string]map[string]struct{} // topic -> broker names
+	kv         map[string]map[string]string   // namespace -> key -> value
+}
+
+// NewTable returns an empty table.
+func NewTable() *Table {
+	return &Table{
+		brokers:    map[string]map[int64]*instance{},
+		topicIndex: map[string]map[string]struct{}{},
+		kv:         map[string]map[string]string{},
+	}
+}
+
+// Register applies a full or delta registration received at now. A full
+// registration replaces everything known about the broker process; a delta
+// applies only when the table holds the broker at r.BaseVersion and from
+// r.Addr, otherwise it changes nothing and the result asks for a full one.
+func (t *Table) Register(r Registration, now time.Time) RegisterResult {
+	b := t.brokers[r.Broker.Name][r.Broker.ID]
+	if r.Delta {
+		if b == nil || b.addr != r.Addr || b.version != r.BaseVersion || b.Cluster != r.Broker.Cluster {
+			res := RegisterResult{NeedFull: true}
+			if b != nil {
+				res.Version = b.version
+			}
+			return res
+		}
+		if b.ID == MasterID {
+			for _, name := range r.Removed {
+				if _, ok := b.topics[name]; ok {
+					delete(b.topics, name)
+					t.unindex(name, b.Name)
+				}
+			}
+			for name, tc := range r.Topics {
+				b.topics[name] = tc
+				t.index(name, b.Name)
+			}
+		}
+	} else {
+		// Another process that used this address is gone (renamed or
+		// re-numbered broker): drop it so its address is not routed twice.
+		for _, ids := range t.brokers {
+			for _, o := range ids {
+				if o.addr == r.Addr && (o.Name != r.Broker.Name || o.ID != r.Broker.ID) {
+					t.remove(o)
+				}
+			}
+		}
+		if b == nil {
+			b = &instance{BrokerID: r.Broker}
+			ids := t.brokers[r.Broker.Name]
+			if ids == nil {
+				ids = map[int64]*instance{}
+				t.brokers[r.Broker.Name] = ids
+			}
+			ids[r.Broker.ID] = b
+		}
+		b.Cluster = r.Broker.Cluster
+		b.addr = r.Addr
+		b.haAddr = r.HAServerAddr
+		if b.ID == MasterID {
+			for name := range b.topics {
+				if _, ok := r.Topics[name]; !ok {
+					t.unindex(name, b.Name)
+				}
+			}
+			if r.Topics == nil {
+				r.Topics = map[string]TopicConfig{}
+			}
+			b.topics = r.Topics
+			for name := range b.topics {
+				t.index(name, b.Name)
+			}
+		}
+	}
+	b.version = r.Version
+	b.lastSeen = now
+	b.session = r.Session
+	res := RegisterResult{Version: b.version}
+	if b.ID != MasterID {
+		if m := t.brokers[b.Name][MasterID]; m != nil {
+			res.MasterAddr, res.MasterHAAddr = m.addr, m.haAddr
+		}
+	}
+	return res
+}
+
+// Touch records a sign of life from a broker process (QUERY_DATA_VERSION)
+// at now and reports whether the table's version for it differs from v; an
+// unknown process counts as changed.
+func (t *Table) Touch(broker BrokerID, addr string, v DataVersion, now time.Time) (changed bool) {
+	b := t.brokers[broker.Name][broker.ID]
+	if b == nil || b.addr != addr {
+		return true
+	}
+	b.lastSeen = now
+	return b.version != v
+}
+
+// Unregister removes a broker process. A non-empty addr must match the
+// registered address, so that a late unregister of an old process does not
+// remove its successor.
+func (t *Table) Unregister(cluster, brokerName string, brokerID int64, addr string) {
+	b := t.brokers[brokerName][brokerID]
+	if b == nil || (addr != "" && b.addr != addr) || (cluster != "" && b.Cluster != cluster) {
+		return
+	}
+	t.remove(b)
+}
+
+// Expire removes every broker process not heard from for longer than ttl
+// and returns their addresses, sorted.
+func (t *Table) Expire(now time.Time, ttl time.Duration) []string {
+	return t.removeWhere(func(b *instance) bool { return now.Sub(b.lastSeen) > ttl })
+}
+
+// DropSession removes every broker process whose last registration came
+// on session (a connection that closed) and returns their addresses,
+// sorted. Session 0 is never dropped.
+func (t *Table) DropSession(session uint64) []string {
+	if session == 0 {
+		return nil
+	}
+	return t.removeWhere(func(b *instance) bool { return b.session == session })
+}
+
+func (t *Table) removeWhere(f func(*instance) bool) []string {
+	var gone []*instance
+	for _, ids := range t.brokers {
+		for _, b := range ids {
+			if f(b) {
+				gone = append(gone, b)
+			}
+		}
+	}
+	addrs := make([]string, 0, len(gone))
+	for _, b := range gone {
+		t.remove(b)
+		addrs = append(addrs, b.addr)
+	}
+	slices.Sort(addrs)
+	return addrs
+}
+
+func (t *Table) remove(b *instance) {
+	ids := t.brokers[b.Name]
+	if ids[b.ID] != b {
+		return
+	}
+	delete(ids, b.ID)
+	if len(ids) == 0 {
+		delete(t.brokers, b.Name)
+	}
+	if b.ID == MasterID {
+		for name := range b.topics {
+			t.unindex(name, b.Name)
+		}
+	}
+}
+
+func (t *Table) index(topic, broker string) {
+	s := t.topicIndex[topic]
+	if s == nil {
+		s = map[string]struct{}{}
+		t.topicIndex[topic] = s
+	}
+	s[broker] = struct{}{}
+}
+
+func (t *Table) unindex(topic, broker string) {
+	s := t.topicIndex[topic]
+	delete(s, broker)
+	if len(s) == 0 {
+		delete(t.topicIndex, topic)
+	}
+}
+
+// Route builds the route of topic: the queue data of every live master that
+// has it, sorted by broker name, with the addresses of all live processes of
+// those broker names. It reports false when no live master has the topic.
+// The result shares nothing with the table.
+func (t *Table) Route(topic string) (RouteData, bool) {
+	names := t.topicIndex[topic]
+	if len(names) == 0 {
+		return RouteData{}, false
+	}
+	sorted := make([]string, 0, len(names))
+	for n := range names {
+		sorted = append(sorted, n)
+	}
+	slices.Sort(sorted)
+	rd := RouteData{
+		BrokerDatas:       make([]BrokerData, 0, len(sorted)),
+		QueueDatas:        make([]QueueData, 0, len(sorted)),
+		FilterServerTable: map[string][]string{},
+	}
+	for _, n := range sorted {
+		m := t.brokers[n][MasterID]
+		tc := m.topics[topic]
+		rd.QueueDatas = append(rd.QueueDatas, QueueData{
+			BrokerName:     n,
+			Perm:           tc.Perm,
+			ReadQueueNums:  tc.ReadQueueNums,
+			WriteQueueNums: tc.WriteQueueNums,
+			TopicSysFlag:   tc.TopicSysFlag,
+		})
+		rd.BrokerDatas = append(rd.BrokerDatas, t.brokerData(n))
+	}
+	rd.OrderTopicConf = t.kv[OrderTopicNamespace][topic]
+	return rd, true
+}
+
+func (t *Table) brokerData(name string) BrokerData {
+	ids := t.brokers[name]
+	bd := BrokerData{BrokerName: name, BrokerAddrs: make(map[int64]string, len(ids))}
+	for id, b := range ids {
+		bd.BrokerAddrs[id] = b.addr
+		if bd.Cluster == "" || id == MasterID {
+			bd.Cluster = b.Cluster
+		}
+	}
+	return bd
+}
+
+// ClusterInfo lists every live broker name with its addresses and the
+// broker names of each cluster (sorted).
+func (t *Table) ClusterInfo() ClusterInfo {
+	ci := ClusterInfo{BrokerAddrTable: map[string]BrokerData{}, ClusterAddrTable: map[string][]string{}}
+	for name := range t.brokers {
+		bd := t.brokerData(name)
+		ci.BrokerAddrTable[name] = bd
+		ci.ClusterAddrTable[bd.Cluster] = append(ci.ClusterAddrTable[bd.Cluster], name)
+	}
+	for _, names := range ci.ClusterAddrTable {
+		slices.Sort(names)
+	}
+	return ci
+}
+
+// Topics returns every topic some live master has, sorted.
+func (t *Table) Topics() []string {
+	out := make([]string, 0, len(t.topicIndex))
+	for name := range t.topicIndex {
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// DeleteTopic removes topic from every broker, so that it has no route
+// until a broker registers it again (its next full registration, or a
+// delta that changes it).
+func (t *Table) DeleteTopic(topic string) {
+	for n := range t.topicIndex[topic] {
+		if m := t.brokers[n][MasterID]; m != nil {
+			delete(m.topics, topic)
+		}
+	}
+	delete(t.topicIndex, topic)
+}
+
+// BrokerVersion returns the data version held for a broker process.
+func (t *Table) BrokerVersion(broker BrokerID) (DataVersion, bool) {
+	b := t.brokers[broker.Name][broker.ID]
+	if b == nil {
+		return DataVersion{}, false
+	}
+	return b.version, true
+}
+
+// PutKV sets a KV configuration value.
+func (t *Table) PutKV(namespace, key, value string) {
+	m := t.kv[namespace]
+	if m == nil {
+		m = map[string]string{}
+		t.kv[namespace] = m
+	}
+	m[key] = value
+}
+
+// GetKV returns a KV configuration value.
+func (t *Table) GetKV(namespace, key string) (string, bool) {
+	v, ok := t.kv[namespace][key]
+	return v, ok
+}
+
+// DeleteKV removes a KV configuration value.
+func (t *Table) DeleteKV(namespace, key string) {
+	m := t.kv[namespace]
+	delete(m, key)
+	if len(m) == 0 {
+		delete(t.kv, namespace)
+	}
+}
+
+// KVList returns a copy of a namespace's values, or false when it has none.
+func (t *Table) KVList(namespace string) (map[string]string, bool) {
+	m := t.kv[namespace]
+	if len(m) == 0 {
+		return nil, false
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out, true
+}

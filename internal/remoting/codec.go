@@ -1,0 +1,179 @@
+package remoting
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+)
+
+// DefaultMaxFrameBytes is the frame size limit used when a caller passes a
+// maximum ≤ 0: a length prefix above it is refused.
+const DefaultMaxFrameBytes = 16 << 20
+
+// maxHeaderBytes is the largest header the 24-bit header length can carry.
+const maxHeaderBytes = 1<<24 - 1
+
+// EncodeFrame appends the whole frame of c (length prefix, header word,
+// header in c.SerializeType, body or body parts) to dst and returns the
+// extended slice. On error dst is returned unchanged and the error wraps
+// ErrInvalidCommand. It does not call c.Release.
+func EncodeFrame(dst []byte, c *Command) ([]byte, error) {
+	bodyLen := c.BodyLen()
+	out, err := appendFrameHead(dst, c, bodyLen)
+	if err != nil {
+		return dst, err
+	}
+	if len(c.BodyParts) == 0 {
+		return append(out, c.Body...), nil
+	}
+	for _, p := range c.BodyParts {
+		out = append(out, p...)
+	}
+	return out, nil
+}
+
+// appendFrameHead appends the length prefix, the header word and the header,
+// with the prefix counting bodyLen more bytes that the caller writes next.
+func appendFrameHead(dst []byte, c *Command, bodyLen int) ([]byte, error) {
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0, 0, 0, 0, 0)
+	var err error
+	switch c.SerializeType {
+	case SerializeJSON:
+		dst = appendJSONHeader(dst, c)
+	case SerializeRocketMQ:
+		dst, err = appendBinaryHeader(dst, c)
+	default:
+		err = fmt.Errorf("%w: serialize type %d", ErrInvalidCommand, c.SerializeType)
+	}
+	if err != nil {
+		return dst[:start], err
+	}
+	headerLen := len(dst) - start - 8
+	if headerLen > maxHeaderBytes {
+		return dst[:start], fmt.Errorf("%w: header of %d bytes exceeds %d", ErrInvalidCommand, headerLen, maxHeaderBytes)
+	}
+	total := int64(4) + int64(headerLen) + int64(bodyLen)
+	if total > math.MaxInt32 {
+		return dst[:start], fmt.Errorf("%w: frame of %d bytes exceeds 2 GiB", ErrInvalidCommand, total)
+	}
+	binary.BigEndian.PutUint32(dst[start:], uint32(total))
+	binary.BigEndian.PutUint32(dst[start+4:], uint32(c.SerializeType)<<24|uint32(headerLen))
+	return dst, nil
+}
+
+// checkLength validates a length prefix against the frame limit.
+func checkLength(n uint32, maxFrame int) error {
+	if maxFrame <= 0 {
+		maxFrame = DefaultMaxFrameBytes
+	}
+	if uint64(n) > uint64(maxFrame) {
+		return fmt.Errorf("%w: length prefix %d exceeds %d", ErrFrameTooLarge, n, maxFrame)
+	}
+	if n < 4 {
+		return fmt.Errorf("%w: length prefix %d leaves no room for the header word", ErrMalformed, n)
+	}
+	return nil
+}
+
+// DecodeFrame decodes the frame at the start of frame (which begins with the
+// length prefix) and returns the command and the number of bytes consumed.
+// It returns ErrShort while frame holds less than a whole frame, and errors
+// wrapping ErrFrameTooLarge (checked as soon as the prefix is there, so a
+// caller never buffers an oversized frame) or ErrMalformed. A maxFrame ≤ 0
+// means DefaultMaxFrameBytes; it limits the value of the length prefix.
+//
+// The returned Body aliases frame (its capacity clipped to its length);
+// header strings and the ext map are copies.
+func DecodeFrame(frame []byte, maxFrame int) (*Command, int, error) {
+	if len(frame) < 4 {
+		return nil, 0, ErrShort
+	}
+	n := binary.BigEndian.Uint32(frame)
+	if err := checkLength(n, maxFrame); err != nil {
+		return nil, 0, err
+	}
+	if uint64(len(frame)-4) < uint64(n) {
+		return nil, 0, ErrShort
+	}
+	c, err := decodeFrameBody(frame[4 : 4+int(n)])
+	if err != nil {
+		return nil, 0, err
+	}
+	return c, 4 + int(n), nil
+}
+
+// ReadFrame reads one frame from r. It returns io.EOF when r ends at a frame
+// boundary, io.ErrUnexpectedEOF when it ends inside a frame, and codec
+// errors as DecodeFrame does. The frame is read into one new buffer that the
+// returned Body aliases.
+func ReadFrame(r *bufio.Reader, maxFrame int) (*Command, error) {
+	prefix, err := r.Peek(4)
+	if err != nil {
+		if err == io.EOF && len(prefix) > 0 {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	n := binary.BigEndian.Uint32(prefix)
+	if err := checkLength(n, maxFrame); err != nil {
+		return nil, err
+	}
+	_, _ = r.Discard(4)
+	buf := make([]byte, n)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return decodeFrameBody(buf)
+}
+
+// decodeFrameBody decodes what follows the length prefix: header word,
+// header, body.
+func decodeFrameBody(b []byte) (*Command, error) {
+	if len(b) < 4 {
+		return nil, fmt.Errorf("%w: %d bytes leave no room for the header word", ErrMalformed, len(b))
+	}
+	word := binary.BigEndian.Uint32(b)
+	headerLen := int(word & maxHeaderBytes)
+	if headerLen > len(b)-4 {
+		return nil, fmt.Errorf("%w: header length %d exceeds the %d bytes of the frame", ErrMalformed, headerLen, len(b)-4)
+	}
+	c := &Command{}
+	if err := decodeHeader(byte(word>>24), b[4:4+headerLen], c); err != nil {
+		return nil, err
+	}
+	if body := b[4+headerLen:]; len(body) > 0 {
+		c.Body = body[:len(body):len(body)]
+	}
+	return c, nil
+}
+
+// decodeHeader decodes a header of the given serialisation type into c.
+func decodeHeader(serializeType byte, h []byte, c *Command) error {
+	c.SerializeType = serializeType
+	switch serializeType {
+	case SerializeJSON:
+		return decodeJSONHeader(h, c)
+	case SerializeRocketMQ:
+		return decodeBinaryHeader(h, c)
+	default:
+		return fmt.Errorf("%w: unknown serialize type %d", ErrMalformed, serializeType)
+	}
+}
+
+// appendHeader appends c's header in c.SerializeType.
+func appendHeader(dst []byte, c *Command) ([]byte, error) {
+	switch c.SerializeType {
+	case SerializeJSON:
+		return appendJSONHeader(dst, c), nil
+	case SerializeRocketMQ:
+		return appendBinaryHeader(dst, c)
+	default:
+		return dst, fmt.Errorf("%w: serialize type %d", ErrInvalidCommand, c.SerializeType)
+	}
+}

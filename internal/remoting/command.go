@@ -1,0 +1,185 @@
+package remoting
+
+import (
+	"errors"
+	"strconv"
+)
+
+// Flag bits of Command.Flag.
+const (
+	// FlagResponse marks a response; it is matched to a request by Opaque.
+	FlagResponse int32 = 1
+	// FlagOneway marks a request whose sender does not wait for an answer;
+	// a Conn never answers a request that carries it.
+	FlagOneway int32 = 2
+)
+
+// Serialisation types of the header (the high byte of the header word).
+const (
+	SerializeJSON     byte = 0
+	SerializeRocketMQ byte = 1
+)
+
+// DefaultVersion is the version our commands carry (Java 4.9.4 sends the
+// same number; clients only compare a broker's version with 0).
+const DefaultVersion int16 = 401
+
+// LanguageGo is the language our commands carry.
+const LanguageGo = "GO"
+
+// Response codes the transport itself produces. Every other code belongs to
+// the broker and name server.
+const (
+	CodeSuccess                 int16 = 0
+	CodeSystemError             int16 = 1
+	CodeSystemBusy              int16 = 2
+	CodeRequestCodeNotSupported int16 = 3
+)
+
+// Sentinel errors. Errors returned by the codec and by connections wrap one
+// of them; test with errors.Is.
+var (
+	// ErrShort is returned by DecodeFrame when the input holds less than one
+	// whole frame; more bytes may complete it.
+	ErrShort = errors.New("remoting: incomplete frame")
+	// ErrMalformed classes a frame or header that can never decode: a
+	// header length beyond the frame, an unknown serialisation type, bad
+	// JSON, a field of the wrong type or out of range.
+	ErrMalformed = errors.New("remoting: malformed frame")
+	// ErrFrameTooLarge is returned when a length prefix exceeds the maximum
+	// frame size.
+	ErrFrameTooLarge = errors.New("remoting: frame too large")
+	// ErrInvalidCommand is returned by EncodeFrame for a command that cannot
+	// be put on the wire (header over 16 MiB, binary key over 32767 bytes,
+	// unknown serialisation type, frame over 2 GiB).
+	ErrInvalidCommand = errors.New("remoting: command cannot be encoded")
+	// ErrConnClosed is returned by calls on a connection that is closed or
+	// closes while they wait.
+	ErrConnClosed = errors.New("remoting: connection closed")
+	// ErrClosed is returned by a Server or Client after Close.
+	ErrClosed = errors.New("remoting: closed")
+)
+
+// Command is one RocketMQ remoting command: a request or a response.
+//
+// A Command handed to EncodeFrame, Invoke or a handler's return is only read
+// (Invoke and Respond set Opaque and Flag), and must not be changed until
+// the call returns; Body and BodyParts are not copied by Conn writes until
+// the frame is on the wire, see Release.
+type Command struct {
+	Code      int16
+	Language  string // "GO" for ours; anything is accepted; empty encodes as "GO"
+	Version   int16
+	Opaque    int32
+	Flag      int32 // FlagResponse | FlagOneway
+	Remark    string
+	ExtFields map[string]string // nil when the header had none; every value a string on the wire
+	Body      []byte            // after a decode, aliases the frame buffer
+
+	// SerializeType is the header serialisation: as received, and for
+	// responses sent by a Conn always that of the request.
+	SerializeType byte
+
+	// BodyParts, when not empty, replaces Body: the body is their
+	// concatenation, and a Conn writes them with writev, without copying
+	// (the zero-copy pull path). The slices must stay unchanged until
+	// Release runs.
+	BodyParts [][]byte
+	// Release, when set, is called exactly once after a Conn has written
+	// the command or dropped it (connection closed, encode error), so
+	// ref-counted buffers behind Body/BodyParts can be returned. EncodeFrame
+	// does not call it.
+	Release func()
+}
+
+// IsResponse reports whether the response flag is set.
+func (c *Command) IsResponse() bool { return c.Flag&FlagResponse != 0 }
+
+// IsOneway reports whether the oneway flag is set.
+func (c *Command) IsOneway() bool { return c.Flag&FlagOneway != 0 }
+
+// NewRequest returns a request with language GO and DefaultVersion. The
+// opaque is assigned when the request is sent.
+func NewRequest(code int16, ext map[string]string, body []byte) *Command {
+	return &Command{Code: code, Language: LanguageGo, Version: DefaultVersion, ExtFields: ext, Body: body}
+}
+
+// NewResponse returns a response to req: same opaque and serialisation
+// type, response flag set, language GO and DefaultVersion.
+func NewResponse(req *Command, code int16, remark string) *Command {
+	return &Command{
+		Code:          code,
+		Language:      LanguageGo,
+		Version:       DefaultVersion,
+		Opaque:        req.Opaque,
+		Flag:          FlagResponse,
+		Remark:        remark,
+		SerializeType: req.SerializeType,
+	}
+}
+
+// SetExt sets an ext field, allocating the map on first use. It returns c.
+func (c *Command) SetExt(key, value string) *Command {
+	if c.ExtFields == nil {
+		c.ExtFields = make(map[string]string, 8)
+	}
+	c.ExtFields[key] = value
+	return c
+}
+
+// Ext returns the ext field key, or "" when it is absent.
+func (c *Command) Ext(key string) string { return c.ExtFields[key] }
+
+// BodyLen is the length of the body that will be written.
+func (c *Command) BodyLen() int {
+	if len(c.BodyParts) == 0 {
+		return len(c.Body)
+	}
+	n := 0
+	for _, p := range c.BodyParts {
+		n += len(p)
+	}
+	return n
+}
+
+func (c *Command) release() {
+	if r := c.Release; r != nil {
+		c.Release = nil
+		r()
+	}
+}
+
+// languages are Java's LanguageCode ordinals, used by the ROCKETMQ binary
+// header and by JSON headers that carry the language as a number.
+var languages = [...]string{
+	0: "JAVA", 1: "CPP", 2: "DOTNET", 3: "PYTHON", 4: "DELPHI", 5: "ERLANG",
+	6: "RUBY", 7: "OTHER", 8: "HTTP", 9: "GO", 10: "PHP", 11: "OMS", 12: "RUST",
+}
+
+const languageOther = 7
+
+// languageName maps a language code to its name; codes without a name
+// become their decimal text so that they survive a round trip.
+func languageName(code int64) string {
+	if code >= 0 && code < int64(len(languages)) {
+		return languages[code]
+	}
+	return strconv.FormatInt(code, 10)
+}
+
+// languageCode maps a name back to the binary header's byte; unknown names
+// become OTHER.
+func languageCode(name string) byte {
+	if name == "" || name == LanguageGo {
+		return 9
+	}
+	for i, n := range languages {
+		if n == name {
+			return byte(i)
+		}
+	}
+	if v, err := strconv.ParseUint(name, 10, 8); err == nil && strconv.FormatUint(v, 10) == name {
+		return byte(v)
+	}
+	return languageOther
+}

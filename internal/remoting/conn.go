@@ -1,0 +1,480 @@
+package remoting
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Handler answers one request. It runs in a goroutine of its own; ctx is
+// cancelled when the connection closes. A nil response sends nothing (for
+// oneway requests, or when the handler answers later with Conn.Respond).
+// For requests with the oneway flag the response is discarded.
+type Handler func(ctx context.Context, c *Conn, req *Command) *Command
+
+const (
+	// DefaultMaxInFlightPerConn bounds the handlers running for one
+	// connection.
+	DefaultMaxInFlightPerConn = 256
+	// maxQueuedFrames bounds the frames waiting for the writer of a
+	// connection; senders wait beyond it.
+	maxQueuedFrames = 4096
+	// copyBodyMax: bodies up to this size are copied next to their header;
+	// larger ones are written from the caller's slices.
+	copyBodyMax = 8 << 10
+	// closeFlushTimeout bounds the flush of queued frames when a
+	// connection closes, and any write in progress at that moment.
+	closeFlushTimeout = 2 * time.Second
+	readBufferBytes   = 64 << 10
+	maxPooledHead     = 64 << 10
+)
+
+// opaqueSeq numbers the requests this process sends.
+var opaqueSeq atomic.Int32
+
+func nextOpaque() int32 { return opaqueSeq.Add(1) }
+
+// owner is what a Conn needs from the Server or Client it belongs to.
+type owner struct {
+	wg          *sync.WaitGroup
+	log         *slog.Logger
+	maxFrame    int
+	maxInFlight int
+	handler     func(code int16) Handler
+	onClose     func(*Conn)
+}
+
+// outFrame is one encoded frame waiting for the writer.
+type outFrame struct {
+	head  *[]byte  // length prefix, header word, header, small body (pooled)
+	parts [][]byte // large body, written as is
+	cmd   *Command // for Release
+}
+
+var headPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// Conn is one connection, accepted by a Server or dialed by a Client. Its
+// methods are safe for concurrent use.
+type Conn struct {
+	nc  net.Conn
+	own *owner
+	log *slog.Logger
+
+	ctx     context.Context
+	cancel  context.CancelFunc
+	closing chan struct{} // closed by Close
+	once    sync.Once
+	wstop   chan struct{} // closed by finish: the writer flushes and closes the socket
+	finOnce sync.Once
+	sem     chan struct{} // in-flight handlers
+
+	handlers   sync.WaitGroup
+	writerDone chan struct{}
+
+	pmu     sync.Mutex
+	pending map[int32]chan *Command
+
+	wmu     sync.Mutex
+	wq      []outFrame
+	wclosed bool
+	wspace  chan struct{} // closed by the writer when it empties wq, if someone waits
+	wsignal chan struct{} // cap 1: wq is not empty
+
+	vmu    sync.Mutex
+	values map[any]any
+}
+
+func newConn(parent context.Context, nc net.Conn, own *owner) *Conn {
+	ctx, cancel := context.WithCancel(parent)
+	return &Conn{
+		nc:         nc,
+		own:        own,
+		log:        own.log.With("remote", nc.RemoteAddr().String()),
+		ctx:        ctx,
+		cancel:     cancel,
+		closing:    make(chan struct{}),
+		wstop:      make(chan struct{}),
+		sem:        make(chan struct{}, own.maxInFlight),
+		writerDone: make(chan struct{}),
+		pending:    make(map[int32]chan *Command),
+		wsignal:    make(chan struct{}, 1),
+	}
+}
+
+// start runs the reader and the writer. The owner calls it under its lock,
+// after checking it is not closed, so that wg.Add never races wg.Wait.
+func (c *Conn) start() {
+	c.own.wg.Add(2)
+	go c.readLoop()
+	go c.writeLoop()
+}
+
+// RemoteAddr is the peer's address.
+func (c *Conn) RemoteAddr() net.Addr { return c.nc.RemoteAddr() }
+
+// LocalAddr is our address.
+func (c *Conn) LocalAddr() net.Addr { return c.nc.LocalAddr() }
+
+// Closed returns a channel closed when the connection starts closing.
+func (c *Conn) Closed() <-chan struct{} { return c.closing }
+
+// Context is cancelled when the connection closes.
+func (c *Conn) Context() context.Context { return c.ctx }
+
+// SetValue attaches v to the connection under key (nil v removes it).
+func (c *Conn) SetValue(key, v any) {
+	c.vmu.Lock()
+	defer c.vmu.Unlock()
+	if v == nil {
+		delete(c.values, key)
+		return
+	}
+	if c.values == nil {
+		c.values = make(map[any]any)
+	}
+	c.values[key] = v
+}
+
+// Value returns what SetValue attached under key, or nil.
+func (c *Conn) Value(key any) any {
+	c.vmu.Lock()
+	defer c.vmu.Unlock()
+	return c.values[key]
+}
+
+// Close closes the connection. At once: pending and new Invoke calls fail
+// with ErrConnClosed, handler contexts are cancelled and no more requests
+// are read. Then, in the background, once the running handlers have
+// returned, their responses and everything else queued are flushed (each
+// write bounded by a couple of seconds) and the socket is closed. Close does
+// not wait; it is idempotent and always returns nil.
+func (c *Conn) Close() error {
+	c.once.Do(func() {
+		close(c.closing)
+		c.cancel()
+		// Wake the reader now; bound a write stuck on a peer that does not
+		// read.
+		now := time.Now()
+		_ = c.nc.SetReadDeadline(now)
+		_ = c.nc.SetWriteDeadline(now.Add(closeFlushTimeout))
+	})
+	return nil
+}
+
+// finish stops the queue and lets the writer flush it and close the
+// socket. The reader calls it once the handlers have returned.
+func (c *Conn) finish() {
+	c.finOnce.Do(func() {
+		c.wmu.Lock()
+		c.wclosed = true
+		if c.wspace != nil {
+			close(c.wspace)
+			c.wspace = nil
+		}
+		c.wmu.Unlock()
+		_ = c.nc.SetWriteDeadline(time.Now().Add(closeFlushTimeout))
+		close(c.wstop)
+	})
+}
+
+// Invoke sends req and waits for the response with its opaque. It sets
+// req.Opaque (a fresh number) and clears the response and oneway flags. It
+// returns an error wrapping ctx.Err() when ctx ends first (a ctx deadline
+// is the timeout; without one it waits until the connection closes),
+// ErrConnClosed when the connection closes first, or ErrInvalidCommand.
+func (c *Conn) Invoke(ctx context.Context, req *Command) (*Command, error) {
+	if err := ctx.Err(); err != nil {
+		req.release()
+		return nil, fmt.Errorf("remoting: invoke code %d on %s: %w", req.Code, c.nc.RemoteAddr(), err)
+	}
+	select {
+	case <-c.closing:
+		req.release()
+		return nil, fmt.Errorf("remoting: invoke code %d on %s: %w", req.Code, c.nc.RemoteAddr(), ErrConnClosed)
+	default:
+	}
+	op := nextOpaque()
+	req.Opaque = op
+	req.Flag &^= FlagResponse | FlagOneway
+	ch := make(chan *Command, 1)
+	c.pmu.Lock()
+	c.pending[op] = ch
+	c.pmu.Unlock()
+	if err := c.send(ctx, req); err != nil {
+		c.forget(op)
+		return nil, fmt.Errorf("remoting: invoke code %d on %s: %w", req.Code, c.nc.RemoteAddr(), err)
+	}
+	select {
+	case resp := <-ch:
+		return resp, nil
+	case <-ctx.Done():
+		c.forget(op)
+		return nil, fmt.Errorf("remoting: invoke code %d opaque %d on %s: %w", req.Code, op, c.nc.RemoteAddr(), ctx.Err())
+	case <-c.closing:
+		c.forget(op)
+		select {
+		case resp := <-ch:
+			return resp, nil
+		default:
+		}
+		return nil, fmt.Errorf("remoting: invoke code %d opaque %d on %s: %w", req.Code, op, c.nc.RemoteAddr(), ErrConnClosed)
+	}
+}
+
+func (c *Conn) forget(op int32) {
+	c.pmu.Lock()
+	delete(c.pending, op)
+	c.pmu.Unlock()
+}
+
+// InvokeOneway sends req with the oneway flag and a fresh opaque and
+// returns once the frame is queued for writing; no answer is awaited.
+func (c *Conn) InvokeOneway(req *Command) error {
+	select {
+	case <-c.closing:
+		req.release()
+		return fmt.Errorf("remoting: oneway code %d on %s: %w", req.Code, c.nc.RemoteAddr(), ErrConnClosed)
+	default:
+	}
+	req.Opaque = nextOpaque()
+	req.Flag = req.Flag&^FlagResponse | FlagOneway
+	if err := c.send(nil, req); err != nil {
+		return fmt.Errorf("remoting: oneway code %d on %s: %w", req.Code, c.nc.RemoteAddr(), err)
+	}
+	return nil
+}
+
+// Respond sends resp as the answer to req: it copies req's opaque and
+// serialisation type into resp and sets the response flag. Handlers that
+// answer later (long polling) return nil and call Respond when ready.
+// Nothing is sent for a oneway request. After Close, Respond still queues
+// until the connection's handlers have all returned (so a handler that
+// answers when its ctx is cancelled is heard); after that it returns
+// ErrConnClosed.
+func (c *Conn) Respond(req, resp *Command) error {
+	if req.IsOneway() {
+		resp.release()
+		return nil
+	}
+	resp.Opaque = req.Opaque
+	resp.Flag |= FlagResponse
+	resp.SerializeType = req.SerializeType
+	return c.send(nil, resp)
+}
+
+// send encodes cmd in the caller's goroutine and queues it for the writer,
+// waiting while the queue is full (until ctx ends, if not nil, or the
+// connection closes). cmd.Release runs once the frame is written or
+// dropped.
+func (c *Conn) send(ctx context.Context, cmd *Command) error {
+	hp := headPool.Get().(*[]byte)
+	bodyLen := cmd.BodyLen()
+	buf, err := appendFrameHead((*hp)[:0], cmd, bodyLen)
+	if err != nil {
+		headPool.Put(hp)
+		cmd.release()
+		return err
+	}
+	f := outFrame{head: hp, cmd: cmd}
+	switch {
+	case len(cmd.BodyParts) == 0 && bodyLen <= copyBodyMax:
+		buf = append(buf, cmd.Body...)
+	case len(cmd.BodyParts) == 0:
+		f.parts = [][]byte{cmd.Body}
+	default:
+		f.parts = cmd.BodyParts
+	}
+	*hp = buf
+	var done <-chan struct{}
+	if ctx != nil {
+		done = ctx.Done()
+	}
+	for {
+		c.wmu.Lock()
+		if c.wclosed {
+			c.wmu.Unlock()
+			releaseFrame(f)
+			return ErrConnClosed
+		}
+		if len(c.wq) < maxQueuedFrames {
+			c.wq = append(c.wq, f)
+			c.wmu.Unlock()
+			select {
+			case c.wsignal <- struct{}{}:
+			default:
+			}
+			return nil
+		}
+		if c.wspace == nil {
+			c.wspace = make(chan struct{})
+		}
+		space := c.wspace
+		c.wmu.Unlock()
+		select {
+		case <-space:
+		case <-done:
+			releaseFrame(f)
+			return ctx.Err()
+		}
+	}
+}
+
+func releaseFrame(f outFrame) {
+	if cap(*f.head) <= maxPooledHead {
+		*f.head = (*f.head)[:0]
+		headPool.Put(f.head)
+	}
+	f.cmd.release()
+}
+
+// writeLoop writes queued frames, all that are queued with one writev.
+// When the connection closes it flushes what is queued, then closes the
+// socket.
+func (c *Conn) writeLoop() {
+	defer c.own.wg.Done()
+	defer close(c.writerDone)
+	var batch []outFrame
+	var bufs, w net.Buffers
+	failed := false
+	for {
+		closing := false
+		select {
+		case <-c.wsignal:
+		case <-c.wstop:
+			closing = true
+		}
+		c.wmu.Lock()
+		batch, c.wq = c.wq, batch[:0]
+		if c.wspace != nil {
+			close(c.wspace)
+			c.wspace = nil
+		}
+		c.wmu.Unlock()
+		if len(batch) > 0 && !failed {
+			bufs = bufs[:0]
+			for _, f := range batch {
+				bufs = append(bufs, *f.head)
+				bufs = append(bufs, f.parts...)
+			}
+			w = bufs
+			if _, err := w.WriteTo(c.nc); err != nil {
+				failed = true
+				if !closing {
+					c.log.Debug("write failed; closing connection", "err", err)
+				}
+				c.Close()
+			}
+			clear(bufs)
+		}
+		for i := range batch {
+			releaseFrame(batch[i])
+			batch[i] = outFrame{}
+		}
+		if closing {
+			// finish set wclosed before closing c.wstop, so nothing more
+			// can be queued after the batch above.
+			_ = c.nc.Close()
+			return
+		}
+	}
+}
+
+// readLoop reads frames until the connection fails or closes, delivers
+// responses to their Invoke and starts a handler per request. After the
+// connection closed and its handlers returned it calls the owner's onClose.
+func (c *Conn) readLoop() {
+	defer c.own.wg.Done()
+	br := bufio.NewReaderSize(c.nc, readBufferBytes)
+	for {
+		cmd, err := ReadFrame(br, c.own.maxFrame)
+		if err != nil {
+			c.readFailed(err)
+			break
+		}
+		if cmd.IsResponse() {
+			c.pmu.Lock()
+			ch := c.pending[cmd.Opaque]
+			delete(c.pending, cmd.Opaque)
+			c.pmu.Unlock()
+			if ch == nil {
+				c.log.Debug("dropped response with unknown opaque", "opaque", cmd.Opaque, "code", cmd.Code)
+				continue
+			}
+			ch <- cmd
+			continue
+		}
+		select {
+		case c.sem <- struct{}{}:
+		case <-c.closing:
+		}
+		select {
+		case <-c.closing:
+		default:
+			c.handlers.Add(1)
+			c.own.wg.Add(1)
+			go c.handle(cmd)
+			continue
+		}
+		break
+	}
+	c.Close()
+	c.handlers.Wait()
+	c.finish()
+	<-c.writerDone
+	if c.own.onClose != nil {
+		c.own.onClose(c)
+	}
+}
+
+func (c *Conn) readFailed(err error) {
+	select {
+	case <-c.closing:
+		return // we closed it
+	default:
+	}
+	switch {
+	case errors.Is(err, ErrMalformed) || errors.Is(err, ErrFrameTooLarge):
+		c.log.Warn("closing connection after a bad frame", "err", err)
+	case errors.Is(err, io.EOF):
+		c.log.Debug("connection closed by peer")
+	default:
+		c.log.Debug("read failed; closing connection", "err", err)
+	}
+}
+
+func (c *Conn) handle(req *Command) {
+	defer c.own.wg.Done()
+	defer c.handlers.Done()
+	defer func() { <-c.sem }()
+	resp := c.call(req)
+	if resp == nil {
+		return
+	}
+	if err := c.Respond(req, resp); err != nil {
+		c.log.Debug("response not sent", "code", req.Code, "opaque", req.Opaque, "err", err)
+	}
+}
+
+// call runs the handler; a panic becomes a SYSTEM_ERROR answer.
+func (c *Conn) call(req *Command) (resp *Command) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error("handler panicked", "code", req.Code, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			resp = NewResponse(req, CodeSystemError, fmt.Sprintf("internal error handling request code %d", req.Code))
+		}
+	}()
+	return c.own.handler(req.Code)(c.ctx, c, req)
+}
+
+// notSupported is the default handler for codes without one.
+func notSupported(_ context.Context, _ *Conn, req *Command) *Command {
+	return NewResponse(req, CodeRequestCodeNotSupported, fmt.Sprintf("request code %d is not supported", req.Code))
+}

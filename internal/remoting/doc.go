@@ -1,0 +1,74 @@
+// Package remoting is the RocketMQ 4.x remoting transport: the frame and
+// header codec, a TCP server that runs the requests of a connection
+// concurrently and answers them by opaque, and a client that keeps one
+// connection per address. It holds no broker or name-server logic: those
+// register a Handler per request code.
+//
+// # Frame
+//
+// All integers are big-endian.
+//
+//	offset  size  field
+//	     0     4  LENGTH       bytes that follow: 4 + HEADERLEN + body length
+//	     4     1  SERIALIZE    0 = JSON, 1 = ROCKETMQ binary
+//	     5     3  HEADERLEN    header length (≤ 16 MiB - 1)
+//	     8     H  HEADER       JSON object or ROCKETMQ binary header
+//	   8+H     .  BODY         raw bytes up to LENGTH; the length is implied
+//
+// LENGTH is checked against the frame limit (DefaultMaxFrameBytes, 16 MiB)
+// as soon as the prefix is read, so an oversized frame is never buffered.
+//
+// # JSON header
+//
+// Written compact with keys in this order, every ext value a JSON string,
+// ext keys sorted, strings escaped HTML-safe like encoding/json:
+//
+//	{"code":10,"language":"GO","version":401,"opaque":2,"flag":0,"remark":"","extFields":{"topic":"TopicTest"}}
+//
+// Read leniently, as Java and Go peers write it: language a string or a
+// Java LanguageCode number; remark and extFields null or absent; integer
+// fields as numbers or digit strings; unknown keys (Java's
+// "serializeTypeCurrentRPC") skipped; ext values that are not strings kept
+// as their JSON text, null ext values dropped. Anything else that is not
+// valid JSON of that shape is ErrMalformed.
+//
+// # ROCKETMQ binary header
+//
+//	size  field
+//	   2  CODE
+//	   1  LANGUAGE   Java LanguageCode (JAVA 0 ... GO 9 ...)
+//	   2  VERSION
+//	   4  OPAQUE
+//	   4  FLAG
+//	 4+R  REMARK     length (int32), UTF-8 bytes
+//	 4+E  EXT        length (int32), then E bytes of entries:
+//	                 key length (int16), key, value length (int32), value
+//
+// The ext block must end exactly at HEADERLEN. Binary headers are decoded
+// from any peer and encoded only for responses to binary requests.
+//
+// # Connections
+//
+// Each Conn has one reader goroutine and one writer goroutine. Senders
+// encode their frame in their own goroutine and queue it; the writer writes
+// everything queued with one writev, so frames are never interleaved. A
+// request runs its Handler in a goroutine of its own, at most
+// MaxInFlightPerConn at a time per connection (the reader stops reading
+// while the limit is reached); responses go out in completion order and
+// are matched by opaque. Requests we send (Invoke) take opaques from a
+// process-wide atomic counter and wait for the response with that opaque;
+// a response nobody waits for is dropped.
+//
+// A frame over the limit or a malformed frame is logged once at Warn and
+// closes that connection only. Closing a connection at once fails its
+// pending Invoke calls with ErrConnClosed, cancels the context of its
+// running handlers and stops reading; once those handlers have returned,
+// their responses and everything else queued are flushed (bounded by a
+// write deadline), the socket closes and OnConnClose runs. So a handler
+// that answers when its ctx is cancelled is still heard on Server.Close.
+// Responses sent later with Conn.Respond (deferred answers) must be queued
+// before Close.
+//
+// Every goroutine belongs to a Server or a Client; their Close waits for
+// all of them.
+package remoting

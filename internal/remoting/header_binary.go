@@ -1,0 +1,115 @@
+package remoting
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// binaryFixedBytes is the size of the ROCKETMQ header before the remark:
+// code 2, language 1, version 2, opaque 4, flag 4, remark length 4.
+const binaryFixedBytes = 17
+
+// decodeBinaryHeader decodes a ROCKETMQ binary header (see doc.go). The
+// ext block must end exactly at the end of the header.
+func decodeBinaryHeader(h []byte, c *Command) error {
+	if len(h) < binaryFixedBytes+4 {
+		return fmt.Errorf("%w: binary header of %d bytes is shorter than %d", ErrMalformed, len(h), binaryFixedBytes+4)
+	}
+	be := binary.BigEndian
+	c.Code = int16(be.Uint16(h[0:]))
+	c.Language = languageName(int64(h[2]))
+	c.Version = int16(be.Uint16(h[3:]))
+	c.Opaque = int32(be.Uint32(h[5:]))
+	c.Flag = int32(be.Uint32(h[9:]))
+	remarkLen := int64(int32(be.Uint32(h[13:])))
+	p := binaryFixedBytes
+	if remarkLen < 0 || remarkLen > int64(len(h)-p-4) {
+		return fmt.Errorf("%w: binary remark length %d does not fit the header", ErrMalformed, remarkLen)
+	}
+	c.Remark = string(h[p : p+int(remarkLen)])
+	p += int(remarkLen)
+	extLen := int64(int32(be.Uint32(h[p:])))
+	p += 4
+	if extLen != int64(len(h)-p) {
+		return fmt.Errorf("%w: binary ext length %d, but %d bytes remain in the header", ErrMalformed, extLen, len(h)-p)
+	}
+	ext := h[p:]
+	c.ExtFields = nil
+	for q := 0; q < len(ext); {
+		if len(ext)-q < 2 {
+			return fmt.Errorf("%w: binary ext key length cut at byte %d", ErrMalformed, q)
+		}
+		kl := int(int16(be.Uint16(ext[q:])))
+		q += 2
+		if kl < 0 || kl > len(ext)-q {
+			return fmt.Errorf("%w: binary ext key length %d does not fit", ErrMalformed, kl)
+		}
+		key := ext[q : q+kl]
+		q += kl
+		if len(ext)-q < 4 {
+			return fmt.Errorf("%w: binary ext value length cut at byte %d", ErrMalformed, q)
+		}
+		vl := int64(int32(be.Uint32(ext[q:])))
+		q += 4
+		if vl < 0 || vl > int64(len(ext)-q) {
+			return fmt.Errorf("%w: binary ext value length %d does not fit", ErrMalformed, vl)
+		}
+		if c.ExtFields == nil {
+			c.ExtFields = make(map[string]string, 8)
+		}
+		c.ExtFields[string(key)] = string(ext[q : q+int(vl)])
+		q += int(vl)
+	}
+	return nil
+}
+
+// appendBinaryHeader appends c's header in the ROCKETMQ binary layout, ext
+// fields in key order.
+func appendBinaryHeader(dst []byte, c *Command) ([]byte, error) {
+	start := len(dst)
+	be := binary.BigEndian
+	dst = be.AppendUint16(dst, uint16(c.Code))
+	dst = append(dst, languageCode(c.Language))
+	dst = be.AppendUint16(dst, uint16(c.Version))
+	dst = be.AppendUint32(dst, uint32(c.Opaque))
+	dst = be.AppendUint32(dst, uint32(c.Flag))
+	if len(c.Remark) > maxHeaderBytes {
+		return dst[:start], fmt.Errorf("%w: remark of %d bytes", ErrInvalidCommand, len(c.Remark))
+	}
+	dst = be.AppendUint32(dst, uint32(len(c.Remark)))
+	dst = append(dst, c.Remark...)
+	lenAt := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	var stack [32]string
+	for _, k := range sortedKeys(stack[:0], c.ExtFields) {
+		v := c.ExtFields[k]
+		if len(k) > math.MaxInt16 {
+			return dst[:start], fmt.Errorf("%w: binary ext key of %d bytes exceeds %d", ErrInvalidCommand, len(k), math.MaxInt16)
+		}
+		if len(v) > maxHeaderBytes {
+			return dst[:start], fmt.Errorf("%w: ext value of %d bytes", ErrInvalidCommand, len(v))
+		}
+		dst = be.AppendUint16(dst, uint16(len(k)))
+		dst = append(dst, k...)
+		dst = be.AppendUint32(dst, uint32(len(v)))
+		dst = append(dst, v...)
+	}
+	extLen := len(dst) - lenAt - 4
+	if extLen > maxHeaderBytes {
+		return dst[:start], fmt.Errorf("%w: ext block of %d bytes", ErrInvalidCommand, extLen)
+	}
+	be.PutUint32(dst[lenAt:], uint32(extLen))
+	return dst, nil
+}
+
+// sortedKeys appends m's keys to dst in ascending order, so that encoded
+// headers are deterministic.
+func sortedKeys(dst []string, m map[string]string) []string {
+	for k := range m {
+		dst = append(dst, k)
+	}
+	slices.Sort(dst)
+	return dst
+}

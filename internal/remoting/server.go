@@ -1,0 +1,228 @@
+package remoting
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ServerOptions configures a Server. Zero values take the defaults.
+type ServerOptions struct {
+	// MaxFrameBytes limits a frame's length prefix; a larger frame closes
+	// the connection. Default DefaultMaxFrameBytes (16 MiB).
+	MaxFrameBytes int
+	// MaxInFlightPerConn bounds the handlers running at once for one
+	// connection; beyond it the connection's reader waits (and so reads no
+	// responses either). Default 256.
+	MaxInFlightPerConn int
+	// Logger receives connection-level events (bad frames at Warn, panics
+	// at Error, the rest at Debug). Default: discard.
+	Logger *slog.Logger
+	// OnConnClose, if set, is called once per connection after it closed
+	// and all its handlers returned, from a goroutine of the connection.
+	OnConnClose func(*Conn)
+}
+
+// Server accepts connections and dispatches their requests by code.
+type Server struct {
+	opts     ServerOptions
+	log      *slog.Logger
+	handlers atomic.Pointer[map[int16]Handler]
+	def      atomic.Pointer[Handler]
+	own      owner
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	once   sync.Once
+	done   chan struct{}
+
+	mu        sync.Mutex
+	closed    bool
+	listeners map[net.Listener]struct{}
+	conns     map[*Conn]struct{}
+	closeErr  error
+}
+
+// NewServer returns a Server; register handlers, then call Serve.
+func NewServer(opts ServerOptions) *Server {
+	if opts.MaxFrameBytes <= 0 {
+		opts.MaxFrameBytes = DefaultMaxFrameBytes
+	}
+	if opts.MaxInFlightPerConn <= 0 {
+		opts.MaxInFlightPerConn = DefaultMaxInFlightPerConn
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("component", "remoting")
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{
+		opts:      opts,
+		log:       log,
+		ctx:       ctx,
+		cancel:    cancel,
+		done:      make(chan struct{}),
+		listeners: make(map[net.Listener]struct{}),
+		conns:     make(map[*Conn]struct{}),
+	}
+	empty := map[int16]Handler{}
+	s.handlers.Store(&empty)
+	s.own = owner{
+		wg:          &s.wg,
+		log:         log,
+		maxFrame:    opts.MaxFrameBytes,
+		maxInFlight: opts.MaxInFlightPerConn,
+		handler:     s.handler,
+		onClose:     s.connClosed,
+	}
+	return s
+}
+
+// Handle registers h for requests with the given code, replacing any
+// earlier one. Call it before Serve (it is safe, but racy in effect, later).
+func (s *Server) Handle(code int16, h Handler) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old := *s.handlers.Load()
+	m := make(map[int16]Handler, len(old)+1)
+	for k, v := range old {
+		m[k] = v
+	}
+	m[code] = h
+	s.handlers.Store(&m)
+}
+
+// HandleDefault registers h for codes without a handler. Without it they
+// are answered with code 3 (REQUEST_CODE_NOT_SUPPORTED) and the remark
+// "request code N is not supported".
+func (s *Server) HandleDefault(h Handler) { s.def.Store(&h) }
+
+func (s *Server) handler(code int16) Handler {
+	if h, ok := (*s.handlers.Load())[code]; ok {
+		return h
+	}
+	if h := s.def.Load(); h != nil {
+		return *h
+	}
+	return notSupported
+}
+
+// Serve accepts connections on ln until Close (then it returns nil) or
+// until ln fails for good (then it returns the error). It may be called for
+// several listeners; Close closes them all.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		_ = ln.Close()
+		return nil
+	}
+	s.listeners[ln] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, ln)
+		s.mu.Unlock()
+	}()
+	s.log.Debug("serving", "addr", ln.Addr().String())
+	var delay time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			select {
+			case <-s.done:
+				return nil
+			default:
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return err
+			}
+			// Out of file descriptors and the like: back off and retry.
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			s.log.Warn("accept failed; retrying", "err", err, "delay", delay)
+			t := time.NewTimer(delay)
+			select {
+			case <-t.C:
+			case <-s.done:
+				t.Stop()
+				return nil
+			}
+			continue
+		}
+		delay = 0
+		if tc, ok := nc.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true)
+		}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			_ = nc.Close()
+			return nil
+		}
+		c := newConn(s.ctx, nc, &s.own)
+		s.conns[c] = struct{}{}
+		c.start()
+		s.mu.Unlock()
+		c.log.Debug("connection accepted")
+	}
+}
+
+func (s *Server) connClosed(c *Conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	if f := s.opts.OnConnClose; f != nil {
+		f(c)
+	}
+}
+
+// Conns returns the open connections.
+func (s *Server) Conns() []*Conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*Conn, 0, len(s.conns))
+	for c := range s.conns {
+		out = append(out, c)
+	}
+	return out
+}
+
+// Close stops accepting, closes every connection (cancelling handler
+// contexts and failing pending Invoke calls) and waits until every
+// goroutine of the server, handlers included, has returned. It is
+// idempotent; it must not be called from a handler or OnConnClose (it
+// would wait for itself). It returns the first
+// error from closing a listener.
+func (s *Server) Close() error {
+	s.once.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		lns := make([]net.Listener, 0, len(s.listeners))
+		for ln := range s.listeners {
+			lns = append(lns, ln)
+		}
+		conns := make([]*Conn, 0, len(s.conns))
+		for c := range s.conns {
+			conns = append(conns, c)
+		}
+		s.mu.Unlock()
+		close(s.done)
+		s.cancel()
+		for _, ln := range lns {
+			if err := ln.Close(); err != nil && s.closeErr == nil && !errors.Is(err, net.ErrClosed) {
+				s.closeErr = err
+			}
+		}
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	s.wg.Wait()
+	return s.closeErr
+}
