@@ -29,6 +29,6 @@ directory.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServerCmd())
+	root.AddCommand(newServerCmd(), newNamesrvCmd(), newBrokerCmd())
 	return root
 }

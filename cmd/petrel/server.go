@@ -2,96 +2,171 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"os"
+	"net"
 	"os/signal"
 	"path/filepath"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/petrelmq/petrel/internal/store"
-	"github.com/petrelmq/petrel/internal/store/commitlog"
+	"github.com/petrelmq/petrel/internal/daemon"
+	"github.com/petrelmq/petrel/internal/namesrv"
 )
 
-type serverFlags struct {
-	dataDir       string
-	flush         string
-	flushInterval time.Duration
-	segmentBytes  int64
-	maxMessage    int
-	reserve       time.Duration
-	logLevel      string
-}
-
 func newServerCmd() *cobra.Command {
-	f := serverFlags{}
-	def := store.DefaultConfig("")
+	o := &options{}
 	cmd := &cobra.Command{
 		Use:   "server",
-		Short: "Run the broker (store, and later name server and network fronts) in one process",
-		Long: `Run Petrel in one process on a local data directory.
+		Short: "Run a name server and a broker in one process",
+		Long: `Run Petrel in one process on a local data directory: a name server and a
+broker that registers with it. Point RocketMQ clients at the name server
+(--namesrv-listen, default port 9876).
 
 The store is opened (and recovered after a crash) in --data-dir. The process
-runs until SIGINT or SIGTERM, then stops gracefully: it finishes the writes in
-flight, flushes and closes the store.`,
+runs until SIGINT or SIGTERM, then stops gracefully: parked pulls are
+answered, writes in flight finish, the store is flushed and closed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runServer(cmd.Context(), f, cmd.OutOrStdout(), nil)
+			if err := loadConfig(cmd, o); err != nil {
+				return err
+			}
+			return runServer(cmd.Context(), o, cmd.OutOrStdout(), nil)
 		},
 	}
-	fl := cmd.Flags()
-	fl.StringVar(&f.dataDir, "data-dir", "./petrel-data", "directory for the commit log, queues, index and metadata")
-	fl.StringVar(&f.flush, "flush", "sync", "when a send is acknowledged: sync (after fsync) or async (after the write; fsync every --flush-interval)")
-	fl.DurationVar(&f.flushInterval, "flush-interval", def.FlushInterval, "fsync period under --flush async")
-	fl.Int64Var(&f.segmentBytes, "segment-bytes", def.SegmentBytes, "size of each commit-log segment file in bytes")
-	fl.IntVar(&f.maxMessage, "max-message-bytes", def.MaxMessageBytes, "largest stored message in bytes; larger sends are refused")
-	fl.DurationVar(&f.reserve, "file-reserved-time", def.FileReservedTime, "delete commit-log segments older than this")
-	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	addCommonFlags(cmd.Flags(), o)
+	addNamesrvFlags(cmd.Flags(), o)
+	addBrokerFlags(cmd.Flags(), o)
 	return cmd
 }
 
-// runServer runs until ctx ends or a signal arrives. started, when set, is
-// called once the store is open.
-func runServer(ctx context.Context, f serverFlags, out io.Writer, started func()) error {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
-		return fmt.Errorf("--log-level %q: want debug, info, warn or error", f.logLevel)
+func newNamesrvCmd() *cobra.Command {
+	o := &options{}
+	cmd := &cobra.Command{
+		Use:   "namesrv",
+		Short: "Run a name server only",
+		Long: `Run a name server: brokers register with it and clients ask it for routes.
+Run several for a cluster; they are independent and every broker registers
+with all of them.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := loadConfig(cmd, o); err != nil {
+				return err
+			}
+			logger, err := newLogger(o.logLevel)
+			if err != nil {
+				return err
+			}
+			ns, err := daemon.StartNameServer(o.namesrvListen, namesrv.Options{Logger: logger})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "petrel: name server listening on %s\n", ns.Addr())
+			waitForSignal(cmd.Context())
+			logger.Info("stopping")
+			return ns.Close()
+		},
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	mode, err := commitlog.ParseFlushMode(f.flush)
-	if err != nil {
-		return fmt.Errorf("--flush: %w", err)
+	addCommonFlags(cmd.Flags(), o)
+	addNamesrvFlags(cmd.Flags(), o)
+	return cmd
+}
+
+func newBrokerCmd() *cobra.Command {
+	o := &options{}
+	cmd := &cobra.Command{
+		Use:   "broker",
+		Short: "Run a broker only, registering with --namesrv",
+		Long: `Run a broker: it stores messages in --data-dir, serves producers and
+consumers on --broker-listen and registers with every name server in
+--namesrv (semicolon-separated ip:port list).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := loadConfig(cmd, o); err != nil {
+				return err
+			}
+			if len(splitNameServers(o.namesrv)) == 0 {
+				return errors.New("--namesrv is empty: give the name servers to register with, e.g. --namesrv '10.0.0.1:9876;10.0.0.2:9876'")
+			}
+			return runBroker(cmd.Context(), o, splitNameServers(o.namesrv), cmd.OutOrStdout(), nil)
+		},
 	}
-	dir, err := filepath.Abs(f.dataDir)
-	if err != nil {
-		return fmt.Errorf("--data-dir %q: %w", f.dataDir, err)
-	}
-	cfg := store.DefaultConfig(dir)
-	cfg.FlushMode = mode
-	cfg.FlushInterval = f.flushInterval
-	cfg.SegmentBytes = f.segmentBytes
-	cfg.MaxMessageBytes = f.maxMessage
-	cfg.FileReservedTime = f.reserve
-	cfg.Logger = logger
-	st, err := store.Open(cfg)
+	addCommonFlags(cmd.Flags(), o)
+	addBrokerFlags(cmd.Flags(), o)
+	cmd.Flags().StringVar(&o.namesrv, "namesrv", "", "name servers to register with, semicolon-separated ip:port")
+	return cmd
+}
+
+func waitForSignal(ctx context.Context) {
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	<-ctx.Done()
+}
+
+// runServer runs a name server and a broker until ctx ends or a signal
+// arrives. started, when set, is called once both serve.
+func runServer(ctx context.Context, o *options, out io.Writer, started func()) error {
+	logger, err := newLogger(o.logLevel)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "petrel: data dir %s (flush %s)\n", dir, mode)
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
+	ns, err := daemon.StartNameServer(o.namesrvListen, namesrv.Options{Logger: logger})
+	if err != nil {
+		return err
+	}
+	defer ns.Close()
+	fmt.Fprintf(out, "petrel: name server listening on %s\n", ns.Addr())
+	return runBroker(ctx, o, []string{dialable(ns.Addr())}, out, started)
+}
+
+// runBroker runs a broker until ctx ends or a signal arrives.
+func runBroker(ctx context.Context, o *options, nameServers []string, out io.Writer, started func()) error {
+	logger, err := newLogger(o.logLevel)
+	if err != nil {
+		return err
+	}
+	dir, err := filepath.Abs(o.dataDir)
+	if err != nil {
+		return fmt.Errorf("--data-dir %q: %w", o.dataDir, err)
+	}
+	o.dataDir = dir
+	scfg, err := o.storeConfig(logger)
+	if err != nil {
+		return err
+	}
+	b, err := daemon.StartBroker(daemon.BrokerConfig{
+		Store:       scfg,
+		Broker:      o.brokerConfig(logger),
+		Listen:      o.brokerListen,
+		Advertise:   o.advertise,
+		NameServers: nameServers,
+		Logger:      logger,
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "petrel: broker %s listening on %s (advertised %s)\n", o.brokerName, b.Addr(), b.Advertised())
+	fmt.Fprintf(out, "petrel: data dir %s (flush %s)\n", dir, o.flush)
 	if started != nil {
 		started()
 	}
-	<-ctx.Done()
+	waitForSignal(ctx)
 	logger.Info("stopping")
-	if err := st.Close(); err != nil {
-		return fmt.Errorf("close store: %w", err)
+	if err := b.Close(); err != nil {
+		return fmt.Errorf("stop broker: %w", err)
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// dialable turns a listen address into one to dial: all-addresses becomes
+// loopback.
+func dialable(a net.Addr) string {
+	t, ok := a.(*net.TCPAddr)
+	if !ok || !t.IP.IsUnspecified() {
+		return a.String()
+	}
+	return fmt.Sprintf("127.0.0.1:%d", t.Port)
 }

@@ -4,25 +4,53 @@ import (
 	"bytes"
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/petrelmq/petrel/internal/store"
 )
 
-func TestServerOpensStoreAndStopsCleanly(t *testing.T) {
+// syncBuffer is a bytes.Buffer safe for the server goroutine and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func testOptions(dir string) *options {
+	return &options{dataDir: dir, namesrvListen: "127.0.0.1:0", brokerListen: "127.0.0.1:0",
+		brokerName: "broker-a", cluster: "DefaultCluster", flush: "async", flushInterval: 100 * time.Millisecond,
+		autoCreate: true, segmentBytes: 1 << 20, maxMessage: 64 << 10, reserve: time.Hour, logLevel: "error"}
+}
+
+func TestServerStartsPrintsListenersAndStopsCleanly(t *testing.T) {
 	dir := t.TempDir()
-	f := serverFlags{dataDir: dir, flush: "async", flushInterval: 100 * time.Millisecond,
-		segmentBytes: 1 << 20, maxMessage: 64 << 10, reserve: time.Hour, logLevel: "error"}
 	ctx, cancel := context.WithCancel(context.Background())
-	var out bytes.Buffer
+	out := &syncBuffer{}
 	started := make(chan struct{})
 	done := make(chan error, 1)
-	go func() { done <- runServer(ctx, f, &out, func() { close(started) }) }()
+	go func() { done <- runServer(ctx, testOptions(dir), out, func() { close(started) }) }()
 	select {
 	case <-started:
 	case err := <-done:
 		t.Fatalf("server did not start: %v", err)
+	}
+	for _, want := range []string{"name server listening on 127.0.0.1:", "broker broker-a listening on 127.0.0.1:", "data dir " + dir} {
+		if !strings.Contains(out.String(), want) {
+			t.Fatalf("startup output lacks %q:\n%s", want, out.String())
+		}
 	}
 	// While it runs, the data dir is locked.
 	cfg := store.DefaultConfig(dir)
@@ -33,10 +61,6 @@ func TestServerOpensStoreAndStopsCleanly(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("server stopped with %v", err)
 	}
-	if !strings.Contains(out.String(), "data dir "+dir) {
-		t.Fatalf("startup line missing: %q", out.String())
-	}
-	// Stopped cleanly: the store reopens.
 	s, err := store.Open(cfg)
 	if err != nil {
 		t.Fatalf("reopen after stop: %v", err)
@@ -45,13 +69,15 @@ func TestServerOpensStoreAndStopsCleanly(t *testing.T) {
 }
 
 func TestServerRejectsBadFlags(t *testing.T) {
-	for _, f := range []serverFlags{
-		{dataDir: t.TempDir(), flush: "sometimes", logLevel: "info"},
-		{dataDir: t.TempDir(), flush: "sync", logLevel: "loud"},
+	for _, mutate := range []func(*options){
+		func(o *options) { o.flush = "sometimes" },
+		func(o *options) { o.logLevel = "loud" },
 	} {
-		err := runServer(context.Background(), f, &bytes.Buffer{}, nil)
+		o := testOptions(t.TempDir())
+		mutate(o)
+		err := runServer(context.Background(), o, &bytes.Buffer{}, nil)
 		if err == nil || !strings.Contains(err.Error(), "want") {
-			t.Errorf("flags %+v: err %v, want a message saying what is accepted", f, err)
+			t.Errorf("err %v, want a message saying what is accepted", err)
 		}
 	}
 }

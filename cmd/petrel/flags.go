@@ -1,0 +1,135 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"gopkg.in/yaml.v3"
+
+	"github.com/petrelmq/petrel/internal/broker"
+	"github.com/petrelmq/petrel/internal/store"
+	"github.com/petrelmq/petrel/internal/store/commitlog"
+)
+
+// options holds every flag of the server commands. The flag names are a
+// contract that tests and operators rely on; the YAML config file (--config)
+// uses the same names as keys.
+type options struct {
+	config        string
+	dataDir       string
+	namesrvListen string
+	brokerListen  string
+	namesrv       string
+	brokerName    string
+	cluster       string
+	flush         string
+	flushInterval time.Duration
+	autoCreate    bool
+	advertise     string
+	segmentBytes  int64
+	maxMessage    int
+	reserve       time.Duration
+	logLevel      string
+}
+
+func addCommonFlags(fl *pflag.FlagSet, o *options) {
+	fl.StringVar(&o.config, "config", "", "YAML file with any of these flags as keys (command-line flags win)")
+	fl.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+}
+
+func addNamesrvFlags(fl *pflag.FlagSet, o *options) {
+	fl.StringVar(&o.namesrvListen, "namesrv-listen", ":9876", "address the name server listens on")
+}
+
+func addBrokerFlags(fl *pflag.FlagSet, o *options) {
+	def := store.DefaultConfig("")
+	fl.StringVar(&o.dataDir, "data-dir", "./petrel-data", "directory for the commit log, queues, index and metadata")
+	fl.StringVar(&o.brokerListen, "broker-listen", ":10911", "address the broker listens on for clients")
+	fl.StringVar(&o.brokerName, "broker-name", "broker-a", "name of this broker group (shared by its master and slaves)")
+	fl.StringVar(&o.cluster, "cluster", "DefaultCluster", "cluster this broker belongs to")
+	fl.StringVar(&o.flush, "flush", "sync", "when a send is acknowledged: sync (after fsync) or async (after the write; fsync every --flush-interval)")
+	fl.DurationVar(&o.flushInterval, "flush-interval", def.FlushInterval, "fsync period under --flush async")
+	fl.BoolVar(&o.autoCreate, "auto-create-topics", true, "create a topic when a producer first sends to it")
+	fl.StringVar(&o.advertise, "advertise", "", "ip:port put into routes for clients (default: the listen address, or the first non-loopback address when listening on all)")
+	fl.Int64Var(&o.segmentBytes, "segment-bytes", def.SegmentBytes, "size of each commit-log segment file in bytes")
+	fl.IntVar(&o.maxMessage, "max-message-bytes", def.MaxMessageBytes, "largest message body in bytes; larger sends are refused")
+	fl.DurationVar(&o.reserve, "file-reserved-time", def.FileReservedTime, "delete commit-log segments older than this")
+}
+
+// loadConfig applies the YAML file's keys to the flags not set on the
+// command line.
+func loadConfig(cmd *cobra.Command, o *options) error {
+	if o.config == "" {
+		return nil
+	}
+	raw, err := os.ReadFile(o.config)
+	if err != nil {
+		return fmt.Errorf("--config: %w", err)
+	}
+	var kv map[string]any
+	if err := yaml.Unmarshal(raw, &kv); err != nil {
+		return fmt.Errorf("--config %s is not valid YAML: %w", o.config, err)
+	}
+	fl := cmd.Flags()
+	for k, v := range kv {
+		f := fl.Lookup(k)
+		if f == nil {
+			return fmt.Errorf("--config %s: unknown key %q; use the flag names of 'petrel %s --help'", o.config, k, cmd.Name())
+		}
+		if f.Changed || k == "config" {
+			continue
+		}
+		if err := fl.Set(k, fmt.Sprint(v)); err != nil {
+			return fmt.Errorf("--config %s: key %q: %w", o.config, k, err)
+		}
+	}
+	return nil
+}
+
+func newLogger(level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+}
+
+func (o *options) storeConfig(logger *slog.Logger) (store.Config, error) {
+	mode, err := commitlog.ParseFlushMode(o.flush)
+	if err != nil {
+		return store.Config{}, fmt.Errorf("--flush: %w", err)
+	}
+	cfg := store.DefaultConfig(o.dataDir)
+	cfg.FlushMode = mode
+	cfg.FlushInterval = o.flushInterval
+	cfg.SegmentBytes = o.segmentBytes
+	cfg.MaxMessageBytes = o.maxMessage + 64<<10 // room for the record's header, topic and properties
+	cfg.FileReservedTime = o.reserve
+	cfg.Logger = logger
+	return cfg, nil
+}
+
+func (o *options) brokerConfig(logger *slog.Logger) broker.Config {
+	cfg := broker.DefaultConfig()
+	cfg.BrokerName = o.brokerName
+	cfg.ClusterName = o.cluster
+	cfg.AutoCreateTopics = o.autoCreate
+	cfg.MaxMessageBytes = o.maxMessage
+	cfg.Logger = logger
+	return cfg
+}
+
+func splitNameServers(s string) []string {
+	var out []string
+	for _, a := range strings.Split(s, ";") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}

@@ -1,0 +1,170 @@
+package broker
+
+import (
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/petrelmq/petrel/internal/broker/longpoll"
+	"github.com/petrelmq/petrel/internal/clock"
+	"github.com/petrelmq/petrel/internal/store"
+	"github.com/petrelmq/petrel/internal/store/meta"
+)
+
+// Broker serves the RocketMQ use cases over a store. All methods are safe
+// for concurrent use. See the package doc.
+type Broker struct {
+	cfg  Config
+	st   *store.Store
+	meta *meta.Store
+	clk  clock.Clock
+	log  *slog.Logger
+	uniq uniqGen
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+
+	hooksMu       sync.Mutex
+	topicHooks    []func()
+	consumerHooks []func(group string, conns []uint64)
+
+	// topicMu serialises create-if-missing of topics and groups, so two
+	// concurrent sends auto-create a topic once, with one queue count.
+	topicMu sync.Mutex
+	sendSeq atomic.Uint32 // queue choice for sends without a queue id
+
+	polls pollState
+
+	clients clientTable
+
+	locksMu sync.Mutex
+	locks   map[lockKey]lockEntry
+
+	reads atomic.Int64 // store reads made by Pull, for tests
+}
+
+// New returns a broker over st, an open store the caller keeps owning
+// (close the broker first, then the store). When cfg.AutoCreateTopics is on
+// it creates the TBW102 template (perm 7, cfg.DefaultTopicQueueNums queues)
+// if missing. It registers a store listener that wakes parked pulls and
+// starts the client-expiry timer.
+func New(st *store.Store, cfg Config) (*Broker, error) {
+	cfg.fill()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if !cfg.StoreHost.IsValid() {
+		cfg.StoreHost = st.Config().StoreHost
+	}
+	b := &Broker{
+		cfg:   cfg,
+		st:    st,
+		meta:  st.Meta(),
+		clk:   cfg.Clock,
+		log:   cfg.Logger.With("component", "broker", "broker", cfg.BrokerName),
+		locks: make(map[lockKey]lockEntry),
+	}
+	b.uniq.init(cfg.StoreHost, cfg.Clock.Now())
+	b.polls.table = longpoll.New(cfg.LongPollMaxTotal, cfg.LongPollMaxPerConn)
+	b.clients.init()
+	if cfg.AutoCreateTopics {
+		if _, ok := b.meta.Topic(TemplateTopic); !ok {
+			t := meta.Topic{Name: TemplateTopic, ReadQueueNums: cfg.DefaultTopicQueueNums, WriteQueueNums: cfg.DefaultTopicQueueNums,
+				Perm: meta.PermRead | meta.PermWrite | meta.PermInherit, TopicFilterType: "SINGLE_TAG"}
+			if err := b.meta.PutTopic(t); err != nil {
+				return nil, errorf(KindSystemError, err, "create the auto-create template topic %s", TemplateTopic)
+			}
+		}
+	}
+	st.AddListener(b.onArrived)
+	b.armExpiry()
+	b.log.Info("broker started", "cluster", cfg.ClusterName, "broker_id", cfg.BrokerID,
+		"store_host", cfg.StoreHost.String(), "auto_create_topics", cfg.AutoCreateTopics)
+	return b, nil
+}
+
+// Close answers every parked pull with "no new message", stops the timers
+// and refuses further sends and pulls with KindServiceUnavailable. It does
+// not close the store. Idempotent; always returns nil.
+func (b *Broker) Close() error {
+	b.closeOnce.Do(func() {
+		b.closed.Store(true)
+		b.closePolls()
+		b.clients.mu.Lock()
+		b.clients.closed = true
+		if b.clients.timer != nil {
+			b.clients.timer.Stop()
+		}
+		b.clients.mu.Unlock()
+		b.log.Info("broker closed")
+	})
+	return nil
+}
+
+// Config returns the configuration in force (defaults filled in).
+func (b *Broker) Config() Config { return b.cfg }
+
+func (b *Broker) errClosed() *Error {
+	return errorf(KindServiceUnavailable, nil, "broker %s is shutting down; retry on another broker", b.cfg.BrokerName)
+}
+
+// OnTopicsChanged registers fn, called after a topic is created, changed or
+// deleted (by CreateTopic, DeleteTopic, auto-creation on send or the
+// %RETRY% topic a heartbeat creates), once the change is durable. fn runs
+// on the caller's goroutine with no broker lock held; it must not block for
+// long.
+func (b *Broker) OnTopicsChanged(fn func()) {
+	b.hooksMu.Lock()
+	defer b.hooksMu.Unlock()
+	b.topicHooks = append(b.topicHooks, fn)
+}
+
+// OnConsumerIDsChanged registers fn, called when the set of client ids of
+// a consumer group changes: a client joined by heartbeat, or left by
+// ConnClosed or expiry. conns are the connections to send
+// NOTIFY_CONSUMER_IDS_CHANGED (code 40) to: on a join, every member's
+// connection except the joiner's (it rebalances after its own heartbeat
+// anyway); on a departure, every remaining member's. conns may be empty.
+// Not called when the group's config has NotifyConsumerIDsChangedEnable
+// false. fn runs with no broker lock held, possibly concurrently with
+// itself; the caller owns conns.
+func (b *Broker) OnConsumerIDsChanged(fn func(group string, conns []uint64)) {
+	b.hooksMu.Lock()
+	defer b.hooksMu.Unlock()
+	b.consumerHooks = append(b.consumerHooks, fn)
+}
+
+func (b *Broker) topicsChanged() {
+	b.hooksMu.Lock()
+	hooks := b.topicHooks
+	b.hooksMu.Unlock()
+	for _, fn := range hooks {
+		fn()
+	}
+}
+
+type idsChange struct {
+	group string
+	conns []uint64
+}
+
+func (b *Broker) consumerIDsChanged(changes []idsChange) {
+	if len(changes) == 0 {
+		return
+	}
+	b.hooksMu.Lock()
+	hooks := b.consumerHooks
+	b.hooksMu.Unlock()
+	for _, c := range changes {
+		if g, ok := b.meta.Group(c.group); ok && !g.NotifyConsumerIDsChangedEnable {
+			continue
+		}
+		for _, fn := range hooks {
+			fn(c.group, c.conns)
+		}
+	}
+}
+
+// now is the clock's time; a helper so call sites read well.
+func (b *Broker) now() time.Time { return b.clk.Now() }

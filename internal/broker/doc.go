@@ -1,0 +1,48 @@
+// Package broker implements the RocketMQ broker's use cases over a store:
+// send (single and batch, with topic auto-creation), pull with long
+// polling, consumer offsets, offset lookups, query by key and by offset,
+// client heartbeats with consumer-group membership and change
+// notifications, orderly queue locks, and topic administration.
+//
+// # Protocol-free
+//
+// The broker never sees a frame, a JSON header or a socket. Fronts
+// (internal/remoting for RocketMQ 4.x) decode requests into the typed
+// values here (SendRequest, PullRequest, Heartbeat, QueueRef), call the
+// broker, and encode the typed results. Errors are *Error values with a
+// Kind the front maps to a response code and a Msg for the remark; the
+// Kind constants document the RocketMQ code of each. Connections are
+// opaque uint64 ids chosen by the front: it passes them with pulls and
+// heartbeats, calls ConnClosed when one closes, and receives them back in
+// OnConsumerIDsChanged (to send NOTIFY_CONSUMER_IDS_CHANGED) and from
+// ProducerConns (for transaction checks).
+//
+// # What the front must do
+//
+//   - Call Pull on its own goroutine per request: a pull with the suspend
+//     bit may block up to SuspendTimeout (or until ctx ends). Release every
+//     PullResult after writing its Body, which holds the stored records
+//     back to back, ready for the socket.
+//   - Fill SendRequest.BornHost from the connection's remote address.
+//   - Call ConnClosed for every closed connection, and Close before closing
+//     the store.
+//   - Map SendFlushDiskTimeout to code 10 and the pull statuses to 0, 19,
+//     20 and 21; QueryConsumerOffset's false to 22.
+//
+// # Concurrency
+//
+// Every method is safe for concurrent use. State lives in small tables,
+// each behind its own mutex (topics/groups in the store's meta, clients,
+// queue locks, parked pulls); no mutex is held across I/O or while hooks
+// run. The broker starts no goroutine of its own: the long-poll timeout and
+// the client/lock expiry sweep are clock timers (Config.Clock; tests use
+// a manual clock), and wake-ups come from a store listener that only
+// signals the parked pull's goroutine. Parked pulls live in the pure
+// longpoll.Table (package longpoll), bounded in total and per connection.
+//
+// # Time
+//
+// All time comes from Config.Clock. Client expiry is swept every
+// min(10 s, ClientExpiry/4); so a client is dropped between ClientExpiry
+// and ClientExpiry plus one sweep interval after its last heartbeat.
+package broker

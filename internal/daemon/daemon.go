@@ -1,0 +1,202 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+
+	"github.com/petrelmq/petrel/internal/broker"
+	"github.com/petrelmq/petrel/internal/namesrv"
+	"github.com/petrelmq/petrel/internal/remoting"
+	"github.com/petrelmq/petrel/internal/remoting/brokerfront"
+	"github.com/petrelmq/petrel/internal/store"
+	"github.com/petrelmq/petrel/internal/store/meta"
+)
+
+// NameServer is a running name server.
+type NameServer struct {
+	srv  *namesrv.Server
+	ln   net.Listener
+	done chan error
+}
+
+// StartNameServer listens on addr and serves.
+func StartNameServer(addr string, opts namesrv.Options) (*NameServer, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("name server: listen on %s: %w", addr, err)
+	}
+	n := &NameServer{srv: namesrv.New(opts), ln: ln, done: make(chan error, 1)}
+	go func() { n.done <- n.srv.Serve(ln) }()
+	return n, nil
+}
+
+// Addr is the address the name server listens on.
+func (n *NameServer) Addr() net.Addr { return n.ln.Addr() }
+
+// Close stops the name server.
+func (n *NameServer) Close() error {
+	err := n.srv.Close()
+	return errors.Join(err, <-n.done)
+}
+
+// BrokerConfig configures a Broker.
+type BrokerConfig struct {
+	Store  store.Config
+	Broker broker.Config
+	// Listen is the client-facing address, e.g. ":10911".
+	Listen string
+	// Advertise is the address put into routes (host:port that clients
+	// can dial). Empty: the listen address, or the first non-loopback IPv4
+	// address of the host when listening on all addresses.
+	Advertise string
+	// NameServers are the name servers to register with.
+	NameServers []string
+	Registrar   namesrv.RegistrarOptions
+	Logger      *slog.Logger
+}
+
+// Broker is a running broker.
+type Broker struct {
+	st        *store.Store
+	b         *broker.Broker
+	front     *brokerfront.Front
+	srv       *remoting.Server
+	client    *remoting.Client
+	reg       *namesrv.Registrar
+	ln        net.Listener
+	advertise string
+	done      chan error
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// StartBroker opens the store (recovering it), listens and registers with
+// the name servers.
+func StartBroker(cfg BrokerConfig) (_ *Broker, err error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("broker: listen on %s: %w", cfg.Listen, err)
+	}
+	defer func() {
+		if err != nil {
+			ln.Close()
+		}
+	}()
+	adv, err := advertiseAddr(cfg.Advertise, ln.Addr())
+	if err != nil {
+		return nil, err
+	}
+	ap, err := netip.ParseAddrPort(adv)
+	if err != nil {
+		return nil, fmt.Errorf("broker: --advertise %q must be ip:port (clients reject host names): %w", adv, err)
+	}
+	cfg.Store.StoreHost = ap
+	cfg.Broker.StoreHost = ap
+	st, err := store.Open(cfg.Store)
+	if err != nil {
+		return nil, err
+	}
+	b, err := broker.New(st, cfg.Broker)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	d := &Broker{st: st, b: b, ln: ln, advertise: adv, done: make(chan error, 1)}
+	d.front = brokerfront.New(b, brokerfront.Options{Logger: cfg.Logger})
+	d.srv = remoting.NewServer(remoting.ServerOptions{Logger: cfg.Logger, OnConnClose: d.front.ConnClosed})
+	d.front.Register(d.srv)
+	d.client = remoting.NewClient(remoting.ClientOptions{Logger: cfg.Logger})
+	bc := cfg.Broker
+	d.reg = namesrv.NewRegistrar(d.client, cfg.NameServers, namesrv.BrokerInfo{
+		Cluster: bc.ClusterName, Name: bc.BrokerName, ID: bc.BrokerID, Addr: adv,
+	}, cfg.Registrar)
+	b.OnTopicsChanged(d.publishTopics)
+	d.publishTopics()
+	d.reg.Start()
+	go func() { d.done <- d.srv.Serve(ln) }()
+	return d, nil
+}
+
+// publishTopics hands the current topic table to the registrar.
+func (d *Broker) publishTopics() {
+	topics := d.b.Topics()
+	table := make(map[string]namesrv.TopicConfig, len(topics))
+	for _, t := range topics {
+		table[t.Name] = topicConfig(t)
+	}
+	v := d.b.TopicsVersion()
+	d.reg.Update(table, namesrv.DataVersion{Timestamp: v.Timestamp, Counter: v.Counter})
+}
+
+func topicConfig(t meta.Topic) namesrv.TopicConfig {
+	return namesrv.TopicConfig{TopicName: t.Name, ReadQueueNums: t.ReadQueueNums, WriteQueueNums: t.WriteQueueNums,
+		Perm: t.Perm, TopicFilterType: t.TopicFilterType, TopicSysFlag: t.TopicSysFlag, Order: t.Order}
+}
+
+// Addr is the address the broker listens on; Advertised the one in routes.
+func (d *Broker) Addr() net.Addr     { return d.ln.Addr() }
+func (d *Broker) Advertised() string { return d.advertise }
+
+// Store and Core expose the parts for tests and tools.
+func (d *Broker) Store() *store.Store  { return d.st }
+func (d *Broker) Core() *broker.Broker { return d.b }
+
+// Close stops gracefully: parked pulls are answered, the listener and
+// connections close, the broker unregisters, the store flushes and closes.
+func (d *Broker) Close() error {
+	d.closeOnce.Do(func() {
+		var errs []error
+		errs = append(errs, d.b.Close()) // answers parked pulls
+		errs = append(errs, d.srv.Close())
+		errs = append(errs, <-d.done)
+		d.reg.Close()
+		errs = append(errs, d.client.Close())
+		errs = append(errs, d.st.Close())
+		d.closeErr = errors.Join(errs...)
+	})
+	return d.closeErr
+}
+
+// advertiseAddr picks the address for routes.
+func advertiseAddr(advertise string, listen net.Addr) (string, error) {
+	tcp, _ := listen.(*net.TCPAddr)
+	port := 0
+	if tcp != nil {
+		port = tcp.Port
+	}
+	if advertise != "" {
+		if !strings.Contains(advertise, ":") {
+			advertise = fmt.Sprintf("%s:%d", advertise, port)
+		}
+		return advertise, nil
+	}
+	if tcp != nil && !tcp.IP.IsUnspecified() {
+		return tcp.String(), nil
+	}
+	ip, err := firstNonLoopbackIPv4()
+	if err != nil {
+		return "", fmt.Errorf("broker: choose an address for routes: %w; set --advertise", err)
+	}
+	return fmt.Sprintf("%s:%d", ip, port), nil
+}
+
+func firstNonLoopbackIPv4() (net.IP, error) {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && n.IP.To4() != nil {
+			return n.IP.To4(), nil
+		}
+	}
+	return net.IPv4(127, 0, 0, 1), nil
+}

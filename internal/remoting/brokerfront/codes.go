@@ -1,0 +1,79 @@
+package brokerfront
+
+import (
+	"errors"
+
+	"github.com/petrelmq/petrel/internal/broker"
+	"github.com/petrelmq/petrel/internal/remoting"
+)
+
+// Request codes.
+const (
+	codeSendMessage               int16 = 10
+	codePullMessage               int16 = 11
+	codeQueryMessage              int16 = 12
+	codeQueryConsumerOffset       int16 = 14
+	codeUpdateConsumerOffset      int16 = 15
+	codeUpdateAndCreateTopic      int16 = 17
+	codeSearchOffsetByTimestamp   int16 = 29
+	codeGetMaxOffset              int16 = 30
+	codeGetMinOffset              int16 = 31
+	codeViewMessageByID           int16 = 33
+	codeHeartBeat                 int16 = 34
+	codeUnregisterClient          int16 = 35
+	codeGetConsumerListByGroup    int16 = 38
+	codeNotifyConsumerIDsChanged  int16 = 40
+	codeLockBatchMQ               int16 = 41
+	codeUnlockBatchMQ             int16 = 42
+	codeGetAllSubscriptionGroup   int16 = 201
+	codeDeleteTopicInBroker       int16 = 215
+	codeSendMessageV2             int16 = 310
+	codeSendBatchMessage          int16 = 320
+	codeGetAllTopicConfig         int16 = 21
+	codeGetBrokerRuntimeInfo      int16 = 28
+	codeGetConsumerConnectionList int16 = 203
+)
+
+// Response codes.
+const (
+	respSuccess                 int16 = 0
+	respSystemError             int16 = 1
+	respSystemBusy              int16 = 2
+	respFlushDiskTimeout        int16 = 10
+	respMessageIllegal          int16 = 13
+	respServiceNotAvailable     int16 = 14
+	respNoPermission            int16 = 16
+	respTopicNotExist           int16 = 17
+	respPullNotFound            int16 = 19
+	respPullRetryImmediately    int16 = 20
+	respPullOffsetMoved         int16 = 21
+	respQueryNotFound           int16 = 22
+	respSubscriptionParseFailed int16 = 23
+	respSubscriptionNotExist    int16 = 24
+)
+
+// errorResponse maps a broker error to a response code and remark. The
+// remark says what happened and what to do; the broker wrote it.
+func errorResponse(req *remoting.Command, err error) *remoting.Command {
+	code := respSystemError
+	var be *broker.Error
+	if errors.As(err, &be) {
+		switch be.Kind {
+		case broker.KindTopicNotExist:
+			code = respTopicNotExist
+		case broker.KindMessageIllegal:
+			code = respMessageIllegal
+		case broker.KindNoPermission:
+			code = respNoPermission
+		case broker.KindServiceUnavailable:
+			code = respServiceNotAvailable
+		case broker.KindSubscriptionNotExist:
+			code = respSubscriptionNotExist
+		case broker.KindSubscriptionParseFailed:
+			code = respSubscriptionParseFailed
+		case broker.KindQueryNotFound:
+			code = respQueryNotFound
+		}
+	}
+	return remoting.NewResponse(req, code, err.Error())
+}

@@ -1,0 +1,20 @@
+// Package brokerfront is the broker's RocketMQ 4.x remoting front: one
+// handler per request code that turns a command's ext fields and body into a
+// typed broker request, calls the broker, and turns the result back into a
+// response command. It holds no broker state beyond the mapping from
+// connections to the numeric ids the broker knows them by.
+//
+// Files go by request family, each opening with what the clients send and
+// expect (see ../../../../shared/docs/remoting-protocol.md in the repository
+// layout, or the summary in each file):
+//
+//	send.go       10 SEND_MESSAGE, 310 SEND_MESSAGE_V2, 320 SEND_BATCH_MESSAGE
+//	pull.go       11 PULL_MESSAGE (long polling)
+//	offset.go     14, 15, 29, 30, 31 consumer offsets and queue offsets
+//	client.go     34 HEART_BEAT, 38 GET_CONSUMER_LIST_BY_GROUP, 41/42 queue locks, 40 to clients
+//	admin.go      17, 215 topics; 201 subscription groups
+//	query.go      12 QUERY_MESSAGE, 33 VIEW_MESSAGE_BY_ID
+//
+// Every ext value sent to a client is a string (clients reject numbers), and
+// every answer carries the fields a client reads even when it is an error.
+package brokerfront

@@ -1,0 +1,49 @@
+package brokerfront
+
+// Offsets. 14 QUERY_CONSUMER_OFFSET (ext consumerGroup, topic, queueId):
+// code 0 with ext offset, or 22 QUERY_NOT_FOUND when the group has none.
+// 15 UPDATE_CONSUMER_OFFSET (ext consumerGroup, topic, queueId,
+// commitOffset) is sent as a oneway call by clients; answered anyway.
+// 30 GET_MAX_OFFSET, 31 GET_MIN_OFFSET, 29 SEARCH_OFFSET_BY_TIMESTAMP (ext
+// topic, queueId, timestamp) answer ext offset; clients do not check the
+// code, so the offset is always present.
+
+import (
+	"context"
+
+	"github.com/petrelmq/petrel/internal/remoting"
+)
+
+func offsetResponse(req *remoting.Command, off int64) *remoting.Command {
+	resp := remoting.NewResponse(req, respSuccess, "")
+	resp.ExtFields = map[string]string{"offset": itoa(off)}
+	return resp
+}
+
+func (f *Front) queryConsumerOffset(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	ext := req.ExtFields
+	off, ok := f.b.QueryConsumerOffset(ext["consumerGroup"], ext["topic"], parseInt32(ext["queueId"]))
+	if !ok {
+		return remoting.NewResponse(req, respQueryNotFound, "no offset stored for this group and queue; start by the consumer's ConsumeFromWhere")
+	}
+	return offsetResponse(req, off)
+}
+
+func (f *Front) updateConsumerOffset(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	ext := req.ExtFields
+	f.b.UpdateConsumerOffset(ext["consumerGroup"], ext["topic"], parseInt32(ext["queueId"]), parseInt64(ext["commitOffset"]))
+	return remoting.NewResponse(req, respSuccess, "")
+}
+
+func (f *Front) maxOffset(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	return offsetResponse(req, f.b.MaxOffset(req.ExtFields["topic"], parseInt32(req.ExtFields["queueId"])))
+}
+
+func (f *Front) minOffset(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	return offsetResponse(req, f.b.MinOffset(req.ExtFields["topic"], parseInt32(req.ExtFields["queueId"])))
+}
+
+func (f *Front) searchOffset(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	ext := req.ExtFields
+	return offsetResponse(req, f.b.SearchOffset(ext["topic"], parseInt32(ext["queueId"]), parseInt64(ext["timestamp"])))
+}

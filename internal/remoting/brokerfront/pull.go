@@ -1,0 +1,70 @@
+package brokerfront
+
+// PULL_MESSAGE (11). Ext: consumerGroup, topic, queueId, queueOffset,
+// maxMsgNums, sysFlag (bit 0 commit offset, bit 1 long polling allowed,
+// bit 2 subscription in this request), commitOffset, suspendTimeoutMillis,
+// subscription, expressionType, subVersion. The answer always carries
+// nextBeginOffset, minOffset, maxOffset and suggestWhichBrokerId (a missing
+// nextBeginOffset sends the client back to offset 0). Codes: 0 FOUND with
+// the stored records as the body (written from the store's buffer without
+// copying), 19 PULL_NOT_FOUND, 20 PULL_RETRY_IMMEDIATELY, 21
+// PULL_OFFSET_MOVED.
+
+import (
+	"context"
+	"time"
+
+	"github.com/petrelmq/petrel/internal/broker"
+	"github.com/petrelmq/petrel/internal/remoting"
+)
+
+// maxSuspend bounds a long poll below the client's 30 s request deadline.
+const maxSuspend = 25 * time.Second
+
+func (f *Front) pull(ctx context.Context, c *remoting.Conn, req *remoting.Command) *remoting.Command {
+	ext := req.ExtFields
+	suspend := time.Duration(parseInt64(ext["suspendTimeoutMillis"])) * time.Millisecond
+	if suspend > maxSuspend {
+		suspend = maxSuspend
+	}
+	pr := &broker.PullRequest{
+		Group:          ext["consumerGroup"],
+		Topic:          ext["topic"],
+		QueueID:        parseInt32(ext["queueId"]),
+		Offset:         parseInt64(ext["queueOffset"]),
+		MaxMsgs:        parseInt32(ext["maxMsgNums"]),
+		CommitOffset:   parseInt64(ext["commitOffset"]),
+		SysFlag:        parseInt32(ext["sysFlag"]),
+		SuspendTimeout: suspend,
+		Subscription:   ext["subscription"],
+		ExpressionType: ext["expressionType"],
+		Conn:           f.id(c),
+	}
+	res, err := f.b.Pull(ctx, pr)
+	if err != nil {
+		return errorResponse(req, err)
+	}
+	code := respPullNotFound
+	switch res.Status {
+	case broker.PullFound:
+		code = respSuccess
+	case broker.PullNoMatched:
+		code = respPullRetryImmediately
+	case broker.PullOffsetMoved:
+		code = respPullOffsetMoved
+	}
+	resp := remoting.NewResponse(req, code, "")
+	resp.ExtFields = map[string]string{
+		"nextBeginOffset":      itoa(res.NextBeginOffset),
+		"minOffset":            itoa(res.MinOffset),
+		"maxOffset":            itoa(res.MaxOffset),
+		"suggestWhichBrokerId": "0",
+	}
+	if res.Status == broker.PullFound {
+		resp.BodyParts = [][]byte{res.Body}
+		resp.Release = res.Release
+	} else {
+		res.Release()
+	}
+	return resp
+}
