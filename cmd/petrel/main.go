@@ -29,6 +29,6 @@ directory.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServerCmd(), newNamesrvCmd(), newBrokerCmd())
+	root.AddCommand(newServerCmd(), newNamesrvCmd(), newBrokerCmd(), newBenchCmd())
 	return root
 }

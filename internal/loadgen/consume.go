@@ -1,0 +1,392 @@
+package loadgen
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/petrelmq/petrel/internal/message"
+	"github.com/petrelmq/petrel/internal/remoting"
+)
+
+// Consume defaults.
+const (
+	DefaultIdleTimeout    = 5 * time.Second
+	DefaultSuspendTimeout = 20 * time.Second
+	// MaxPullBatch bounds ConsumeConfig.PullBatch.
+	MaxPullBatch = 1024
+	// errorBackoff is the pause of a puller after a failed pull.
+	errorBackoff = 100 * time.Millisecond
+)
+
+// ConsumeConfig configures Consume. Zero values take the defaults.
+type ConsumeConfig struct {
+	// NameServers to ask for the route (host:port); required.
+	NameServers []string
+	// Topic to consume; default DefaultTopic. It must exist.
+	Topic string
+	// Group is the consumer group; default DefaultConsumerGroup.
+	Group string
+	// Count stops the run once that many messages were received; default
+	// DefaultCount. The last pulls may bring a few more.
+	Count int64
+	// Duration stops the run earlier; default DefaultDuration.
+	Duration time.Duration
+	// IdleTimeout stops the run when nothing arrived for that long;
+	// default DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// PullBatch is maxMsgNums of each pull (1..1024); default 32.
+	PullBatch int
+	// SuspendTimeout is how long the broker may hold a pull that finds
+	// nothing new; default DefaultSuspendTimeout.
+	SuspendTimeout time.Duration
+	// FromStart starts every queue at its minimum offset instead of the
+	// group's committed offset.
+	FromStart bool
+	// MaxErrors stops the run after that many failed pulls; default
+	// DefaultMaxErrors.
+	MaxErrors int64
+	// RouteWait bounds the wait for the route; default DefaultRouteWait.
+	RouteWait time.Duration
+	// AllowRemote permits non-loopback addresses.
+	AllowRemote bool
+	// Scenario names the run in the result line; default "consume".
+	Scenario string
+	// OnRecord, when set, is called with every record received (after
+	// message.Check passed), concurrently from the pullers of different
+	// queues. The record aliases a response buffer: copy what you keep.
+	OnRecord func(r message.Record)
+}
+
+func (c *ConsumeConfig) fill() error {
+	if len(c.NameServers) == 0 {
+		return fmt.Errorf("%w: no name server given", ErrConfig)
+	}
+	setDefault(&c.Topic, DefaultTopic)
+	setDefault(&c.Group, DefaultConsumerGroup)
+	setDefault(&c.Count, DefaultCount)
+	setDefault(&c.Duration, DefaultDuration)
+	setDefault(&c.IdleTimeout, DefaultIdleTimeout)
+	setDefault(&c.PullBatch, DefaultPullBatch)
+	setDefault(&c.SuspendTimeout, DefaultSuspendTimeout)
+	setDefault(&c.MaxErrors, DefaultMaxErrors)
+	setDefault(&c.RouteWait, DefaultRouteWait)
+	setDefault(&c.Scenario, "consume")
+	switch {
+	case c.PullBatch < 1 || c.PullBatch > MaxPullBatch:
+		return fmt.Errorf("%w: pull batch %d is outside 1..%d", ErrConfig, c.PullBatch, MaxPullBatch)
+	case c.Count < 1, c.Duration < 0, c.IdleTimeout < 0, c.SuspendTimeout < 0, c.MaxErrors < 1:
+		return fmt.Errorf("%w: count must be ≥ 1, durations ≥ 0, max errors ≥ 1", ErrConfig)
+	}
+	return nil
+}
+
+// Consume drains messages as ConsumeConfig describes and returns the
+// result. It returns an error, with no result, when the topic has no route
+// or the heartbeat or offset queries fail, and an error wrapping
+// ErrTooManyErrors, with the result so far, when MaxErrors pulls failed.
+// When ctx ends, the result so far is returned without error.
+func Consume(ctx context.Context, cfg ConsumeConfig) (*Result, error) {
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	cl := remoting.NewClient(remoting.ClientOptions{Handler: ignoreRequests})
+	defer cl.Close()
+	rt, err := resolve(ctx, cl, resolveConfig{
+		nameServers: cfg.NameServers, topic: cfg.Topic, allowRemote: cfg.AllowRemote, wait: cfg.RouteWait,
+	})
+	if err != nil {
+		return nil, err
+	}
+	c := &consumer{cfg: &cfg, rt: rt, cl: cl, subVersion: time.Now().UnixNano()}
+	c.clientID = fmt.Sprintf("127.0.0.1@petrel-bench-%d-%d", os.Getpid(), c.subVersion)
+	if err := c.heartbeat(ctx); err != nil {
+		return nil, err
+	}
+	offsets := make([]int64, len(rt.queues))
+	for i, q := range rt.queues {
+		if offsets[i], err = c.startOffset(ctx, q); err != nil {
+			return nil, err
+		}
+	}
+	return c.run(ctx, offsets)
+}
+
+type consumer struct {
+	cfg        *ConsumeConfig
+	rt         *route
+	cl         *remoting.Client
+	clientID   string
+	subVersion int64
+
+	start    time.Time
+	lastRecv atomic.Int64 // ns since start of the last receipt
+	msgs     atomic.Int64
+	bytes    atomic.Int64
+	errs     atomic.Int64
+	errOnce  sync.Once
+	first    string
+}
+
+func (c *consumer) heartbeat(ctx context.Context) error {
+	type sub struct {
+		Topic          string   `json:"topic"`
+		SubString      string   `json:"subString"`
+		TagsSet        []string `json:"tagsSet"`
+		CodeSet        []int    `json:"codeSet"`
+		SubVersion     int64    `json:"subVersion"`
+		ExpressionType string   `json:"expressionType"`
+	}
+	type consumerData struct {
+		GroupName           string `json:"groupName"`
+		ConsumeType         string `json:"consumeType"`
+		MessageModel        string `json:"messageModel"`
+		ConsumeFromWhere    string `json:"consumeFromWhere"`
+		SubscriptionDataSet []sub  `json:"subscriptionDataSet"`
+		UnitMode            bool   `json:"unitMode"`
+	}
+	body, err := json.Marshal(struct {
+		ClientID        string         `json:"clientID"`
+		ProducerDataSet []any          `json:"producerDataSet"`
+		ConsumerDataSet []consumerData `json:"consumerDataSet"`
+	}{c.clientID, []any{}, []consumerData{{
+		GroupName: c.cfg.Group, ConsumeType: "CONSUME_PASSIVELY", MessageModel: "CLUSTERING",
+		ConsumeFromWhere: "CONSUME_FROM_FIRST_OFFSET",
+		SubscriptionDataSet: []sub{{Topic: c.cfg.Topic, SubString: "*", TagsSet: []string{}, CodeSet: []int{},
+			SubVersion: c.subVersion, ExpressionType: "TAG"}},
+	}}})
+	if err != nil {
+		return fmt.Errorf("encode heartbeat: %w", err)
+	}
+	for _, a := range c.rt.uniqueAddrs() {
+		resp, err := invokeTimeout(ctx, c.cl, a, defaultControlTimeout, remoting.NewRequest(codeHeartBeat, nil, body))
+		if err != nil {
+			return fmt.Errorf("heartbeat to %s: %w", a, err)
+		}
+		if resp.Code != respSuccess {
+			return fmt.Errorf("heartbeat to %s: code %d: %s", a, resp.Code, resp.Remark)
+		}
+	}
+	return nil
+}
+
+// uniqueAddrs lists each broker address once.
+func (r *route) uniqueAddrs() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, a := range r.addrs {
+		if !seen[a] {
+			seen[a] = true
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func (c *consumer) queueExt(q queueRef) map[string]string {
+	return map[string]string{"consumerGroup": c.cfg.Group, "topic": c.cfg.Topic, "queueId": strconv.Itoa(int(q.queueID))}
+}
+
+// startOffset is the group's committed offset of q or, without one or
+// with FromStart, q's minimum offset.
+func (c *consumer) startOffset(ctx context.Context, q queueRef) (int64, error) {
+	addr := c.rt.addrs[q.broker]
+	if !c.cfg.FromStart {
+		resp, err := invokeTimeout(ctx, c.cl, addr, defaultControlTimeout, remoting.NewRequest(codeQueryConsumerOffset, c.queueExt(q), nil))
+		if err != nil {
+			return 0, fmt.Errorf("query the offset of queue %d: %w", q.queueID, err)
+		}
+		switch resp.Code {
+		case respSuccess:
+			return strconv.ParseInt(resp.Ext("offset"), 10, 64)
+		case respQueryNotFound:
+		default:
+			return 0, fmt.Errorf("query the offset of queue %d: code %d: %s", q.queueID, resp.Code, resp.Remark)
+		}
+	}
+	resp, err := invokeTimeout(ctx, c.cl, addr, defaultControlTimeout, remoting.NewRequest(codeGetMinOffset, c.queueExt(q), nil))
+	if err != nil {
+		return 0, fmt.Errorf("query the min offset of queue %d: %w", q.queueID, err)
+	}
+	if resp.Code != respSuccess {
+		return 0, fmt.Errorf("query the min offset of queue %d: code %d: %s", q.queueID, resp.Code, resp.Remark)
+	}
+	return strconv.ParseInt(resp.Ext("offset"), 10, 64)
+}
+
+func (c *consumer) run(ctx context.Context, offsets []int64) (*Result, error) {
+	runCtx, stop := context.WithTimeout(ctx, c.cfg.Duration)
+	defer stop()
+	c.start = time.Now()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c.watch(runCtx, stop)
+	}()
+	var pullers sync.WaitGroup
+	for i, q := range c.rt.queues {
+		pullers.Add(1)
+		go func() {
+			defer pullers.Done()
+			offsets[i] = c.pullQueue(runCtx, stop, q, offsets[i])
+		}()
+	}
+	pullers.Wait()
+	stop()
+	wg.Wait()
+	elapsed := time.Duration(c.lastRecv.Load())
+	c.commit(offsets)
+	res := &Result{
+		Scenario: c.cfg.Scenario, Msgs: c.msgs.Load(), Bytes: c.bytes.Load(), Elapsed: elapsed,
+		Errors: c.errs.Load(), FirstError: c.first,
+	}
+	if res.Msgs > 0 {
+		res.BodyBytes = int((res.Bytes + res.Msgs/2) / res.Msgs)
+	}
+	if res.Errors >= c.cfg.MaxErrors {
+		return res, fmt.Errorf("%w: %d pulls failed (limit %d); first: %s", ErrTooManyErrors, res.Errors, c.cfg.MaxErrors, c.first)
+	}
+	return res, nil
+}
+
+// watch stops the run when nothing arrived for IdleTimeout and renews the
+// heartbeat, until the run ends.
+func (c *consumer) watch(ctx context.Context, stop context.CancelFunc) {
+	const tick = 100 * time.Millisecond
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	lastBeat := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			if now.Sub(c.start)-time.Duration(c.lastRecv.Load()) > c.cfg.IdleTimeout {
+				stop()
+				return
+			}
+			if now.Sub(lastBeat) > 20*time.Second {
+				lastBeat = now
+				if err := c.heartbeat(ctx); err != nil && ctx.Err() == nil {
+					c.fail(stop, err.Error())
+				}
+			}
+		}
+	}
+}
+
+func (c *consumer) fail(stop context.CancelFunc, msg string) {
+	c.errOnce.Do(func() { c.first = msg })
+	if c.errs.Add(1) >= c.cfg.MaxErrors {
+		stop()
+	}
+}
+
+// pullQueue pulls q from offset until the run ends and returns the offset
+// reached.
+func (c *consumer) pullQueue(ctx context.Context, stop context.CancelFunc, q queueRef, off int64) int64 {
+	addr := c.rt.addrs[q.broker]
+	batch := strconv.Itoa(c.cfg.PullBatch)
+	suspend := strconv.FormatInt(c.cfg.SuspendTimeout.Milliseconds(), 10)
+	subVersion := strconv.FormatInt(c.subVersion, 10)
+	qid := strconv.Itoa(int(q.queueID))
+	const flagCommit, flagSuspend, flagSubscription = 1, 2, 4
+	for ctx.Err() == nil {
+		sys := flagSuspend | flagSubscription
+		if off > 0 {
+			sys |= flagCommit
+		}
+		offStr := strconv.FormatInt(off, 10)
+		req := remoting.NewRequest(codePullMessage, map[string]string{
+			"consumerGroup": c.cfg.Group, "topic": c.cfg.Topic, "queueId": qid, "queueOffset": offStr,
+			"maxMsgNums": batch, "sysFlag": strconv.Itoa(sys), "commitOffset": offStr,
+			"suspendTimeoutMillis": suspend, "subscription": "*", "subVersion": subVersion, "expressionType": "TAG",
+		}, nil)
+		resp, err := c.cl.Invoke(ctx, addr, req)
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			c.fail(stop, err.Error())
+			c.backoff(ctx)
+			continue
+		}
+		next, perr := strconv.ParseInt(resp.Ext("nextBeginOffset"), 10, 64)
+		switch resp.Code {
+		case respSuccess:
+			n, bytes, cerr := c.records(resp.Body)
+			if cerr != nil {
+				c.fail(stop, fmt.Sprintf("pull of queue %d at offset %d: %v", q.queueID, off, cerr))
+			}
+			if n > 0 {
+				c.bytes.Add(bytes)
+				total := c.msgs.Add(n)
+				c.lastRecv.Store(int64(time.Since(c.start)))
+				if total >= c.cfg.Count {
+					stop()
+				}
+			}
+		case respPullNotFound, respPullRetry, respPullOffsetMoved:
+		default:
+			c.fail(stop, fmt.Sprintf("pull of queue %d at offset %d: code %d: %s", q.queueID, off, resp.Code, resp.Remark))
+			c.backoff(ctx)
+			continue
+		}
+		if perr != nil {
+			c.fail(stop, fmt.Sprintf("pull of queue %d at offset %d: answer without a valid nextBeginOffset", q.queueID, off))
+			c.backoff(ctx)
+			continue
+		}
+		off = next
+	}
+	return off
+}
+
+// records checks and counts the stored records of a pull body.
+func (c *consumer) records(body []byte) (n, bytes int64, err error) {
+	for len(body) > 0 {
+		size, err := message.Check(body)
+		if err != nil {
+			return n, bytes, fmt.Errorf("record %d of the body: %w", n, err)
+		}
+		r := message.Record(body[:size])
+		if c.cfg.OnRecord != nil {
+			c.cfg.OnRecord(r)
+		}
+		n++
+		bytes += int64(len(r.Body()))
+		body = body[size:]
+	}
+	return n, bytes, nil
+}
+
+func (c *consumer) backoff(ctx context.Context) {
+	t := time.NewTimer(errorBackoff)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// commit stores the offsets reached, as a push consumer does on shutdown.
+func (c *consumer) commit(offsets []int64) {
+	for i, q := range c.rt.queues {
+		ext := c.queueExt(q)
+		ext["commitOffset"] = strconv.FormatInt(offsets[i], 10)
+		resp, err := invokeTimeout(context.Background(), c.cl, c.rt.addrs[q.broker], defaultControlTimeout,
+			remoting.NewRequest(codeUpdateConsumerOffset, ext, nil))
+		switch {
+		case err != nil:
+			c.fail(func() {}, fmt.Sprintf("commit the offset of queue %d: %v", q.queueID, err))
+		case resp.Code != respSuccess:
+			c.fail(func() {}, fmt.Sprintf("commit the offset of queue %d: code %d: %s", q.queueID, resp.Code, resp.Remark))
+		}
+	}
+}

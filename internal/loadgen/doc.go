@@ -1,0 +1,55 @@
+// Package loadgen is Petrel's load generator: it drives a running broker
+// over the RocketMQ remoting protocol with Petrel's own remoting client (not
+// an official client, so the client is not the bottleneck) and measures
+// throughput and send latency. The `petrel bench` command is a thin shell
+// over Produce and Consume.
+//
+// # Scenarios
+//
+// Produce asks a name server for the topic's route (GET_ROUTEINFO_BY_TOPIC,
+// 105), creating the topic first on every master of the cluster
+// (UPDATE_AND_CREATE_TOPIC, 17, ProduceConfig.Queues queues) when the name
+// server has no route. It then sends single messages with SEND_MESSAGE_V2
+// (310), round-robin over the writable queues, with up to InFlight requests
+// outstanding (InFlight workers, each with one request in flight: the
+// window of an async producer). Each message carries a UNIQ_KEY (32
+// uppercase hex digits: a per-run prefix and the message's sequence number)
+// and WAIT=true, like the real clients; the first 8 bytes of each body hold
+// the sequence number, big-endian, the rest is filler. Every worker uses
+// one connection per broker, shared with the others (Conns > 1 spreads the
+// workers over that many connections per broker). With Rate > 0 sends are
+// paced: message i is not sent before start + i/Rate.
+//
+// Consume announces a consumer group with a heartbeat (34, subscription
+// "*"), starts each queue at the group's committed offset
+// (QUERY_CONSUMER_OFFSET, 14) or, when there is none or FromStart is set,
+// at the queue's minimum offset (31), then pulls every queue concurrently,
+// one outstanding long-polling PULL_MESSAGE (11) per queue, PullBatch
+// messages per pull, committing the offset reached with each pull (sysFlag
+// bit 0) and once more at the end (UPDATE_CONSUMER_OFFSET, 15). Every
+// stored record of a pull body is checked (message.Check: lengths, magic,
+// body CRC) and counted.
+//
+// # Bounds
+//
+// A run stops by itself: after Count messages, after Duration, or when the
+// caller's context ends; in-flight requests then get a grace period
+// (GracePeriod) before they are abandoned. A run also stops after MaxErrors
+// failed requests. Unless AllowRemote is set, every address used — the name
+// servers and the broker addresses a route names — must be a loopback
+// address. Latencies go into one fixed-size Histogram per worker (about
+// 30 KB each, allocated up front), merged at the end.
+//
+// # Result line
+//
+// Result.Line formats a run in the line format of the peer benchmarks
+// (../shared/peers), so figures can be set side by side:
+//
+//	petrel produce 1024B msgs=N secs=S msgs/s=X MB/s=Y p50_us=.. p90_us=.. p99_us=.. p999_us=.. max_us=.. errors=E
+//	petrel consume 1024B msgs=N secs=S msgs/s=X MB/s=Y errors=E
+//
+// MB/s counts body bytes only, in 10^6 bytes per second; secs runs from the
+// first request to the last answer (produce) or to the moment Count
+// messages were received (consume). The size is the body size (consume:
+// the mean body size received).
+package loadgen
