@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -35,11 +36,30 @@ type options struct {
 	maxMessage    int
 	reserve       time.Duration
 	logLevel      string
+	cpuProfile    string
 }
 
 func addCommonFlags(fl *pflag.FlagSet, o *options) {
 	fl.StringVar(&o.config, "config", "", "YAML file with any of these flags as keys (command-line flags win)")
 	fl.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fl.StringVar(&o.cpuProfile, "cpu-profile", "", "write a CPU profile (pprof) to this file until the process stops")
+}
+
+// startProfile starts the CPU profile when --cpu-profile is set; the
+// returned function stops it.
+func startProfile(o *options) (func(), error) {
+	if o.cpuProfile == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(o.cpuProfile)
+	if err != nil {
+		return nil, fmt.Errorf("--cpu-profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpu-profile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 func addNamesrvFlags(fl *pflag.FlagSet, o *options) {

@@ -112,6 +112,11 @@ func runServer(ctx context.Context, o *options, out io.Writer, started func()) e
 	if err != nil {
 		return err
 	}
+	stopProfile, err := startProfile(o)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	ns, err := daemon.StartNameServer(o.namesrvListen, namesrv.Options{Logger: logger})
 	if err != nil {
 		return err
