@@ -1,0 +1,152 @@
+package interop
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"testing"
+	"time"
+
+	rocketmq "github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+)
+
+// The orderly push consumer of the client races with itself (see
+// TestOrderedPerKey), so it runs in a child process: this test binary, started
+// again with orderlyChildEnv set, which TestMain hands to runOrderlyChild
+// instead of running tests. The child reports on stdout, one line each:
+//
+//	STARTED            the consumer started
+//	M <queueId> <body> one consumed message, in consumption order
+//	OVERLAP <queueId>  two callbacks ran at once for one queue
+//	ERROR <text>       the consumer could not start
+//
+// and shuts the consumer down when its stdin closes.
+const orderlyChildEnv = "PETREL_INTEROP_ORDERLY_CHILD"
+
+// runOrderlyChild is the child's main; it returns the exit code.
+func runOrderlyChild() int {
+	ns, topic, group := os.Getenv("INTEROP_NS"), os.Getenv("INTEROP_TOPIC"), os.Getenv("INTEROP_GROUP")
+	out := bufio.NewWriter(os.Stdout)
+	var mu sync.Mutex
+	emit := func(format string, a ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(out, format+"\n", a...)
+		_ = out.Flush()
+	}
+	c, err := rocketmq.NewPushConsumer(
+		consumer.WithNsResolver(primitive.NewPassthroughResolver([]string{ns})),
+		consumer.WithGroupName(group),
+		consumer.WithInstance(group+"_child"),
+		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
+		consumer.WithConsumerOrder(true),
+		// Orderly consumers pull a queue only after a periodic lock request
+		// succeeded; renew every 2 s instead of 20 s.
+		consumer.WithRebalanceLockInterval(2*time.Second))
+	if err != nil {
+		emit("ERROR new consumer: %v", err)
+		return 1
+	}
+	busy := map[int]bool{}
+	err = c.Subscribe(topic, consumer.MessageSelector{}, func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+		if len(msgs) == 0 {
+			return consumer.ConsumeSuccess, nil
+		}
+		q := msgs[0].Queue.QueueId
+		mu.Lock()
+		overlap := busy[q]
+		busy[q] = true
+		mu.Unlock()
+		if overlap {
+			emit("OVERLAP %d", q)
+		}
+		for _, m := range msgs {
+			emit("M %d %s", m.Queue.QueueId, m.Body)
+		}
+		mu.Lock()
+		busy[q] = false
+		mu.Unlock()
+		return consumer.ConsumeSuccess, nil
+	})
+	if err != nil {
+		emit("ERROR subscribe: %v", err)
+		return 1
+	}
+	if err := c.Start(); err != nil {
+		emit("ERROR start: %v", err)
+		return 1
+	}
+	emit("STARTED")
+	_, _ = bufio.NewReader(os.Stdin).ReadString('\n') // until the parent closes stdin
+	_ = c.Shutdown()
+	return 0
+}
+
+// startOrderlyChild starts the child consumer for topic and group on p and
+// calls onLine (from one goroutine) for every line it reports after STARTED.
+// The child is stopped when the test ends.
+func startOrderlyChild(t *testing.T, p *petrel, topic, group string, onLine func(string)) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatalf("find the test binary: %v", err)
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), orderlyChildEnv+"=1", "INTEROP_NS="+p.nsAddr, "INTEROP_TOPIC="+topic, "INTEROP_GROUP="+group)
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start the orderly consumer child: %v", err)
+	}
+	exited := make(chan struct{})
+	started := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		first := true
+		for sc.Scan() {
+			if first {
+				started <- sc.Text()
+				first = false
+				continue
+			}
+			onLine(sc.Text())
+		}
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		_ = stdin.Close()
+		select {
+		case <-exited:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("orderly consumer child stderr (tail; data races of the client are expected here):\n%s", tail(stderr.String(), 6000))
+		}
+	})
+	select {
+	case line := <-started:
+		if line != "STARTED" {
+			t.Fatalf("orderly consumer child: %s", line)
+		}
+	case <-exited:
+		t.Fatalf("orderly consumer child exited before starting:\n%s", tail(stderr.String(), 4000))
+	case <-time.After(30 * time.Second):
+		t.Fatal("orderly consumer child did not start within 30 s")
+	}
+}
