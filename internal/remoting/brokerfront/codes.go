@@ -52,27 +52,26 @@ const (
 	respSubscriptionNotExist    int16 = 24
 )
 
+// kindCodes maps broker error kinds to response codes; anything else is
+// SYSTEM_ERROR (1), which producers retry on another queue.
+var kindCodes = map[broker.Kind]int16{
+	broker.KindTopicNotExist:           respTopicNotExist,
+	broker.KindMessageIllegal:          respMessageIllegal,
+	broker.KindNoPermission:            respNoPermission,
+	broker.KindServiceUnavailable:      respServiceNotAvailable,
+	broker.KindSubscriptionNotExist:    respSubscriptionNotExist,
+	broker.KindSubscriptionParseFailed: respSubscriptionParseFailed,
+	broker.KindQueryNotFound:           respQueryNotFound,
+}
+
 // errorResponse maps a broker error to a response code and remark. The
 // remark says what happened and what to do; the broker wrote it.
 func errorResponse(req *remoting.Command, err error) *remoting.Command {
 	code := respSystemError
 	var be *broker.Error
 	if errors.As(err, &be) {
-		switch be.Kind {
-		case broker.KindTopicNotExist:
-			code = respTopicNotExist
-		case broker.KindMessageIllegal:
-			code = respMessageIllegal
-		case broker.KindNoPermission:
-			code = respNoPermission
-		case broker.KindServiceUnavailable:
-			code = respServiceNotAvailable
-		case broker.KindSubscriptionNotExist:
-			code = respSubscriptionNotExist
-		case broker.KindSubscriptionParseFailed:
-			code = respSubscriptionParseFailed
-		case broker.KindQueryNotFound:
-			code = respQueryNotFound
+		if c, ok := kindCodes[be.Kind]; ok {
+			code = c
 		}
 	}
 	return remoting.NewResponse(req, code, err.Error())
