@@ -157,7 +157,7 @@ func (s *Store) readQueue(q *consumequeue.Queue, res *GetResult, offset int64, m
 		n := int(runEnd - runStart)
 		at := len(res.Body)
 		res.Body = slices.Grow(res.Body, n)[:at+n]
-		if err := s.readSpan(res.Body[at:], runStart); err != nil {
+		if err := s.clog.ReadAt(res.Body[at:], runStart); err != nil {
 			res.Body = res.Body[:at]
 			return err
 		}
@@ -238,11 +238,6 @@ scan:
 	return nil
 }
 
-// readSpan reads commit-log bytes into p; p lies within one segment.
-func (s *Store) readSpan(p []byte, off int64) error {
-	return s.clog.ReadAt(p, off)
-}
-
 // MinOffset returns the first readable offset of a queue (0 if unknown).
 func (s *Store) MinOffset(topic string, queueID int32) int64 {
 	if mq := s.mem.queue(topic, queueID); mq != nil {
@@ -301,7 +296,7 @@ func (s *Store) ReadMessage(physOffset int64) (message.Record, error) {
 	if err := s.clog.ReadAt(hdr[:], physOffset); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNotFound, err)
 	}
-	size := int32(uint32(hdr[0])<<24 | uint32(hdr[1])<<16 | uint32(hdr[2])<<8 | uint32(hdr[3]))
+	size := message.Record(hdr[:]).TotalSize()
 	if size < message.MinRecordLen || int(size) > s.cfg.MaxMessageBytes || physOffset+int64(size) > s.clog.Durable() {
 		return nil, fmt.Errorf("%w: no record starts at commit-log offset %d", ErrNotFound, physOffset)
 	}
