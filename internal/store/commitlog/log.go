@@ -671,6 +671,9 @@ func grow(b []byte, n int) []byte {
 	return b[:len(b)+n]
 }
 
+// pageSize is the page size flushBuf rounds writes up to.
+const pageSize = 4096
+
 // flushBuf writes l.buf, which starts at log offset at, into the tail.
 func (l *Log) flushBuf(at int64) error {
 	if len(l.buf) == 0 {
@@ -680,6 +683,15 @@ func (l *Log) flushBuf(at int64) error {
 	if s == nil {
 		return fmt.Errorf("commitlog: no segment for offset %d", at)
 	}
+	// Write whole pages: the bytes after the records are zeros on disk
+	// already, and a write that ends mid-page into a block that is written
+	// on disk (zero-filled ahead) makes the kernel read that block first.
+	n := len(l.buf)
+	end := at - s.start + int64(n)
+	pad := int((pageSize - end%pageSize) % pageSize)
+	pad = int(min(int64(pad), l.opts.SegmentBytes-end))
+	l.buf = grow(l.buf, pad)
+	clear(l.buf[n:])
 	if _, err := s.f.WriteAt(l.buf, at-s.start); err != nil {
 		// Undo a partial write so no half record is left for a later scan.
 		zero := make([]byte, len(l.buf))
