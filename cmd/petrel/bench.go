@@ -42,6 +42,14 @@ after --duration, or on SIGINT/SIGTERM (printing what it measured). Only
 loopback addresses are used unless --allow-remote is given.`,
 		Args: cobra.NoArgs,
 	}
+	var profile string
+	var stopProfile func()
+	cmd.PersistentFlags().StringVar(&profile, "cpu-profile", "", "write a CPU profile (pprof) of the load generator to this file")
+	cmd.PersistentPreRunE = func(*cobra.Command, []string) (err error) {
+		stopProfile, err = startCPUProfile(profile)
+		return err
+	}
+	cmd.PersistentPostRun = func(*cobra.Command, []string) { stopProfile() }
 	cmd.AddCommand(newBenchProduceCmd(r), newBenchConsumeCmd(r))
 	return cmd
 }

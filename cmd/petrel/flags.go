@@ -47,11 +47,15 @@ func addCommonFlags(fl *pflag.FlagSet, o *options) {
 
 // startProfile starts the CPU profile when --cpu-profile is set; the
 // returned function stops it.
-func startProfile(o *options) (func(), error) {
-	if o.cpuProfile == "" {
+func startProfile(o *options) (func(), error) { return startCPUProfile(o.cpuProfile) }
+
+// startCPUProfile writes a CPU profile to path (nothing when it is empty)
+// until the returned function runs.
+func startCPUProfile(path string) (func(), error) {
+	if path == "" {
 		return func() {}, nil
 	}
-	f, err := os.Create(o.cpuProfile)
+	f, err := os.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("--cpu-profile: %w", err)
 	}

@@ -108,52 +108,102 @@ type SendResult struct {
 // Send does not give up when ctx ends during the store write (the message
 // may be stored regardless); ctx is checked before the write.
 func (b *Broker) Send(ctx context.Context, req *SendRequest) (SendResult, error) {
-	if b.closed.Load() {
-		return SendResult{}, b.errClosed()
-	}
-	if err := checkTopicName(req.Topic); err != nil {
-		return SendResult{}, err
-	}
-	if len(req.Body) > b.cfg.MaxMessageBytes {
-		what := "message body"
-		if req.Batch {
-			what = "batch body"
-		}
-		return SendResult{}, errorf(KindMessageIllegal, nil, "%s is %d bytes, over the limit of %d bytes (MaxMessageBytes); send a smaller body or split it", what, len(req.Body), b.cfg.MaxMessageBytes)
-	}
-	if !req.Batch {
-		if err := checkProperties(req.Properties, -1); err != nil {
-			return SendResult{}, err
-		}
-	} else if strings.HasPrefix(req.Topic, RetryGroupTopicPrefix) {
-		return SendResult{}, errorf(KindMessageIllegal, nil, "batch sends to retry topic %q are not allowed; send the messages one by one", req.Topic)
-	}
-	topic, err := b.topicForSend(req)
+	msgs, qid, err := b.prepareSend(ctx, req, true)
 	if err != nil {
 		return SendResult{}, err
-	}
-	if topic.Perm&meta.PermWrite == 0 {
-		return SendResult{}, errorf(KindNoPermission, nil, "topic %q is not writable on broker %s (perm %d); send to another broker or give the topic write permission", topic.Name, b.cfg.BrokerName, topic.Perm)
-	}
-	qid := req.QueueID
-	if qid < 0 {
-		qid = int32(b.sendSeq.Add(1) % uint32(max(topic.WriteQueueNums, 1)))
-	}
-	if n := max(topic.ReadQueueNums, topic.WriteQueueNums); qid >= n {
-		return SendResult{}, errorf(KindSystemError, nil, "queue id %d is outside topic %q, which has %d queues on broker %s; refresh the route and pick a queue below %d", qid, topic.Name, n, b.cfg.BrokerName, n)
-	}
-	msgs, err := b.buildMessages(req, qid)
-	if err != nil {
-		return SendResult{}, err
-	}
-	if err := ctx.Err(); err != nil {
-		return SendResult{}, errorf(KindServiceUnavailable, err, "send was cancelled before the message was stored")
 	}
 	if req.Batch {
 		err = b.st.PutBatch(msgs)
 	} else {
 		err = b.st.Put(msgs[0])
 	}
+	return b.sendResult(msgs, qid, err)
+}
+
+// SendAsync is Send that does not wait: it validates and hands the message
+// to the store, then returns; done is called once with the result, from the
+// store's goroutine when the message is durable (so it must not block), or
+// from SendAsync itself when the send fails before the store. SendAsync
+// does not block either — it returns false and calls nothing when the
+// topic does not exist yet or a topic change is not yet on disk: creating
+// it or waiting for it writes metadata, so the caller should then run Send
+// on a goroutine of its own. req.Body and
+// req.Properties must stay unchanged until done runs.
+func (b *Broker) SendAsync(ctx context.Context, req *SendRequest, done func(SendResult, error)) bool {
+	if _, ok := b.meta.Topic(req.Topic); !ok || !b.meta.TopicsDurable() {
+		return false
+	}
+	msgs, qid, err := b.prepareSend(ctx, req, false)
+	if err != nil {
+		done(SendResult{}, err)
+		return true
+	}
+	b.st.PutAsync(msgs, func(err error) { done(b.sendResult(msgs, qid, err)) })
+	return true
+}
+
+// prepareSend validates req, finds (or, with create, auto-creates) its
+// topic, picks the queue and builds the messages to store.
+func (b *Broker) prepareSend(ctx context.Context, req *SendRequest, create bool) ([]*message.Message, int32, error) {
+	if b.closed.Load() {
+		return nil, 0, b.errClosed()
+	}
+	if err := checkTopicName(req.Topic); err != nil {
+		return nil, 0, err
+	}
+	if len(req.Body) > b.cfg.MaxMessageBytes {
+		what := "message body"
+		if req.Batch {
+			what = "batch body"
+		}
+		return nil, 0, errorf(KindMessageIllegal, nil, "%s is %d bytes, over the limit of %d bytes (MaxMessageBytes); send a smaller body or split it", what, len(req.Body), b.cfg.MaxMessageBytes)
+	}
+	if !req.Batch {
+		if err := checkProperties(req.Properties, -1); err != nil {
+			return nil, 0, err
+		}
+	} else if strings.HasPrefix(req.Topic, RetryGroupTopicPrefix) {
+		return nil, 0, errorf(KindMessageIllegal, nil, "batch sends to retry topic %q are not allowed; send the messages one by one", req.Topic)
+	}
+	topic, ok := b.meta.Topic(req.Topic)
+	if !ok {
+		if !create {
+			return nil, 0, errorf(KindTopicNotExist, nil, "topic %q does not exist on broker %s", req.Topic, b.cfg.BrokerName)
+		}
+		var err error
+		if topic, err = b.topicForSend(req); err != nil {
+			return nil, 0, err
+		}
+	}
+	if !b.meta.TopicsDurable() {
+		// The topic may be one another send is creating right now: never
+		// acknowledge a message to a topic whose config a crash could lose.
+		if err := b.meta.SyncTopics(ctx); err != nil {
+			return nil, 0, errorf(KindSystemError, err, "saving the topic table failed; retry")
+		}
+	}
+	if topic.Perm&meta.PermWrite == 0 {
+		return nil, 0, errorf(KindNoPermission, nil, "topic %q is not writable on broker %s (perm %d); send to another broker or give the topic write permission", topic.Name, b.cfg.BrokerName, topic.Perm)
+	}
+	qid := req.QueueID
+	if qid < 0 {
+		qid = int32(b.sendSeq.Add(1) % uint32(max(topic.WriteQueueNums, 1)))
+	}
+	if n := max(topic.ReadQueueNums, topic.WriteQueueNums); qid >= n {
+		return nil, 0, errorf(KindSystemError, nil, "queue id %d is outside topic %q, which has %d queues on broker %s; refresh the route and pick a queue below %d", qid, topic.Name, n, b.cfg.BrokerName, n)
+	}
+	msgs, err := b.buildMessages(req, qid)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, 0, errorf(KindServiceUnavailable, err, "send was cancelled before the message was stored")
+	}
+	return msgs, qid, nil
+}
+
+// sendResult turns the store's answer for msgs into Send's.
+func (b *Broker) sendResult(msgs []*message.Message, qid int32, err error) (SendResult, error) {
 	res := SendResult{Status: SendOK, QueueID: qid, RegionID: DefaultRegionID}
 	switch {
 	case err == nil:

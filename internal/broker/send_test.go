@@ -290,3 +290,98 @@ func TestClosedBrokerRefuses(t *testing.T) {
 	_, err = e.b.Pull(context.Background(), pullReq("g", "T", 0, 0).withSub("*"))
 	wantKind(t, err, KindServiceUnavailable)
 }
+
+// TestSendAsync: the async send stores like Send and answers through done;
+// a refused send answers through done at once; an unknown topic is left to
+// the caller (false, done not called) so that creating it never blocks.
+func TestSendAsync(t *testing.T) {
+	e := newEnv(t)
+	e.createTopic("T", 2)
+	type answer struct {
+		res SendResult
+		err error
+	}
+	got := make(chan answer, 1)
+	done := func(res SendResult, err error) { got <- answer{res, err} }
+	if !e.b.SendAsync(context.Background(), sendReq("T", 1, "one"), done) {
+		t.Fatal("SendAsync refused an existing topic")
+	}
+	a := <-got
+	if a.err != nil || a.res.Status != SendOK || a.res.QueueID != 1 || a.res.QueueOffset != 0 {
+		t.Fatalf("async send: %+v %v", a.res, a.err)
+	}
+	if _, phys, err := message.ParseOffsetID(a.res.MsgID); err != nil {
+		t.Fatalf("msgId %q: %v", a.res.MsgID, err)
+	} else if rec, err := e.b.ViewByOffset(phys); err != nil || string(rec.Body()) != "one" {
+		t.Fatalf("view by offset: %v", err)
+	}
+	if !e.b.SendAsync(context.Background(), sendReq("T", 9, "x"), done) {
+		t.Fatal("SendAsync refused a bad queue id without answering")
+	}
+	a = <-got
+	wantKind(t, a.err, KindSystemError, "queue id 9")
+	if e.b.SendAsync(context.Background(), sendReq("NotYet", 0, "x"), done) {
+		t.Fatal("SendAsync took a send to a topic that does not exist")
+	}
+	select {
+	case a := <-got:
+		t.Fatalf("done called for a send SendAsync declined: %+v", a)
+	default:
+	}
+	if _, ok := e.b.Topic("NotYet"); ok {
+		t.Fatal("SendAsync created a topic")
+	}
+}
+
+// TestNoSendAckedBeforeItsTopicIsDurable: while an auto-created topic's
+// config is being written, the topic is already visible, but no send to it
+// is acknowledged until the config is on disk (a crash in between would
+// otherwise lose the topic of an acknowledged message).
+func TestNoSendAckedBeforeItsTopicIsDurable(t *testing.T) {
+	e := newEnv(t)
+	hold := make(chan struct{})
+	holding := make(chan struct{}, 1)
+	var once sync.Once
+	e.fs.InjectError(func(op vfs.Op, path string) error {
+		if op == vfs.OpSync && strings.Contains(path, "topics.json") {
+			once.Do(func() { holding <- struct{}{}; <-hold })
+		}
+		return nil
+	})
+	first := make(chan error, 1)
+	go func() {
+		_, err := e.b.Send(context.Background(), sendReq("New", 0, "creator"))
+		first <- err
+	}()
+	<-holding // the config write is held mid-way
+	if _, ok := e.b.Topic("New"); !ok {
+		t.Fatal("the topic is not visible while its config is written")
+	}
+	declined := !e.b.SendAsync(context.Background(), sendReq("New", 0, "async"), func(SendResult, error) {
+		t.Error("SendAsync answered before the topic was durable")
+	})
+	if !declined {
+		t.Fatal("SendAsync took a send while the topic config was not durable")
+	}
+	second := make(chan error, 1)
+	go func() {
+		_, err := e.b.Send(context.Background(), sendReq("New", 0, "second"))
+		second <- err
+	}()
+	select {
+	case err := <-second:
+		t.Fatalf("a send was answered (%v) while the topic config was not durable", err)
+	case err := <-first:
+		t.Fatalf("the creating send was answered (%v) before its topic was durable", err)
+	default:
+	}
+	close(hold)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-second; err != nil {
+		t.Fatal(err)
+	}
+	e.fs.InjectError(nil)
+	e.waitMax("New", 0, 2)
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,17 @@ import (
 // oneway requests, or when the handler answers later with Conn.Respond).
 // For requests with the oneway flag the response is discarded.
 type Handler func(ctx context.Context, c *Conn, req *Command) *Command
+
+// AsyncHandler answers a request without a goroutine of its own, for the
+// hot requests (sends) where a goroutine per request costs more than the
+// work. It runs on the connection's reader, so it must not block: slow work
+// goes to a goroutine of its own. It calls reply exactly once — at once or
+// later, from any goroutine, without blocking — with a function that builds
+// the response (or nil to send none). build runs on the connection's writer
+// goroutine, so whoever answers (often a storage goroutine) pays next to
+// nothing. Until reply is called the request counts against the
+// connection's in-flight limit. Later calls of reply are ignored.
+type AsyncHandler func(ctx context.Context, c *Conn, req *Command, reply func(build func() *Command))
 
 const (
 	// DefaultMaxInFlightPerConn bounds the handlers running for one
@@ -49,14 +61,19 @@ type owner struct {
 	maxFrame    int
 	maxInFlight int
 	handler     func(code int16) Handler
+	async       func(code int16) AsyncHandler // nil, or returns nil for codes without one
 	onClose     func(*Conn)
 }
 
-// outFrame is one encoded frame waiting for the writer.
+// outFrame is one encoded frame waiting for the writer, or a response the
+// writer builds and encodes (build set).
 type outFrame struct {
 	head  *[]byte  // length prefix, header word, header, small body (pooled)
 	parts [][]byte // large body, written as is
 	cmd   *Command // for Release
+
+	build func() *Command // builds the response to req
+	req   *Command
 }
 
 var headPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
@@ -328,6 +345,9 @@ func (c *Conn) send(ctx context.Context, cmd *Command) error {
 }
 
 func releaseFrame(f outFrame) {
+	if f.head == nil { // a response that was never built
+		return
+	}
 	if cap(*f.head) <= maxPooledHead {
 		*f.head = (*f.head)[:0]
 		headPool.Put(f.head)
@@ -348,6 +368,11 @@ func (c *Conn) writeLoop() {
 		closing := false
 		select {
 		case <-c.wsignal:
+			// Whoever queued this frame has likely readied others that are
+			// about to queue theirs (the reader delivering a burst of
+			// responses, the store answering a group of sends): let them,
+			// so that one writev carries the lot.
+			runtime.Gosched()
 		case <-c.wstop:
 			closing = true
 		}
@@ -360,7 +385,11 @@ func (c *Conn) writeLoop() {
 		c.wmu.Unlock()
 		if len(batch) > 0 && !failed {
 			bufs = bufs[:0]
-			for _, f := range batch {
+			for i := range batch {
+				f := &batch[i]
+				if f.build != nil && !c.buildFrame(f) {
+					continue
+				}
 				bufs = append(bufs, *f.head)
 				bufs = append(bufs, f.parts...)
 			}
@@ -419,6 +448,12 @@ func (c *Conn) readLoop() {
 		case <-c.closing:
 		default:
 			c.handlers.Add(1)
+			if c.own.async != nil {
+				if h := c.own.async(cmd.Code); h != nil {
+					c.callAsync(h, cmd)
+					continue
+				}
+			}
 			c.own.wg.Add(1)
 			go c.handle(cmd)
 			continue
@@ -472,6 +507,82 @@ func (c *Conn) call(req *Command) (resp *Command) {
 		}
 	}()
 	return c.own.handler(req.Code)(c.ctx, c, req)
+}
+
+// asyncCall is one request given to an AsyncHandler.
+type asyncCall struct {
+	c       *Conn
+	req     *Command
+	replied atomic.Bool
+}
+
+// reply queues the response builder (bypassing the queue bound: the
+// in-flight limit bounds these) and frees the request's in-flight slot.
+func (a *asyncCall) reply(build func() *Command) {
+	if !a.replied.CompareAndSwap(false, true) {
+		return
+	}
+	c := a.c
+	if build != nil && !a.req.IsOneway() {
+		c.wmu.Lock()
+		if !c.wclosed {
+			c.wq = append(c.wq, outFrame{build: build, req: a.req})
+		}
+		c.wmu.Unlock()
+		select {
+		case c.wsignal <- struct{}{}:
+		default:
+		}
+	}
+	<-c.sem
+	c.handlers.Done()
+}
+
+// callAsync runs h on the reader; a panic becomes a SYSTEM_ERROR answer
+// unless h replied before it.
+func (c *Conn) callAsync(h AsyncHandler, req *Command) {
+	a := &asyncCall{c: c, req: req}
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error("handler panicked", "code", req.Code, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			a.reply(func() *Command {
+				return NewResponse(req, CodeSystemError, fmt.Sprintf("internal error handling request code %d", req.Code))
+			})
+		}
+	}()
+	h(c.ctx, c, req, a.reply)
+}
+
+// buildFrame builds and encodes a response queued by an async reply. It
+// reports false when there is nothing to write.
+func (c *Conn) buildFrame(f *outFrame) bool {
+	resp := f.build()
+	f.build = nil
+	if resp == nil {
+		return false
+	}
+	resp.Opaque = f.req.Opaque
+	resp.Flag |= FlagResponse
+	resp.SerializeType = f.req.SerializeType
+	hp := headPool.Get().(*[]byte)
+	f.head, f.cmd = hp, resp
+	bodyLen := resp.BodyLen()
+	buf, err := appendFrameHead((*hp)[:0], resp, bodyLen)
+	if err != nil {
+		c.log.Warn("response not sent: it cannot be encoded", "code", f.req.Code, "opaque", f.req.Opaque, "err", err)
+		*hp = buf
+		return false
+	}
+	switch {
+	case len(resp.BodyParts) == 0 && bodyLen <= copyBodyMax:
+		buf = append(buf, resp.Body...)
+	case len(resp.BodyParts) == 0:
+		f.parts = [][]byte{resp.Body}
+	default:
+		f.parts = resp.BodyParts
+	}
+	*hp = buf
+	return true
 }
 
 // notSupported is the default handler for codes without one.

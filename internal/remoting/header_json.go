@@ -31,14 +31,15 @@ func appendJSONHeader(dst []byte, c *Command) []byte {
 	dst = append(dst, `,"remark":`...)
 	dst = appendJSONString(dst, c.Remark)
 	dst = append(dst, `,"extFields":{`...)
-	var stack [32]string
-	for i, k := range sortedKeys(stack[:0], c.ExtFields) {
-		if i > 0 {
+	first := true
+	for k, v := range c.ExtFields {
+		if !first {
 			dst = append(dst, ',')
 		}
+		first = false
 		dst = appendJSONString(dst, k)
 		dst = append(dst, ':')
-		dst = appendJSONString(dst, c.ExtFields[k])
+		dst = appendJSONString(dst, v)
 	}
 	return append(dst, "}}"...)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -32,6 +33,7 @@ type Server struct {
 	opts     ServerOptions
 	log      *slog.Logger
 	handlers atomic.Pointer[map[int16]Handler]
+	async    atomic.Pointer[map[int16]AsyncHandler]
 	def      atomic.Pointer[Handler]
 	own      owner
 
@@ -73,12 +75,15 @@ func NewServer(opts ServerOptions) *Server {
 	}
 	empty := map[int16]Handler{}
 	s.handlers.Store(&empty)
+	noAsync := map[int16]AsyncHandler{}
+	s.async.Store(&noAsync)
 	s.own = owner{
 		wg:          &s.wg,
 		log:         log,
 		maxFrame:    opts.MaxFrameBytes,
 		maxInFlight: opts.MaxInFlightPerConn,
 		handler:     s.handler,
+		async:       s.asyncHandler,
 		onClose:     s.connClosed,
 	}
 	return s
@@ -86,17 +91,31 @@ func NewServer(opts ServerOptions) *Server {
 
 // Handle registers h for requests with the given code, replacing any
 // earlier one. Call it before Serve (it is safe, but racy in effect, later).
-func (s *Server) Handle(code int16, h Handler) {
+func (s *Server) Handle(code int16, h Handler) { s.setHandler(code, h, nil) }
+
+// HandleAsync registers h for requests with the given code, replacing any
+// earlier handler of either kind. Call it before Serve.
+func (s *Server) HandleAsync(code int16, h AsyncHandler) { s.setHandler(code, nil, h) }
+
+// setHandler installs h or a (one of them is nil) for code.
+func (s *Server) setHandler(code int16, h Handler, a AsyncHandler) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	old := *s.handlers.Load()
-	m := make(map[int16]Handler, len(old)+1)
-	for k, v := range old {
-		m[k] = v
+	hs := maps.Clone(*s.handlers.Load())
+	as := maps.Clone(*s.async.Load())
+	delete(hs, code)
+	delete(as, code)
+	if h != nil {
+		hs[code] = h
 	}
-	m[code] = h
-	s.handlers.Store(&m)
+	if a != nil {
+		as[code] = a
+	}
+	s.handlers.Store(&hs)
+	s.async.Store(&as)
 }
+
+func (s *Server) asyncHandler(code int16) AsyncHandler { return (*s.async.Load())[code] }
 
 // HandleDefault registers h for codes without a handler. Without it they
 // are answered with code 3 (REQUEST_CODE_NOT_SUPPORTED) and the remark

@@ -43,9 +43,9 @@ func New(b *broker.Broker, opts Options) *Front {
 
 // Register installs the handlers on s.
 func (f *Front) Register(s *remoting.Server) {
-	s.Handle(codeSendMessage, f.send)
-	s.Handle(codeSendMessageV2, f.send)
-	s.Handle(codeSendBatchMessage, f.send)
+	s.HandleAsync(codeSendMessage, f.send)
+	s.HandleAsync(codeSendMessageV2, f.send)
+	s.HandleAsync(codeSendBatchMessage, f.send)
 	s.Handle(codePullMessage, f.pull)
 	s.Handle(codeQueryConsumerOffset, f.queryConsumerOffset)
 	s.Handle(codeUpdateConsumerOffset, f.updateConsumerOffset)

@@ -34,8 +34,9 @@ func sendExt(req *remoting.Command, key string) string {
 	return req.ExtFields[v2Keys[key]]
 }
 
-func (f *Front) send(ctx context.Context, c *remoting.Conn, req *remoting.Command) *remoting.Command {
-	sr := &broker.SendRequest{
+// sendRequest decodes a send's header.
+func sendRequest(c *remoting.Conn, req *remoting.Command) *broker.SendRequest {
+	return &broker.SendRequest{
 		ProducerGroup:         sendExt(req, "producerGroup"),
 		Topic:                 sendExt(req, "topic"),
 		DefaultTopic:          sendExt(req, "defaultTopic"),
@@ -51,7 +52,23 @@ func (f *Front) send(ctx context.Context, c *remoting.Conn, req *remoting.Comman
 		MaxReconsumeTimes:     parseInt32(sendExt(req, "maxReconsumeTimes")),
 		Batch:                 req.Code == codeSendBatchMessage || sendExt(req, "batch") == "true",
 	}
-	res, err := f.b.Send(ctx, sr)
+}
+
+// send is the async handler of the send codes: the store answers it, and
+// the response is built on the connection's writer. A send to a topic that
+// must be created first runs on a goroutine of its own.
+func (f *Front) send(ctx context.Context, c *remoting.Conn, req *remoting.Command, reply func(func() *remoting.Command)) {
+	sr := sendRequest(c, req)
+	done := func(res broker.SendResult, err error) {
+		reply(func() *remoting.Command { return sendResponse(req, res, err) })
+	}
+	if f.b.SendAsync(ctx, sr, done) {
+		return
+	}
+	go func() { done(f.b.Send(ctx, sr)) }()
+}
+
+func sendResponse(req *remoting.Command, res broker.SendResult, err error) *remoting.Command {
 	if err != nil {
 		return errorResponse(req, err)
 	}

@@ -289,6 +289,29 @@ func (s *Store) DeleteTopic(name string) error {
 	return s.topics.w.sync(context.Background(), seq)
 }
 
+// TopicsDurable reports whether every topic change made so far is durable.
+// A topic is visible to Topic as soon as PutTopic starts, before it is on
+// disk: a caller that must not act on a topic that a crash could take back
+// (a send acknowledged to a topic whose config is lost) checks this, and
+// waits with SyncTopics when it is false.
+func (s *Store) TopicsDurable() bool {
+	_, dirty := s.topics.dirty()
+	return !dirty
+}
+
+// SyncTopics returns once every topic change made before the call is
+// durable, writing the table if no write covers them yet.
+func (s *Store) SyncTopics(ctx context.Context) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	seq, dirty := s.topics.dirty()
+	if !dirty {
+		return nil
+	}
+	return s.topics.w.sync(ctx, seq)
+}
+
 // Topic returns the config of a topic. Its Attributes map is shared: do not
 // modify it. Safe for concurrent use; never waits for I/O.
 func (s *Store) Topic(name string) (Topic, bool) { return s.topics.get(name) }
