@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -180,86 +179,106 @@ type producer struct {
 	clients    []*remoting.Client
 	uniqPrefix string
 
-	next    atomic.Int64 // next sequence number to claim
-	sent    atomic.Int64
-	errs    atomic.Int64
-	errOnce sync.Once
-	first   string
-	start   time.Time
+	slots chan *slot // free slots
+	sent  atomic.Int64
+	errs  atomic.Int64
+	errMu sync.Mutex
+	first string
+	start time.Time
 }
 
 func (p *producer) run(ctx context.Context, conns [][]*remoting.Conn) (*Result, error) {
 	issueCtx, stopIssue := context.WithTimeout(ctx, p.cfg.Duration)
 	defer stopIssue()
-	// callCtx ends a grace period after issuing stopped, bounding the wait
-	// for answers that never come.
-	callCtx, stopCalls := context.WithCancel(context.Background())
-	defer stopCalls()
-	go func() {
-		select {
-		case <-issueCtx.Done():
-		case <-callCtx.Done():
-			return
-		}
-		t := time.NewTimer(p.cfg.GracePeriod)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			stopCalls()
-		case <-callCtx.Done():
-		}
-	}()
-	hists := make([]*Histogram, p.cfg.InFlight)
-	for i := range hists {
-		hists[i] = NewHistogram()
+	p.slots = make(chan *slot, p.cfg.InFlight)
+	all := make([]*slot, p.cfg.InFlight)
+	for i := range all {
+		all[i] = p.newSlot(i, stopIssue)
+		p.slots <- all[i]
 	}
-	var wg sync.WaitGroup
 	p.start = time.Now()
-	for w := range p.cfg.InFlight {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			p.worker(issueCtx, callCtx, stopIssue, conns[w%len(conns)], p.clients[w%len(p.clients)], hists[w])
-		}()
+	p.issue(issueCtx, conns)
+	// Wait for the answers still due, a grace period at most.
+	grace := time.NewTimer(p.cfg.GracePeriod)
+	defer grace.Stop()
+wait:
+	for range all { // every slot, free or not, comes back once
+		select {
+		case <-p.slots:
+		case <-grace.C:
+			break wait
+		case <-ctx.Done():
+			break wait
+		}
 	}
-	wg.Wait()
 	elapsed := time.Since(p.start)
-	h := hists[0]
-	for _, o := range hists[1:] {
-		h.Merge(o)
+	h := NewHistogram()
+	for _, s := range all {
+		s.mu.Lock()
+		h.Merge(s.hist)
+		s.mu.Unlock()
 	}
+	p.errMu.Lock()
+	first := p.first
+	p.errMu.Unlock()
 	res := &Result{
 		Scenario: p.cfg.Scenario, BodyBytes: p.cfg.BodyBytes, Msgs: p.sent.Load(),
 		Bytes: p.sent.Load() * int64(p.cfg.BodyBytes), Elapsed: elapsed,
-		Errors: p.errs.Load(), FirstError: p.first, Latency: h,
+		Errors: p.errs.Load(), FirstError: first, Latency: h,
 	}
 	if res.Errors >= p.cfg.MaxErrors {
-		return res, fmt.Errorf("%w: %d sends failed (limit %d); first: %s", ErrTooManyErrors, res.Errors, p.cfg.MaxErrors, p.first)
+		return res, fmt.Errorf("%w: %d sends failed (limit %d); first: %s", ErrTooManyErrors, res.Errors, p.cfg.MaxErrors, first)
 	}
 	return res, nil
 }
 
 func (p *producer) fail(stop context.CancelFunc, msg string) {
-	p.errOnce.Do(func() { p.first = msg })
+	p.errMu.Lock()
+	if p.first == "" {
+		p.first = msg
+	}
+	p.errMu.Unlock()
 	if p.errs.Add(1) >= p.cfg.MaxErrors {
 		stop()
 	}
 }
 
-// worker sends one message at a time until the count is reached or
-// issuing stops. It reuses one request, one body and one ext map: Invoke
-// encodes the request before it returns, and a body written from our slice
-// (over 8 KiB) has been read by the broker once its answer is here.
-func (p *producer) worker(issueCtx, callCtx context.Context, stop context.CancelFunc, conns []*remoting.Conn, cl *remoting.Client, h *Histogram) {
+// slot is one request in flight, with its own request, body and header
+// map: the issuer fills a free slot and sends it, the answer's callback
+// (on the connection's reader) records it and frees the slot. No goroutine
+// per request, and nothing allocated per send but the header's strings.
+type slot struct {
+	p     *producer
+	req   *remoting.Command
+	body  []byte
+	ext   map[string]string
+	props []byte
+	t0    time.Time
+	q     queueRef
+	stop  context.CancelFunc
+	done  func(*remoting.Command, error) // s.answered, bound once
+
+	mu   sync.Mutex // the histogram: callbacks record, the end merges
+	hist *Histogram
+}
+
+func (p *producer) newSlot(i int, stop context.CancelFunc) *slot {
 	cfg := p.cfg
-	body := make([]byte, cfg.BodyBytes)
-	fillBody(body)
-	ext := map[string]string{
+	s := &slot{p: p, body: make([]byte, cfg.BodyBytes), props: make([]byte, 0, 64), stop: stop, hist: NewHistogram()}
+	fillBody(s.body)
+	s.ext = map[string]string{
 		"a": cfg.ProducerGroup, "b": cfg.Topic, "c": "TBW102", "d": "4", "f": "0", "h": "0",
 		"j": "0", "k": "false", "l": "16", "m": "false",
 	}
-	req := remoting.NewRequest(codeSendMessageV2, ext, body)
-	props := make([]byte, 0, 64)
+	s.req = remoting.NewRequest(codeSendMessageV2, s.ext, s.body)
+	s.done = s.answered
+	return s
+}
+
+// issue sends until the count is reached or issueCtx ends, one free slot
+// at a time.
+func (p *producer) issue(issueCtx context.Context, conns [][]*remoting.Conn) {
+	cfg := p.cfg
 	var interval float64
 	var timer *time.Timer
 	if cfg.Rate > 0 {
@@ -269,14 +288,7 @@ func (p *producer) worker(issueCtx, callCtx context.Context, stop context.Cancel
 		defer timer.Stop()
 	}
 	nq := int64(len(p.rt.queues))
-	for {
-		if issueCtx.Err() != nil {
-			return
-		}
-		i := p.next.Add(1) - 1
-		if i >= cfg.Count {
-			return
-		}
+	for i := int64(0); i < cfg.Count; i++ {
 		if interval > 0 {
 			if d := time.Until(p.start.Add(time.Duration(float64(i) * interval))); d > 0 {
 				timer.Reset(d)
@@ -287,39 +299,61 @@ func (p *producer) worker(issueCtx, callCtx context.Context, stop context.Cancel
 				}
 			}
 		}
-		q := p.rt.queues[i%nq]
-		binary.BigEndian.PutUint64(body, uint64(i))
-		props = append(props[:0], "UNIQ_KEY\x01"...)
-		props = append(props, p.uniqPrefix...)
-		props = appendHex12(props, uint64(i))
-		props = append(props, "\x02WAIT\x01true\x02"...)
-		ext["e"] = strconv.Itoa(int(q.queueID))
-		ext["n"] = q.name
-		ext["g"] = strconv.FormatInt(time.Now().UnixMilli(), 10)
-		ext["i"] = string(props)
-		t0 := time.Now()
-		resp, err := conns[q.broker].Invoke(callCtx, req)
-		lat := time.Since(t0)
-		switch {
-		case err != nil:
-			p.fail(stop, err.Error())
-			// The frame may still be queued: never touch its body again.
-			body = make([]byte, cfg.BodyBytes)
-			fillBody(body)
-			req = remoting.NewRequest(codeSendMessageV2, ext, body)
-			if errors.Is(err, remoting.ErrConnClosed) {
-				if c, derr := cl.Conn(callCtx, p.rt.addrs[q.broker]); derr == nil {
-					conns = append([]*remoting.Conn(nil), conns...)
-					conns[q.broker] = c
-				}
-			}
-		case resp.Code != respSuccess && resp.Code != respFlushDiskTimeout:
-			p.fail(stop, fmt.Sprintf("send to %s queue %d: code %d: %s", q.name, q.queueID, resp.Code, resp.Remark))
-		default:
-			h.Record(lat)
-			p.sent.Add(1)
+		var s *slot
+		select {
+		case s = <-p.slots:
+		case <-issueCtx.Done():
+			return
 		}
+		if issueCtx.Err() != nil {
+			p.slots <- s
+			return
+		}
+		q := p.rt.queues[i%nq]
+		binary.BigEndian.PutUint64(s.body, uint64(i))
+		s.props = append(s.props[:0], "UNIQ_KEY\x01"...)
+		s.props = append(s.props, p.uniqPrefix...)
+		s.props = appendHex12(s.props, uint64(i))
+		s.props = append(s.props, "\x02WAIT\x01true\x02"...)
+		s.ext["e"] = strconv.Itoa(int(q.queueID))
+		s.ext["n"] = q.name
+		s.ext["g"] = strconv.FormatInt(time.Now().UnixMilli(), 10)
+		s.ext["i"] = string(s.props)
+		s.q = q
+		ci := int(i) % len(conns)
+		c := conns[ci][q.broker]
+		select {
+		case <-c.Closed():
+			// Redial after the broker closed the connection (its calls
+			// failed and were counted).
+			dctx, cancel := context.WithTimeout(issueCtx, defaultControlTimeout)
+			if nc, err := p.clients[ci].Conn(dctx, p.rt.addrs[q.broker]); err == nil {
+				conns[ci][q.broker], c = nc, nc
+			}
+			cancel()
+		default:
+		}
+		s.t0 = time.Now()
+		c.InvokeAsync(s.req, s.done)
 	}
+}
+
+// answered is a slot's callback: it runs on the connection's reader.
+func (s *slot) answered(resp *remoting.Command, err error) {
+	lat := time.Since(s.t0)
+	p := s.p
+	switch {
+	case err != nil:
+		p.fail(s.stop, err.Error())
+	case resp.Code != respSuccess && resp.Code != respFlushDiskTimeout:
+		p.fail(s.stop, fmt.Sprintf("send to %s queue %d: code %d: %s", s.q.name, s.q.queueID, resp.Code, resp.Remark))
+	default:
+		s.mu.Lock()
+		s.hist.Record(lat)
+		s.mu.Unlock()
+		p.sent.Add(1)
+	}
+	p.slots <- s // never blocks: the channel holds every slot
 }
 
 // fillBody writes printable filler after the 8-byte sequence number.

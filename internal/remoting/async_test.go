@@ -2,6 +2,7 @@ package remoting
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -172,5 +173,65 @@ func TestCloseWaitsForAsyncReplies(t *testing.T) {
 	<-closed
 	if err := <-errc; err != nil {
 		t.Fatalf("answer given during Close was lost: %v", err)
+	}
+}
+
+// TestInvokeAsync: callbacks get their own responses; calls pending when
+// the connection closes get ErrConnClosed, once each; a call on a closed
+// connection fails at once.
+func TestInvokeAsync(t *testing.T) {
+	held := make(chan func(func() *Command), 8)
+	srv := asyncServer(t, ServerOptions{}, func(_ context.Context, _ *Conn, req *Command, reply func(func() *Command)) {
+		if req.Ext("hold") != "" {
+			held <- reply
+			return
+		}
+		reply(func() *Command { return NewResponse(req, CodeSuccess, "re "+req.Ext("i")) })
+	})
+	cl := newClient(t, ClientOptions{})
+	conn, err := cl.Conn(ctxTimeout(t, 10*time.Second), srv.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		i    int
+		resp *Command
+		err  error
+	}
+	results := make(chan result, 16)
+	req := NewRequest(codeAsync, map[string]string{}, nil)
+	for i := range 10 {
+		// One request object reused: InvokeAsync encodes it before returning.
+		req.ExtFields["i"] = strconv.Itoa(i)
+		conn.InvokeAsync(req, func(resp *Command, err error) { results <- result{i, resp, err} })
+	}
+	for range 10 {
+		r := <-results
+		if r.err != nil || r.resp.Remark != "re "+strconv.Itoa(r.i) {
+			t.Fatalf("call %d: %+v %v", r.i, r.resp, r.err)
+		}
+	}
+	var calls atomic.Int32
+	for i := range 2 {
+		conn.InvokeAsync(NewRequest(codeAsync, map[string]string{"hold": "1"}, nil), func(resp *Command, err error) {
+			calls.Add(1)
+			results <- result{i, resp, err}
+		})
+	}
+	h1, h2 := <-held, <-held
+	// The server waits for its pending replies when it closes.
+	t.Cleanup(func() { h1(nil); h2(nil) })
+	conn.Close()
+	for range 2 {
+		if r := <-results; !errors.Is(r.err, ErrConnClosed) {
+			t.Fatalf("pending call at close: %+v %v", r.resp, r.err)
+		}
+	}
+	conn.InvokeAsync(echoReq(1), func(resp *Command, err error) { results <- result{-1, resp, err} })
+	if r := <-results; !errors.Is(r.err, ErrConnClosed) {
+		t.Fatalf("call on a closed connection: %+v %v", r.resp, r.err)
+	}
+	if calls.Load() != 2 {
+		t.Fatalf("pending callbacks ran %d times, want 2", calls.Load())
 	}
 }

@@ -98,7 +98,7 @@ func DecodeFrame(frame []byte, maxFrame int) (*Command, int, error) {
 	if uint64(len(frame)-4) < uint64(n) {
 		return nil, 0, ErrShort
 	}
-	c, err := decodeFrameBody(frame[4 : 4+int(n)])
+	c, err := decodeFrameBody(frame[4:4+int(n)], false)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -109,7 +109,11 @@ func DecodeFrame(frame []byte, maxFrame int) (*Command, int, error) {
 // boundary, io.ErrUnexpectedEOF when it ends inside a frame, and codec
 // errors as DecodeFrame does. The frame is read into one new buffer that the
 // returned Body aliases.
-func ReadFrame(r *bufio.Reader, maxFrame int) (*Command, error) {
+func ReadFrame(r *bufio.Reader, maxFrame int) (*Command, error) { return readFrame(r, maxFrame, false) }
+
+// readFrame is ReadFrame; with lazy, JSON ext fields stay listed (see
+// Command.ext) instead of filling ExtFields.
+func readFrame(r *bufio.Reader, maxFrame int, lazy bool) (*Command, error) {
 	prefix, err := r.Peek(4)
 	if err != nil {
 		if err == io.EOF && len(prefix) > 0 {
@@ -129,12 +133,12 @@ func ReadFrame(r *bufio.Reader, maxFrame int) (*Command, error) {
 		}
 		return nil, err
 	}
-	return decodeFrameBody(buf)
+	return decodeFrameBody(buf, lazy)
 }
 
 // decodeFrameBody decodes what follows the length prefix: header word,
 // header, body.
-func decodeFrameBody(b []byte) (*Command, error) {
+func decodeFrameBody(b []byte, lazy bool) (*Command, error) {
 	if len(b) < 4 {
 		return nil, fmt.Errorf("%w: %d bytes leave no room for the header word", ErrMalformed, len(b))
 	}
@@ -144,7 +148,7 @@ func decodeFrameBody(b []byte) (*Command, error) {
 		return nil, fmt.Errorf("%w: header length %d exceeds the %d bytes of the frame", ErrMalformed, headerLen, len(b)-4)
 	}
 	c := &Command{}
-	if err := decodeHeader(byte(word>>24), b[4:4+headerLen], c); err != nil {
+	if err := decodeHeaderLazy(byte(word>>24), b[4:4+headerLen], c, lazy); err != nil {
 		return nil, err
 	}
 	if body := b[4+headerLen:]; len(body) > 0 {
@@ -155,10 +159,22 @@ func decodeFrameBody(b []byte) (*Command, error) {
 
 // decodeHeader decodes a header of the given serialisation type into c.
 func decodeHeader(serializeType byte, h []byte, c *Command) error {
+	return decodeHeaderLazy(serializeType, h, c, false)
+}
+
+// decodeHeaderLazy is decodeHeader; with lazy, JSON ext fields stay listed
+// for Ext instead of filling ExtFields.
+func decodeHeaderLazy(serializeType byte, h []byte, c *Command, lazy bool) error {
 	c.SerializeType = serializeType
 	switch serializeType {
 	case SerializeJSON:
-		return decodeJSONHeader(h, c)
+		if err := decodeJSONHeader(h, c); err != nil {
+			return err
+		}
+		if !lazy {
+			c.materialize()
+		}
+		return nil
 	case SerializeRocketMQ:
 		return decodeBinaryHeader(h, c)
 	default:

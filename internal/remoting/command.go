@@ -90,6 +90,18 @@ type Command struct {
 	// ref-counted buffers behind Body/BodyParts can be returned. EncodeFrame
 	// does not call it.
 	Release func()
+
+	// ext holds ext fields as a list, after those of ExtFields: set by
+	// AppendExt, and by the decoder for requests given to an AsyncHandler
+	// (building a map costs more than the send it carries). Ext reads both.
+	ext []extPair
+}
+
+// extPair is one ext field of Command.ext; null marks a JSON null, which
+// removes the key (as a later duplicate replaces it).
+type extPair struct {
+	key, value string
+	null       bool
 }
 
 // IsResponse reports whether the response flag is set.
@@ -127,8 +139,59 @@ func (c *Command) SetExt(key, value string) *Command {
 	return c
 }
 
-// Ext returns the ext field key, or "" when it is absent.
-func (c *Command) Ext(key string) string { return c.ExtFields[key] }
+// Ext returns the ext field key, or "" when it is absent. Handlers
+// registered with HandleAsync must read ext fields with Ext (their
+// request's ExtFields is nil).
+func (c *Command) Ext(key string) string {
+	for i := len(c.ext) - 1; i >= 0; i-- {
+		if p := &c.ext[i]; p.key == key {
+			if p.null {
+				return ""
+			}
+			return p.value
+		}
+	}
+	return c.ExtFields[key]
+}
+
+// EachExt calls fn for every ext field, in the order a later one of the
+// same key overrides an earlier one (ExtFields, then the listed fields); a
+// key a JSON null removed is reported with an empty value.
+func (c *Command) EachExt(fn func(key, value string)) {
+	for k, v := range c.ExtFields {
+		fn(k, v)
+	}
+	for _, p := range c.ext {
+		fn(p.key, p.value)
+	}
+}
+
+// AppendExt adds an ext field without a map: cheaper than SetExt for
+// responses built on the hot path. The key must not be set already. It
+// returns c.
+func (c *Command) AppendExt(key, value string) *Command {
+	c.ext = append(c.ext, extPair{key: key, value: value})
+	return c
+}
+
+// materialize moves the listed ext fields into ExtFields.
+func (c *Command) materialize() {
+	if len(c.ext) == 0 {
+		return
+	}
+	for _, p := range c.ext {
+		switch {
+		case p.null:
+			delete(c.ExtFields, p.key)
+		default:
+			if c.ExtFields == nil {
+				c.ExtFields = make(map[string]string, len(c.ext))
+			}
+			c.ExtFields[p.key] = p.value
+		}
+	}
+	c.ext = nil
+}
 
 // BodyLen is the length of the body that will be written.
 func (c *Command) BodyLen() int {

@@ -49,6 +49,13 @@ const (
 	maxPooledHead     = 64 << 10
 )
 
+// pendingCall waits for the response to one request: Invoke's channel or
+// InvokeAsync's callback.
+type pendingCall struct {
+	ch chan *Command
+	cb func(*Command, error)
+}
+
 // opaqueSeq numbers the requests this process sends.
 var opaqueSeq atomic.Int32
 
@@ -97,7 +104,7 @@ type Conn struct {
 	writerDone chan struct{}
 
 	pmu     sync.Mutex
-	pending map[int32]chan *Command
+	pending map[int32]pendingCall // nil once the reader has stopped
 
 	wmu     sync.Mutex
 	wq      []outFrame
@@ -121,7 +128,7 @@ func newConn(parent context.Context, nc net.Conn, own *owner) *Conn {
 		wstop:      make(chan struct{}),
 		sem:        make(chan struct{}, own.maxInFlight),
 		writerDone: make(chan struct{}),
-		pending:    make(map[int32]chan *Command),
+		pending:    make(map[int32]pendingCall),
 		wsignal:    make(chan struct{}, 1),
 	}
 }
@@ -222,9 +229,10 @@ func (c *Conn) Invoke(ctx context.Context, req *Command) (*Command, error) {
 	req.Opaque = op
 	req.Flag &^= FlagResponse | FlagOneway
 	ch := make(chan *Command, 1)
-	c.pmu.Lock()
-	c.pending[op] = ch
-	c.pmu.Unlock()
+	if !c.addPending(op, pendingCall{ch: ch}) {
+		req.release()
+		return nil, fmt.Errorf("remoting: invoke code %d on %s: %w", req.Code, c.nc.RemoteAddr(), ErrConnClosed)
+	}
 	if err := c.send(ctx, req); err != nil {
 		c.forget(op)
 		return nil, fmt.Errorf("remoting: invoke code %d on %s: %w", req.Code, c.nc.RemoteAddr(), err)
@@ -243,6 +251,71 @@ func (c *Conn) Invoke(ctx context.Context, req *Command) (*Command, error) {
 		default:
 		}
 		return nil, fmt.Errorf("remoting: invoke code %d opaque %d on %s: %w", req.Code, op, c.nc.RemoteAddr(), ErrConnClosed)
+	}
+}
+
+// InvokeAsync sends req and returns once it is queued for writing; cb is
+// called exactly once, with the response, or with an error wrapping
+// ErrConnClosed when the connection closes first (at once when it is
+// closed already or req cannot be encoded). cb runs on the connection's
+// reader goroutine (or the caller's, for an immediate error) and must not
+// block. It sets req.Opaque and clears the response and oneway flags. A
+// body of up to 8 KiB is copied, so req may be reused once InvokeAsync
+// returns; a larger one is written from req.Body, which must then stay
+// unchanged until cb runs. No timeout applies: a caller that needs one
+// closes the connection.
+func (c *Conn) InvokeAsync(req *Command, cb func(*Command, error)) {
+	op := nextOpaque()
+	req.Opaque = op
+	req.Flag &^= FlagResponse | FlagOneway
+	fail := func(err error) {
+		cb(nil, fmt.Errorf("remoting: invoke code %d on %s: %w", req.Code, c.nc.RemoteAddr(), err))
+	}
+	select {
+	case <-c.closing:
+		req.release()
+		fail(ErrConnClosed)
+		return
+	default:
+	}
+	if !c.addPending(op, pendingCall{cb: cb}) {
+		req.release()
+		fail(ErrConnClosed)
+		return
+	}
+	if err := c.send(nil, req); err != nil {
+		c.pmu.Lock()
+		_, mine := c.pending[op]
+		delete(c.pending, op)
+		c.pmu.Unlock()
+		if mine { // else the reader's shutdown answered it
+			fail(err)
+		}
+	}
+}
+
+// addPending registers a call; false once the reader has stopped.
+func (c *Conn) addPending(op int32, p pendingCall) bool {
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	if c.pending == nil {
+		return false
+	}
+	c.pending[op] = p
+	return true
+}
+
+// failPending stops registrations and fails the InvokeAsync calls still
+// waiting (Invoke calls notice c.closing themselves).
+func (c *Conn) failPending() {
+	c.pmu.Lock()
+	pend := c.pending
+	c.pending = nil
+	c.pmu.Unlock()
+	for op, p := range pend {
+		if p.cb != nil {
+			p.cb(nil, fmt.Errorf("remoting: invoke opaque %d on %s: %w", op, c.nc.RemoteAddr(), ErrConnClosed))
+		}
 	}
 }
 
@@ -423,21 +496,31 @@ func (c *Conn) readLoop() {
 	defer c.own.wg.Done()
 	br := bufio.NewReaderSize(c.nc, readBufferBytes)
 	for {
-		cmd, err := ReadFrame(br, c.own.maxFrame)
+		cmd, err := readFrame(br, c.own.maxFrame, true)
 		if err != nil {
 			c.readFailed(err)
 			break
 		}
+		var async AsyncHandler
+		if !cmd.IsResponse() && c.own.async != nil {
+			async = c.own.async(cmd.Code)
+		}
+		if async == nil {
+			cmd.materialize()
+		}
 		if cmd.IsResponse() {
 			c.pmu.Lock()
-			ch := c.pending[cmd.Opaque]
+			p, ok := c.pending[cmd.Opaque]
 			delete(c.pending, cmd.Opaque)
 			c.pmu.Unlock()
-			if ch == nil {
+			switch {
+			case !ok:
 				c.log.Debug("dropped response with unknown opaque", "opaque", cmd.Opaque, "code", cmd.Code)
-				continue
+			case p.cb != nil:
+				p.cb(cmd, nil)
+			default:
+				p.ch <- cmd
 			}
-			ch <- cmd
 			continue
 		}
 		select {
@@ -448,11 +531,9 @@ func (c *Conn) readLoop() {
 		case <-c.closing:
 		default:
 			c.handlers.Add(1)
-			if c.own.async != nil {
-				if h := c.own.async(cmd.Code); h != nil {
-					c.callAsync(h, cmd)
-					continue
-				}
+			if async != nil {
+				c.callAsync(async, cmd)
+				continue
 			}
 			c.own.wg.Add(1)
 			go c.handle(cmd)
@@ -461,6 +542,7 @@ func (c *Conn) readLoop() {
 		break
 	}
 	c.Close()
+	c.failPending()
 	c.handlers.Wait()
 	c.finish()
 	<-c.writerDone

@@ -213,6 +213,7 @@ func FuzzHeader(f *testing.F) {
 		if st == SerializeJSON && !json.Valid(h) {
 			t.Fatalf("accepted invalid JSON %q", h)
 		}
+		checkLazy(t, st, h, &c)
 		enc, err := appendHeader(nil, &c)
 		if err != nil {
 			t.Fatal(err)
@@ -259,4 +260,38 @@ func sameEncoding(a, b []byte, c *Command) bool {
 		return len(a) == len(b)
 	}
 	return bytes.Equal(a, b)
+}
+
+// checkLazy decodes h as the server does for async handlers (ext fields
+// listed, not mapped) and checks that Ext agrees with the map of the full
+// decode c, that materializing gives that map, and that the listed form
+// re-encodes to the same command.
+func checkLazy(t *testing.T, st byte, h []byte, c *Command) {
+	t.Helper()
+	var lazy Command
+	if err := decodeHeaderLazy(st, h, &lazy, true); err != nil {
+		t.Fatalf("lazy decode failed where the full one did not: %v", err)
+	}
+	for k, v := range c.ExtFields {
+		if got := lazy.Ext(k); got != v {
+			t.Fatalf("lazy Ext(%q) = %q, want %q", k, got, v)
+		}
+	}
+	for _, p := range lazy.ext {
+		if _, ok := c.ExtFields[p.key]; !ok && lazy.Ext(p.key) != "" {
+			t.Fatalf("lazy Ext(%q) = %q for a key the full decode dropped", p.key, lazy.Ext(p.key))
+		}
+	}
+	enc, err := appendHeader(nil, &lazy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Command
+	if err := decodeHeader(st, enc, &back); err != nil || !sameCommand(c, &back) {
+		t.Fatalf("lazy re-encode: %v\n got %+v\nwant %+v", err, &back, c)
+	}
+	lazy.materialize()
+	if !sameCommand(c, &lazy) {
+		t.Fatalf("materialized lazy decode:\n got %+v\nwant %+v", &lazy, c)
+	}
 }

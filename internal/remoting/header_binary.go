@@ -1,6 +1,7 @@
 package remoting
 
 import (
+	"maps"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -82,9 +83,15 @@ func appendBinaryHeader(dst []byte, c *Command) ([]byte, error) {
 	dst = append(dst, c.Remark...)
 	lenAt := len(dst)
 	dst = append(dst, 0, 0, 0, 0)
+	fields := c.ExtFields
+	if len(c.ext) > 0 {
+		merged := &Command{ExtFields: maps.Clone(c.ExtFields), ext: c.ext}
+		merged.materialize()
+		fields = merged.ExtFields
+	}
 	var stack [32]string
-	for _, k := range sortedKeys(stack[:0], c.ExtFields) {
-		v := c.ExtFields[k]
+	for _, k := range sortedKeys(stack[:0], fields) {
+		v := fields[k]
 		if len(k) > math.MaxInt16 {
 			return dst[:start], fmt.Errorf("%w: binary ext key of %d bytes exceeds %d", ErrInvalidCommand, len(k), math.MaxInt16)
 		}

@@ -41,6 +41,19 @@ func appendJSONHeader(dst []byte, c *Command) []byte {
 		dst = append(dst, ':')
 		dst = appendJSONString(dst, v)
 	}
+	for _, p := range c.ext {
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = appendJSONString(dst, p.key)
+		dst = append(dst, ':')
+		if p.null {
+			dst = append(dst, "null"...)
+		} else {
+			dst = appendJSONString(dst, p.value)
+		}
+	}
 	return append(dst, "}}"...)
 }
 
@@ -584,6 +597,7 @@ func (d *jsonDec) extFields(c *Command) error {
 			return err
 		}
 		c.ExtFields = nil
+		c.ext = c.ext[:0]
 		return nil
 	case '{':
 		d.i++
@@ -591,6 +605,7 @@ func (d *jsonDec) extFields(c *Command) error {
 		return d.fail("extFields is not an object")
 	}
 	c.ExtFields = nil
+	c.ext = c.ext[:0]
 	if d.next() == '}' {
 		d.i++
 		return nil
@@ -625,14 +640,10 @@ func (d *jsonDec) extFields(c *Command) error {
 			}
 			val = d.s[start:d.i]
 		}
-		if drop {
-			delete(c.ExtFields, key)
-		} else {
-			if c.ExtFields == nil {
-				c.ExtFields = make(map[string]string, 16)
-			}
-			c.ExtFields[key] = val
+		if c.ext == nil {
+			c.ext = make([]extPair, 0, 16)
 		}
+		c.ext = append(c.ext, extPair{key: key, value: val, null: drop})
 		switch d.next() {
 		case ',':
 			d.i++

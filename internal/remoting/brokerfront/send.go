@@ -21,37 +21,39 @@ import (
 	"github.com/petrelmq/petrel/internal/remoting"
 )
 
-var v2Keys = map[string]string{
-	"producerGroup": "a", "topic": "b", "defaultTopic": "c", "defaultTopicQueueNums": "d",
-	"queueId": "e", "sysFlag": "f", "bornTimestamp": "g", "flag": "h", "properties": "i",
-	"reconsumeTimes": "j", "unitMode": "k", "maxReconsumeTimes": "l", "batch": "m",
-}
-
-func sendExt(req *remoting.Command, key string) string {
-	if req.Code == codeSendMessage {
-		return req.ExtFields[key]
-	}
-	return req.ExtFields[v2Keys[key]]
-}
-
-// sendRequest decodes a send's header.
+// sendRequest decodes a send's header in one pass over its fields, V1
+// names and V2 letters alike (a send handler is async: no ExtFields map).
 func sendRequest(c *remoting.Conn, req *remoting.Command) *broker.SendRequest {
-	return &broker.SendRequest{
-		ProducerGroup:         sendExt(req, "producerGroup"),
-		Topic:                 sendExt(req, "topic"),
-		DefaultTopic:          sendExt(req, "defaultTopic"),
-		DefaultTopicQueueNums: parseInt32(sendExt(req, "defaultTopicQueueNums")),
-		QueueID:               parseInt32(sendExt(req, "queueId")),
-		SysFlag:               parseInt32(sendExt(req, "sysFlag")),
-		Flag:                  parseInt32(sendExt(req, "flag")),
-		BornTimestamp:         parseInt64(sendExt(req, "bornTimestamp")),
-		BornHost:              addrPort(c.RemoteAddr()),
-		Properties:            sendExt(req, "properties"),
-		Body:                  req.Body,
-		ReconsumeTimes:        parseInt32(sendExt(req, "reconsumeTimes")),
-		MaxReconsumeTimes:     parseInt32(sendExt(req, "maxReconsumeTimes")),
-		Batch:                 req.Code == codeSendBatchMessage || sendExt(req, "batch") == "true",
-	}
+	sr := &broker.SendRequest{BornHost: addrPort(c.RemoteAddr()), Body: req.Body, Batch: req.Code == codeSendBatchMessage}
+	req.EachExt(func(k, v string) {
+		switch k {
+		case "a", "producerGroup":
+			sr.ProducerGroup = v
+		case "b", "topic":
+			sr.Topic = v
+		case "c", "defaultTopic":
+			sr.DefaultTopic = v
+		case "d", "defaultTopicQueueNums":
+			sr.DefaultTopicQueueNums = parseInt32(v)
+		case "e", "queueId":
+			sr.QueueID = parseInt32(v)
+		case "f", "sysFlag":
+			sr.SysFlag = parseInt32(v)
+		case "g", "bornTimestamp":
+			sr.BornTimestamp = parseInt64(v)
+		case "h", "flag":
+			sr.Flag = parseInt32(v)
+		case "i", "properties":
+			sr.Properties = v
+		case "j", "reconsumeTimes":
+			sr.ReconsumeTimes = parseInt32(v)
+		case "l", "maxReconsumeTimes":
+			sr.MaxReconsumeTimes = parseInt32(v)
+		case "m", "batch":
+			sr.Batch = sr.Batch || v == "true"
+		}
+	})
+	return sr
 }
 
 // send is the async handler of the send codes: the store answers it, and
@@ -81,12 +83,9 @@ func sendResponse(req *remoting.Command, res broker.SendResult, err error) *remo
 	if region == "" {
 		region = "DefaultRegion"
 	}
-	resp.ExtFields = map[string]string{
-		"msgId":       res.MsgID,
-		"queueId":     itoa(int64(res.QueueID)),
-		"queueOffset": itoa(res.QueueOffset),
-		"MSG_REGION":  region,
-		"TRACE_ON":    "true",
-	}
-	return resp
+	return resp.AppendExt("msgId", res.MsgID).
+		AppendExt("queueId", itoa(int64(res.QueueID))).
+		AppendExt("queueOffset", itoa(res.QueueOffset)).
+		AppendExt("MSG_REGION", region).
+		AppendExt("TRACE_ON", "true")
 }
