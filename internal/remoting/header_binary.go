@@ -1,9 +1,9 @@
 package remoting
 
 import (
-	"maps"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 )
