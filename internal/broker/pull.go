@@ -154,7 +154,7 @@ func (b *Broker) Pull(ctx context.Context, req *PullRequest) (*PullResult, error
 	if req.SysFlag&PullFlagCommitOffset != 0 && req.CommitOffset >= 0 {
 		b.meta.CommitOffset(req.Group, req.Topic, req.QueueID, req.CommitOffset)
 	}
-	p := &puller{b: b, req: req, maxMsgs: max(int(req.MaxMsgs), 1), filter: spec.tagFilter()}
+	p := &puller{b: b, req: req, maxMsgs: max(int(req.MaxMsgs), 1), filter: spec.tagFilter(), rec: spec.recordFilter()}
 	res, err := p.read(req.Offset)
 	if err != nil {
 		return nil, err
@@ -172,12 +172,13 @@ type puller struct {
 	req     *PullRequest
 	maxMsgs int
 	filter  store.TagFilter
+	rec     store.RecordFilter
 }
 
 func (p *puller) read(offset int64) (*store.GetResult, error) {
 	p.b.reads.Add(1)
 	r := p.req
-	res, err := p.b.st.GetMessages(r.Topic, r.QueueID, offset, p.maxMsgs, r.MaxBytes, p.filter)
+	res, err := p.b.st.GetMessagesFiltered(r.Topic, r.QueueID, offset, p.maxMsgs, r.MaxBytes, p.filter, p.rec)
 	if err != nil {
 		return nil, errorf(KindSystemError, err, "reading queue %d of topic %q at offset %d failed; retry", r.QueueID, r.Topic, offset)
 	}

@@ -148,19 +148,51 @@ func TestPullTagFiltering(t *testing.T) {
 	if strings.Join(p.bodies, ",") != "tagA,tagC" || p.res.NextBeginOffset != 3 {
 		t.Fatalf("capped filter pull: %v next %d, want tagA,tagC next 3", p.bodies, p.res.NextBeginOffset)
 	}
-	// SQL92 registered by heartbeat wins over a TAG-typed request
-	// subscription (the Go pull consumer sends SQL text as TAG), and
-	// matches everything for now.
+}
+
+// TestPullSQL92Filter: a SQL92 subscription gets exactly the messages whose
+// properties match, whether registered by heartbeat (which wins over a
+// TAG-typed request subscription: the Go pull consumer sends SQL text as
+// TAG) or sent with the pull; a bad expression is refused naming where.
+func TestPullSQL92Filter(t *testing.T) {
+	e := newEnv(t)
+	e.createTopic("T", 1)
+	var want []string
+	for i := range 10 {
+		b := []string{"x", "y"}[i%2]
+		body := fmt.Sprintf("a=%d,b=%s", i, b)
+		e.send("T", 0, body, "a", fmt.Sprint(i), "b", b, "TAGS", "t"+fmt.Sprint(i%3))
+		if i > 5 && b == "x" {
+			want = append(want, body)
+		}
+	}
+	e.send("T", 0, "no props")
+	e.waitMax("T", 0, 11)
+	const expr = "a > 5 AND b = 'x'"
 	e.b.Heartbeat(9, Heartbeat{ClientID: "client-1", Consumers: []ConsumerData{{Group: "gsql",
-		Subscriptions: []Subscription{{Topic: "T", Expression: "a > 5", ExpressionType: ExpressionSQL92}}}}})
-	p = e.mustPull(pullReq("gsql", "T", 0, 0).withSub("a > 5"))
-	if p.res.Count != 5 {
-		t.Fatalf("SQL92 pull returned %d, want all 5", p.res.Count)
+		Subscriptions: []Subscription{{Topic: "T", Expression: expr, ExpressionType: ExpressionSQL92}}}}})
+	for _, r := range []*PullRequest{pullReq("gsql", "T", 0, 0).withSub(expr), pullReq("gsql", "T", 0, 0)} {
+		p := e.mustPull(r)
+		if p.res.Status != PullFound || strings.Join(p.bodies, ";") != strings.Join(want, ";") || p.res.NextBeginOffset != 11 {
+			t.Fatalf("SQL92 pull: %v %q next %d, want %q next 11", p.res.Status, p.bodies, p.res.NextBeginOffset, want)
+		}
 	}
-	p = e.mustPull(pullReq("gsql", "T", 0, 0))
-	if p.res.Count != 5 {
-		t.Fatalf("SQL92 pull by heartbeat returned %d, want all 5", p.res.Count)
+	// TAGS is the tag.
+	r := pullReq("other", "T", 0, 0).withSub("TAGS = 't1'")
+	r.ExpressionType = ExpressionSQL92
+	if p := e.mustPull(r); strings.Join(p.bodies, ";") != "a=1,b=y;a=4,b=x;a=7,b=y" {
+		t.Fatalf("TAGS filter: %q", p.bodies)
 	}
+	// Nothing matches: NO_MATCHED with the offset to go on from.
+	r = pullReq("other", "T", 0, 0).withSub("a > 100")
+	r.ExpressionType = ExpressionSQL92
+	if p := e.mustPull(r); p.res.Status != PullNoMatched || p.res.NextBeginOffset != 11 {
+		t.Fatalf("no match: %v next %d", p.res.Status, p.res.NextBeginOffset)
+	}
+	r = pullReq("other", "T", 0, 0).withSub("a > ")
+	r.ExpressionType = ExpressionSQL92
+	_, err := e.pull(r)
+	wantKind(t, err, KindSubscriptionParseFailed, "position 5")
 }
 
 func TestPullErrors(t *testing.T) {

@@ -5,7 +5,9 @@ package broker
 import (
 	"slices"
 	"strings"
+	"unsafe"
 
+	"github.com/petrelmq/petrel/internal/broker/sqlfilter"
 	"github.com/petrelmq/petrel/internal/message"
 	"github.com/petrelmq/petrel/internal/store"
 )
@@ -19,9 +21,10 @@ const (
 // filterSpec is a parsed subscription.
 type filterSpec struct {
 	expr, typ string
-	all       bool    // "*", "" or SQL92: no broker-side filter
-	codes     []int64 // tag hashes, sorted, deduplicated
-	err       *Error  // set when the expression does not parse
+	all       bool            // "*" or "": no tag filter
+	codes     []int64         // tag hashes, sorted, deduplicated
+	sql       *sqlfilter.Expr // SQL92: evaluated on each record's properties
+	err       *Error          // set when the expression does not parse
 }
 
 // parseSubscription parses a subscription expression.
@@ -33,10 +36,11 @@ type filterSpec struct {
 // bytes where Java hashes UTF-16 units. Hash collisions only over-deliver;
 // clients re-filter by tag string.
 //
-// SQL92: the expression is kept but not evaluated yet — such a
-// subscription matches every message (SQL92 filtering comes later). Clients
-// re-filter by tag only, so until then SQL92 consumers see every message of
-// the topic.
+// SQL92: RocketMQ's property filter (package sqlfilter), evaluated at the
+// broker on each record's properties (TAGS is the tag); clients do not
+// re-filter, so only matching messages reach them. An expression that does
+// not compile is refused with KindSubscriptionParseFailed and the position
+// of the error.
 func parseSubscription(expr, typ string) *filterSpec {
 	f := &filterSpec{expr: expr, typ: typ}
 	switch strings.ToUpper(typ) {
@@ -45,6 +49,12 @@ func parseSubscription(expr, typ string) *filterSpec {
 	case ExpressionSQL92:
 		f.typ = ExpressionSQL92
 		f.all = true
+		sql, err := sqlfilter.Compile(expr)
+		if err != nil {
+			f.err = errorf(KindSubscriptionParseFailed, err, "SQL92 expression %q does not parse: %v", expr, err)
+			return f
+		}
+		f.sql = sql
 		return f
 	default:
 		f.err = errorf(KindSubscriptionParseFailed, nil, "expression type %q is not supported; use TAG or SQL92", typ)
@@ -83,6 +93,25 @@ func (f *filterSpec) tagFilter() store.TagFilter {
 		return func(h int64) bool { return slices.Contains(codes, h) }
 	}
 	return func(h int64) bool { _, ok := slices.BinarySearch(codes, h); return ok }
+}
+
+// recordFilter returns the store's record filter; nil matches everything.
+func (f *filterSpec) recordFilter() store.RecordFilter {
+	if f.sql == nil {
+		return nil
+	}
+	sql := f.sql
+	return func(r message.Record) bool {
+		return sql.Match(func(key string) (string, bool) {
+			v, ok := r.Property(key)
+			if !ok || len(v) == 0 {
+				return "", ok
+			}
+			// The evaluator only reads the value during Match; the record
+			// outlives the call.
+			return unsafe.String(&v[0], len(v)), true
+		})
+	}
 }
 
 // filterFor resolves the subscription of a pull. With sysFlag bit 2 the

@@ -70,6 +70,25 @@ func (r *GetResult) Release() {
 	}
 }
 
+// keep drops the records of Body[from:] that rec rejects.
+func (r *GetResult) keep(from int, rec RecordFilter) {
+	in, out := from, from
+	for in < len(r.Body) {
+		n, err := message.Check(r.Body[in:])
+		if err != nil || n <= 0 {
+			break // cannot happen: the store reads whole records
+		}
+		if rec(message.Record(r.Body[in : in+n])) {
+			copy(r.Body[out:], r.Body[in:in+n])
+			out += n
+		} else {
+			r.Count--
+		}
+		in += n
+	}
+	r.Body = r.Body[:out]
+}
+
 // Records calls fn for each record of the body.
 func (r *GetResult) Records(fn func(message.Record)) {
 	b := r.Body
@@ -86,10 +105,24 @@ func (r *GetResult) Records(fn func(message.Record)) {
 // TagFilter says whether an entry's tag hash can match; nil matches all.
 type TagFilter func(tagHash int64) bool
 
+// RecordFilter says whether a stored record matches (SQL92 property
+// filters); it sees only records the TagFilter let through. It must not
+// keep the record, whose memory is reused. nil matches all.
+type RecordFilter func(message.Record) bool
+
 // GetMessages reads up to maxCount messages (and about maxBytes, always at
 // least one whole record) of a queue from offset, skipping entries the
 // filter rejects. Only records that are durable are ever returned.
 func (s *Store) GetMessages(topic string, queueID int32, offset int64, maxCount, maxBytes int, filter TagFilter) (*GetResult, error) {
+	return s.GetMessagesFiltered(topic, queueID, offset, maxCount, maxBytes, filter, nil)
+}
+
+// GetMessagesFiltered is GetMessages that also drops the records rec
+// rejects. maxCount and maxBytes bound the records read, so a result may
+// hold fewer than maxCount records though more matching ones follow
+// (NextOffset says where to go on); when every record read was dropped the
+// status is NoMatchedMessage.
+func (s *Store) GetMessagesFiltered(topic string, queueID int32, offset int64, maxCount, maxBytes int, filter TagFilter, rec RecordFilter) (*GetResult, error) {
 	if maxCount <= 0 {
 		maxCount = 1
 	}
@@ -97,7 +130,7 @@ func (s *Store) GetMessages(topic string, queueID int32, offset int64, maxCount,
 		maxBytes = 256 << 10
 	}
 	if mq := s.mem.queue(topic, queueID); mq != nil {
-		return mq.get(offset, maxCount, maxBytes, filter), nil
+		return mq.get(offset, maxCount, maxBytes, filter, rec), nil
 	}
 	res := &GetResult{}
 	q := s.queues.get(topic, queueID)
@@ -132,11 +165,11 @@ func (s *Store) GetMessages(topic string, queueID int32, offset int64, maxCount,
 		}
 		return res, nil
 	}
-	err := s.readQueue(q, res, offset, maxCount, maxBytes, filter)
+	err := s.readQueue(q, res, offset, maxCount, maxBytes, filter, rec)
 	return res, err
 }
 
-func (s *Store) readQueue(q *consumequeue.Queue, res *GetResult, offset int64, maxCount, maxBytes int, filter TagFilter) error {
+func (s *Store) readQueue(q *consumequeue.Queue, res *GetResult, offset int64, maxCount, maxBytes int, filter TagFilter, rec RecordFilter) error {
 	var entries [entryBatch]consumequeue.Entry
 	logMin := s.clog.MinOffset()
 	durable := s.clog.Durable()
@@ -162,6 +195,9 @@ func (s *Store) readQueue(q *consumequeue.Queue, res *GetResult, offset int64, m
 			return err
 		}
 		runStart, runEnd = -1, -1
+		if rec != nil {
+			res.keep(at, rec)
+		}
 		return nil
 	}
 	bytes := 0

@@ -146,7 +146,7 @@ func (r *memQueueRef) bounds() (int64, int64) {
 	return q.base, q.base + int64(len(q.recs))
 }
 
-func (r *memQueueRef) get(offset int64, maxCount, maxBytes int, filter TagFilter) *GetResult {
+func (r *memQueueRef) get(offset int64, maxCount, maxBytes int, filter TagFilter, recFilter RecordFilter) *GetResult {
 	r.mt.mu.RLock()
 	defer r.mt.mu.RUnlock()
 	res := &GetResult{}
@@ -172,7 +172,7 @@ func (r *memQueueRef) get(offset int64, maxCount, maxBytes int, filter TagFilter
 	bytes := 0
 	for i := offset - q.base; i < int64(len(q.recs)) && res.Count < maxCount; i++ {
 		rec := q.recs[i]
-		if filter != nil && !filter(rec.tagHash) {
+		if filter != nil && !filter(rec.tagHash) || recFilter != nil && !recFilter(message.Record(rec.rec)) {
 			next++
 			continue
 		}

@@ -3,6 +3,8 @@ package store
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -475,5 +477,54 @@ func TestDeleteTopic(t *testing.T) {
 	}
 	if len(s.QueueIDs("Gone")) != 0 {
 		t.Fatal("deleted topic still lists queues")
+	}
+}
+
+// TestGetMessagesFiltered: a record filter drops the records it rejects,
+// after the tag filter, for disk and in-memory topics alike; a read whose
+// records were all dropped says NoMatchedMessage and where to go on.
+func TestGetMessagesFiltered(t *testing.T) {
+	clk := clock.NewManual(t0)
+	s := mustOpen(t, smallConfig(vfs.NewMem(), clk))
+	defer s.Close()
+	if err := s.Meta().PutTopic(meta.Topic{Name: "Mem", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6,
+		Attributes: map[string]string{AttrPersistent: "false"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, topic := range []string{"Disk", "Mem"} {
+		for i := range 20 {
+			m := newMsg(topic, 0, fmt.Sprintf("m%d", i), "")
+			m.SetProperty("a", fmt.Sprint(i))
+			m.SetProperty(message.PropertyTags, []string{"X", "Y"}[i%2])
+			if err := s.Put(m); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	waitDispatched(t, s)
+	over := func(n int) RecordFilter {
+		return func(r message.Record) bool {
+			v, _ := r.Property("a")
+			i, _ := strconv.Atoi(string(v))
+			return i > n
+		}
+	}
+	tagX := message.TagHash("X")
+	for _, topic := range []string{"Disk", "Mem"} {
+		res, err := s.GetMessagesFiltered(topic, 0, 0, 32, 0, func(h int64) bool { return h == tagX }, over(9))
+		if err != nil || res.Status != Found || res.NextOffset != 20 {
+			t.Fatalf("%s: %+v %v", topic, res, err)
+		}
+		var got []string
+		res.Records(func(r message.Record) { got = append(got, string(r.Body())) })
+		if want := []string{"m10", "m12", "m14", "m16", "m18"}; !slices.Equal(got, want) || res.Count != len(want) {
+			t.Fatalf("%s: got %v (count %d), want %v", topic, got, res.Count, want)
+		}
+		res.Release()
+		res, err = s.GetMessagesFiltered(topic, 0, 0, 32, 0, nil, over(100))
+		if err != nil || res.Status != NoMatchedMessage || res.Count != 0 || len(res.Body) != 0 || res.NextOffset != 20 {
+			t.Fatalf("%s, nothing matching: %+v %v", topic, res, err)
+		}
+		res.Release()
 	}
 }

@@ -361,6 +361,44 @@ func TestTagFilter(t *testing.T) {
 	}
 }
 
+// TestSQL92Filter: a subscription "a > 5 AND b = 'x'" gets exactly the
+// messages whose properties match: the broker filters (clients do not
+// re-filter SQL92), so any other message would arrive.
+func TestSQL92Filter(t *testing.T) {
+	t.Parallel()
+	p := startPetrel(t, serverOptions{})
+	prod := newProducer(t, p)
+	topic := uniqueName(t, "t")
+	prepareTopic(t, p, prod, topic)
+
+	col := newCollector()
+	c := newPushConsumer(t, p, uniqueName(t, "cg"))
+	startPushConsumer(t, c, topic, consumer.MessageSelector{Type: consumer.SQL92, Expression: "a > 5 AND b = 'x'"}, col, "c")
+
+	all := bodies(t, "m", 200)
+	var want []string
+	sendAllSync(t, prod, topic, all, func(i int, m *primitive.Message) {
+		a, b := i%10, []string{"x", "y", "z"}[i%3]
+		m.WithProperty("a", strconv.Itoa(a))
+		m.WithProperty("b", b)
+		if a > 5 && b == "x" {
+			want = append(want, all[i])
+		}
+	})
+	col.waitAll(t, consumeTimeout, "SQL92 a > 5 AND b = 'x'", want)
+	// Every queue holds non-matching messages after the last matching one
+	// sent to it; had the broker let them through they would be here.
+	wanted := map[string]bool{}
+	for _, w := range want {
+		wanted[w] = true
+	}
+	for _, d := range col.snapshot() {
+		if !wanted[d.body] {
+			t.Fatalf("SQL92 subscription received non-matching message %s", d.body)
+		}
+	}
+}
+
 // TestOrderedPerKey: messages sent with a hash queue selector on a sharding
 // key all go to one queue per key, and an orderly push consumer sees each
 // key's messages in send order, never two callbacks for one queue at once.
