@@ -174,6 +174,9 @@ type Log struct {
 	// flushIdle holds a token while the flusher waits for work (FlushSync).
 	flushIdle chan struct{}
 	prepKick  chan struct{} // the writer made progress
+	// In-place zero-filling of unprepared segments (FlushSync), fill.go.
+	fill     filler
+	fillKick chan struct{}
 
 	// Writer-owned state.
 	nextPrep     *prepJob
@@ -264,6 +267,7 @@ func Open(fsys vfs.FS, dir string, opts Options) (*Log, error) {
 		l.flushIdle = make(chan struct{}, 1)
 		l.flushIdle <- struct{}{}
 		l.prepKick = make(chan struct{}, 1)
+		l.fillKick = make(chan struct{}, 1)
 	}
 	if err := vfs.MkdirAllDurable(fsys, dir); err != nil {
 		return nil, fmt.Errorf("commitlog: create dir %s: %w", dir, err)
@@ -286,8 +290,14 @@ func Open(fsys vfs.FS, dir string, opts Options) (*Log, error) {
 	go l.writer()
 	go l.flusher()
 	if l.prepc != nil {
-		l.wg.Add(1)
+		l.wg.Add(2)
 		go l.preparer()
+		l.fill.writing.Store(end)
+		go l.fillLoop()
+		if l.tail != nil {
+			// Whether the tail was prepared is not known after a restart.
+			l.fillInPlace(l.tail)
+		}
 	}
 	if opts.FlushMode == FlushSync {
 		l.armSweeper()
@@ -636,6 +646,7 @@ func (l *Log) writeBatch(batch []*request) (synced bool) {
 		case l.prepKick <- struct{}{}:
 		default:
 		}
+		l.kickFill()
 	}
 	if l.opts.FlushMode == FlushAsync {
 		for _, r := range batch {
@@ -692,6 +703,7 @@ func (l *Log) flushBuf(at int64) error {
 	pad = int(min(int64(pad), l.opts.SegmentBytes-end))
 	l.buf = grow(l.buf, pad)
 	clear(l.buf[n:])
+	l.waitFill(at, at+int64(len(l.buf)))
 	if _, err := s.f.WriteAt(l.buf, at-s.start); err != nil {
 		// Undo a partial write so no half record is left for a later scan.
 		zero := make([]byte, len(l.buf))
@@ -712,6 +724,7 @@ func (l *Log) newSegment(start int64) error {
 	if err != nil {
 		return err
 	}
+	prepared := f != nil
 	if f == nil {
 		if f, err = l.fs.Create(p); err != nil {
 			return fmt.Errorf("commitlog: create segment %s: %w", name, err)
@@ -733,6 +746,11 @@ func (l *Log) newSegment(start int64) error {
 	l.segments = append(l.segments, s)
 	l.segMu.Unlock()
 	l.tail = s
+	if prepared {
+		l.fillInPlace(nil)
+	} else {
+		l.fillInPlace(s)
+	}
 	l.requestPrepare(start + l.opts.SegmentBytes)
 	return nil
 }
