@@ -80,7 +80,7 @@ func (l *Log) waitFill(at, end int64) {
 func (l *Log) fillLoop() {
 	defer l.wg.Done()
 	var cur *segment
-	var next, sinceSync int64 // log offsets
+	var next, sinceSync int64        // log offsets
 	zeros := make([]byte, fillChunk) // for file systems without ZeroFill
 	for {
 		select {
