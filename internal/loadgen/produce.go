@@ -179,12 +179,16 @@ type producer struct {
 	clients    []*remoting.Client
 	uniqPrefix string
 
-	slots chan *slot // free slots
-	sent  atomic.Int64
-	errs  atomic.Int64
-	errMu sync.Mutex
-	first string
-	start time.Time
+	slots    chan *slot   // free slots
+	next     atomic.Int64 // sequence number of the next message
+	issueCtx context.Context
+	connMu   sync.Mutex
+	conns    [][]*remoting.Conn // [client][broker]
+	sent     atomic.Int64
+	errs     atomic.Int64
+	errMu    sync.Mutex
+	first    string
+	start    time.Time
 }
 
 func (p *producer) run(ctx context.Context, conns [][]*remoting.Conn) (*Result, error) {
@@ -196,8 +200,9 @@ func (p *producer) run(ctx context.Context, conns [][]*remoting.Conn) (*Result, 
 		all[i] = p.newSlot(i, stopIssue)
 		p.slots <- all[i]
 	}
+	p.issueCtx, p.conns = issueCtx, conns
 	p.start = time.Now()
-	p.issue(issueCtx, conns)
+	p.issue(issueCtx)
 	// Wait for the answers still due, a grace period at most.
 	grace := time.NewTimer(p.cfg.GracePeriod)
 	defer grace.Stop()
@@ -251,7 +256,6 @@ type slot struct {
 	p     *producer
 	req   *remoting.Command
 	body  []byte
-	ext   map[string]string
 	props []byte
 	t0    time.Time
 	q     queueRef
@@ -266,18 +270,16 @@ func (p *producer) newSlot(i int, stop context.CancelFunc) *slot {
 	cfg := p.cfg
 	s := &slot{p: p, body: make([]byte, cfg.BodyBytes), props: make([]byte, 0, 64), stop: stop, hist: NewHistogram()}
 	fillBody(s.body)
-	s.ext = map[string]string{
-		"a": cfg.ProducerGroup, "b": cfg.Topic, "c": "TBW102", "d": "4", "f": "0", "h": "0",
-		"j": "0", "k": "false", "l": "16", "m": "false",
-	}
-	s.req = remoting.NewRequest(codeSendMessageV2, s.ext, s.body)
+	s.req = remoting.NewRequest(codeSendMessageV2, nil, s.body) // header fields set per send
 	s.done = s.answered
 	return s
 }
 
-// issue sends until the count is reached or issueCtx ends, one free slot
-// at a time.
-func (p *producer) issue(issueCtx context.Context, conns [][]*remoting.Conn) {
+// issue sends while the count is not reached and issueCtx lasts, taking
+// free slots. Unpaced, it starts the window and then only resends slots
+// whose call failed: an answer's callback sends its slot's next message
+// itself, so a send costs no goroutine hand-off.
+func (p *producer) issue(issueCtx context.Context) {
 	cfg := p.cfg
 	var interval float64
 	var timer *time.Timer
@@ -287,55 +289,78 @@ func (p *producer) issue(issueCtx context.Context, conns [][]*remoting.Conn) {
 		timer.Stop()
 		defer timer.Stop()
 	}
-	nq := int64(len(p.rt.queues))
-	for i := int64(0); i < cfg.Count; i++ {
-		if interval > 0 {
-			if d := time.Until(p.start.Add(time.Duration(float64(i) * interval))); d > 0 {
-				timer.Reset(d)
-				select {
-				case <-timer.C:
-				case <-issueCtx.Done():
-					return
-				}
-			}
-		}
+	for {
 		var s *slot
 		select {
 		case s = <-p.slots:
 		case <-issueCtx.Done():
 			return
 		}
-		if issueCtx.Err() != nil {
+		if interval > 0 {
+			i := p.next.Load()
+			if d := time.Until(p.start.Add(time.Duration(float64(i) * interval))); d > 0 {
+				timer.Reset(d)
+				select {
+				case <-timer.C:
+				case <-issueCtx.Done():
+					p.slots <- s
+					return
+				}
+			}
+		}
+		if !p.send(s) {
 			p.slots <- s
 			return
 		}
-		q := p.rt.queues[i%nq]
-		binary.BigEndian.PutUint64(s.body, uint64(i))
-		s.props = append(s.props[:0], "UNIQ_KEY\x01"...)
-		s.props = append(s.props, p.uniqPrefix...)
-		s.props = appendHex12(s.props, uint64(i))
-		s.props = append(s.props, "\x02WAIT\x01true\x02"...)
-		s.ext["e"] = strconv.Itoa(int(q.queueID))
-		s.ext["n"] = q.name
-		s.ext["g"] = strconv.FormatInt(time.Now().UnixMilli(), 10)
-		s.ext["i"] = string(s.props)
-		s.q = q
-		ci := int(i) % len(conns)
-		c := conns[ci][q.broker]
-		select {
-		case <-c.Closed():
-			// Redial after the broker closed the connection (its calls
-			// failed and were counted).
-			dctx, cancel := context.WithTimeout(issueCtx, defaultControlTimeout)
-			if nc, err := p.clients[ci].Conn(dctx, p.rt.addrs[q.broker]); err == nil {
-				conns[ci][q.broker], c = nc, nc
-			}
-			cancel()
-		default:
-		}
-		s.t0 = time.Now()
-		c.InvokeAsync(s.req, s.done)
 	}
+}
+
+// send sends the next message on s; false when the count is reached or
+// issuing stopped (s is then the caller's to free).
+func (p *producer) send(s *slot) bool {
+	if p.issueCtx.Err() != nil {
+		return false
+	}
+	i := p.next.Add(1) - 1
+	if i >= p.cfg.Count {
+		return false
+	}
+	q := p.rt.queues[i%int64(len(p.rt.queues))]
+	binary.BigEndian.PutUint64(s.body, uint64(i))
+	s.props = append(s.props[:0], "UNIQ_KEY\x01"...)
+	s.props = append(s.props, p.uniqPrefix...)
+	s.props = appendHex12(s.props, uint64(i))
+	s.props = append(s.props, "\x02WAIT\x01true\x02"...)
+	cfg := p.cfg
+	s.req.ResetExt().
+		AppendExt("a", cfg.ProducerGroup).AppendExt("b", cfg.Topic).AppendExt("c", "TBW102").
+		AppendExt("d", "4").AppendExt("e", strconv.Itoa(int(q.queueID))).AppendExt("f", "0").
+		AppendExt("g", strconv.FormatInt(time.Now().UnixMilli(), 10)).AppendExt("h", "0").
+		AppendExt("i", string(s.props)).AppendExt("j", "0").AppendExt("k", "false").
+		AppendExt("l", "16").AppendExt("m", "false").AppendExt("n", q.name)
+	s.q = q
+	c := p.conn(int(i)%len(p.clients), q.broker)
+	s.t0 = time.Now()
+	c.InvokeAsync(s.req, s.done)
+	return true
+}
+
+// conn returns the connection of client ci to broker b, redialing one the
+// broker closed (its calls failed and were counted).
+func (p *producer) conn(ci, b int) *remoting.Conn {
+	p.connMu.Lock()
+	defer p.connMu.Unlock()
+	c := p.conns[ci][b]
+	select {
+	case <-c.Closed():
+		dctx, cancel := context.WithTimeout(p.issueCtx, defaultControlTimeout)
+		if nc, err := p.clients[ci].Conn(dctx, p.rt.addrs[b]); err == nil {
+			p.conns[ci][b], c = nc, nc
+		}
+		cancel()
+	default:
+	}
+	return c
 }
 
 // answered is a slot's callback: it runs on the connection's reader.
@@ -352,6 +377,9 @@ func (s *slot) answered(resp *remoting.Command, err error) {
 		s.hist.Record(lat)
 		s.mu.Unlock()
 		p.sent.Add(1)
+		if p.cfg.Rate == 0 && p.send(s) {
+			return
+		}
 	}
 	p.slots <- s // never blocks: the channel holds every slot
 }

@@ -170,7 +170,18 @@ func (c *Command) EachExt(fn func(key, value string)) {
 // responses built on the hot path. The key must not be set already. It
 // returns c.
 func (c *Command) AppendExt(key, value string) *Command {
+	if c.ext == nil {
+		c.ext = make([]extPair, 0, 8)
+	}
 	c.ext = append(c.ext, extPair{key: key, value: value})
+	return c
+}
+
+// ResetExt removes the fields AppendExt added, keeping their memory, so a
+// request can be reused for the next send. It returns c.
+func (c *Command) ResetExt() *Command {
+	clear(c.ext)
+	c.ext = c.ext[:0]
 	return c
 }
 
