@@ -15,7 +15,7 @@ import (
 // benchStore opens a store on the real disk in a temporary directory.
 // Segments are 128 MiB rather than 1 GiB so that a run of a few seconds
 // rolls over several of them and measures the steady state (under sync
-// flush, segments zero-filled ahead by the preparer).
+// flush, segments zero-filled ahead by the filler).
 func benchStore(b *testing.B, mode commitlog.FlushMode) *Store {
 	b.Helper()
 	cfg := DefaultConfig(b.TempDir())

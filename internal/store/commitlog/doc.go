@@ -30,9 +30,10 @@
 // answered once the bytes are written, and the flusher syncs every
 // FlushInterval.
 //
-// Under FlushSync a preparer goroutine zero-fills the next segment ahead of
-// the writer (see prepare.go): an fdatasync after writing into blocks that
-// were only reserved must also commit their conversion, which costs 1.5x.
+// Under FlushSync a filler goroutine zero-fills the tail segment in place
+// ahead of the writer (see fill.go): an fdatasync after writing into blocks
+// that were only reserved must also commit their conversion, which costs
+// 1.5x.
 //
 // Durable() is the offset below which records may be handed to consumers:
 // the synced offset under FlushSync, the written offset under FlushAsync.

@@ -114,7 +114,6 @@ func (l *Log) Close() error {
 		l.waitMu.Unlock()
 		close(l.quit)
 		l.wg.Wait()
-		l.dropPrepared()
 		l.segMu.Lock()
 		l.closeSegments()
 		l.segMu.Unlock()

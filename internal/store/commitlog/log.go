@@ -169,17 +169,14 @@ type Log struct {
 	closeMu   sync.RWMutex // held for reading while submitting; Close takes it to stop submissions
 	closed    bool
 
-	// Segment preparation (FlushSync): jobs for the preparer goroutine.
-	prepc chan *prepJob
 	// flushIdle holds a token while the flusher waits for work (FlushSync).
 	flushIdle chan struct{}
-	prepKick  chan struct{} // the writer made progress
-	// In-place zero-filling of unprepared segments (FlushSync), fill.go.
+	// In-place zero-filling of segments ahead of the writer (FlushSync),
+	// fill.go.
 	fill     filler
 	fillKick chan struct{}
 
 	// Writer-owned state.
-	nextPrep     *prepJob
 	queueOffsets map[queueKey]int64
 	buf          []byte
 	tail         *segment
@@ -263,10 +260,8 @@ func Open(fsys vfs.FS, dir string, opts Options) (*Log, error) {
 	}
 	if opts.FlushMode == FlushSync {
 		l.syncc = make(chan syncJob, 64)
-		l.prepc = make(chan *prepJob, 1)
 		l.flushIdle = make(chan struct{}, 1)
 		l.flushIdle <- struct{}{}
-		l.prepKick = make(chan struct{}, 1)
 		l.fillKick = make(chan struct{}, 1)
 	}
 	if err := vfs.MkdirAllDurable(fsys, dir); err != nil {
@@ -289,13 +284,12 @@ func Open(fsys vfs.FS, dir string, opts Options) (*Log, error) {
 	l.wg.Add(2)
 	go l.writer()
 	go l.flusher()
-	if l.prepc != nil {
-		l.wg.Add(2)
-		go l.preparer()
+	if l.fillKick != nil {
+		l.wg.Add(1)
 		l.fill.writing.Store(end)
 		go l.fillLoop()
 		if l.tail != nil {
-			// Whether the tail was prepared is not known after a restart.
+			// How far the tail was filled before a restart is not known.
 			l.fillInPlace(l.tail)
 		}
 	}
@@ -310,7 +304,7 @@ func (l *Log) loadSegments() error {
 	if err != nil {
 		return fmt.Errorf("commitlog: list %s: %w", l.dir, err)
 	}
-	l.removePrepared(names)
+	removeLeftovers(l.fs, l.dir, names)
 	for _, name := range names {
 		if len(name) != 20 {
 			continue
@@ -472,9 +466,6 @@ func (l *Log) finish(r *request, res Result, err error) {
 func (l *Log) writer() {
 	defer l.wg.Done()
 	defer close(l.writerDone)
-	if l.tail != nil {
-		l.requestPrepare(l.tail.start + l.opts.SegmentBytes)
-	}
 	defer func() {
 		if l.syncc != nil {
 			close(l.syncc)
@@ -641,13 +632,7 @@ func (l *Log) writeBatch(batch []*request) (synced bool) {
 		return
 	}
 	l.written.Store(pos)
-	if l.prepKick != nil {
-		select {
-		case l.prepKick <- struct{}{}:
-		default:
-		}
-		l.kickFill()
-	}
+	l.kickFill()
 	if l.opts.FlushMode == FlushAsync {
 		for _, r := range batch {
 			l.finish(r, r.res, nil)
@@ -720,20 +705,14 @@ func (l *Log) flushBuf(at int64) error {
 func (l *Log) newSegment(start int64) error {
 	name := SegmentName(start)
 	p := path.Join(l.dir, name)
-	f, err := l.takePrepared(start)
+	f, err := l.fs.Create(p)
 	if err != nil {
-		return err
+		return fmt.Errorf("commitlog: create segment %s: %w", name, err)
 	}
-	prepared := f != nil
-	if f == nil {
-		if f, err = l.fs.Create(p); err != nil {
-			return fmt.Errorf("commitlog: create segment %s: %w", name, err)
-		}
-		if err := f.Preallocate(l.opts.SegmentBytes); err != nil {
-			f.Close()
-			l.fs.Remove(p)
-			return fmt.Errorf("commitlog: preallocate segment %s: %w", name, err)
-		}
+	if err := f.Preallocate(l.opts.SegmentBytes); err != nil {
+		f.Close()
+		l.fs.Remove(p)
+		return fmt.Errorf("commitlog: preallocate segment %s: %w", name, err)
 	}
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		f.Close()
@@ -746,12 +725,7 @@ func (l *Log) newSegment(start int64) error {
 	l.segments = append(l.segments, s)
 	l.segMu.Unlock()
 	l.tail = s
-	if prepared {
-		l.fillInPlace(nil)
-	} else {
-		l.fillInPlace(s)
-	}
-	l.requestPrepare(start + l.opts.SegmentBytes)
+	l.fillInPlace(s)
 	return nil
 }
 
