@@ -35,6 +35,8 @@ type options struct {
 	segmentBytes  int64
 	maxMessage    int
 	reserve       time.Duration
+	delayLevels   string
+	maxTimerDelay time.Duration
 	logLevel      string
 	cpuProfile    string
 }
@@ -83,6 +85,9 @@ func addBrokerFlags(fl *pflag.FlagSet, o *options) {
 	fl.Int64Var(&o.segmentBytes, "segment-bytes", def.SegmentBytes, "size of each commit-log segment file in bytes")
 	fl.IntVar(&o.maxMessage, "max-message-bytes", def.MaxMessageBytes, "largest message body in bytes; larger sends are refused")
 	fl.DurationVar(&o.reserve, "file-reserved-time", def.FileReservedTime, "delete commit-log segments older than this")
+	bdef := broker.DefaultConfig()
+	fl.StringVar(&o.delayLevels, "delay-levels", formatDelayLevels(bdef.DelayLevels), "delays of the DELAY property's levels 1, 2, ...; retries wait level 3 + attempts")
+	fl.DurationVar(&o.maxTimerDelay, "max-timer-delay", bdef.MaxTimerDelay, "refuse delayed messages due later than this")
 }
 
 // loadConfig applies the YAML file's keys to the flags not set on the
@@ -138,14 +143,41 @@ func (o *options) storeConfig(logger *slog.Logger) (store.Config, error) {
 	return cfg, nil
 }
 
-func (o *options) brokerConfig(logger *slog.Logger) broker.Config {
+func (o *options) brokerConfig(logger *slog.Logger) (broker.Config, error) {
 	cfg := broker.DefaultConfig()
+	if o.delayLevels != "" {
+		levels, err := broker.ParseDelayLevels(o.delayLevels)
+		if err != nil {
+			return cfg, fmt.Errorf("--delay-levels: %w", err)
+		}
+		cfg.DelayLevels = levels
+	}
+	if o.maxTimerDelay != 0 {
+		cfg.MaxTimerDelay = o.maxTimerDelay
+	}
 	cfg.BrokerName = o.brokerName
 	cfg.ClusterName = o.cluster
 	cfg.AutoCreateTopics = o.autoCreate
 	cfg.MaxMessageBytes = o.maxMessage
 	cfg.Logger = logger
-	return cfg
+	return cfg, nil
+}
+
+// formatDelayLevels writes levels as --delay-levels takes them: "1s 5s
+// ... 1h 2h".
+func formatDelayLevels(levels []time.Duration) string {
+	parts := make([]string, len(levels))
+	for i, d := range levels {
+		switch {
+		case d%time.Hour == 0:
+			parts[i] = fmt.Sprintf("%dh", d/time.Hour)
+		case d%time.Minute == 0:
+			parts[i] = fmt.Sprintf("%dm", d/time.Minute)
+		default:
+			parts[i] = d.String()
+		}
+	}
+	return strings.Join(parts, " ")
 }
 
 func splitNameServers(s string) []string {

@@ -141,9 +141,13 @@ func runBroker(ctx context.Context, o *options, nameServers []string, out io.Wri
 	if err != nil {
 		return err
 	}
+	bcfg, err := o.brokerConfig(logger)
+	if err != nil {
+		return err
+	}
 	b, err := daemon.StartBroker(daemon.BrokerConfig{
 		Store:       scfg,
-		Broker:      o.brokerConfig(logger),
+		Broker:      bcfg,
 		Listen:      o.brokerListen,
 		Advertise:   o.advertise,
 		NameServers: nameServers,

@@ -42,6 +42,8 @@ type Broker struct {
 	locks   map[lockKey]lockEntry
 
 	reads atomic.Int64 // store reads made by Pull, for tests
+
+	timers *timers // delayed delivery, delay.go
 }
 
 // New returns a broker over st, an open store the caller keeps owning
@@ -77,7 +79,11 @@ func New(st *store.Store, cfg Config) (*Broker, error) {
 			}
 		}
 	}
+	if err := b.openTimers(); err != nil {
+		return nil, errorf(KindSystemError, err, "delayed delivery cannot start")
+	}
 	st.AddListener(b.onArrived)
+	b.kickTimers(TimerTopic) // what was dispatched since the replay
 	b.armExpiry()
 	b.log.Info("broker started", "cluster", cfg.ClusterName, "broker_id", cfg.BrokerID,
 		"store_host", cfg.StoreHost.String(), "auto_create_topics", cfg.AutoCreateTopics)
@@ -91,6 +97,7 @@ func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
 		b.closed.Store(true)
 		b.closePolls()
+		b.closeTimers()
 		b.clients.mu.Lock()
 		b.clients.closed = true
 		if b.clients.timer != nil {

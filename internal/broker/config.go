@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/petrelmq/petrel/internal/clock"
@@ -48,27 +50,65 @@ type Config struct {
 	// taken by another client. Keep it above the clients' 30 s lock
 	// validity. Default 60 s.
 	LockExpiry time.Duration
-	// Clock drives long-poll timeouts, client expiry and lock expiry.
-	// Default clock.Real.
+	// DelayLevels are the delays of the DELAY property's levels 1..n (a
+	// higher level means the last one). Default RocketMQ's 18: 1s 5s 10s
+	// 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h.
+	DelayLevels []time.Duration
+	// MaxTimerDelay caps how far ahead a delayed message may be due (the
+	// 5.x timer properties); later ones are refused. Default 7 days.
+	MaxTimerDelay time.Duration
+	// DefaultMaxReconsumeTimes is the attempts a failed message gets
+	// before its dead-letter queue when the consumer names none. Default 16.
+	DefaultMaxReconsumeTimes int32
+	// Clock drives long-poll timeouts, client expiry, lock expiry and
+	// delayed delivery. Default clock.Real.
 	Clock clock.Clock
 	// Logger receives lifecycle and degraded-state messages. Default: discard.
 	Logger *slog.Logger
 }
 
+// DefaultDelayLevels are RocketMQ's delay levels 1..18.
+var DefaultDelayLevels = []time.Duration{
+	time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second,
+	time.Minute, 2 * time.Minute, 3 * time.Minute, 4 * time.Minute, 5 * time.Minute,
+	6 * time.Minute, 7 * time.Minute, 8 * time.Minute, 9 * time.Minute, 10 * time.Minute,
+	20 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour,
+}
+
+// ParseDelayLevels parses delay levels written as Go durations separated
+// by spaces ("1s 5s 10s"), the form of the --delay-levels flag.
+func ParseDelayLevels(s string) ([]time.Duration, error) {
+	var out []time.Duration
+	for _, f := range strings.Fields(s) {
+		d, err := time.ParseDuration(f)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("delay level %d %q is not a positive duration like 5s or 2m", len(out)+1, f)
+		}
+		out = append(out, d)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no delay levels in %q; give durations separated by spaces, like \"1s 5s 10s\"", s)
+	}
+	return out, nil
+}
+
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	return Config{
-		BrokerName:            "broker-a",
-		ClusterName:           "DefaultCluster",
-		AutoCreateTopics:      true,
-		DefaultTopicQueueNums: 8,
-		MaxMessageBytes:       4 << 20,
-		LongPollMaxTotal:      100_000,
-		LongPollMaxPerConn:    1_000,
-		ClientExpiry:          120 * time.Second,
-		LockExpiry:            60 * time.Second,
-		Clock:                 clock.Real,
-		Logger:                slog.New(slog.DiscardHandler),
+		BrokerName:               "broker-a",
+		ClusterName:              "DefaultCluster",
+		AutoCreateTopics:         true,
+		DefaultTopicQueueNums:    8,
+		MaxMessageBytes:          4 << 20,
+		LongPollMaxTotal:         100_000,
+		LongPollMaxPerConn:       1_000,
+		ClientExpiry:             120 * time.Second,
+		LockExpiry:               60 * time.Second,
+		DelayLevels:              slices.Clone(DefaultDelayLevels),
+		MaxTimerDelay:            7 * 24 * time.Hour,
+		DefaultMaxReconsumeTimes: 16,
+		Clock:                    clock.Real,
+		Logger:                   slog.New(slog.DiscardHandler),
 	}
 }
 
@@ -98,6 +138,15 @@ func (c *Config) fill() {
 	if c.LockExpiry == 0 {
 		c.LockExpiry = d.LockExpiry
 	}
+	if len(c.DelayLevels) == 0 {
+		c.DelayLevels = d.DelayLevels
+	}
+	if c.MaxTimerDelay == 0 {
+		c.MaxTimerDelay = d.MaxTimerDelay
+	}
+	if c.DefaultMaxReconsumeTimes == 0 {
+		c.DefaultMaxReconsumeTimes = d.DefaultMaxReconsumeTimes
+	}
 	if c.Clock == nil {
 		c.Clock = d.Clock
 	}
@@ -123,6 +172,15 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("broker: ClientExpiry %v is below the minimum 1s", c.ClientExpiry)
 	case c.LockExpiry < time.Second:
 		return fmt.Errorf("broker: LockExpiry %v is below the minimum 1s", c.LockExpiry)
+	case c.MaxTimerDelay < time.Second:
+		return fmt.Errorf("broker: MaxTimerDelay %v is below the minimum 1s", c.MaxTimerDelay)
+	case c.DefaultMaxReconsumeTimes < 1:
+		return fmt.Errorf("broker: DefaultMaxReconsumeTimes %d must be positive", c.DefaultMaxReconsumeTimes)
+	}
+	for i, d := range c.DelayLevels {
+		if d <= 0 {
+			return fmt.Errorf("broker: delay level %d is %v; every level must be positive", i+1, d)
+		}
 	}
 	return nil
 }

@@ -196,6 +196,11 @@ func (b *Broker) prepareSend(ctx context.Context, req *SendRequest, create bool)
 	if err != nil {
 		return nil, 0, err
 	}
+	for _, m := range msgs {
+		if err := b.deferIfDelayed(m); err != nil {
+			return nil, 0, err
+		}
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, 0, errorf(KindServiceUnavailable, err, "send was cancelled before the message was stored")
 	}

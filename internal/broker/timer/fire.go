@@ -151,6 +151,13 @@ func (s *Store) arm(at int64) {
 		s.firedGen.Store(gen)
 		s.kick()
 	})
+	// The clock may have moved between reading it and arming (a manual
+	// clock advanced by another goroutine), leaving the timer set too
+	// late: if at has passed by now, wake at once.
+	if s.clk.Now().UnixMilli() >= at {
+		s.firedGen.Store(gen)
+		s.kick()
+	}
 }
 
 func (s *Store) quitting() bool {

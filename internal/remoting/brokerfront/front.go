@@ -63,6 +63,7 @@ func (f *Front) Register(s *remoting.Server) {
 	s.Handle(codeGetAllTopicConfig, f.allTopics)
 	s.Handle(codeQueryMessage, f.queryMessage)
 	s.Handle(codeViewMessageByID, f.viewMessage)
+	s.Handle(codeConsumerSendMsgBack, f.sendBack)
 }
 
 // id returns the connection's id, assigning one on first use.

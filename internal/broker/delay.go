@@ -1,0 +1,299 @@
+package broker
+
+// Delayed delivery: RocketMQ 4.x delay levels (the DELAY property) and 5.x
+// delivery times (TIMER_DELIVER_MS, TIMER_DELAY_SEC, TIMER_DELAY_MS) share
+// one path. A send that is not due yet is stored as a record of the system
+// topic rmq_sys_wheel_timer (queue 0) with its real topic and queue in
+// REAL_TOPIC / REAL_QID and its due time in TIMER_OUT_MS, so it is durable
+// like any message and invisible to consumers. The timer store
+// (internal/broker/timer) indexes those records: a feeder reads the timer
+// topic's queue as the dispatcher fills it and adds each record; when a
+// timer is due the broker reads the record, restores topic and queue,
+// drops the timer properties and stores the message in its real topic.
+// After a restart the feeder replays the timer topic from the timer store's
+// Applied() mark, so nothing is lost; a crash between delivering and the
+// timer store's checkpoint may deliver a message twice (same UNIQ_KEY).
+//
+// Retry back-off (CONSUMER_SEND_MSG_BACK) uses the same levels.
+
+import (
+	"fmt"
+	"hash/fnv"
+	"path"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/petrelmq/petrel/internal/broker/timer"
+	"github.com/petrelmq/petrel/internal/message"
+)
+
+// TimerTopic holds messages that are not due yet.
+const TimerTopic = "rmq_sys_wheel_timer"
+
+// Timer properties.
+const (
+	PropertyTimerOutMS    = "TIMER_OUT_MS"
+	PropertyTimerDelaySec = "TIMER_DELAY_SEC"
+	PropertyTimerDelayMS  = "TIMER_DELAY_MS"
+)
+
+// timerProps are removed from a message when it is delivered.
+var timerProps = []string{
+	message.PropertyDelayLevel, message.PropertyTimerDeliverMS, PropertyTimerDelaySec, PropertyTimerDelayMS,
+	PropertyTimerOutMS, message.PropertyRealTopic, message.PropertyRealQueueID,
+}
+
+// timers is the broker's side of the timer store.
+type timers struct {
+	ts   *timer.Store
+	hook atomic.Pointer[func()] // tests: called after each feed and fire
+	kick chan struct{}
+	quit chan struct{}
+	done chan struct{}
+	once sync.Once
+}
+
+// dueAt returns when m is due (unix ms) if it asks for delayed delivery,
+// or ok false. A level above the last means the last; a due time not in
+// the future means now (ok false: store it at once).
+func (b *Broker) dueAt(m *message.Message) (at int64, ok bool, err error) {
+	now := b.clk.Now().UnixMilli()
+	switch {
+	case m.Property(message.PropertyTimerDeliverMS) != "":
+		v, perr := strconv.ParseInt(m.Property(message.PropertyTimerDeliverMS), 10, 64)
+		if perr != nil {
+			return 0, false, errorf(KindMessageIllegal, nil, "property %s %q is not a time in unix milliseconds", message.PropertyTimerDeliverMS, m.Property(message.PropertyTimerDeliverMS))
+		}
+		at = v
+	case m.Property(PropertyTimerDelaySec) != "" || m.Property(PropertyTimerDelayMS) != "":
+		key, unit := PropertyTimerDelayMS, time.Millisecond
+		if m.Property(PropertyTimerDelaySec) != "" {
+			key, unit = PropertyTimerDelaySec, time.Second
+		}
+		v, perr := strconv.ParseInt(m.Property(key), 10, 64)
+		if perr != nil || v < 0 {
+			return 0, false, errorf(KindMessageIllegal, nil, "property %s %q is not a non-negative number", key, m.Property(key))
+		}
+		if v > int64(b.cfg.MaxTimerDelay/unit) {
+			return 0, false, b.errTooFar(time.Duration(v) * unit)
+		}
+		at = now + (time.Duration(v) * unit).Milliseconds()
+	case m.Property(message.PropertyDelayLevel) != "":
+		lv, perr := strconv.Atoi(m.Property(message.PropertyDelayLevel))
+		if perr != nil || lv <= 0 {
+			return 0, false, nil // RocketMQ ignores level 0 and junk
+		}
+		lv = min(lv, len(b.cfg.DelayLevels))
+		at = now + b.cfg.DelayLevels[lv-1].Milliseconds()
+	default:
+		return 0, false, nil
+	}
+	if at <= now {
+		return 0, false, nil
+	}
+	if d := time.Duration(at-now) * time.Millisecond; d > b.cfg.MaxTimerDelay {
+		return 0, false, b.errTooFar(d)
+	}
+	return at, true, nil
+}
+
+func (b *Broker) errTooFar(d time.Duration) *Error {
+	return errorf(KindMessageIllegal, nil, "the message is due in %v, beyond the broker's limit of %v (MaxTimerDelay); deliver it sooner or raise the limit", d.Round(time.Second), b.cfg.MaxTimerDelay)
+}
+
+// deferIfDelayed turns m into a timer-topic record when it is not due yet.
+func (b *Broker) deferIfDelayed(m *message.Message) error {
+	if m.Topic == TimerTopic {
+		return errorf(KindMessageIllegal, nil, "topic %s is reserved for delayed messages; send to your own topic with a delay", TimerTopic)
+	}
+	at, ok, err := b.dueAt(m)
+	if err != nil || !ok {
+		return err
+	}
+	m.SetProperty(message.PropertyRealTopic, m.Topic)
+	m.SetProperty(message.PropertyRealQueueID, strconv.Itoa(int(m.QueueID)))
+	m.SetProperty(PropertyTimerOutMS, strconv.FormatInt(at, 10))
+	m.Topic, m.QueueID = TimerTopic, 0
+	return nil
+}
+
+// openTimers opens the timer store in the store's directory, replays the
+// timer topic from its Applied mark and starts the feeder and the firing.
+func (b *Broker) openTimers() error {
+	sc := b.st.Config()
+	ts, err := timer.Open(sc.FS, path.Join(sc.Dir, "timer"), timer.Options{
+		Clock:    b.clk,
+		MaxDelay: b.cfg.MaxTimerDelay,
+		Fire:     b.fireTimers,
+		Logger:   b.log,
+	})
+	if err != nil {
+		return fmt.Errorf("open the timer store: %w", err)
+	}
+	t := &timers{ts: ts, kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
+	b.timers = t
+	if err := b.feedTimers(); err != nil {
+		ts.Close()
+		return err
+	}
+	if err := ts.Start(); err != nil {
+		ts.Close()
+		return fmt.Errorf("start the timer store: %w", err)
+	}
+	go b.timerFeeder()
+	return nil
+}
+
+// timerFeeder adds new timer-topic records as they are dispatched.
+func (b *Broker) timerFeeder() {
+	t := b.timers
+	defer close(t.done)
+	for {
+		select {
+		case <-t.kick:
+			if err := b.feedTimers(); err != nil {
+				b.log.Error("adding delayed messages to the timer store failed; they are delivered after a restart", "err", err)
+			}
+			t.testHook()
+		case <-t.quit:
+			return
+		}
+	}
+}
+
+// feedTimers adds the timer-topic records from the timer store's Applied
+// mark to the queue's end.
+func (b *Broker) feedTimers() error {
+	t := b.timers
+	off := t.ts.Applied()
+	for off < b.st.MaxOffset(TimerTopic, 0) {
+		res, err := b.st.GetMessages(TimerTopic, 0, off, 256, 1<<20, nil)
+		if err != nil {
+			return err
+		}
+		if res.Count == 0 {
+			res.Release()
+			if res.NextOffset <= off {
+				return nil
+			}
+			off = res.NextOffset // skipped entries (retention)
+			continue
+		}
+		var addErr error
+		res.Records(func(r message.Record) {
+			if addErr != nil {
+				return
+			}
+			out, _ := r.Property(PropertyTimerOutMS)
+			at, perr := strconv.ParseInt(string(out), 10, 64)
+			if perr != nil {
+				b.log.Warn("timer record without a due time; delivering it now", "offset", r.PhysicalOffset())
+				at = 0
+			}
+			if limit := b.clk.Now().Add(b.cfg.MaxTimerDelay).UnixMilli(); at > limit {
+				// Accepted under a higher limit before a restart.
+				at = limit
+			}
+			e := timer.Entry{DeliverAt: at, Offset: r.PhysicalOffset(), Size: r.TotalSize()}
+			if uk, ok := r.Property(message.PropertyUniqKey); ok {
+				e.Key = timerKey(string(uk))
+			}
+			addErr = t.ts.Add(e, r.QueueOffset())
+		})
+		res.Release()
+		if addErr != nil {
+			return addErr
+		}
+		off = res.NextOffset
+	}
+	return nil
+}
+
+// timerKey is the timer store's key of a message id.
+func timerKey(uniq string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(uniq))
+	return h.Sum64() | 1 // 0 means "no key"
+}
+
+func (t *timers) testHook() {
+	if h := t.hook.Load(); h != nil {
+		(*h)()
+	}
+}
+
+// fireTimers delivers due timer records to their real topics.
+func (b *Broker) fireTimers(due []timer.Entry) error {
+	if t := b.timers; t != nil {
+		defer t.testHook()
+	}
+	msgs := make([]*message.Message, 0, len(due))
+	for _, e := range due {
+		rec, err := b.st.ReadMessage(e.Offset)
+		if err != nil {
+			// Retention took the record (the delay outlived the commit
+			// log's reserve time): nothing left to deliver.
+			b.log.Error("a delayed message's record is gone; it cannot be delivered", "offset", e.Offset, "err", err)
+			continue
+		}
+		m, _, err := message.Decode(rec)
+		if err != nil {
+			b.log.Error("a delayed message's record does not decode; it cannot be delivered", "offset", e.Offset, "err", err)
+			continue
+		}
+		topic := m.Property(message.PropertyRealTopic)
+		qid, _ := strconv.Atoi(m.Property(message.PropertyRealQueueID))
+		if topic == "" {
+			b.log.Error("a delayed message has no REAL_TOPIC; dropped", "offset", e.Offset)
+			continue
+		}
+		for _, k := range timerProps {
+			m.RemoveProperty(k)
+		}
+		m.Topic, m.QueueID = topic, int32(qid)
+		m.BodyCRC = 0
+		msgs = append(msgs, m)
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	if err := b.st.PutBatch(msgs); err != nil {
+		return fmt.Errorf("deliver %d delayed messages: %w", len(msgs), err)
+	}
+	return nil
+}
+
+// kickTimers wakes the feeder when the timer topic grew. Store listener.
+func (b *Broker) kickTimers(topic string) {
+	if t := b.timers; t != nil && topic == TimerTopic {
+		select {
+		case t.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// closeTimers stops the feeder and the timer store.
+func (b *Broker) closeTimers() {
+	t := b.timers
+	if t == nil {
+		return
+	}
+	t.once.Do(func() {
+		close(t.quit)
+		<-t.done
+		if err := t.ts.Close(); err != nil {
+			b.log.Warn("closing the timer store failed", "err", err)
+		}
+	})
+}
+
+// PendingTimers is the number of delayed messages not yet delivered.
+func (b *Broker) PendingTimers() int64 {
+	if b.timers == nil {
+		return 0
+	}
+	return b.timers.ts.Pending()
+}
