@@ -93,8 +93,15 @@ func startPushConsumer(t testing.TB, c rocketmq.PushConsumer, topic string, sele
 	if err != nil {
 		t.Fatalf("subscribe %s to %s: %v", member, topic, err)
 	}
+	startConsumer(t, c)
+}
+
+// startConsumer starts a subscribed push consumer and shuts it down when
+// the test ends.
+func startConsumer(t testing.TB, c rocketmq.PushConsumer) {
+	t.Helper()
 	if err := c.Start(); err != nil {
-		t.Fatalf("start push consumer %s on %s: %v", member, topic, err)
+		t.Fatalf("start push consumer: %v", err)
 	}
 	t.Cleanup(func() { _ = c.Shutdown() })
 }
@@ -119,14 +126,17 @@ const warmupBody = "warm-up"
 
 // delivery is one message as a consumer saw it.
 type delivery struct {
-	member  string
-	body    string
-	tag     string
-	keys    string
-	msgID   string
-	queueID int
-	offset  int64
-	at      int // arrival sequence number over the whole collector
+	member string
+	body   string
+	tag    string
+	keys   string
+	msgID  string
+	// offsetMsgID is the broker's id of the stored record (the client's
+	// OffsetMsgId), the one admin calls take.
+	offsetMsgID string
+	queueID     int
+	offset      int64
+	at          int // arrival sequence number over the whole collector
 }
 
 // collector records deliveries from consumer callbacks and lets the test
@@ -154,7 +164,7 @@ func (c *collector) add(member string, m *primitive.MessageExt) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	d := delivery{member: member, body: body, tag: m.GetTags(), keys: m.GetKeys(), msgID: m.MsgId, offset: m.QueueOffset, at: len(c.all)}
+	d := delivery{member: member, body: body, tag: m.GetTags(), keys: m.GetKeys(), msgID: m.MsgId, offsetMsgID: m.OffsetMsgId, offset: m.QueueOffset, at: len(c.all)}
 	if m.Queue != nil {
 		d.queueID = m.Queue.QueueId
 	}

@@ -138,7 +138,8 @@ func freePort(t testing.TB) int {
 type serverOptions struct {
 	brokerName       string
 	cluster          string
-	autoCreateTopics *bool // nil: the server's default
+	autoCreateTopics *bool    // nil: the server's default
+	extraArgs        []string // more flags for petrel server
 }
 
 // petrel is one `petrel server` process and everything needed to start it
@@ -201,6 +202,7 @@ func (p *petrel) args() []string {
 	if p.opts.cluster != "" {
 		a = append(a, "--cluster", p.opts.cluster)
 	}
+	a = append(a, p.opts.extraArgs...)
 	if p.opts.autoCreateTopics != nil {
 		a = append(a, "--auto-create-topics="+strconv.FormatBool(*p.opts.autoCreateTopics))
 	}

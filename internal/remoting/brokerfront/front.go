@@ -64,6 +64,7 @@ func (f *Front) Register(s *remoting.Server) {
 	s.Handle(codeQueryMessage, f.queryMessage)
 	s.Handle(codeViewMessageByID, f.viewMessage)
 	s.Handle(codeConsumerSendMsgBack, f.sendBack)
+	s.Handle(codePetrelResendDLQ, f.resendDLQ)
 }
 
 // id returns the connection's id, assigning one on first use.

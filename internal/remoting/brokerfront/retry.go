@@ -8,6 +8,7 @@ import (
 	"context"
 
 	"github.com/petrelmq/petrel/internal/broker"
+	"github.com/petrelmq/petrel/internal/message"
 	"github.com/petrelmq/petrel/internal/remoting"
 )
 
@@ -27,4 +28,28 @@ func (f *Front) sendBack(ctx context.Context, _ *remoting.Conn, req *remoting.Co
 		return errorResponse(req, err)
 	}
 	return remoting.NewResponse(req, respSuccess, "")
+}
+
+// codePetrelResendDLQ is Petrel's admin request (RocketMQ has none; its
+// console re-consumes through a client) that stores a dead-letter message
+// again in its original topic: ext group and offset (the commit-log offset,
+// as in an offset message id) or msgId. Answered like a send: msgId,
+// queueId, queueOffset.
+const codePetrelResendDLQ int16 = 10101
+
+func (f *Front) resendDLQ(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	ext := req.ExtFields
+	off := parseInt64(ext["offset"])
+	if id := ext["msgId"]; id != "" {
+		_, phys, err := message.ParseOffsetID(id)
+		if err != nil {
+			return remoting.NewResponse(req, respMessageIllegal, "msgId "+id+" is not an offset message id: "+err.Error())
+		}
+		off = phys
+	}
+	res, err := f.b.ResendDLQ(ctx, ext["group"], off)
+	if err != nil {
+		return errorResponse(req, err)
+	}
+	return sendResponse(req, res, nil)
 }
