@@ -134,9 +134,12 @@ type delivery struct {
 	// offsetMsgID is the broker's id of the stored record (the client's
 	// OffsetMsgId), the one admin calls take.
 	offsetMsgID string
-	queueID     int
-	offset      int64
-	at          int // arrival sequence number over the whole collector
+	// born and stored are the producer's send time and the broker's store
+	// time of the delivered record (unix ms).
+	born, stored int64
+	queueID      int
+	offset       int64
+	at           int // arrival sequence number over the whole collector
 }
 
 // collector records deliveries from consumer callbacks and lets the test
@@ -164,7 +167,7 @@ func (c *collector) add(member string, m *primitive.MessageExt) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	d := delivery{member: member, body: body, tag: m.GetTags(), keys: m.GetKeys(), msgID: m.MsgId, offsetMsgID: m.OffsetMsgId, offset: m.QueueOffset, at: len(c.all)}
+	d := delivery{member: member, body: body, tag: m.GetTags(), keys: m.GetKeys(), msgID: m.MsgId, offsetMsgID: m.OffsetMsgId, born: m.BornTimestamp, stored: m.StoreTimestamp, offset: m.QueueOffset, at: len(c.all)}
 	if m.Queue != nil {
 		d.queueID = m.Queue.QueueId
 	}

@@ -2,6 +2,7 @@ package interop
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -249,5 +250,69 @@ func testDelayed(t *testing.T, p *petrel, decorate func(*primitive.Message), lo,
 		}
 	case <-time.After(hi + 10*time.Second):
 		t.Fatalf("not delivered within %v", hi+10*time.Second)
+	}
+}
+
+// TestDelaysAndRetriesSurviveRestart: delayed messages acknowledged under
+// sync flush and a retry stored by a consumer's send-back are all delivered
+// after the broker is stopped with SIGTERM or killed with SIGKILL and
+// started again — none before its time.
+func TestDelaysAndRetriesSurviveRestart(t *testing.T) {
+	for _, kill := range []bool{false, true} {
+		name := map[bool]string{false: "SIGTERM", true: "SIGKILL"}[kill]
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			// Level 2 is 5 s; retries (levels 3..) wait 3 s.
+			p := startPetrel(t, serverOptions{extraArgs: []string{"--delay-levels", "1s 5s" + strings.Repeat(" 3s", 16)}})
+			prod := newProducer(t, p)
+			topic := uniqueName(t, "t")
+			prepareTopic(t, p, prod, topic)
+			group := uniqueName(t, "cg")
+			prepareGroupTopics(t, p, group)
+
+			// A retry pending at the restart: the consumer fails "again"
+			// once; its send-back is stored before the broker stops.
+			log := newAttemptLog()
+			c := newPushConsumer(t, p, group)
+			err := c.Subscribe(topic, consumer.MessageSelector{}, func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+				for _, m := range msgs {
+					if string(m.Body) == "again" && log.add(m) == 1 {
+						return consumer.ConsumeRetryLater, nil
+					}
+				}
+				return consumer.ConsumeSuccess, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			startConsumer(t, c)
+			sendAllSync(t, prod, topic, []string{"again"}, nil)
+			log.wait(t, consumeTimeout, "the first delivery", func() bool { return len(log.get("again")) >= 1 })
+			waitFor(t, 20*time.Second, "the retry stored in the timer topic", func() (bool, string) {
+				n, err := maxOffset(p.brAddr, "rmq_sys_wheel_timer", 0)
+				return err == nil && n >= 1, fmt.Sprintf("max offset %d, %v", n, err)
+			})
+
+			// Delayed messages acknowledged just before the stop.
+			delayed := bodies(t, "late", 10)
+			sendAllSync(t, prod, topic, delayed, func(_ int, m *primitive.Message) { m.WithDelayTimeLevel(2) })
+			if kill {
+				p.kill()
+			} else {
+				p.stop()
+			}
+			p.restart()
+
+			col := drain(t, p, topic, delayed)
+			for _, d := range col.snapshot() {
+				if strings.HasPrefix(d.body, "late") && d.stored-d.born < 5000 {
+					t.Fatalf("%s delivered %d ms after its send, before its 5 s delay", d.body, d.stored-d.born)
+				}
+			}
+			log.wait(t, restartTimeout, "the retry after the restart", func() bool { return len(log.get("again")) >= 2 })
+			if got := log.get("again"); got[1] != 1 {
+				t.Fatalf("the retry carries reconsume times %v, want 1 on the second delivery", got)
+			}
+		})
 	}
 }

@@ -318,3 +318,15 @@ func committedOffset(brAddr, group, topic string, queueID int) (int64, error) {
 		return 0, fmt.Errorf("query consumer offset: code %d remark %q", resp.Code, resp.Remark)
 	}
 }
+
+// maxOffset asks the broker for the max offset of a queue (GET_MAX_OFFSET).
+func maxOffset(brAddr, topic string, queueID int) (int64, error) {
+	resp, err := rawCall(brAddr, 30, map[string]string{"topic": topic, "queueId": strconv.Itoa(queueID)}, 5*time.Second)
+	if err != nil {
+		return 0, err
+	}
+	if resp.Code != codeSuccess {
+		return 0, fmt.Errorf("get max offset: code %d remark %q", resp.Code, resp.Remark)
+	}
+	return strconv.ParseInt(resp.ExtFields["offset"], 10, 64)
+}
