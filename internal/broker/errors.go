@@ -37,6 +37,10 @@ const (
 	KindSubscriptionParseFailed
 	// KindQueryNotFound: QueryByKey found nothing (code 22 QUERY_NOT_FOUND).
 	KindQueryNotFound
+	// KindSystemBusy: the broker is overloaded (its disk is not keeping up)
+	// and refused the request without doing it (code 2 SYSTEM_BUSY, which
+	// producers retry, on another broker when there is one).
+	KindSystemBusy
 )
 
 var kindNames = map[Kind]string{
@@ -48,6 +52,7 @@ var kindNames = map[Kind]string{
 	KindSubscriptionNotExist:    "subscription not exist",
 	KindSubscriptionParseFailed: "subscription parse failed",
 	KindQueryNotFound:           "query not found",
+	KindSystemBusy:              "system busy",
 }
 
 func (k Kind) String() string {

@@ -218,6 +218,8 @@ func (b *Broker) sendResult(msgs []*message.Message, qid int32, err error) (Send
 		return SendResult{}, errorf(KindServiceUnavailable, err, "the disk of broker %s is full; send to another broker", b.cfg.BrokerName)
 	case errors.Is(err, store.ErrClosed):
 		return SendResult{}, b.errClosed()
+	case errors.Is(err, store.ErrBusy):
+		return SendResult{}, errorf(KindSystemBusy, err, "broker %s is busy: its disk is not keeping up; nothing was stored, retry (on another broker if you have one)", b.cfg.BrokerName)
 	case errors.Is(err, store.ErrTooLarge):
 		return SendResult{}, errorf(KindMessageIllegal, err, "the stored record would exceed the store's record limit; send a smaller body or fewer properties")
 	default:

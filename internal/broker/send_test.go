@@ -385,3 +385,40 @@ func TestNoSendAckedBeforeItsTopicIsDurable(t *testing.T) {
 	e.fs.InjectError(nil)
 	e.waitMax("New", 0, 2)
 }
+
+// TestSendBusyWhileTheDiskStalls: while the disk does not sync, sends are
+// refused as busy (SYSTEM_BUSY, which producers retry) rather than left to
+// time out, and nothing refused is stored.
+func TestSendBusyWhileTheDiskStalls(t *testing.T) {
+	e := newEnv(t)
+	e.createTopic("T", 1)
+	release := make(chan struct{})
+	entered := make(chan struct{})
+	var once sync.Once
+	e.fs.InjectError(func(op vfs.Op, path string) error {
+		if op == vfs.OpSync && strings.Contains(path, "commitlog") {
+			once.Do(func() { close(entered); <-release })
+		}
+		return nil
+	})
+	first := make(chan error, 1)
+	go func() {
+		_, err := e.b.Send(context.Background(), sendReq("T", 0, "stuck"))
+		first <- err
+	}()
+	<-entered
+	e.clk.Advance(5 * time.Second / 4) // one sweep: the stuck send is over 1 s old
+	_, err := e.b.Send(context.Background(), sendReq("T", 0, "refused"))
+	wantKind(t, err, KindSystemBusy, "busy", "nothing was stored")
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	e.fs.InjectError(nil)
+	e.clk.Advance(5 * time.Second / 4)
+	e.send("T", 0, "after")
+	p := e.mustPull(pullReq("g", "T", 0, 0).withSub("*"))
+	if strings.Join(p.bodies, ",") != "stuck,after" {
+		t.Fatalf("stored %v, want stuck,after", p.bodies)
+	}
+}

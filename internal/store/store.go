@@ -24,6 +24,9 @@ var (
 	// ErrFlushTimeout: the message was written but not on disk within
 	// SyncFlushTimeout (RocketMQ's FLUSH_DISK_TIMEOUT). It may still land.
 	ErrFlushTimeout = commitlog.ErrFlushTimeout
+	// ErrBusy: the disk has not kept up with syncs for a while; the put was
+	// refused without writing (SYSTEM_BUSY to producers).
+	ErrBusy = commitlog.ErrBusy
 	// ErrTooLarge: the message is over MaxMessageBytes.
 	ErrTooLarge = commitlog.ErrTooLarge
 	// ErrClosed: the store is closed.

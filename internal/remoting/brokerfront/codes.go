@@ -62,6 +62,7 @@ var kindCodes = map[broker.Kind]int16{
 	broker.KindSubscriptionNotExist:    respSubscriptionNotExist,
 	broker.KindSubscriptionParseFailed: respSubscriptionParseFailed,
 	broker.KindQueryNotFound:           respQueryNotFound,
+	broker.KindSystemBusy:              respSystemBusy,
 }
 
 // errorResponse maps a broker error to a response code and remark. The

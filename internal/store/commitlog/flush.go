@@ -89,13 +89,23 @@ func (l *Log) sweep() {
 	// the flusher has not answered it — and not after its pooled object was
 	// reused for another append.
 	l.waitMu.Lock()
+	busy := false
 	for r := range l.waiting {
-		if now.Sub(r.since) >= l.opts.SyncFlushTimeout {
+		age := now.Sub(r.since)
+		if age >= l.opts.SyncFlushTimeout {
 			delete(l.waiting, r)
 			l.finish(r, r.res, timeout)
 		}
+		busy = busy || age >= l.opts.BusyAfter
 	}
 	l.waitMu.Unlock()
+	if l.busy.Swap(busy) != busy {
+		if busy {
+			l.log.Warn("the disk is not keeping up: refusing appends as busy", "waited_over", l.opts.BusyAfter)
+		} else {
+			l.log.Info("the disk caught up: accepting appends again")
+		}
+	}
 	l.armSweeper()
 }
 

@@ -59,6 +59,10 @@ var (
 	ErrFlushTimeout = errors.New("commitlog: flush timed out")
 	// ErrBadOffset: a read names bytes outside the written log.
 	ErrBadOffset = errors.New("commitlog: offset out of range")
+	// ErrBusy: under FlushSync, appends have been waiting for the disk for
+	// over BusyAfter; new appends are refused until the disk catches up
+	// (RocketMQ's SYSTEM_BUSY, which producers retry elsewhere).
+	ErrBusy = errors.New("commitlog: busy")
 )
 
 // Options configure a Log. Zero fields take the defaults given.
@@ -75,6 +79,11 @@ type Options struct {
 	// SyncFlushTimeout: under FlushSync, an append not durable after this
 	// long is answered with ErrFlushTimeout. Default 5 s.
 	SyncFlushTimeout time.Duration
+	// BusyAfter: under FlushSync, while an append has been waiting for its
+	// sync this long, new appends fail with ErrBusy at once instead of
+	// queueing behind a stalled disk. Checked every SyncFlushTimeout/4.
+	// Default 1 s.
+	BusyAfter time.Duration
 	// MaxBatchBytes bounds one group write. Default 4 MiB (and at least
 	// MaxRecordBytes).
 	MaxBatchBytes int
@@ -112,6 +121,9 @@ func (o *Options) setDefaults() error {
 	}
 	if o.SyncFlushTimeout == 0 {
 		o.SyncFlushTimeout = 5 * time.Second
+	}
+	if o.BusyAfter == 0 {
+		o.BusyAfter = time.Second
 	}
 	if o.MaxBatchBytes < o.MaxRecordBytes {
 		o.MaxBatchBytes = max(4<<20, o.MaxRecordBytes)
@@ -156,6 +168,7 @@ type Log struct {
 	written atomic.Int64 // end of the bytes handed to the OS
 	flushed atomic.Int64 // end of the bytes known durable
 	failed  atomic.Bool
+	busy    atomic.Bool // a waiter is older than BusyAfter (sweeper)
 
 	appendc    chan *request
 	syncc      chan syncJob // writer -> flusher, FlushSync only
@@ -438,6 +451,9 @@ func (l *Log) submit(r *request) error {
 	}
 	if l.failed.Load() {
 		return ErrFailed
+	}
+	if l.busy.Load() {
+		return fmt.Errorf("%w: appends have waited over %v for the disk to sync; retry later or on another broker", ErrBusy, l.opts.BusyAfter)
 	}
 	r.size = size
 	l.closeMu.RLock()

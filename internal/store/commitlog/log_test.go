@@ -278,3 +278,44 @@ func TestAllocsPerAppend(t *testing.T) {
 		t.Fatalf("%.1f allocations per append, want <= 1", allocs)
 	}
 }
+
+// TestBusyWhileTheDiskStalls: while a sync has been stuck for BusyAfter,
+// new appends fail at once with ErrBusy instead of queueing; once the disk
+// catches up they are accepted again.
+func TestBusyWhileTheDiskStalls(t *testing.T) {
+	fsys := vfs.NewMem()
+	clk := clock.NewManual(time.Unix(1000, 0))
+	release := make(chan struct{})
+	var once sync.Once
+	entered := make(chan struct{})
+	fsys.InjectError(func(op vfs.Op, p string) error {
+		if op == vfs.OpSync && strings.Contains(p, "log/") {
+			once.Do(func() { close(entered); <-release })
+		}
+		return nil
+	})
+	l := openLog(t, fsys, Options{Clock: clk, SyncFlushTimeout: 4 * time.Second, BusyAfter: time.Second})
+	defer l.Close()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := l.Append(testMsg("T", 0, "stuck"))
+		errc <- err
+	}()
+	<-entered
+	if l.busy.Load() {
+		t.Fatal("busy before any append waited BusyAfter")
+	}
+	clk.Advance(time.Second) // the sweeper sees a waiter 1 s old
+	_, err := l.Append(testMsg("T", 0, "refused"))
+	if !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "1s") {
+		t.Fatalf("append while the disk stalls: %v, want ErrBusy naming 1s", err)
+	}
+	close(release)
+	if err := <-errc; err != nil {
+		t.Fatalf("the stuck append: %v", err)
+	}
+	clk.Advance(time.Second) // nothing waits any more
+	if _, err := l.Append(testMsg("T", 0, "after")); err != nil {
+		t.Fatalf("append after the disk caught up: %v", err)
+	}
+}
