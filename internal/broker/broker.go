@@ -43,7 +43,8 @@ type Broker struct {
 
 	reads atomic.Int64 // store reads made by Pull, for tests
 
-	timers *timers // delayed delivery, delay.go
+	timers *timers      // delayed delivery, delay.go
+	txns   transactions // transactional messages, transaction.go
 }
 
 // New returns a broker over st, an open store the caller keeps owning
@@ -82,6 +83,10 @@ func New(st *store.Store, cfg Config) (*Broker, error) {
 	if err := b.openTimers(); err != nil {
 		return nil, errorf(KindSystemError, err, "delayed delivery cannot start")
 	}
+	if err := b.openTransactions(); err != nil {
+		b.closeTimers()
+		return nil, errorf(KindSystemError, err, "transactional messages cannot start")
+	}
 	st.AddListener(b.onArrived)
 	b.kickTimers(TimerTopic) // what was dispatched since the replay
 	b.armExpiry()
@@ -98,6 +103,9 @@ func (b *Broker) Close() error {
 		b.closed.Store(true)
 		b.closePolls()
 		b.closeTimers()
+		if err := b.txns.m.Close(); err != nil {
+			b.log.Warn("closing the transaction manager failed", "err", err)
+		}
 		b.clients.mu.Lock()
 		b.clients.closed = true
 		if b.clients.timer != nil {

@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/petrelmq/petrel/internal/broker/txn"
 	"github.com/petrelmq/petrel/internal/message"
 	"github.com/petrelmq/petrel/internal/store"
 	"github.com/petrelmq/petrel/internal/store/meta"
@@ -151,6 +152,13 @@ func (b *Broker) prepareSend(ctx context.Context, req *SendRequest, create bool)
 	if err := checkTopicName(req.Topic); err != nil {
 		return nil, 0, err
 	}
+	if txn.IsSystemTopic(req.Topic) || req.Topic == TimerTopic {
+		return nil, 0, errorf(KindMessageIllegal, nil, "topic %q is a system topic of the broker; producers may not send to it", req.Topic)
+	}
+	prepared := txn.IsPrepared(req.SysFlag, req.Properties)
+	if prepared && req.Batch {
+		return nil, 0, errorf(KindMessageIllegal, nil, "a batch cannot be a transactional (prepared) message; send it on its own")
+	}
 	if len(req.Body) > b.cfg.MaxMessageBytes {
 		what := "message body"
 		if req.Batch {
@@ -196,9 +204,18 @@ func (b *Broker) prepareSend(ctx context.Context, req *SendRequest, create bool)
 	if err != nil {
 		return nil, 0, err
 	}
-	for _, m := range msgs {
-		if err := b.deferIfDelayed(m); err != nil {
+	if prepared {
+		// A half message: invisible until END_TRANSACTION commits it (never
+		// delayed: RocketMQ ignores the delay of a prepared message).
+		b.txns.m.Half(msgs[0])
+		if err := checkStorable(msgs[0], -1); err != nil {
 			return nil, 0, err
+		}
+	} else {
+		for _, m := range msgs {
+			if err := b.deferIfDelayed(m); err != nil {
+				return nil, 0, err
+			}
 		}
 	}
 	if err := ctx.Err(); err != nil {

@@ -38,6 +38,7 @@ func New(b *broker.Broker, opts Options) *Front {
 	}
 	f := &Front{b: b, log: opts.Logger.With("component", "brokerfront"), conns: make(map[uint64]*remoting.Conn)}
 	b.OnConsumerIDsChanged(f.notifyConsumerIDsChanged)
+	b.OnTransactionCheck(f.sendCheck)
 	return f
 }
 
@@ -65,6 +66,7 @@ func (f *Front) Register(s *remoting.Server) {
 	s.Handle(codeViewMessageByID, f.viewMessage)
 	s.Handle(codeConsumerSendMsgBack, f.sendBack)
 	s.Handle(codePetrelResendDLQ, f.resendDLQ)
+	s.Handle(codeEndTransaction, f.endTransaction)
 }
 
 // id returns the connection's id, assigning one on first use.

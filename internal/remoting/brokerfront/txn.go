@@ -1,0 +1,61 @@
+package brokerfront
+
+// Transactions: END_TRANSACTION (37, oneway from producers: ext
+// producerGroup, tranStateTableOffset, commitLogOffset, commitOrRollback,
+// fromTransactionCheck, msgId, transactionId) and CHECK_TRANSACTION_STATE
+// (39, oneway to a producer: ext tranStateTableOffset, commitLogOffset,
+// msgId, transactionId, offsetMsgId; body the half message as stored).
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/petrelmq/petrel/internal/broker"
+	"github.com/petrelmq/petrel/internal/remoting"
+)
+
+const (
+	codeEndTransaction        int16 = 37
+	codeCheckTransactionState int16 = 39
+)
+
+func (f *Front) endTransaction(_ context.Context, c *remoting.Conn, req *remoting.Command) *remoting.Command {
+	ext := req.ExtFields
+	err := f.b.EndTransaction(broker.EndTransactionRequest{
+		ProducerGroup:        ext["producerGroup"],
+		TranStateTableOffset: parseInt64(ext["tranStateTableOffset"]),
+		CommitLogOffset:      parseInt64(ext["commitLogOffset"]),
+		CommitOrRollback:     parseInt32(ext["commitOrRollback"]),
+		FromTransactionCheck: ext["fromTransactionCheck"] == "true",
+		MsgID:                ext["msgId"],
+		TransactionID:        ext["transactionId"],
+	})
+	if err != nil {
+		f.log.Warn("END_TRANSACTION failed", "remote", c.RemoteAddr().String(), "group", ext["producerGroup"], "err", err)
+		return errorResponse(req, err) // dropped for oneway requests
+	}
+	return remoting.NewResponse(req, respSuccess, "")
+}
+
+// sendCheck sends a CHECK_TRANSACTION_STATE to the producer connection.
+func (f *Front) sendCheck(chk broker.TransactionCheck) bool {
+	f.mu.Lock()
+	c := f.conns[chk.Conn]
+	f.mu.Unlock()
+	if c == nil {
+		return false
+	}
+	h := chk.Header
+	req := remoting.NewRequest(codeCheckTransactionState, map[string]string{
+		"tranStateTableOffset": strconv.FormatInt(h.TranStateTableOffset, 10),
+		"commitLogOffset":      strconv.FormatInt(h.CommitLogOffset, 10),
+		"msgId":                h.MsgID,
+		"transactionId":        h.TransactionID,
+		"offsetMsgId":          h.OffsetMsgID,
+	}, chk.Body)
+	if err := c.InvokeOneway(req); err != nil {
+		f.log.Debug("transaction check not sent", "group", chk.Group, "remote", c.RemoteAddr().String(), "err", err)
+		return false
+	}
+	return true
+}
