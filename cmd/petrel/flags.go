@@ -37,6 +37,7 @@ type options struct {
 	reserve       time.Duration
 	delayLevels   string
 	maxTimerDelay time.Duration
+	dedupWindow   time.Duration
 	logLevel      string
 	cpuProfile    string
 }
@@ -88,6 +89,7 @@ func addBrokerFlags(fl *pflag.FlagSet, o *options) {
 	bdef := broker.DefaultConfig()
 	fl.StringVar(&o.delayLevels, "delay-levels", formatDelayLevels(bdef.DelayLevels), "delays of the DELAY property's levels 1, 2, ...; retries wait level 3 + attempts")
 	fl.DurationVar(&o.maxTimerDelay, "max-timer-delay", bdef.MaxTimerDelay, "refuse delayed messages due later than this")
+	fl.DurationVar(&o.dedupWindow, "dedup-window", bdef.DedupWindow, "answer a resend of a message (same UNIQ_KEY and topic) within this long with the original result instead of storing it again; 0 turns it off")
 }
 
 // loadConfig applies the YAML file's keys to the flags not set on the
@@ -154,6 +156,10 @@ func (o *options) brokerConfig(logger *slog.Logger) (broker.Config, error) {
 	}
 	if o.maxTimerDelay != 0 {
 		cfg.MaxTimerDelay = o.maxTimerDelay
+	}
+	cfg.DedupWindow = o.dedupWindow
+	if o.dedupWindow == 0 {
+		cfg.DedupWindow = -1 // the flag's 0 means off
 	}
 	cfg.BrokerName = o.brokerName
 	cfg.ClusterName = o.cluster

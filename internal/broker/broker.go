@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/petrelmq/petrel/internal/broker/dedup"
 	"github.com/petrelmq/petrel/internal/broker/longpoll"
 	"github.com/petrelmq/petrel/internal/clock"
 	"github.com/petrelmq/petrel/internal/store"
@@ -43,8 +44,9 @@ type Broker struct {
 
 	reads atomic.Int64 // store reads made by Pull, for tests
 
-	timers *timers      // delayed delivery, delay.go
-	txns   transactions // transactional messages, transaction.go
+	timers *timers       // delayed delivery, delay.go
+	txns   transactions  // transactional messages, transaction.go
+	dedup  *dedup.Window // resends answered from memory, dedup.go
 }
 
 // New returns a broker over st, an open store the caller keeps owning
@@ -82,6 +84,14 @@ func New(st *store.Store, cfg Config) (*Broker, error) {
 	}
 	if err := b.openTimers(); err != nil {
 		return nil, errorf(KindSystemError, err, "delayed delivery cannot start")
+	}
+	window := cfg.DedupWindow
+	if window < 0 {
+		window = 0 // disabled
+	}
+	b.dedup = dedup.New(dedup.Options{Window: window, Clock: cfg.Clock})
+	if n := b.rebuildDedup(); n > 0 {
+		b.log.Info("dedup window rebuilt", "ids", n)
 	}
 	if err := b.openTransactions(); err != nil {
 		b.closeTimers()

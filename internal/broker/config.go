@@ -57,6 +57,10 @@ type Config struct {
 	// MaxTimerDelay caps how far ahead a delayed message may be due (the
 	// 5.x timer properties); later ones are refused. Default 7 days.
 	MaxTimerDelay time.Duration
+	// DedupWindow: a resend of a message (same UNIQ_KEY, same topic) within
+	// this long of the original is answered with the original's result and
+	// not stored again. Negative disables. Default 10 minutes.
+	DedupWindow time.Duration
 	// DefaultMaxReconsumeTimes is the attempts a failed message gets
 	// before its dead-letter queue when the consumer names none. Default 16.
 	DefaultMaxReconsumeTimes int32
@@ -107,6 +111,7 @@ func DefaultConfig() Config {
 		DelayLevels:              slices.Clone(DefaultDelayLevels),
 		MaxTimerDelay:            7 * 24 * time.Hour,
 		DefaultMaxReconsumeTimes: 16,
+		DedupWindow:              10 * time.Minute,
 		Clock:                    clock.Real,
 		Logger:                   slog.New(slog.DiscardHandler),
 	}
@@ -143,6 +148,9 @@ func (c *Config) fill() {
 	}
 	if c.MaxTimerDelay == 0 {
 		c.MaxTimerDelay = d.MaxTimerDelay
+	}
+	if c.DedupWindow == 0 {
+		c.DedupWindow = d.DedupWindow
 	}
 	if c.DefaultMaxReconsumeTimes == 0 {
 		c.DefaultMaxReconsumeTimes = d.DefaultMaxReconsumeTimes

@@ -113,6 +113,18 @@ func (b *Broker) Send(ctx context.Context, req *SendRequest) (SendResult, error)
 	if err != nil {
 		return SendResult{}, err
 	}
+	if uk := b.dedupKey(req); uk != "" {
+		c := b.dedup.Acquire(req.Topic, uk)
+		if c.Dup {
+			return b.dupResult(c.Result), nil
+		}
+		defer c.Release()
+		res, err := b.sendResult(msgs, qid, b.st.Put(msgs[0]))
+		if err == nil {
+			c.Commit(dedupResult(req.Topic, qid, msgs[0]))
+		}
+		return res, err
+	}
 	if req.Batch {
 		err = b.st.PutBatch(msgs)
 	} else {
@@ -137,6 +149,26 @@ func (b *Broker) SendAsync(ctx context.Context, req *SendRequest, done func(Send
 	msgs, qid, err := b.prepareSend(ctx, req, false)
 	if err != nil {
 		done(SendResult{}, err)
+		return true
+	}
+	if uk := b.dedupKey(req); uk != "" {
+		c, ok := b.dedup.TryAcquire(req.Topic, uk)
+		if !ok {
+			return false // its original is being stored: Send waits for it
+		}
+		if c.Dup {
+			done(b.dupResult(c.Result), nil)
+			return true
+		}
+		b.st.PutAsync(msgs, func(err error) {
+			res, err := b.sendResult(msgs, qid, err)
+			if err == nil {
+				c.Commit(dedupResult(req.Topic, qid, msgs[0]))
+			} else {
+				c.Release()
+			}
+			done(res, err)
+		})
 		return true
 	}
 	b.st.PutAsync(msgs, func(err error) { done(b.sendResult(msgs, qid, err)) })

@@ -212,3 +212,38 @@ func TestSendBatch(t *testing.T) {
 		}
 	}
 }
+
+// TestResendOfTheSameMessageStoresOneCopy: sending the same message object
+// twice (the client keeps its UNIQ_KEY) is answered twice with the same
+// result and the message is consumed once.
+func TestResendOfTheSameMessageStoresOneCopy(t *testing.T) {
+	t.Parallel()
+	p := startPetrel(t, serverOptions{})
+	prod := newProducer(t, p)
+	topic := uniqueName(t, "t")
+	prepareTopic(t, p, prod, topic)
+	m := primitive.NewMessage(topic, []byte("twice"))
+	r1, err := prod.SendSync(context.Background(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := prod.SendSync(context.Background(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r1.MsgID != r2.MsgID || r1.OffsetMsgID != r2.OffsetMsgID || r1.QueueOffset != r2.QueueOffset || r1.MessageQueue.QueueId != r2.MessageQueue.QueueId {
+		t.Fatalf("the resend was answered %+v, the first send %+v", r2, r1)
+	}
+	col := drain(t, p, topic, []string{"twice"})
+	sendAllSync(t, prod, topic, []string{"marker"}, nil)
+	col.waitAll(t, consumeTimeout, "a later message", []string{"marker"})
+	n := 0
+	for _, d := range col.snapshot() {
+		if d.body == "twice" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("the message was consumed %d times, want once", n)
+	}
+}
