@@ -38,6 +38,7 @@ type options struct {
 	delayLevels   string
 	maxTimerDelay time.Duration
 	dedupWindow   time.Duration
+	lockExpiry    time.Duration
 	logLevel      string
 	cpuProfile    string
 }
@@ -89,6 +90,7 @@ func addBrokerFlags(fl *pflag.FlagSet, o *options) {
 	bdef := broker.DefaultConfig()
 	fl.StringVar(&o.delayLevels, "delay-levels", formatDelayLevels(bdef.DelayLevels), "delays of the DELAY property's levels 1, 2, ...; retries wait level 3 + attempts")
 	fl.DurationVar(&o.maxTimerDelay, "max-timer-delay", bdef.MaxTimerDelay, "refuse delayed messages due later than this")
+	fl.DurationVar(&o.lockExpiry, "lock-expiry", bdef.LockExpiry, "an orderly consumer's queue lock not renewed for this long can be taken by another member (the Go client renews every 20 s and does not unlock queues it rebalances away)")
 	fl.DurationVar(&o.dedupWindow, "dedup-window", bdef.DedupWindow, "answer a resend of a message (same UNIQ_KEY and topic) within this long with the original result instead of storing it again; 0 turns it off")
 }
 
@@ -156,6 +158,9 @@ func (o *options) brokerConfig(logger *slog.Logger) (broker.Config, error) {
 	}
 	if o.maxTimerDelay != 0 {
 		cfg.MaxTimerDelay = o.maxTimerDelay
+	}
+	if o.lockExpiry != 0 {
+		cfg.LockExpiry = o.lockExpiry
 	}
 	cfg.DedupWindow = o.dedupWindow
 	if o.dedupWindow == 0 {

@@ -31,6 +31,10 @@ const orderlyChildEnv = "PETREL_INTEROP_ORDERLY_CHILD"
 // runOrderlyChild is the child's main; it returns the exit code.
 func runOrderlyChild() int {
 	ns, topic, group := os.Getenv("INTEROP_NS"), os.Getenv("INTEROP_TOPIC"), os.Getenv("INTEROP_GROUP")
+	instance, poison := os.Getenv("INTEROP_INSTANCE"), os.Getenv("INTEROP_POISON")
+	if instance == "" {
+		instance = group + "_child"
+	}
 	out := bufio.NewWriter(os.Stdout)
 	var mu sync.Mutex
 	emit := func(format string, a ...any) {
@@ -42,7 +46,9 @@ func runOrderlyChild() int {
 	c, err := rocketmq.NewPushConsumer(
 		consumer.WithNsResolver(primitive.NewPassthroughResolver([]string{ns})),
 		consumer.WithGroupName(group),
-		consumer.WithInstance(group+"_child"),
+		consumer.WithInstance(instance),
+		// A poison message is retried twice locally, then sent to the DLQ.
+		consumer.WithMaxReconsumeTimes(2),
 		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
 		consumer.WithConsumerOrder(true),
 		// Orderly consumers pull a queue only after a periodic lock request
@@ -65,13 +71,19 @@ func runOrderlyChild() int {
 		if overlap {
 			emit("OVERLAP %d", q)
 		}
+		result := consumer.ConsumeSuccess
 		for _, m := range msgs {
+			if poison != "" && string(m.Body) == poison {
+				emit("POISON %d %s %d", m.Queue.QueueId, m.Body, m.ReconsumeTimes)
+				result = consumer.SuspendCurrentQueueAMoment
+				continue
+			}
 			emit("M %d %s", m.Queue.QueueId, m.Body)
 		}
 		mu.Lock()
 		busy[q] = false
 		mu.Unlock()
-		return consumer.ConsumeSuccess, nil
+		return result, nil
 	})
 	if err != nil {
 		emit("ERROR subscribe: %v", err)
@@ -89,8 +101,10 @@ func runOrderlyChild() int {
 
 // startOrderlyChild starts the child consumer for topic and group on p and
 // calls onLine (from one goroutine) for every line it reports after STARTED.
-// The child is stopped when the test ends.
-func startOrderlyChild(t *testing.T, p *petrel, topic, group string, onLine func(string)) {
+// The child is stopped when the test ends, or when the returned function
+// is called. env adds INTEROP_INSTANCE (the client instance, for a second
+// member of the group) and INTEROP_POISON (a body the child always fails).
+func startOrderlyChild(t *testing.T, p *petrel, topic, group string, onLine func(string), env ...string) (stop func()) {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -98,6 +112,7 @@ func startOrderlyChild(t *testing.T, p *petrel, topic, group string, onLine func
 	}
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), orderlyChildEnv+"=1", "INTEROP_NS="+p.nsAddr, "INTEROP_TOPIC="+topic, "INTEROP_GROUP="+group)
+	cmd.Env = append(cmd.Env, env...)
 	stderr := &lockedBuffer{}
 	cmd.Stderr = stderr
 	stdin, err := cmd.StdinPipe()
@@ -127,14 +142,20 @@ func startOrderlyChild(t *testing.T, p *petrel, topic, group string, onLine func
 		_ = cmd.Wait()
 		close(exited)
 	}()
+	var stopOnce sync.Once
+	stop = func() {
+		stopOnce.Do(func() {
+			_ = stdin.Close()
+			select {
+			case <-exited:
+			case <-time.After(20 * time.Second):
+				_ = cmd.Process.Kill()
+				<-exited
+			}
+		})
+	}
 	t.Cleanup(func() {
-		_ = stdin.Close()
-		select {
-		case <-exited:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
+		stop()
 		if t.Failed() {
 			t.Logf("orderly consumer child stderr (tail; data races of the client are expected here):\n%s", tail(stderr.String(), 6000))
 		}
@@ -149,4 +170,5 @@ func startOrderlyChild(t *testing.T, p *petrel, topic, group string, onLine func
 	case <-time.After(30 * time.Second):
 		t.Fatal("orderly consumer child did not start within 30 s")
 	}
+	return stop
 }
