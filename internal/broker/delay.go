@@ -14,6 +14,14 @@ package broker
 // Applied() mark, so nothing is lost; a crash between delivering and the
 // timer store's checkpoint may deliver a message twice (same UNIQ_KEY).
 //
+// A record must outlive its delay, but the commit log keeps segments only
+// for the store's reserve time (72 h by default) while delays may reach
+// MaxTimerDelay (7 days, or a year). So a timer due later than half the
+// reserve time is indexed to fire at that half-way point instead; when it
+// fires the broker stores a fresh copy of the record in the timer topic
+// (same due time), which the feeder indexes again — the record rolls
+// forward through the log and is never older than the reserve time.
+//
 // Retry back-off (CONSUMER_SEND_MSG_BACK) uses the same levels.
 
 import (
@@ -192,9 +200,13 @@ func (b *Broker) feedTimers() error {
 				b.log.Warn("timer record without a due time; delivering it now", "offset", r.PhysicalOffset())
 				at = 0
 			}
-			if limit := b.clk.Now().Add(b.cfg.MaxTimerDelay).UnixMilli(); at > limit {
+			now := b.clk.Now()
+			if limit := now.Add(b.cfg.MaxTimerDelay).UnixMilli(); at > limit {
 				// Accepted under a higher limit before a restart.
 				at = limit
+			}
+			if roll := now.Add(b.rollAfter()).UnixMilli(); at > roll {
+				at = roll // fire early to roll the record forward
 			}
 			e := timer.Entry{DeliverAt: at, Offset: r.PhysicalOffset(), Size: r.TotalSize()}
 			if uk, ok := r.Property(message.PropertyUniqKey); ok {
@@ -243,6 +255,12 @@ func (b *Broker) fireTimers(due []timer.Entry) error {
 			b.log.Error("a delayed message's record does not decode; it cannot be delivered", "offset", e.Offset, "err", err)
 			continue
 		}
+		if out, _ := strconv.ParseInt(m.Property(PropertyTimerOutMS), 10, 64); out > b.clk.Now().UnixMilli() {
+			// Not due: a roll. Store a fresh copy of the timer record.
+			m.BodyCRC = 0
+			msgs = append(msgs, m)
+			continue
+		}
 		topic := m.Property(message.PropertyRealTopic)
 		qid, _ := strconv.Atoi(m.Property(message.PropertyRealQueueID))
 		if topic == "" {
@@ -263,6 +281,12 @@ func (b *Broker) fireTimers(due []timer.Entry) error {
 		return fmt.Errorf("deliver %d delayed messages: %w", len(msgs), err)
 	}
 	return nil
+}
+
+// rollAfter is how far ahead a timer may be indexed before its record is
+// rolled forward: half the commit log's reserve time, at least a minute.
+func (b *Broker) rollAfter() time.Duration {
+	return max(b.st.Config().FileReservedTime/2, time.Minute)
 }
 
 // kickTimers wakes the feeder when the timer topic grew. Store listener.

@@ -182,3 +182,28 @@ func TestSendBackRetriesThenDeadLetters(t *testing.T) {
 		t.Fatal("resent a message that is not in that group's DLQ")
 	}
 }
+
+// TestLongDelayRollsItsRecordForward: a delay longer than half the commit
+// log's reserve time fires early to store a fresh copy of its record (so
+// retention never takes it), and the message is still delivered at its
+// time, once.
+func TestLongDelayRollsItsRecordForward(t *testing.T) {
+	e := newEnv(t, func(s *store.Config, _ *Config) { s.FileReservedTime = 2 * time.Minute })
+	e.createTopic("T", 1)
+	e.delayed("T", "five minutes", PropertyTimerDelaySec, "300")
+	e.waitPending(1)
+	for i := 1; i <= 4; i++ {
+		e.clk.Advance(time.Minute) // a roll every minute
+		e.waitMax(TimerTopic, 0, int64(i)+1)
+		e.waitPending(1)
+		if e.st.MaxOffset("T", 0) != 0 {
+			t.Fatalf("delivered after %d min, before its 5 min", i)
+		}
+	}
+	e.clk.Advance(time.Minute)
+	e.waitMax("T", 0, 1)
+	e.waitPending(0)
+	if e.st.MaxOffset("T", 0) != 1 {
+		t.Fatalf("delivered %d times", e.st.MaxOffset("T", 0))
+	}
+}

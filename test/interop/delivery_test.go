@@ -302,6 +302,7 @@ func TestDelaysAndRetriesSurviveRestart(t *testing.T) {
 				p.stop()
 			}
 			p.restart()
+			waitRoute(t, p.nsAddr, topic)
 
 			col := drain(t, p, topic, delayed)
 			for _, d := range col.snapshot() {

@@ -102,10 +102,19 @@ func TestTransactions(t *testing.T) {
 }
 
 // TestHalfTransactionSurvivesRestart: a transaction left UNKNOWN when the
-// broker is killed (sync flush) is checked back after the restart, once
-// the producer is heard from again, and its message is consumed once.
+// broker stops (SIGTERM) or is killed (SIGKILL, sync flush) is checked back
+// after the restart, once the producer is heard from again, and its
+// message is consumed once.
 func TestHalfTransactionSurvivesRestart(t *testing.T) {
-	t.Parallel()
+	for _, kill := range []bool{false, true} {
+		t.Run(map[bool]string{false: "SIGTERM", true: "SIGKILL"}[kill], func(t *testing.T) {
+			t.Parallel()
+			halfAcrossRestart(t, kill)
+		})
+	}
+}
+
+func halfAcrossRestart(t *testing.T, kill bool) {
 	p := startPetrel(t, serverOptions{})
 	plain := newProducer(t, p)
 	topic := uniqueName(t, "t")
@@ -127,8 +136,13 @@ func TestHalfTransactionSurvivesRestart(t *testing.T) {
 	if err != nil || res.Status != primitive.SendOK {
 		t.Fatalf("transactional send: %+v %v", res, err)
 	}
-	p.kill()
+	if kill {
+		p.kill()
+	} else {
+		p.stop()
+	}
 	p.restart()
+	waitRoute(t, p.nsAddr, topic)
 	col := newCollector()
 	c := newPushConsumer(t, p, uniqueName(t, "cg"))
 	startPushConsumer(t, c, topic, consumer.MessageSelector{}, col, "c")
