@@ -27,6 +27,8 @@ package broker
 import (
 	"fmt"
 	"hash/fnv"
+	"math"
+	"net/netip"
 	"path"
 	"strconv"
 	"sync"
@@ -45,7 +47,14 @@ const (
 	PropertyTimerOutMS    = "TIMER_OUT_MS"
 	PropertyTimerDelaySec = "TIMER_DELAY_SEC"
 	PropertyTimerDelayMS  = "TIMER_DELAY_MS"
+	// PropertyTimerDelUniqKey marks a cancel record: the delayed message
+	// with this UNIQ_KEY must not be delivered (RocketMQ 5's name).
+	PropertyTimerDelUniqKey = "TIMER_DEL_UNIQKEY"
 )
+
+// cancelKeyPrefix + UNIQ_KEY is the KEYS of a cancel record, so that a
+// rolling timer can find out it was cancelled.
+const cancelKeyPrefix = "TIMER_DEL_"
 
 // timerProps are removed from a message when it is delivered.
 var timerProps = []string{
@@ -208,6 +217,10 @@ func (b *Broker) feedTimers() error {
 			if roll := now.Add(b.rollAfter()).UnixMilli(); at > roll {
 				at = roll // fire early to roll the record forward
 			}
+			if del, ok := r.Property(PropertyTimerDelUniqKey); ok {
+				addErr = t.ts.Cancel(timerKey(string(del)), at, r.QueueOffset())
+				return
+			}
 			e := timer.Entry{DeliverAt: at, Offset: r.PhysicalOffset(), Size: r.TotalSize()}
 			if uk, ok := r.Property(message.PropertyUniqKey); ok {
 				e.Key = timerKey(string(uk))
@@ -255,6 +268,11 @@ func (b *Broker) fireTimers(due []timer.Entry) error {
 			b.log.Error("a delayed message's record does not decode; it cannot be delivered", "offset", e.Offset, "err", err)
 			continue
 		}
+		if b.cancelled(m.Property(message.PropertyUniqKey)) {
+			// The timer store drops cancelled timers itself, but not a
+			// copy rolled forward after the cancel.
+			continue
+		}
 		if out, _ := strconv.ParseInt(m.Property(PropertyTimerOutMS), 10, 64); out > b.clk.Now().UnixMilli() {
 			// Not due: a roll. Store a fresh copy of the timer record.
 			m.BodyCRC = 0
@@ -281,6 +299,55 @@ func (b *Broker) fireTimers(due []timer.Entry) error {
 		return fmt.Errorf("deliver %d delayed messages: %w", len(msgs), err)
 	}
 	return nil
+}
+
+// CancelDelayed cancels a delayed message that is not delivered yet, by
+// its message id (the UNIQ_KEY the producer's send result names). The
+// cancel is a record of the timer topic, so it survives a restart.
+func (b *Broker) CancelDelayed(uniq string) error {
+	if b.closed.Load() {
+		return b.errClosed()
+	}
+	now := b.clk.Now().UnixMilli()
+	recs, err := b.st.QueryByKey(TimerTopic, uniq, 0, math.MaxInt64, 16)
+	if err != nil {
+		return errorf(KindSystemError, err, "looking up delayed message %q failed", uniq)
+	}
+	at := int64(-1)
+	for _, r := range recs {
+		if k, _ := r.Property(message.PropertyUniqKey); string(k) != uniq {
+			continue
+		}
+		if out, _ := r.Property(PropertyTimerOutMS); len(out) > 0 {
+			at, _ = strconv.ParseInt(string(out), 10, 64)
+		}
+	}
+	switch {
+	case at < 0:
+		return errorf(KindQueryNotFound, nil, "no delayed message with id %q; check the id (the producer's msgId, not the offset id)", uniq)
+	case at <= now:
+		return errorf(KindMessageIllegal, nil, "delayed message %q was due at %s and is delivered (or being delivered); it cannot be cancelled", uniq, time.UnixMilli(at).UTC().Format(time.RFC3339))
+	case b.cancelled(uniq):
+		return nil
+	}
+	m := &message.Message{Topic: TimerTopic, Body: []byte("cancel"), BornTimestamp: now,
+		BornHost: netip.AddrPortFrom(netip.IPv4Unspecified(), 0)}
+	m.SetProperty(PropertyTimerDelUniqKey, uniq)
+	m.SetProperty(PropertyTimerOutMS, strconv.FormatInt(at, 10))
+	m.SetProperty(message.PropertyKeys, cancelKeyPrefix+uniq)
+	if _, err := b.sendResult([]*message.Message{m}, 0, b.st.Put(m)); err != nil {
+		return err
+	}
+	return nil
+}
+
+// cancelled reports whether a cancel record names uniq.
+func (b *Broker) cancelled(uniq string) bool {
+	if uniq == "" {
+		return false
+	}
+	recs, err := b.st.QueryByKey(TimerTopic, cancelKeyPrefix+uniq, 0, math.MaxInt64, 1)
+	return err == nil && len(recs) > 0
 }
 
 // rollAfter is how far ahead a timer may be indexed before its record is

@@ -207,3 +207,33 @@ func TestLongDelayRollsItsRecordForward(t *testing.T) {
 		t.Fatalf("delivered %d times", e.st.MaxOffset("T", 0))
 	}
 }
+
+// TestCancelDelayed: a delayed message cancelled by its id before its time
+// is never delivered — also after a restart, and when its record was being
+// rolled forward; an unknown id or one already delivered is refused.
+func TestCancelDelayed(t *testing.T) {
+	e := newEnv(t, func(s *store.Config, _ *Config) { s.FileReservedTime = 2 * time.Minute })
+	e.createTopic("T", 1)
+	e.delayed("T", "short", "DELAY", "3", "UNIQ_KEY", "C1")                // 10 s
+	e.delayed("T", "long", PropertyTimerDelaySec, "300", "UNIQ_KEY", "C2") // rolls every minute
+	e.delayed("T", "kept", "DELAY", "3", "UNIQ_KEY", "C3")
+	e.waitPending(3)
+	for _, id := range []string{"C1", "C2"} {
+		if err := e.b.CancelDelayed(id); err != nil {
+			t.Fatalf("cancel %s: %v", id, err)
+		}
+	}
+	wantKind(t, e.b.CancelDelayed("nope"), KindQueryNotFound, "no delayed message")
+	e.restart()
+	e.clk.Advance(10 * time.Second)
+	e.waitMax("T", 0, 1)
+	for range 5 {
+		e.clk.Advance(time.Minute)
+	}
+	e.waitPending(0)
+	p := e.mustPull(pullReq("g", "T", 0, 0).withSub("*"))
+	if len(p.bodies) != 1 || p.bodies[0] != "kept" {
+		t.Fatalf("delivered %v, want only kept", p.bodies)
+	}
+	wantKind(t, e.b.CancelDelayed("C3"), KindMessageIllegal, "cannot be cancelled")
+}

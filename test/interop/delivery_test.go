@@ -317,3 +317,33 @@ func TestDelaysAndRetriesSurviveRestart(t *testing.T) {
 		})
 	}
 }
+
+// TestCancelDelayedByID: a delayed message cancelled with Petrel's admin
+// request (10102, by the msgId its send returned) is never consumed, while
+// one sent with it is.
+func TestCancelDelayedByID(t *testing.T) {
+	t.Parallel()
+	p := startPetrel(t, serverOptions{extraArgs: fastRetryLevels})
+	prod := newProducer(t, p)
+	topic := uniqueName(t, "t")
+	prepareTopic(t, p, prod, topic)
+	col := newCollector()
+	c := newPushConsumer(t, p, uniqueName(t, "cg"))
+	startPushConsumer(t, c, topic, consumer.MessageSelector{}, col, "c")
+	res := sendAllSync(t, prod, topic, []string{"cancel-me", "keep-me"}, func(_ int, m *primitive.Message) { m.WithDelayTimeLevel(2) })
+	resp, err := rawCall(p.brAddr, 10102, map[string]string{"msgId": res[0].MsgID}, 5*time.Second)
+	if err != nil || resp.Code != 0 {
+		t.Fatalf("cancel %s: %+v %v", res[0].MsgID, resp, err)
+	}
+	col.waitAll(t, consumeTimeout, "the delayed message not cancelled", []string{"keep-me"})
+	sendAllSync(t, prod, topic, []string{"marker"}, func(_ int, m *primitive.Message) { m.WithDelayTimeLevel(2) })
+	col.waitAll(t, consumeTimeout, "a later delayed message", []string{"marker"})
+	for _, d := range col.snapshot() {
+		if d.body == "cancel-me" {
+			t.Fatal("the cancelled delayed message was consumed")
+		}
+	}
+	if resp, err := rawCall(p.brAddr, 10102, map[string]string{"msgId": "no-such-id"}, 5*time.Second); err != nil || resp.Code != 22 {
+		t.Fatalf("cancel of an unknown id: %+v %v, want code 22", resp, err)
+	}
+}

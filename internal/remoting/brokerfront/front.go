@@ -66,6 +66,7 @@ func (f *Front) Register(s *remoting.Server) {
 	s.Handle(codeViewMessageByID, f.viewMessage)
 	s.Handle(codeConsumerSendMsgBack, f.sendBack)
 	s.Handle(codePetrelResendDLQ, f.resendDLQ)
+	s.Handle(codePetrelCancelDelayed, f.cancelDelayed)
 	s.Handle(codeEndTransaction, f.endTransaction)
 }
 

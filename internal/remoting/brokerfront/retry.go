@@ -53,3 +53,16 @@ func (f *Front) resendDLQ(ctx context.Context, _ *remoting.Conn, req *remoting.C
 	}
 	return sendResponse(req, res, nil)
 }
+
+// codePetrelCancelDelayed is Petrel's admin request that cancels a delayed
+// message not delivered yet: ext msgId (its UNIQ_KEY, the msgId a send
+// result names). Answered with code 0, 22 QUERY_NOT_FOUND for an unknown
+// id, 13 when it is already due.
+const codePetrelCancelDelayed int16 = 10102
+
+func (f *Front) cancelDelayed(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	if err := f.b.CancelDelayed(req.ExtFields["msgId"]); err != nil {
+		return errorResponse(req, err)
+	}
+	return remoting.NewResponse(req, respSuccess, "")
+}
