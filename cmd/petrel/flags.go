@@ -39,6 +39,9 @@ type options struct {
 	maxTimerDelay time.Duration
 	dedupWindow   time.Duration
 	lockExpiry    time.Duration
+	txnTimeout    time.Duration
+	txnInterval   time.Duration
+	txnMaxChecks  int
 	logLevel      string
 	cpuProfile    string
 }
@@ -91,6 +94,9 @@ func addBrokerFlags(fl *pflag.FlagSet, o *options) {
 	fl.StringVar(&o.delayLevels, "delay-levels", formatDelayLevels(bdef.DelayLevels), "delays of the DELAY property's levels 1, 2, ...; retries wait level 3 + attempts")
 	fl.DurationVar(&o.maxTimerDelay, "max-timer-delay", bdef.MaxTimerDelay, "refuse delayed messages due later than this")
 	fl.DurationVar(&o.lockExpiry, "lock-expiry", bdef.LockExpiry, "an orderly consumer's queue lock not renewed for this long can be taken by another member (the Go client renews every 20 s and does not unlock queues it rebalances away)")
+	fl.DurationVar(&o.txnTimeout, "transaction-timeout", 6*time.Second, "check back an undecided transaction this long after its half message was stored")
+	fl.DurationVar(&o.txnInterval, "transaction-check-interval", time.Minute, "time between the check-backs of one transaction")
+	fl.IntVar(&o.txnMaxChecks, "transaction-max-checks", 15, "discard a half message after this many check-backs without an answer")
 	fl.DurationVar(&o.dedupWindow, "dedup-window", bdef.DedupWindow, "answer a resend of a message (same UNIQ_KEY and topic) within this long with the original result instead of storing it again; 0 turns it off")
 }
 
@@ -162,6 +168,7 @@ func (o *options) brokerConfig(logger *slog.Logger) (broker.Config, error) {
 	if o.lockExpiry != 0 {
 		cfg.LockExpiry = o.lockExpiry
 	}
+	cfg.TransactionTimeout, cfg.TransactionCheckInterval, cfg.TransactionMaxChecks = o.txnTimeout, o.txnInterval, o.txnMaxChecks
 	cfg.DedupWindow = o.dedupWindow
 	if o.dedupWindow == 0 {
 		cfg.DedupWindow = -1 // the flag's 0 means off

@@ -61,6 +61,16 @@ type Config struct {
 	// this long of the original is answered with the original's result and
 	// not stored again. Negative disables. Default 10 minutes.
 	DedupWindow time.Duration
+	// TransactionTimeout: an undecided transaction is first checked back
+	// this long after its half message was stored (or after the message's
+	// CHECK_IMMUNITY_TIME_IN_SECONDS when longer). Default 6 s.
+	TransactionTimeout time.Duration
+	// TransactionCheckInterval separates the check-backs of a transaction.
+	// Default 60 s.
+	TransactionCheckInterval time.Duration
+	// TransactionMaxChecks: after this many check-backs without an answer
+	// the half message is discarded (and logged). Default 15.
+	TransactionMaxChecks int
 	// DefaultMaxReconsumeTimes is the attempts a failed message gets
 	// before its dead-letter queue when the consumer names none. Default 16.
 	DefaultMaxReconsumeTimes int32
