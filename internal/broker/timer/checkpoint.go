@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"io/fs"
-	"path"
 	"strconv"
 	"strings"
 
@@ -17,7 +15,7 @@ import (
 const (
 	checkpointName  = "checkpoint"
 	wheelPrefix     = "wheel-"
-	tmpSuffix       = ".tmp"
+	tmpSuffix       = vfs.TmpSuffix
 	checkpointMagic = "PTMRCKP1"
 	wheelMagic      = "PTMRWHL1"
 )
@@ -273,65 +271,4 @@ func decodeWheel(b []byte, slots uint32, cursor int64, end uint64) ([]uint64, er
 		heads[i] = h
 	}
 	return heads, nil
-}
-
-// writeFileAtomic replaces dir/name by data so that a crash leaves the old or
-// the new file: write name.tmp, Sync, Rename over name, SyncDir.
-func writeFileAtomic(fsys vfs.FS, dir, name string, data []byte) (err error) {
-	final := path.Join(dir, name)
-	tmp := final + tmpSuffix
-	f, err := fsys.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("timer: create %s: %w", tmp, err)
-	}
-	defer func() {
-		if err != nil {
-			_ = fsys.Remove(tmp) // best effort: Open removes leftovers
-		}
-	}()
-	if _, err := f.WriteAt(data, 0); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("timer: write %s: %w", tmp, err)
-	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("timer: sync %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("timer: close %s: %w", tmp, err)
-	}
-	if err := fsys.Rename(tmp, final); err != nil {
-		return fmt.Errorf("timer: rename %s to %s: %w", tmp, final, err)
-	}
-	if err := fsys.SyncDir(dir); err != nil {
-		return fmt.Errorf("timer: sync dir %s: %w", dir, err)
-	}
-	return nil
-}
-
-// readFile returns the content of p, or false if it does not exist.
-func readFile(fsys vfs.FS, p string) ([]byte, bool, error) {
-	f, err := fsys.Open(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("timer: open %s: %w", p, err)
-	}
-	defer f.Close()
-	size, err := f.Size()
-	if err != nil {
-		return nil, false, fmt.Errorf("timer: size of %s: %w", p, err)
-	}
-	b := make([]byte, size)
-	n, err := f.ReadAt(b, 0)
-	if n == len(b) {
-		err = nil
-	} else if err == nil || err == io.EOF {
-		err = io.ErrUnexpectedEOF
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("timer: read %s: %w", p, err)
-	}
-	return b, true, nil
 }

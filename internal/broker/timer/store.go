@@ -91,7 +91,7 @@ func Open(fsys vfs.FS, dir string, opts Options) (*Store, error) {
 	nslots := int64(opts.Span / time.Second)
 	now := opts.Clock.Now().UnixMilli()
 
-	data, ok, err := readFile(fsys, path.Join(dir, checkpointName))
+	data, ok, err := vfs.ReadFile(fsys, path.Join(dir, checkpointName))
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +113,7 @@ func Open(fsys vfs.FS, dir string, opts Options) (*Store, error) {
 	wheel := make([]uint64, nslots)
 	if st.hasSnap {
 		p := path.Join(dir, wheelName(st.snapEnd))
-		b, ok, err := readFile(fsys, p)
+		b, ok, err := vfs.ReadFile(fsys, p)
 		if err != nil {
 			return nil, err
 		}
@@ -486,12 +486,12 @@ func (s *Store) checkpoint(final bool) error {
 		}
 	}
 	if heads != nil {
-		if err := writeFileAtomic(s.fsys, s.dir, wheelName(st.snapEnd), encodeWheel(heads, st.snapCursor, st.snapEnd)); err != nil {
+		if err := vfs.WriteFileAtomic(s.fsys, s.dir, wheelName(st.snapEnd), encodeWheel(heads, st.snapCursor, st.snapEnd)); err != nil {
 			redirty()
 			return err
 		}
 	}
-	if err := writeFileAtomic(s.fsys, s.dir, checkpointName, st.encode()); err != nil {
+	if err := vfs.WriteFileAtomic(s.fsys, s.dir, checkpointName, st.encode()); err != nil {
 		redirty()
 		return err
 	}

@@ -543,7 +543,7 @@ func TestFiringIsCheckpointedWithoutClockOrCaller(t *testing.T) {
 		t.Fatalf("fired %d, want 1", f.nFired())
 	}
 	await(t, 10*time.Second, "a checkpoint of the firing", func() bool {
-		b, _, err := readFile(f.fsys, f.dir+"/"+checkpointName)
+		b, _, err := vfs.ReadFile(f.fsys, f.dir+"/"+checkpointName)
 		if err != nil {
 			t.Fatal(err)
 		}

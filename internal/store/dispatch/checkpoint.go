@@ -74,27 +74,8 @@ func ReadCheckpoint(fsys vfs.FS, dir string) (Checkpoint, error) {
 
 // WriteCheckpoint replaces dir/checkpoint atomically and durably.
 func WriteCheckpoint(fsys vfs.FS, dir string, c Checkpoint) error {
-	tmp := path.Join(dir, CheckpointFile+".tmp")
-	f, err := fsys.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("dispatch: create checkpoint: %w", err)
-	}
-	if _, err := f.WriteAt(c.encode(), 0); err != nil {
-		f.Close()
+	if err := vfs.WriteFileAtomic(fsys, dir, CheckpointFile, c.encode()); err != nil {
 		return fmt.Errorf("dispatch: write checkpoint: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("dispatch: sync checkpoint: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("dispatch: close checkpoint: %w", err)
-	}
-	if err := fsys.Rename(tmp, path.Join(dir, CheckpointFile)); err != nil {
-		return fmt.Errorf("dispatch: rename checkpoint: %w", err)
-	}
-	if err := fsys.SyncDir(dir); err != nil {
-		return fmt.Errorf("dispatch: sync dir for checkpoint: %w", err)
 	}
 	return nil
 }

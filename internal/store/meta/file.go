@@ -2,82 +2,14 @@ package meta
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"path"
 	"sync"
 
 	"github.com/petrelmq/petrel/internal/vfs"
 )
 
 // tmpSuffix marks a file being written; it is never loaded.
-const tmpSuffix = ".tmp"
-
-// writeFileAtomic replaces dir/name by data so that a crash leaves either the
-// old or the new file: write dir/name.tmp, Sync, Rename over dir/name, SyncDir.
-func writeFileAtomic(fsys vfs.FS, dir, name string, data []byte) (err error) {
-	final := path.Join(dir, name)
-	tmp := final + tmpSuffix
-	f, err := fsys.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("create %s: %w", tmp, err)
-	}
-	defer func() {
-		if err != nil {
-			// Best effort: Open removes leftovers anyway.
-			_ = fsys.Remove(tmp)
-		}
-	}()
-	if _, err := f.WriteAt(data, 0); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("sync %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", tmp, err)
-	}
-	if err := fsys.Rename(tmp, final); err != nil {
-		return fmt.Errorf("rename %s to %s: %w", tmp, final, err)
-	}
-	if err := fsys.SyncDir(dir); err != nil {
-		// The new file is in place but its directory entry may not be
-		// durable; the next write of this kind tries again.
-		return fmt.Errorf("sync dir of %s: %w", final, err)
-	}
-	return nil
-}
-
-// readFile returns the content of p, or nil, false if p does not exist.
-func readFile(fsys vfs.FS, p string) ([]byte, bool, error) {
-	f, err := fsys.Open(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("open %s: %w", p, err)
-	}
-	defer f.Close()
-	size, err := f.Size()
-	if err != nil {
-		return nil, false, fmt.Errorf("size of %s: %w", p, err)
-	}
-	buf := make([]byte, size)
-	n, err := f.ReadAt(buf, 0)
-	if n == len(buf) {
-		err = nil
-	} else if err == nil || err == io.EOF {
-		err = io.ErrUnexpectedEOF
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("read %s: %w", p, err)
-	}
-	return buf, true, nil
-}
+const tmpSuffix = vfs.TmpSuffix
 
 // writer serialises the writes of one file and lets concurrent callers share
 // them (group commit). Changes to the file's table are numbered 1, 2, ... by
@@ -166,7 +98,7 @@ func (w *writer) write() (uint64, error) {
 	if err != nil {
 		return seq, fmt.Errorf("meta: encode %s: %w", w.name, err)
 	}
-	if err := writeFileAtomic(w.fsys, w.dir, w.name, data); err != nil {
+	if err := vfs.WriteFileAtomic(w.fsys, w.dir, w.name, data); err != nil {
 		return seq, fmt.Errorf("meta: %w", err)
 	}
 	return seq, nil

@@ -115,7 +115,7 @@ func Open(fsys vfs.FS, dir string, opts Options) (*Store, error) {
 		{offsetsFileName, s.offsets.load},
 	} {
 		p := path.Join(dir, f.name)
-		data, ok, err := readFile(fsys, p)
+		data, ok, err := vfs.ReadFile(fsys, p)
 		if err != nil {
 			return nil, fmt.Errorf("meta: %w", err)
 		}

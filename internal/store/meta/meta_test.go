@@ -90,7 +90,7 @@ func TestFileLayoutUsesRocketMQFieldNames(t *testing.T) {
 		groupsFileName:  {`"subscriptionGroupTable":{"G":{"groupName":"G"`, `"notifyConsumerIdsChangedEnable":true`, `"brokerId":0`},
 		offsetsFileName: {`{"offsetTable":{"G":{"T":{"1":42}}}}`},
 	} {
-		data, ok, err := readFile(fsys, path.Join(testDir, file))
+		data, ok, err := vfs.ReadFile(fsys, path.Join(testDir, file))
 		if err != nil || !ok {
 			t.Fatalf("read %s: %v %v", file, ok, err)
 		}
@@ -530,7 +530,7 @@ func TestOpenRejectsCorruptFiles(t *testing.T) {
 
 	for _, file := range []string{topicsFileName, groupsFileName, offsetsFileName} {
 		p := path.Join(testDir, file)
-		data, _, err := readFile(good, p)
+		data, _, err := vfs.ReadFile(good, p)
 		must(t, err)
 		bad := map[string][]byte{
 			"empty":    {},
