@@ -45,18 +45,10 @@ func (l *txnListener) checked(body string) int32 {
 	return n.(*atomic.Int32).Load()
 }
 
-// TestTransactions: a committed transaction is consumed once; one left
-// UNKNOWN is checked back (after the 6 s transaction timeout), committed
-// by the listener and then consumed once; a rolled-back one is never
-// consumed.
-func TestTransactions(t *testing.T) {
-	t.Parallel()
-	p := startPetrel(t, serverOptions{})
-	plain := newProducer(t, p)
-	topic := uniqueName(t, "t")
-	prepareTopic(t, p, plain, topic)
-
-	lis := &txnListener{}
+// newTransactionProducer starts a transactional producer of a new group
+// that answers with lis; it is shut down when the test ends.
+func newTransactionProducer(t *testing.T, p *petrel, lis primitive.TransactionListener) rocketmq.TransactionProducer {
+	t.Helper()
 	tp, err := rocketmq.NewTransactionProducer(lis,
 		producer.WithNsResolver(p.resolver()),
 		producer.WithGroupName(uniqueName(t, "tpg")),
@@ -69,6 +61,22 @@ func TestTransactions(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = tp.Shutdown() })
+	return tp
+}
+
+// TestTransactions: a committed transaction is consumed once; one left
+// UNKNOWN is checked back (after the 6 s transaction timeout), committed
+// by the listener and then consumed once; a rolled-back one is never
+// consumed.
+func TestTransactions(t *testing.T) {
+	t.Parallel()
+	p := startPetrel(t, serverOptions{})
+	plain := newProducer(t, p)
+	topic := uniqueName(t, "t")
+	prepareTopic(t, p, plain, topic)
+
+	lis := &txnListener{}
+	tp := newTransactionProducer(t, p, lis)
 
 	col := newCollector()
 	c := newPushConsumer(t, p, uniqueName(t, "cg"))
@@ -120,18 +128,7 @@ func halfAcrossRestart(t *testing.T, kill bool) {
 	topic := uniqueName(t, "t")
 	prepareTopic(t, p, plain, topic)
 	lis := &txnListener{}
-	tp, err := rocketmq.NewTransactionProducer(lis,
-		producer.WithNsResolver(p.resolver()),
-		producer.WithGroupName(uniqueName(t, "tpg")),
-		producer.WithInstanceName(uniqueName(t, "tpi")),
-		producer.WithRetry(2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tp.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = tp.Shutdown() })
+	tp := newTransactionProducer(t, p, lis)
 	res, err := tp.SendMessageInTransaction(context.Background(), primitive.NewMessage(topic, []byte("pending")))
 	if err != nil || res.Status != primitive.SendOK {
 		t.Fatalf("transactional send: %+v %v", res, err)
