@@ -35,7 +35,7 @@ func isGroupTopic(topic string) bool {
 // dupResult is the answer to a resend of what r records.
 func (b *Broker) dupResult(r dedup.Result) SendResult {
 	return SendResult{Status: SendOK, QueueID: r.QueueID, QueueOffset: r.QueueOffset, RegionID: DefaultRegionID,
-		MsgID: message.OffsetID(b.cfg.StoreHost, r.CommitLogOffset)}
+		MsgID: message.OffsetID(b.st.Config().StoreHost, r.CommitLogOffset)}
 }
 
 // dedupResult is what the window remembers of a stored send.
