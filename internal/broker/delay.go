@@ -25,6 +25,7 @@ package broker
 // Retry back-off (CONSUMER_SEND_MSG_BACK) uses the same levels.
 
 import (
+	"context"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -304,9 +305,13 @@ func (b *Broker) fireTimers(due []timer.Entry) error {
 // CancelDelayed cancels a delayed message that is not delivered yet, by
 // its message id (the UNIQ_KEY the producer's send result names). The
 // cancel is a record of the timer topic, so it survives a restart.
-func (b *Broker) CancelDelayed(uniq string) error {
+func (b *Broker) CancelDelayed(ctx context.Context, uniq string) error {
 	if b.closed.Load() {
 		return b.errClosed()
+	}
+	// A message just acknowledged may not be in the index yet.
+	if err := b.st.WaitDispatched(ctx); err != nil {
+		return errorf(KindServiceUnavailable, err, "the broker is still indexing; retry the cancel")
 	}
 	now := b.clk.Now().UnixMilli()
 	recs, err := b.st.QueryByKey(TimerTopic, uniq, 0, math.MaxInt64, 16)

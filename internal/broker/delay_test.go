@@ -219,11 +219,11 @@ func TestCancelDelayed(t *testing.T) {
 	e.delayed("T", "kept", "DELAY", "3", "UNIQ_KEY", "C3")
 	e.waitPending(3)
 	for _, id := range []string{"C1", "C2"} {
-		if err := e.b.CancelDelayed(id); err != nil {
+		if err := e.b.CancelDelayed(context.Background(), id); err != nil {
 			t.Fatalf("cancel %s: %v", id, err)
 		}
 	}
-	wantKind(t, e.b.CancelDelayed("nope"), KindQueryNotFound, "no delayed message")
+	wantKind(t, e.b.CancelDelayed(context.Background(), "nope"), KindQueryNotFound, "no delayed message")
 	e.restart()
 	e.clk.Advance(10 * time.Second)
 	e.waitMax("T", 0, 1)
@@ -235,5 +235,5 @@ func TestCancelDelayed(t *testing.T) {
 	if len(p.bodies) != 1 || p.bodies[0] != "kept" {
 		t.Fatalf("delivered %v, want only kept", p.bodies)
 	}
-	wantKind(t, e.b.CancelDelayed("C3"), KindMessageIllegal, "cannot be cancelled")
+	wantKind(t, e.b.CancelDelayed(context.Background(), "C3"), KindMessageIllegal, "cannot be cancelled")
 }

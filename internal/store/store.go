@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -291,6 +292,12 @@ func (s *Store) Durable() int64 { return s.clog.Durable() }
 // Dispatched is the commit-log offset below which messages are in their
 // consume queues and the index.
 func (s *Store) Dispatched() int64 { return s.disp.Load().Dispatched() }
+
+// WaitDispatched returns once every message durable now is in its consume
+// queue and the index (so lookups find it), or with ctx's error.
+func (s *Store) WaitDispatched(ctx context.Context) error {
+	return s.disp.Load().WaitDispatched(ctx, s.clog.Durable())
+}
 
 // CommitLogMinOffset is the oldest commit-log offset still stored.
 func (s *Store) CommitLogMinOffset() int64 { return s.clog.MinOffset() }

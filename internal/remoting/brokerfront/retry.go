@@ -60,8 +60,8 @@ func (f *Front) resendDLQ(ctx context.Context, _ *remoting.Conn, req *remoting.C
 // id, 13 when it is already due.
 const codePetrelCancelDelayed int16 = 10102
 
-func (f *Front) cancelDelayed(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	if err := f.b.CancelDelayed(req.ExtFields["msgId"]); err != nil {
+func (f *Front) cancelDelayed(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	if err := f.b.CancelDelayed(ctx, req.ExtFields["msgId"]); err != nil {
 		return errorResponse(req, err)
 	}
 	return remoting.NewResponse(req, respSuccess, "")
