@@ -173,13 +173,18 @@
 //
 // # Reclaiming space
 //
-// A log file is deleted (after a durable checkpoint) when it is full, not
-// the last file, and every chain with a record in it is done: every slot
-// round it holds is below the running slot run's round (or the cursor), and
-// every late generation below the oldest running late run's (or the open
-// late chain's). Because long timers are copied forward each span, no file
-// outlives its newest record by much more than one span, whatever MaxDelay
-// is. A deleted file that a checkpoint still lists is skipped by Open.
+// A log file is deleted (after a durable checkpoint) when that checkpoint
+// lists it, it is full, it is not the last file the checkpoint lists, and
+// every chain with a record in it is done: every slot round it holds is
+// below the running slot run's round (or the cursor), and every late
+// generation below the oldest running late run's (or the open late
+// chain's). The test is the one Open applies to the checkpoint, so Open
+// never needs a deleted file: the last listed file stays even when an Add
+// has opened a newer file since the state was captured (it goes with the
+// next checkpoint). Because long timers are copied forward each span, no
+// file outlives its newest record by much more than one span, whatever
+// MaxDelay is. A deleted file that a checkpoint still lists is skipped by
+// Open.
 //
 // # Memory
 //

@@ -560,13 +560,21 @@ func segDead(st *ckptState, seg segState, per uint64, last bool) bool {
 }
 
 // deadSegsLocked takes out of the log the files that the durable state st
-// no longer needs, and returns them.
+// no longer needs, and returns them. It judges the files st lists exactly as
+// Open of st does: the last of them stays even if the log has moved on to a
+// file created after st was captured (Open of st needs it), and files st
+// does not list (created since) stay.
 func (s *Store) deadSegsLocked(st *ckptState) []*segment {
+	useless := map[uint64]bool{}
+	for i, ss := range st.segs {
+		if segDead(st, ss, s.tl.per, i == len(st.segs)-1) {
+			useless[ss.start] = true
+		}
+	}
 	var dead []*segment
 	keep := s.tl.segs[:0]
-	for i, seg := range s.tl.segs {
-		ss := segState{start: seg.start, maxRound: seg.maxRound, maxLate: seg.maxLate}
-		if segDead(st, ss, s.tl.per, i == len(s.tl.segs)-1) {
+	for _, seg := range s.tl.segs {
+		if useless[seg.start] {
 			dead = append(dead, seg)
 			continue
 		}
