@@ -217,5 +217,8 @@ func TestSIGKILLLosesNoAcknowledgedMessage(t *testing.T) {
 	t.Logf("%d sends acknowledged with SEND_OK before SIGKILL", len(want))
 
 	p.restart()
+	// The restarted name server knows the topic once the broker has
+	// registered with it.
+	waitRoute(t, p.nsAddr, topic)
 	drain(t, p, topic, want)
 }
