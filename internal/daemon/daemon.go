@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -8,6 +9,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/petrelmq/petrel/internal/broker"
 	"github.com/petrelmq/petrel/internal/namesrv"
@@ -122,8 +124,22 @@ func StartBroker(cfg BrokerConfig) (_ *Broker, err error) {
 	d.publishTopics()
 	d.reg.Start()
 	go func() { d.done <- d.srv.Serve(ln) }()
+	if len(cfg.NameServers) > 0 {
+		// Report ready once clients can find the broker's topics, which
+		// takes one registration (a client's first send to a new topic
+		// needs the template topic's route). Do not wait long for a name
+		// server that is down: the registrar keeps trying.
+		ctx, cancel := context.WithTimeout(context.Background(), registerWait)
+		if err := d.reg.WaitRegistered(ctx); err != nil {
+			cfg.Logger.Warn("no name server has accepted the broker's registration yet; clients will not find it until one does", "namesrv", cfg.NameServers, "waited", registerWait)
+		}
+		cancel()
+	}
 	return d, nil
 }
+
+// registerWait bounds how long StartBroker waits for the first registration.
+const registerWait = 5 * time.Second
 
 // publishTopics hands the current topic table to the registrar.
 func (d *Broker) publishTopics() {

@@ -402,3 +402,33 @@ func TestDiffTopics(t *testing.T) {
 		t.Fatalf("changed %v removed %v", changed, removed)
 	}
 }
+
+// TestRegistrarWaitRegistered: WaitRegistered returns once a name server
+// accepted the broker (its route is then there), and not before: with only
+// an unreachable name server it ends with the caller's deadline.
+func TestRegistrarWaitRegistered(t *testing.T) {
+	clk := clock.NewManual(t0)
+	cl := newClient(t)
+	broker := BrokerInfo{Cluster: "c", Name: "a", Addr: "127.0.0.1:10911"}
+
+	dead := NewRegistrar(cl, []string{"127.0.0.1:1"}, broker, RegistrarOptions{Clock: clk, Logger: testLogger(t)})
+	defer dead.Close()
+	dead.Start()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if err := dead.WaitRegistered(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("with no name server up: %v, want the deadline", err)
+	}
+
+	ns := startNS(t, clk, "")
+	r := NewRegistrar(cl, []string{"127.0.0.1:1", ns.addr}, broker, RegistrarOptions{Clock: clk, Logger: testLogger(t)})
+	defer r.Close()
+	r.Update(map[string]TopicConfig{"T": topic("T", 4, 6)}, DataVersion{1, 1})
+	r.Start()
+	if err := r.WaitRegistered(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := routeOf(t, ns, "T"); !ok {
+		t.Fatal("WaitRegistered returned before the name server had the broker's topics")
+	}
+}

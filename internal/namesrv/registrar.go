@@ -87,6 +87,9 @@ type Registrar struct {
 	closed  bool
 	ns      []*nsState
 
+	registered     chan struct{} // closed at the first registration a name server accepts
+	registeredOnce sync.Once
+
 	cacheMu          sync.Mutex // guards the full-registration cache; held while encoding
 	fullCache        *remoting.Command
 	fullCacheVersion DataVersion
@@ -129,13 +132,14 @@ func NewRegistrar(client *remoting.Client, nameServers []string, broker BrokerIn
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Registrar{
-		client: client,
-		broker: broker,
-		opts:   opts,
-		log:    opts.Logger.With("component", "registrar", "broker", broker.Name, "broker_id", broker.ID),
-		ctx:    ctx,
-		cancel: cancel,
-		topics: map[string]TopicConfig{},
+		client:     client,
+		broker:     broker,
+		opts:       opts,
+		log:        opts.Logger.With("component", "registrar", "broker", broker.Name, "broker_id", broker.ID),
+		ctx:        ctx,
+		cancel:     cancel,
+		topics:     map[string]TopicConfig{},
+		registered: make(chan struct{}),
 	}
 	for _, addr := range nameServers {
 		r.ns = append(r.ns, &nsState{addr: addr, wake: make(chan struct{}, 1)})
@@ -158,6 +162,18 @@ func (r *Registrar) Start() {
 		wake(st)
 	}
 	r.timer = r.opts.Clock.AfterFunc(r.opts.HeartbeatInterval, r.tick)
+}
+
+// WaitRegistered returns once some name server has accepted a
+// registration (so clients asking it find this broker's topics), or with
+// ctx's error.
+func (r *Registrar) WaitRegistered(ctx context.Context) error {
+	select {
+	case <-r.registered:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Update replaces the broker's topic set and data version and sends the
@@ -271,6 +287,7 @@ func (r *Registrar) sync(st *nsState) error {
 	switch {
 	case err == nil:
 		st.acked, st.ackedVersion, st.ackedTopics = true, version, topics
+		r.registeredOnce.Do(func() { close(r.registered) })
 		if full {
 			st.ticks, st.forceFull = 0, false
 		}
