@@ -67,6 +67,7 @@ var timerProps = []string{
 type timers struct {
 	ts   *timer.Store
 	hook atomic.Pointer[func()] // tests: called after each feed and fire
+	fed  atomic.Int64           // timer-topic queue offset the feeder has reached
 	kick chan struct{}
 	quit chan struct{}
 	done chan struct{}
@@ -233,7 +234,9 @@ func (b *Broker) feedTimers() error {
 			return addErr
 		}
 		off = res.NextOffset
+		t.fed.Store(off)
 	}
+	t.fed.Store(max(t.fed.Load(), off))
 	return nil
 }
 

@@ -11,8 +11,11 @@ import (
 	"github.com/petrelmq/petrel/internal/store"
 )
 
-// waitPending waits until the timer store holds n timers.
-func (e *env) waitPending(n int64) {
+// waitTimers waits until cond holds. The timer store and the feeder work
+// on goroutines of their own and do not announce every change (pending
+// drops after the broker's Fire returns), so besides their hook the
+// condition is also checked every few milliseconds.
+func (e *env) waitTimers(what string, cond func() bool) {
 	e.t.Helper()
 	changed := make(chan struct{}, 1)
 	hook := func() {
@@ -25,14 +28,26 @@ func (e *env) waitPending(n int64) {
 	defer e.b.timers.hook.Store(nil)
 	deadline := time.NewTimer(waitLimit)
 	defer deadline.Stop()
-	for e.b.PendingTimers() != n {
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
 		select {
 		case <-changed:
 		case <-e.arrived:
+		case <-tick.C:
 		case <-deadline.C:
-			e.t.Fatalf("pending timers %d, want %d", e.b.PendingTimers(), n)
+			e.t.Fatalf("timers: %s not within %v", what, waitLimit)
 		}
 	}
+}
+
+// waitPending waits until the timer store holds n timers and the feeder
+// has taken in every timer record stored so far.
+func (e *env) waitPending(n int64) {
+	e.t.Helper()
+	e.waitTimers(fmt.Sprintf("%d pending", n), func() bool {
+		return e.b.timers.fed.Load() >= e.st.MaxOffset(TimerTopic, 0) && e.b.PendingTimers() == n
+	})
 }
 
 // delayed sends a message that is not due yet; it lands in the timer
