@@ -26,13 +26,13 @@ func parseProps(spec string) map[string]string {
 	return m
 }
 
-// outcome evaluates e with RocketMQ's four outcomes: T, F, N (null) or X
+// outcome evaluates e with RocketMQ's four outcomes: T, F, N (null) or E
 // (evaluation error).
 func outcome(e *Expr, prop func(string) (string, bool)) string {
 	v := e.root.eval(prop)
 	switch {
 	case v.k == kErr:
-		return "X"
+		return "E"
 	case v.k == kNull:
 		return "N"
 	case v.k == kBool && v.b:
