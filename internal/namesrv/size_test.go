@@ -31,9 +31,6 @@ func frameBytes(t testing.TB, c *remoting.Command) int {
 // compression. The heartbeat must stay tiny and the full frame under the
 // 16 MiB frame limit.
 func TestHeartbeatFrameSizeWith100000Topics(t *testing.T) {
-	if testing.Short() {
-		t.Skip("encodes 100,000 topics")
-	}
 	const n = 100_000
 	topics := manyTopics(n)
 	v := DataVersion{Timestamp: 1_700_000_000_000, Counter: 123456}

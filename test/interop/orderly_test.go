@@ -21,7 +21,8 @@ import (
 func TestOrderlyTwoMembersAcrossRebalance(t *testing.T) {
 	t.Parallel()
 	// The Go client does not unlock the queues a rebalance takes away from
-	// a member (push_consumer.go: "TODO orderly"); the new owner gets them
+	// a member (push_consumer.go, removeUnnecessaryMessageQueue leaves
+	// orderly consumers as they are); the new owner gets them
 	// when the old lock expires. The children renew their locks every 2 s,
 	// so a 5 s expiry keeps the test short.
 	p := startPetrel(t, serverOptions{extraArgs: []string{"--lock-expiry", "5s"}})

@@ -30,9 +30,6 @@ func (m *keyMaker) key(i uint64) string {
 // TestBytesPerEntry measures the heap one million remembered ids take and
 // checks it against BytesPerEntry and the figure in doc.go.
 func TestBytesPerEntry(t *testing.T) {
-	if testing.Short() {
-		t.Skip("fills a million ids")
-	}
 	const n = 1_000_000
 	var before, after runtime.MemStats
 	runtime.GC()

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand"
-	"os"
 	"path"
 	"slices"
 	"strings"
@@ -29,7 +28,7 @@ import (
 // and removals; then it waits for that checkpoint to finish and checks that
 // a crash right then would leave a store that opens.
 type crashWorld struct {
-	t    *testing.T
+	t    testing.TB
 	seed int64
 	r    *rand.Rand
 	clk  *clock.Manual
@@ -447,7 +446,7 @@ type crashStats struct {
 	crashes, inStore, restarts, timers, fires, refires, cancelled, replayed, parks int
 }
 
-func runCrashWorld(t *testing.T, seed int64, steps int, st *crashStats) {
+func runCrashWorld(t testing.TB, seed int64, steps int, st *crashStats) {
 	w := &crashWorld{
 		t: t, seed: seed, r: rand.New(rand.NewSource(seed)), fr: rand.New(rand.NewSource(^seed)),
 		pr:  rand.New(rand.NewSource(seed * 7919)),
@@ -548,13 +547,12 @@ func TestCrashRandom(t *testing.T) {
 	}
 }
 
-// TestCrashStress runs many more, longer seeds:
+// BenchmarkCrashStress runs many more, longer seeds than TestCrashRandom,
+// only when asked (a benchmark, so the normal run leaves it out):
 //
-//	PETREL_TIMER_STRESS=1 go test -run TestCrashStress ./internal/broker/timer
-func TestCrashStress(t *testing.T) {
-	if os.Getenv("PETREL_TIMER_STRESS") == "" {
-		t.Skip("set PETREL_TIMER_STRESS=1")
-	}
+//	go test -run '^$' -bench CrashStress -benchtime 1x ./internal/broker/timer
+func BenchmarkCrashStress(b *testing.B) {
+	t := b
 	var st crashStats
 	for seed := int64(1000); seed < 4000; seed++ {
 		runCrashWorld(t, seed, 400, &st)
