@@ -19,9 +19,10 @@ import (
 	"github.com/petrelmq/petrel/internal/message"
 )
 
-// dedupKey returns the UNIQ_KEY to deduplicate req by, or "".
-func (b *Broker) dedupKey(req *SendRequest) string {
-	if b.dedup == nil || !b.dedup.Enabled() || req.Batch || isGroupTopic(req.Topic) || txn.IsPrepared(req.SysFlag, req.Properties) {
+// dedupKey returns the UNIQ_KEY to deduplicate req, built into msgs, by,
+// or "".
+func (b *Broker) dedupKey(req *SendRequest, msgs []*message.Message) string {
+	if b.dedup == nil || !b.dedup.Enabled() || req.Batch || isGroupTopic(req.Topic) || txn.IsHalfTopic(msgs[0].Topic) {
 		return ""
 	}
 	k, _ := message.PropertyOf(req.Properties, message.PropertyUniqKey)

@@ -32,6 +32,7 @@ import (
 	"net/netip"
 	"path"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,6 +52,8 @@ const (
 	// PropertyTimerDelUniqKey marks a cancel record: the delayed message
 	// with this UNIQ_KEY must not be delivered (RocketMQ 5's name).
 	PropertyTimerDelUniqKey = "TIMER_DEL_UNIQKEY"
+	// propTimerRolled marks a timer record rolled forward at least once.
+	propTimerRolled = "PETREL_TIMER_ROLLED"
 )
 
 // cancelKeyPrefix + UNIQ_KEY is the KEYS of a cancel record, so that a
@@ -60,7 +63,7 @@ const cancelKeyPrefix = "TIMER_DEL_"
 // timerProps are removed from a message when it is delivered.
 var timerProps = []string{
 	message.PropertyDelayLevel, message.PropertyTimerDeliverMS, PropertyTimerDelaySec, PropertyTimerDelayMS,
-	PropertyTimerOutMS, message.PropertyRealTopic, message.PropertyRealQueueID,
+	PropertyTimerOutMS, message.PropertyRealTopic, message.PropertyRealQueueID, propTimerRolled,
 }
 
 // timers is the broker's side of the timer store.
@@ -126,6 +129,9 @@ func (b *Broker) errTooFar(d time.Duration) *Error {
 func (b *Broker) deferIfDelayed(m *message.Message) error {
 	if m.Topic == TimerTopic {
 		return errorf(KindMessageIllegal, nil, "topic %s is reserved for delayed messages; send to your own topic with a delay", TimerTopic)
+	}
+	if !strings.Contains(m.Properties, "DELAY") && !strings.Contains(m.Properties, message.PropertyTimerDeliverMS) {
+		return nil // no DELAY, TIMER_DELAY_* or TIMER_DELIVER_MS: not delayed
 	}
 	at, ok, err := b.dueAt(m)
 	if err != nil || !ok {
@@ -272,14 +278,17 @@ func (b *Broker) fireTimers(due []timer.Entry) error {
 			b.log.Error("a delayed message's record does not decode; it cannot be delivered", "offset", e.Offset, "err", err)
 			continue
 		}
-		if b.cancelled(m.Property(message.PropertyUniqKey)) {
-			// The timer store drops cancelled timers itself, but not a
-			// copy rolled forward after the cancel.
+		out, _ := strconv.ParseInt(m.Property(PropertyTimerOutMS), 10, 64)
+		roll := out > b.clk.Now().UnixMilli()
+		// The timer store drops a cancelled timer itself when the cancel
+		// names the time it was indexed for; a timer indexed early to roll
+		// forward, and its copies, are checked against the cancel records.
+		if (roll || m.Property(propTimerRolled) != "") && b.cancelled(m.Property(message.PropertyUniqKey)) {
 			continue
 		}
-		if out, _ := strconv.ParseInt(m.Property(PropertyTimerOutMS), 10, 64); out > b.clk.Now().UnixMilli() {
-			// Not due: a roll. Store a fresh copy of the timer record.
-			m.BodyCRC = 0
+		if roll {
+			// Not due: store a fresh copy of the timer record.
+			m.SetProperty(propTimerRolled, "true")
 			msgs = append(msgs, m)
 			continue
 		}
@@ -292,8 +301,7 @@ func (b *Broker) fireTimers(due []timer.Entry) error {
 		for _, k := range timerProps {
 			m.RemoveProperty(k)
 		}
-		m.Topic, m.QueueID = topic, int32(qid)
-		m.BodyCRC = 0
+		m.Topic, m.QueueID = topic, int32(qid) // the body and its CRC stay
 		msgs = append(msgs, m)
 	}
 	if len(msgs) == 0 {

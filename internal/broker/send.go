@@ -113,7 +113,7 @@ func (b *Broker) Send(ctx context.Context, req *SendRequest) (SendResult, error)
 	if err != nil {
 		return SendResult{}, err
 	}
-	if uk := b.dedupKey(req); uk != "" {
+	if uk := b.dedupKey(req, msgs); uk != "" {
 		c := b.dedup.Acquire(req.Topic, uk)
 		if c.Dup {
 			return b.dupResult(c.Result), nil
@@ -151,7 +151,7 @@ func (b *Broker) SendAsync(ctx context.Context, req *SendRequest, done func(Send
 		done(SendResult{}, err)
 		return true
 	}
-	if uk := b.dedupKey(req); uk != "" {
+	if uk := b.dedupKey(req, msgs); uk != "" {
 		c, ok := b.dedup.TryAcquire(req.Topic, uk)
 		if !ok {
 			return false // its original is being stored: Send waits for it
