@@ -69,10 +69,7 @@ below saturation.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.NameServers = splitNameServers(namesrv)
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
-			res, err := r.produce(ctx, cfg)
-			return printBenchResult(cmd, res, err)
+			return runBench(cmd, func(ctx context.Context) (*loadgen.Result, error) { return r.produce(ctx, cfg) })
 		},
 	}
 	fl := cmd.Flags()
@@ -101,10 +98,7 @@ with long polling, committing offsets, until --count messages arrived,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.NameServers = splitNameServers(namesrv)
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
-			res, err := r.consume(ctx, cfg)
-			return printBenchResult(cmd, res, err)
+			return runBench(cmd, func(ctx context.Context) (*loadgen.Result, error) { return r.consume(ctx, cfg) })
 		},
 	}
 	fl := cmd.Flags()
@@ -125,6 +119,15 @@ func addBenchCommonFlags(fl *pflag.FlagSet, namesrv, topic *string, count *int64
 	fl.Int64Var(maxErrors, "max-errors", loadgen.DefaultMaxErrors, "stop after this many failed requests")
 	fl.BoolVar(allowRemote, "allow-remote", false, "allow non-loopback addresses (name servers and brokers)")
 	fl.StringVar(scenario, "scenario", defScenario, "scenario name printed in the result line, e.g. produce-sync")
+}
+
+// runBench runs one load until it ends or SIGINT/SIGTERM stops it, and
+// prints its result.
+func runBench(cmd *cobra.Command, run func(context.Context) (*loadgen.Result, error)) error {
+	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	res, err := run(ctx)
+	return printBenchResult(cmd, res, err)
 }
 
 // printBenchResult prints the result line (also after a run that stopped
