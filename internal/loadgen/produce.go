@@ -179,16 +179,17 @@ type producer struct {
 	clients    []*remoting.Client
 	uniqPrefix string
 
-	slots    chan *slot   // free slots
-	next     atomic.Int64 // sequence number of the next message
-	issueCtx context.Context
-	connMu   sync.Mutex
-	conns    [][]*remoting.Conn // [client][broker]
-	sent     atomic.Int64
-	errs     atomic.Int64
-	errMu    sync.Mutex
-	first    string
-	start    time.Time
+	slots     chan *slot   // free slots
+	next      atomic.Int64 // sequence number of the next message
+	issueCtx  context.Context
+	stopIssue context.CancelFunc // ends issuing (MaxErrors reached)
+	connMu    sync.Mutex
+	conns     [][]*remoting.Conn // [client][broker]
+	sent      atomic.Int64
+	errs      atomic.Int64
+	errMu     sync.Mutex
+	first     string
+	start     time.Time
 }
 
 func (p *producer) run(ctx context.Context, conns [][]*remoting.Conn) (*Result, error) {
@@ -197,10 +198,10 @@ func (p *producer) run(ctx context.Context, conns [][]*remoting.Conn) (*Result, 
 	p.slots = make(chan *slot, p.cfg.InFlight)
 	all := make([]*slot, p.cfg.InFlight)
 	for i := range all {
-		all[i] = p.newSlot(i, stopIssue)
+		all[i] = p.newSlot()
 		p.slots <- all[i]
 	}
-	p.issueCtx, p.conns = issueCtx, conns
+	p.issueCtx, p.stopIssue, p.conns = issueCtx, stopIssue, conns
 	p.start = time.Now()
 	p.issue(issueCtx)
 	// Wait for the answers still due, a grace period at most.
@@ -237,14 +238,14 @@ wait:
 	return res, nil
 }
 
-func (p *producer) fail(stop context.CancelFunc, msg string) {
+func (p *producer) fail(msg string) {
 	p.errMu.Lock()
 	if p.first == "" {
 		p.first = msg
 	}
 	p.errMu.Unlock()
 	if p.errs.Add(1) >= p.cfg.MaxErrors {
-		stop()
+		p.stopIssue()
 	}
 }
 
@@ -259,16 +260,15 @@ type slot struct {
 	props []byte
 	t0    time.Time
 	q     queueRef
-	stop  context.CancelFunc
 	done  func(*remoting.Command, error) // s.answered, bound once
 
 	mu   sync.Mutex // the histogram: callbacks record, the end merges
 	hist *Histogram
 }
 
-func (p *producer) newSlot(i int, stop context.CancelFunc) *slot {
+func (p *producer) newSlot() *slot {
 	cfg := p.cfg
-	s := &slot{p: p, body: make([]byte, cfg.BodyBytes), props: make([]byte, 0, 64), stop: stop, hist: NewHistogram()}
+	s := &slot{p: p, body: make([]byte, cfg.BodyBytes), props: make([]byte, 0, 64), hist: NewHistogram()}
 	fillBody(s.body)
 	s.req = remoting.NewRequest(codeSendMessageV2, nil, s.body) // header fields set per send
 	s.done = s.answered
@@ -369,9 +369,9 @@ func (s *slot) answered(resp *remoting.Command, err error) {
 	p := s.p
 	switch {
 	case err != nil:
-		p.fail(s.stop, err.Error())
+		p.fail(err.Error())
 	case resp.Code != respSuccess && resp.Code != respFlushDiskTimeout:
-		p.fail(s.stop, fmt.Sprintf("send to %s queue %d: code %d: %s", s.q.name, s.q.queueID, resp.Code, resp.Remark))
+		p.fail(fmt.Sprintf("send to %s queue %d: code %d: %s", s.q.name, s.q.queueID, resp.Code, resp.Remark))
 	default:
 		s.mu.Lock()
 		s.hist.Record(lat)
