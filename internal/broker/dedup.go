@@ -22,7 +22,7 @@ import (
 // dedupKey returns the UNIQ_KEY to deduplicate req, built into msgs, by,
 // or "".
 func (b *Broker) dedupKey(req *SendRequest, msgs []*message.Message) string {
-	if b.dedup == nil || !b.dedup.Enabled() || req.Batch || isGroupTopic(req.Topic) || txn.IsHalfTopic(msgs[0].Topic) {
+	if !b.dedup.Enabled() || req.Batch || isGroupTopic(req.Topic) || txn.IsHalfTopic(msgs[0].Topic) {
 		return ""
 	}
 	k, _ := message.PropertyOf(req.Properties, message.PropertyUniqKey)
