@@ -14,6 +14,7 @@ import (
 	"github.com/petrelmq/petrel/internal/clock"
 	"github.com/petrelmq/petrel/internal/message"
 	"github.com/petrelmq/petrel/internal/store"
+	"github.com/petrelmq/petrel/internal/store/storetest"
 	"github.com/petrelmq/petrel/internal/vfs"
 )
 
@@ -45,16 +46,7 @@ func newEnv(t testing.TB, opts ...func(*store.Config, *Config)) *env {
 	t.Helper()
 	e := &env{t: t, fs: vfs.NewMem(), clk: clock.NewManual(t0)}
 	logger := slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	e.scfg = store.DefaultConfig("/data")
-	e.scfg.FS = e.fs
-	e.scfg.Clock = e.clk
-	e.scfg.SegmentBytes = 1 << 20
-	e.scfg.MaxMessageBytes = 64 << 10
-	e.scfg.IndexSlotsPerFile = 64
-	e.scfg.IndexEntriesPerFile = 256
-	e.scfg.ConsumeQueueEntriesPerFile = 64
-	e.scfg.StoreHost = netip.MustParseAddrPort("127.0.0.1:10911")
-	e.scfg.Logger = logger
+	e.scfg = storetest.SmallConfig(e.fs, e.clk, logger)
 	e.bcfg = DefaultConfig()
 	e.bcfg.Clock = e.clk
 	e.bcfg.Logger = logger

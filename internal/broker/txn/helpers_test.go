@@ -13,6 +13,7 @@ import (
 	"github.com/petrelmq/petrel/internal/clock"
 	"github.com/petrelmq/petrel/internal/message"
 	"github.com/petrelmq/petrel/internal/store"
+	"github.com/petrelmq/petrel/internal/store/storetest"
 	"github.com/petrelmq/petrel/internal/vfs"
 )
 
@@ -126,16 +127,7 @@ func newEnv(t *testing.T, opts ...func(*Config)) *env {
 	e := &env{t: t, fs: vfs.NewMem(), clk: clock.NewManual(t0), logs: &logSink{t: t}}
 	e.chk = &fakeChecker{clk: e.clk}
 	logger := slog.New(e.logs)
-	e.scfg = store.DefaultConfig("/data")
-	e.scfg.FS = e.fs
-	e.scfg.Clock = e.clk
-	e.scfg.SegmentBytes = 1 << 20
-	e.scfg.MaxMessageBytes = 64 << 10
-	e.scfg.IndexSlotsPerFile = 64
-	e.scfg.IndexEntriesPerFile = 256
-	e.scfg.ConsumeQueueEntriesPerFile = 64
-	e.scfg.StoreHost = netip.MustParseAddrPort("127.0.0.1:10911")
-	e.scfg.Logger = slog.New(slog.DiscardHandler)
+	e.scfg = storetest.SmallConfig(e.fs, e.clk, slog.New(slog.DiscardHandler))
 	e.cfg = Config{Clock: e.clk, Timeout: 6 * time.Second, CheckInterval: time.Minute, MaxChecks: 3, Logger: logger}
 	for _, o := range opts {
 		o(&e.cfg)
