@@ -425,7 +425,7 @@ func TestDecodedBodyIsClipped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = append(c.Body, "XXXX"...)
+	_ = append(c.Body, "over"...)
 	c2, _, err := DecodeFrame(stream[len(a):], 0)
 	if err != nil || string(c2.Body) != "two" {
 		t.Fatalf("appending to a body overwrote the next frame: %q %v", c2.Body, err)
