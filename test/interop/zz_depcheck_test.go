@@ -1,0 +1,3 @@
+package interop
+
+import _ "github.com/apache/rocketmq-clients/golang/v5"
