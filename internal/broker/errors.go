@@ -41,6 +41,12 @@ const (
 	// and refused the request without doing it (code 2 SYSTEM_BUSY, which
 	// producers retry, on another broker when there is one).
 	KindSystemBusy
+	// KindInvalidReceiptHandle: a pop acknowledgement's receipt handle does
+	// not decode, or names another group, topic or message.
+	KindInvalidReceiptHandle
+	// KindReceiptHandleExpired: the popped message's invisible time passed
+	// before the acknowledgement (it may have been delivered again).
+	KindReceiptHandleExpired
 )
 
 var kindNames = map[Kind]string{
@@ -53,6 +59,8 @@ var kindNames = map[Kind]string{
 	KindSubscriptionParseFailed: "subscription parse failed",
 	KindQueryNotFound:           "query not found",
 	KindSystemBusy:              "system busy",
+	KindInvalidReceiptHandle:    "invalid receipt handle",
+	KindReceiptHandleExpired:    "receipt handle expired",
 }
 
 func (k Kind) String() string {

@@ -24,18 +24,30 @@ type TransactionCheck struct {
 // EndTransactionRequest is a decoded END_TRANSACTION.
 type EndTransactionRequest = txn.EndRequest
 
-// transactions holds the manager and the front's check sender.
+// transactions holds the manager and the fronts' check senders.
 type transactions struct {
 	m    *txn.Manager
-	send atomic.Pointer[func(TransactionCheck) bool]
+	send atomic.Pointer[[]func(TransactionCheck) bool]
 	next atomic.Uint64 // round-robin over a group's producers
 }
 
-// OnTransactionCheck registers the sender of check-backs; it reports
-// whether the request went out. Without one no check is sent (and none is
-// counted against the transaction).
+// OnTransactionCheck adds a sender of check-backs (one per front); it
+// reports whether the request went out, and returns false for a
+// connection that is not its own, so that the next sender is tried.
+// Without a sender no check is sent (and none is counted against the
+// transaction).
 func (b *Broker) OnTransactionCheck(fn func(TransactionCheck) bool) {
-	b.txns.send.Store(&fn)
+	for {
+		old := b.txns.send.Load()
+		var fns []func(TransactionCheck) bool
+		if old != nil {
+			fns = append(fns, *old...)
+		}
+		fns = append(fns, fn)
+		if b.txns.send.CompareAndSwap(old, &fns) {
+			return
+		}
+	}
 }
 
 func (b *Broker) openTransactions() error {
@@ -62,8 +74,13 @@ func (b *Broker) checkTransaction(group string, half message.Record, _ int64) bo
 		b.log.Warn("cannot build a transaction check", "group", group, "err", err)
 		return false
 	}
-	conn := conns[b.txns.next.Add(1)%uint64(len(conns))]
-	return (*send)(TransactionCheck{Conn: conn, Group: group, Header: h, Body: body})
+	check := TransactionCheck{Conn: conns[b.txns.next.Add(1)%uint64(len(conns))], Group: group, Header: h, Body: body}
+	for _, fn := range *send {
+		if fn(check) {
+			return true
+		}
+	}
+	return false
 }
 
 // EndTransaction commits or rolls back a half message (END_TRANSACTION).
