@@ -47,6 +47,7 @@ type Broker struct {
 	timers *timers       // delayed delivery, delay.go
 	txns   transactions  // transactional messages, transaction.go
 	dedup  *dedup.Window // resends answered from memory, dedup.go
+	stats  stats         // traffic counters, stats.go
 }
 
 // New returns a broker over st, an open store the caller keeps owning
@@ -100,6 +101,7 @@ func New(st *store.Store, cfg Config) (*Broker, error) {
 	st.AddListener(b.onArrived)
 	b.kickTimers(TimerTopic) // what was dispatched since the replay
 	b.armExpiry()
+	b.startStats()
 	b.log.Info("broker started", "cluster", cfg.ClusterName, "broker_id", cfg.BrokerID,
 		"store_host", cfg.StoreHost.String(), "auto_create_topics", cfg.AutoCreateTopics)
 	return b, nil
@@ -113,6 +115,7 @@ func (b *Broker) Close() error {
 		b.closed.Store(true)
 		b.closePolls()
 		b.closeTimers()
+		b.stopStats()
 		if err := b.txns.m.Close(); err != nil {
 			b.log.Warn("closing the transaction manager failed", "err", err)
 		}

@@ -131,6 +131,14 @@ func (r *PullResult) Release() {
 //
 // The caller must Release the result.
 func (b *Broker) Pull(ctx context.Context, req *PullRequest) (*PullResult, error) {
+	res, err := b.pull(ctx, req)
+	if err == nil && res.Count > 0 {
+		b.stats.got(req.Topic, res.Count, uint64(len(res.Body)))
+	}
+	return res, err
+}
+
+func (b *Broker) pull(ctx context.Context, req *PullRequest) (*PullResult, error) {
 	if b.closed.Load() {
 		return nil, b.errClosed()
 	}

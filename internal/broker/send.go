@@ -274,6 +274,7 @@ func (b *Broker) sendResult(msgs []*message.Message, qid int32, err error) (Send
 	default:
 		return SendResult{}, errorf(KindSystemError, err, "storing the message failed; retry")
 	}
+	b.stats.put(msgs)
 	res.QueueOffset = msgs[0].QueueOffset
 	if len(msgs) == 1 {
 		res.MsgID = message.OffsetID(msgs[0].StoreHost, msgs[0].PhysicalOffset)
