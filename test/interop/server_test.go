@@ -140,6 +140,9 @@ type serverOptions struct {
 	cluster          string
 	autoCreateTopics *bool    // nil: the server's default
 	extraArgs        []string // more flags for petrel server
+	// seed, when set, prepares the fresh data directory before the first
+	// start (e.g. subscription group configs).
+	seed func(t testing.TB, dataDir string)
 }
 
 // petrel is one `petrel server` process and everything needed to start it
@@ -149,7 +152,10 @@ type petrel struct {
 	dataDir string
 	nsAddr  string // "127.0.0.1:port" of the name server
 	brAddr  string // "127.0.0.1:port" of the broker
-	opts    serverOptions
+	// grpcAddr is "127.0.0.1:port" of the gRPC (5.x) endpoint; every
+	// server gets its own, so parallel servers never share :8081.
+	grpcAddr string
+	opts     serverOptions
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -175,6 +181,10 @@ func startPetrel(t testing.TB, opts serverOptions) *petrel {
 		brAddr:  fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 		opts:    opts,
 	}
+	p.grpcAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	if opts.seed != nil {
+		opts.seed(t, p.dataDir)
+	}
 	t.Cleanup(func() {
 		if p.running() {
 			if err := p.stopWith(syscall.SIGTERM, 20*time.Second); err != nil {
@@ -194,6 +204,7 @@ func (p *petrel) args() []string {
 		"--data-dir", p.dataDir,
 		"--namesrv-listen", p.nsAddr,
 		"--broker-listen", p.brAddr,
+		"--grpc-listen", p.grpcAddr,
 		"--flush", "sync",
 	}
 	if p.opts.brokerName != "" {
@@ -290,7 +301,7 @@ func (p *petrel) start() {
 		}
 	}
 	// The lines say the listeners exist; make sure they accept.
-	for _, addr := range []string{p.nsAddr, p.brAddr} {
+	for _, addr := range []string{p.nsAddr, p.brAddr, p.grpcAddr} {
 		waitFor(p.t, 10*time.Second, "petrel listener "+addr+" accepts connections", func() (bool, string) {
 			c, err := net.DialTimeout("tcp", addr, time.Second)
 			if err != nil {
