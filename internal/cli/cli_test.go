@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/petrelmq/petrel/internal/broker"
 	"strconv"
 	"strings"
 	"testing"
@@ -201,10 +202,30 @@ func TestSendConsumeAndFindMessages(t *testing.T) {
 		t.Fatalf("query with no match: %q", none)
 	}
 
-	_, err = c.run(OutputTable, func(cl *CLI) error { return cl.Send(bg, SendSpec{Topic: "Nope", Body: []byte("x")}) })
-	wantErr(t, err, ErrNotFound, `"Nope" does not exist`, "petrel topic create Nope")
 	_, err = c.run(OutputTable, func(cl *CLI) error { return cl.Consume(bg, ConsumeSpec{Topic: "Nope", Exit: true}) })
 	wantErr(t, err, ErrNotFound, `"Nope" does not exist`)
+}
+
+// TestSendToANewTopic: a send to a topic that does not exist goes through
+// the auto-create template (TBW102) as the clients' sends do, so the
+// broker creates the topic with 4 queues; with auto-creation off the
+// error says how to create it.
+func TestSendToANewTopic(t *testing.T) {
+	c := startCluster(t)
+	var res SendResult
+	c.mustJSON(&res, func(cl *CLI) error { return cl.Send(bg, SendSpec{Topic: "Fresh", Body: []byte("x")}) })
+	if res.Status != "SEND_OK" || res.QueueID < 0 || res.QueueID >= 4 {
+		t.Fatalf("send to a new topic: %+v", res)
+	}
+	var d TopicDescription
+	c.mustJSON(&d, func(cl *CLI) error { return cl.TopicDescribe(bg, "Fresh") })
+	if len(d.Queues) != 4 {
+		t.Fatalf("the auto-created topic has %d queues, want 4", len(d.Queues))
+	}
+
+	off := startCluster(t, func(b *broker.Config) { b.AutoCreateTopics = false })
+	_, err := off.run(OutputTable, func(cl *CLI) error { return cl.Send(bg, SendSpec{Topic: "Nope", Body: []byte("x")}) })
+	wantErr(t, err, ErrNotFound, `"Nope" does not exist`, "petrel topic create Nope")
 }
 
 func TestSendDelayedReportsDeliveryTime(t *testing.T) {

@@ -39,7 +39,7 @@ type cluster struct {
 	notices chan *remoting.Command
 }
 
-func startCluster(t *testing.T) *cluster {
+func startCluster(t *testing.T, opts ...func(*broker.Config)) *cluster {
 	t.Helper()
 	ns, err := daemon.StartNameServer("127.0.0.1:0", namesrv.Options{})
 	if err != nil {
@@ -52,6 +52,9 @@ func startCluster(t *testing.T) *cluster {
 	bcfg := broker.DefaultConfig()
 	bcfg.BrokerName, bcfg.ClusterName = "broker-a", "DefaultCluster"
 	bcfg.MaxMessageBytes = 64 << 10
+	for _, o := range opts {
+		o(&bcfg)
+	}
 	b, err := daemon.StartBroker(daemon.BrokerConfig{Store: scfg, Broker: bcfg, Listen: "127.0.0.1:0", NameServers: []string{ns.Addr().String()}})
 	if err != nil {
 		ns.Close()

@@ -5,9 +5,11 @@ import (
 	"context"
 	crand "crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -19,6 +21,14 @@ import (
 
 // cliProducerGroup is the producer group the CLI's sends carry.
 const cliProducerGroup = "PETREL_CLI_PRODUCER"
+
+// templateTopic is the broker's auto-create template (TBW102); a send to a
+// new topic goes to its brokers and asks for autoCreateQueues queues, as
+// the clients' defaultTopicQueueNums.
+const (
+	templateTopic    = "TBW102"
+	autoCreateQueues = 4
+)
 
 // SendSpec is what `send` sends.
 type SendSpec struct {
@@ -81,6 +91,15 @@ func (c *CLI) Send(ctx context.Context, spec SendSpec) error {
 		}
 	}
 	rt, err := c.route(ctx, spec.Topic)
+	queues := int32(math.MaxInt32)
+	if errors.Is(err, ErrNotFound) {
+		// A new topic: send where the auto-create template lives, as the
+		// clients do; the broker creates the topic with autoCreateQueues
+		// queues (or refuses when auto-creation is off).
+		if trt, terr := c.route(ctx, templateTopic); terr == nil {
+			rt, err, queues = trt, nil, autoCreateQueues
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -93,7 +112,7 @@ func (c *CLI) Send(ctx context.Context, spec SendSpec) error {
 		if b.q.Perm&permWrite == 0 {
 			continue
 		}
-		for q := range b.q.WriteQueueNums {
+		for q := range min(b.q.WriteQueueNums, queues) {
 			targets = append(targets, target{b.name, b.addr, q})
 		}
 	}
@@ -183,7 +202,7 @@ func (c *CLI) sendOne(ctx context.Context, spec SendSpec, broker, addr string, q
 		deliverAt = spec.DeliverAt
 	}
 	req := remoting.NewRequest(codeSendMessageV2, map[string]string{
-		"a": cliProducerGroup, "b": spec.Topic, "c": "TBW102", "d": "4", "e": strconv.Itoa(int(queue)), "f": "0",
+		"a": cliProducerGroup, "b": spec.Topic, "c": templateTopic, "d": strconv.Itoa(autoCreateQueues), "e": strconv.Itoa(int(queue)), "f": "0",
 		"g": strconv.FormatInt(now.UnixMilli(), 10), "h": "0", "i": message.EncodeProperties(props),
 		"j": "0", "k": "false", "l": "16", "m": "false", "n": broker,
 	}, body)
@@ -197,7 +216,7 @@ func (c *CLI) sendOne(ctx context.Context, spec SendSpec, broker, addr string, q
 	case respFlushDiskTimeout:
 		res.Status = "FLUSH_DISK_TIMEOUT"
 	case respTopicNotExist:
-		return SendResult{}, fmt.Errorf("%w: topic %q does not exist on broker %s; create it with `petrel topic create %s`", ErrNotFound, spec.Topic, broker, spec.Topic)
+		return SendResult{}, fmt.Errorf("%w: topic %q does not exist on broker %s and it does not create topics on first send (--auto-create-topics=false); create it with `petrel topic create %s`", ErrNotFound, spec.Topic, broker, spec.Topic)
 	default:
 		return SendResult{}, refused(addr, "send to "+spec.Topic, resp)
 	}

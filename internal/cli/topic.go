@@ -124,7 +124,7 @@ func attrChanges(set map[string]string, remove []string) string {
 
 func (c *CLI) putTopic(ctx context.Context, addr string, t topicConfig, attrs string) error {
 	ext := map[string]string{
-		"topic": t.TopicName, "defaultTopic": "TBW102",
+		"topic": t.TopicName, "defaultTopic": templateTopic,
 		"readQueueNums": strconv.Itoa(int(t.ReadQueueNums)), "writeQueueNums": strconv.Itoa(int(t.WriteQueueNums)),
 		"perm": strconv.Itoa(int(t.Perm)), "topicFilterType": "SINGLE_TAG", "topicSysFlag": strconv.Itoa(int(t.TopicSysFlag)),
 		"order": strconv.FormatBool(t.Order),
@@ -319,7 +319,7 @@ func formatAttrs(m map[string]string) string {
 // themselves: the auto-create template, retry and dead-letter topics, the
 // timer and transaction topics.
 func IsSystemTopic(name string) bool {
-	return name == "TBW102" || strings.HasPrefix(name, "%RETRY%") || strings.HasPrefix(name, "%DLQ%") ||
+	return name == templateTopic || strings.HasPrefix(name, "%RETRY%") || strings.HasPrefix(name, "%DLQ%") ||
 		strings.HasPrefix(name, "rmq_sys_") || strings.HasPrefix(name, "RMQ_SYS_") || strings.HasPrefix(name, "SCHEDULE_TOPIC_")
 }
 

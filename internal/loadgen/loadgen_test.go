@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"net"
 	"regexp"
 	"strconv"
 	"strings"
@@ -220,11 +221,11 @@ func TestConfigurationErrors(t *testing.T) {
 			return err
 		}, ErrConfig},
 		{"remote name server", func() error {
-			_, err := Produce(ctx, ProduceConfig{NameServers: []string{"192.0.2.1:9876"}})
+			_, err := Produce(ctx, ProduceConfig{NameServers: []string{"198.51.100.1:9876"}})
 			return err
 		}, ErrNotLoopback},
 		{"remote name server, consume", func() error {
-			_, err := Consume(ctx, ConsumeConfig{NameServers: []string{"192.0.2.1:9876"}})
+			_, err := Consume(ctx, ConsumeConfig{NameServers: []string{"198.51.100.1:9876"}})
 			return err
 		}, ErrNotLoopback},
 		{"pull batch too large", func() error {
@@ -246,5 +247,36 @@ func TestConsumeOfAMissingTopicHasNoRoute(t *testing.T) {
 	_, err := Consume(testContext(t), ConsumeConfig{NameServers: []string{ns}, Topic: "Nowhere", RouteWait: time.Millisecond})
 	if !errors.Is(err, ErrNoRoute) {
 		t.Fatalf("err = %v, want ErrNoRoute", err)
+	}
+}
+
+// TestHostAddressesAreLocal: a server listening on all addresses
+// advertises one of the host's own; the load generator accepts those and
+// loopback, and refuses others.
+func TestHostAddressesAreLocal(t *testing.T) {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		n, ok := a.(*net.IPNet)
+		if !ok {
+			continue
+		}
+		addr := net.JoinHostPort(n.IP.String(), "10911")
+		if err := checkAddr(addr, false); err != nil {
+			t.Errorf("this host's address %s refused: %v", addr, err)
+		}
+	}
+	for _, addr := range []string{"127.0.0.1:1", "localhost:1", "[::1]:1"} {
+		if err := checkAddr(addr, false); err != nil {
+			t.Errorf("%s refused: %v", addr, err)
+		}
+	}
+	if err := checkAddr("198.51.100.1:10911", false); !errors.Is(err, ErrNotLoopback) {
+		t.Errorf("a remote address: %v, want ErrNotLoopback", err)
+	}
+	if err := checkAddr("198.51.100.1:10911", true); err != nil {
+		t.Errorf("a remote address with AllowRemote: %v", err)
 	}
 }

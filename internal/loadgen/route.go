@@ -41,9 +41,9 @@ const (
 var (
 	// ErrConfig: a configuration field is missing or out of range.
 	ErrConfig = errors.New("loadgen: bad configuration")
-	// ErrNotLoopback: an address is not a loopback address and AllowRemote
-	// is off.
-	ErrNotLoopback = errors.New("loadgen: address is not loopback")
+	// ErrNotLoopback: an address is neither loopback nor this host's and
+	// AllowRemote is off.
+	ErrNotLoopback = errors.New("loadgen: address is not local")
 	// ErrNoRoute: the name servers have no usable route for the topic.
 	ErrNoRoute = errors.New("loadgen: no route")
 	// ErrTooManyErrors: the run stopped after MaxErrors failed requests.
@@ -84,7 +84,9 @@ type clusterJSON struct {
 	} `json:"brokerAddrTable"`
 }
 
-// checkAddr refuses an address that is not loopback unless allowRemote.
+// checkAddr refuses an address that is neither loopback nor one of this
+// host's own (a server listening on all addresses advertises its first
+// non-loopback one) unless allowRemote.
 func checkAddr(addr string, allowRemote bool) error {
 	if allowRemote {
 		return nil
@@ -96,10 +98,27 @@ func checkAddr(addr string, allowRemote bool) error {
 	if host == "localhost" {
 		return nil
 	}
-	if ip, err := netip.ParseAddr(host); err == nil && ip.IsLoopback() {
+	if ip, err := netip.ParseAddr(host); err == nil && (ip.IsLoopback() || isHostAddr(ip)) {
 		return nil
 	}
-	return fmt.Errorf("%w: %s; only loopback addresses are used unless remote addresses are allowed (AllowRemote, --allow-remote)", ErrNotLoopback, addr)
+	return fmt.Errorf("%w: %s is not an address of this host; only local addresses are used unless remote addresses are allowed (AllowRemote, --allow-remote)", ErrNotLoopback, addr)
+}
+
+// isHostAddr reports whether ip is assigned to one of this host's
+// interfaces.
+func isHostAddr(ip netip.Addr) bool {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return false
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			if own, ok := netip.AddrFromSlice(n.IP); ok && own.Unmap() == ip.Unmap() {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // invokeTimeout runs one control request bounded by d.
