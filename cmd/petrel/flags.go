@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"runtime/pprof"
@@ -43,12 +44,15 @@ type options struct {
 	txnInterval   time.Duration
 	txnMaxChecks  int
 	logLevel      string
+	logFormat     string
+	httpListen    string
 	cpuProfile    string
 }
 
 func addCommonFlags(fl *pflag.FlagSet, o *options) {
 	fl.StringVar(&o.config, "config", "", "YAML file with any of these flags as keys (command-line flags win)")
 	fl.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fl.StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text (key=value) or json (one object per line)")
 	fl.StringVar(&o.cpuProfile, "cpu-profile", "", "write a CPU profile (pprof) to this file until the process stops")
 }
 
@@ -81,6 +85,7 @@ func addBrokerFlags(fl *pflag.FlagSet, o *options) {
 	def := store.DefaultConfig("")
 	fl.StringVar(&o.dataDir, "data-dir", "./petrel-data", "directory for the commit log, queues, index and metadata")
 	fl.StringVar(&o.brokerListen, "broker-listen", ":10911", "address the broker listens on for clients")
+	fl.StringVar(&o.httpListen, "http-listen", ":8080", "address of the HTTP listener for /metrics (Prometheus), /healthz and /readyz; empty turns it off")
 	fl.StringVar(&o.brokerName, "broker-name", "broker-a", "name of this broker group (shared by its master and slaves)")
 	fl.StringVar(&o.cluster, "cluster", "DefaultCluster", "cluster this broker belongs to")
 	fl.StringVar(&o.flush, "flush", "sync", "when a send is acknowledged: sync (after fsync) or async (after the write; fsync every --flush-interval)")
@@ -130,12 +135,25 @@ func loadConfig(cmd *cobra.Command, o *options) error {
 	return nil
 }
 
-func newLogger(level string) (*slog.Logger, error) {
+// newLogger builds the logger of --log-level and --log-format, writing to
+// stderr.
+func newLogger(o *options) (*slog.Logger, error) {
+	return buildLogger(os.Stderr, o.logLevel, o.logFormat)
+}
+
+func buildLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+	ho := &slog.HandlerOptions{Level: l}
+	switch format {
+	case "text", "":
+		return slog.New(slog.NewTextHandler(w, ho)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, ho)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", format)
 }
 
 func (o *options) storeConfig(logger *slog.Logger) (store.Config, error) {

@@ -27,8 +27,13 @@ broker that registers with it. Point RocketMQ clients at the name server
 
 The store is opened (and recovered after a crash) in --data-dir. The process
 runs until SIGINT or SIGTERM, then stops gracefully: parked pulls are
-answered, writes in flight finish, the store is flushed and closed.`,
-		Args: cobra.NoArgs,
+answered, writes in flight finish, the store is flushed and closed.
+
+Metrics for Prometheus are served on --http-listen at /metrics, with
+/healthz (the process is up) and /readyz (store recovered and registered
+with the name server).`,
+		Example: `  petrel server --data-dir /var/lib/petrel --http-listen :8080 --log-format json`,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := loadConfig(cmd, o); err != nil {
 				return err
@@ -50,12 +55,13 @@ func newNamesrvCmd() *cobra.Command {
 		Long: `Run a name server: brokers register with it and clients ask it for routes.
 Run several for a cluster; they are independent and every broker registers
 with all of them.`,
-		Args: cobra.NoArgs,
+		Example: `  petrel namesrv --namesrv-listen :9876`,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := loadConfig(cmd, o); err != nil {
 				return err
 			}
-			logger, err := newLogger(o.logLevel)
+			logger, err := newLogger(o)
 			if err != nil {
 				return err
 			}
@@ -81,8 +87,11 @@ func newBrokerCmd() *cobra.Command {
 		Short: "Run a broker only, registering with --namesrv",
 		Long: `Run a broker: it stores messages in --data-dir, serves producers and
 consumers on --broker-listen and registers with every name server in
---namesrv (semicolon-separated ip:port list).`,
-		Args: cobra.NoArgs,
+--namesrv (semicolon-separated ip:port list). Metrics, /healthz and /readyz
+(store recovered, registered with at least one name server) are served on
+--http-listen.`,
+		Example: `  petrel broker --namesrv '10.0.0.1:9876;10.0.0.2:9876' --broker-name broker-a --http-listen :8080`,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := loadConfig(cmd, o); err != nil {
 				return err
@@ -108,7 +117,7 @@ func waitForSignal(ctx context.Context) {
 // runServer runs a name server and a broker until ctx ends or a signal
 // arrives. started, when set, is called once both serve.
 func runServer(ctx context.Context, o *options, out io.Writer, started func()) error {
-	logger, err := newLogger(o.logLevel)
+	logger, err := newLogger(o)
 	if err != nil {
 		return err
 	}
@@ -128,7 +137,7 @@ func runServer(ctx context.Context, o *options, out io.Writer, started func()) e
 
 // runBroker runs a broker until ctx ends or a signal arrives.
 func runBroker(ctx context.Context, o *options, nameServers []string, out io.Writer, started func()) error {
-	logger, err := newLogger(o.logLevel)
+	logger, err := newLogger(o)
 	if err != nil {
 		return err
 	}
@@ -151,12 +160,16 @@ func runBroker(ctx context.Context, o *options, nameServers []string, out io.Wri
 		Listen:      o.brokerListen,
 		Advertise:   o.advertise,
 		NameServers: nameServers,
+		HTTPListen:  o.httpListen,
 		Logger:      logger,
 	})
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "petrel: broker %s listening on %s (advertised %s)\n", o.brokerName, b.Addr(), b.Advertised())
+	if a := b.HTTPAddr(); a != nil {
+		fmt.Fprintf(out, "petrel: http listening on %s (/metrics, /healthz, /readyz)\n", a)
+	}
 	fmt.Fprintf(out, "petrel: data dir %s (flush %s)\n", dir, o.flush)
 	if started != nil {
 		started()

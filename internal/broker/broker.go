@@ -48,6 +48,7 @@ type Broker struct {
 	txns   transactions  // transactional messages, transaction.go
 	dedup  *dedup.Window // resends answered from memory, dedup.go
 	stats  stats         // traffic counters, stats.go
+	pops   *popState     // pop consumption, pop.go
 }
 
 // New returns a broker over st, an open store the caller keeps owning
@@ -98,6 +99,11 @@ func New(st *store.Store, cfg Config) (*Broker, error) {
 		b.closeTimers()
 		return nil, errorf(KindSystemError, err, "transactional messages cannot start")
 	}
+	if err := b.openPops(); err != nil {
+		b.closeTimers()
+		b.txns.m.Close()
+		return nil, errorf(KindSystemError, err, "pop consumption state cannot be loaded")
+	}
 	st.AddListener(b.onArrived)
 	b.kickTimers(TimerTopic) // what was dispatched since the replay
 	b.armExpiry()
@@ -114,6 +120,7 @@ func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
 		b.closed.Store(true)
 		b.closePolls()
+		b.closePops()
 		b.closeTimers()
 		b.stopStats()
 		if err := b.txns.m.Close(); err != nil {

@@ -74,6 +74,18 @@ type Config struct {
 	// DefaultMaxReconsumeTimes is the attempts a failed message gets
 	// before its dead-letter queue when the consumer names none. Default 16.
 	DefaultMaxReconsumeTimes int32
+	// PopMaxInFlight bounds the messages a pop (simple-consumer) group may
+	// hold unacknowledged on this broker; beyond it Pop is refused with
+	// KindServiceUnavailable until the group acknowledges or the messages'
+	// invisible time passes. Concurrent pops may overshoot it by a batch
+	// each. Default 100,000.
+	PopMaxInFlight int
+	// ObserveSend, when set, is called once for every Send and SendAsync
+	// the broker answers (stored, deduplicated or refused) with the time
+	// from the call to the answer, by Clock. It runs on the answering
+	// goroutine (the store's for async sends) and must not block.
+	// Default nil.
+	ObserveSend func(took time.Duration)
 	// Clock drives long-poll timeouts, client expiry, lock expiry and
 	// delayed delivery. Default clock.Real.
 	Clock clock.Clock
@@ -122,6 +134,7 @@ func DefaultConfig() Config {
 		MaxTimerDelay:            7 * 24 * time.Hour,
 		DefaultMaxReconsumeTimes: 16,
 		DedupWindow:              10 * time.Minute,
+		PopMaxInFlight:           100_000,
 		Clock:                    clock.Real,
 		Logger:                   slog.New(slog.DiscardHandler),
 	}
@@ -165,6 +178,9 @@ func (c *Config) fill() {
 	if c.DefaultMaxReconsumeTimes == 0 {
 		c.DefaultMaxReconsumeTimes = d.DefaultMaxReconsumeTimes
 	}
+	if c.PopMaxInFlight == 0 {
+		c.PopMaxInFlight = d.PopMaxInFlight
+	}
 	if c.Clock == nil {
 		c.Clock = d.Clock
 	}
@@ -192,6 +208,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("broker: LockExpiry %v is below the minimum 1s", c.LockExpiry)
 	case c.MaxTimerDelay < time.Second:
 		return fmt.Errorf("broker: MaxTimerDelay %v is below the minimum 1s", c.MaxTimerDelay)
+	case c.PopMaxInFlight < 1:
+		return fmt.Errorf("broker: PopMaxInFlight %d must be positive", c.PopMaxInFlight)
 	case c.DefaultMaxReconsumeTimes < 1:
 		return fmt.Errorf("broker: DefaultMaxReconsumeTimes %d must be positive", c.DefaultMaxReconsumeTimes)
 	}

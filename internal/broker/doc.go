@@ -2,7 +2,10 @@
 // send (single and batch, with topic auto-creation), pull with long
 // polling, consumer offsets, offset lookups, query by key and by offset,
 // client heartbeats with consumer-group membership and change
-// notifications, orderly queue locks, and topic administration.
+// notifications, orderly queue locks, and topic administration; and pop
+// consumption for RocketMQ 5.x simple consumers (Pop, AckPop,
+// ChangeInvisible, ForwardPopToDLQ in pop.go, durable state in package
+// pop under <store dir>/pop).
 //
 // # Protocol-free
 //
@@ -20,7 +23,8 @@
 // # What the front must do
 //
 //   - Call Pull on its own goroutine per request: a pull with the suspend
-//     bit may block up to SuspendTimeout (or until ctx ends). Release every
+//     bit may block up to SuspendTimeout (or until ctx ends); so may a Pop
+//     with a Wait. Release every
 //     PullResult after writing its Body, which holds the stored records
 //     back to back, ready for the socket.
 //   - Fill SendRequest.BornHost from the connection's remote address.

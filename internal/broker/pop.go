@@ -6,12 +6,69 @@ package broker
 // its receipt handle. A message not acknowledged in time becomes visible
 // again with its delivery attempt incremented; after the group's maximum
 // attempts it goes to %DLQ%<group>.
+//
+// The state — per (group, topic, queue) a cursor and the in-flight set —
+// lives in package pop, durably, in <store dir>/pop; see its doc for the
+// files and the group commit. Every Pop, AckPop and ChangeInvisible
+// records its change there and waits for the fsync before it answers, so
+// a restart neither loses nor re-delivers early what a client was told.
+//
+// A Pop visits the topic's read queues round-robin from a rotating start.
+// For each queue it takes the queue's pop lock (a pop that finds a queue
+// locked by another pop of the group tries the next one, and waits for it
+// only if it found nothing elsewhere), asks the state for the expired
+// in-flight entries and the cursor, reads the expired messages again and
+// the new ones from the cursor through the subscription's tag or SQL92
+// filter, and claims them. Redelivery is in place: an expired message goes
+// out again before new ones, with Attempt+1. An expired message that has
+// had MaxAttempts deliveries is moved to %DLQ%<group> instead (when a pop
+// meets it, as RocketMQ's proxy does), stored like a send-back's dead
+// letter (RETRY_TOPIC, ORIGIN_MESSAGE_ID, reconsume times = the
+// deliveries), so ResendDLQ works on it. Expired messages the filter no
+// longer matches, or that retention removed, are dropped from the set.
+//
+// FIFO: a queue with an in-flight message that is still invisible gives
+// nothing to the group's FIFO pops; once all are acknowledged or expired
+// the queue delivers again, expired ones first, in offset order. FIFO
+// producers put a message group on one queue, so this keeps each message
+// group in order (it also holds back the other message groups of the
+// queue, which RocketMQ does not).
+//
+// Where a new group starts: as the RocketMQ proxy (ConsumeInitMode.MAX in
+// ReceiveMessageActivity, PopMessageProcessor.getInitOffset): at the
+// group's committed consumer offset if it has one; else at 0 when the
+// queue's min offset is 0 (nothing was ever removed from it; RocketMQ
+// checks whether the first message is still in memory, Petrel reads this
+// as "the queue is young", as QueryConsumerOffset does for 4.x
+// consumers); else at the last message (max offset − 1). The start is
+// recorded with the first pop of the queue. As pops and acks go, the
+// group's consumer offset for each queue is set to the lowest offset not
+// yet acknowledged, so ConsumerLag and the admin tools see pop groups too.
+//
+// Long polling: a Pop that finds nothing and may wait registers a waiter
+// for (group, topic) and tries once more (so a message that arrived in
+// between is not missed), then sleeps until a message of the topic is
+// dispatched (the store listener signals every waiter of the topic), an
+// in-flight message of the group becomes visible again (a clock timer
+// armed for the earliest such time), an acknowledgement unblocks a FIFO
+// queue, the wait ends (empty answer), ctx ends or the broker closes
+// (empty answer). Parked pops are bounded by LongPollMaxTotal, counted
+// apart from parked pulls. The in-flight messages of a group are bounded
+// by PopMaxInFlight.
 
 import (
 	"context"
+	"errors"
+	"path"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/petrelmq/petrel/internal/broker/pop"
 	"github.com/petrelmq/petrel/internal/message"
+	"github.com/petrelmq/petrel/internal/store"
+	"github.com/petrelmq/petrel/internal/store/meta"
 )
 
 // PopRequest is a receive of a pop (simple-consumer) group.
@@ -28,6 +85,7 @@ type PopRequest struct {
 	Invisible time.Duration
 	// Wait: when nothing is visible, hold the request up to this long for a
 	// message to arrive (long polling; no busy polling); ≤ 0 answers at once.
+	// Above MaxSuspendTimeout means that.
 	Wait time.Duration
 	// FIFO: the group consumes in order; a queue's next message is not
 	// delivered while an earlier one of the same queue is in flight.
@@ -51,32 +109,629 @@ type PoppedMessage struct {
 	InvisibleUntil time.Time
 }
 
+// Limits of a pop.
+const (
+	popMaxMsgs          = 32
+	popDefaultInvisible = 30 * time.Second
+	// popMaxBytes bounds the record bytes one Pop reads (at least one
+	// record is always returned).
+	popMaxBytes = 4 << 20
+)
+
+// popState is the broker's side of pop consumption.
+type popState struct {
+	st  *pop.Store
+	seq atomic.Uint32 // rotates the first queue a pop visits
+
+	lockMu sync.Mutex
+	locks  map[pop.Key]chan struct{} // one-slot: a queue's pop lock
+
+	mu      sync.Mutex
+	waiters map[string]map[*popWaiter]struct{} // by topic
+	parked  atomic.Int64
+	closed  bool
+	// testHookParked, when set (by tests, before any pop), runs when a
+	// pop is about to sleep: registered, re-checked, its timer armed.
+	testHookParked func()
+}
+
+type popWaiter struct {
+	group string
+	fifo  bool
+	ch    chan struct{} // one slot: woken
+}
+
+func (w *popWaiter) wake() {
+	select {
+	case w.ch <- struct{}{}:
+	default:
+	}
+}
+
+// openPops loads the pop state from the store's directory.
+func (b *Broker) openPops() error {
+	sc := b.st.Config()
+	st, err := pop.Open(sc.FS, path.Join(sc.Dir, "pop"), pop.Options{Logger: b.log})
+	if err != nil {
+		return err
+	}
+	b.pops = &popState{st: st, locks: make(map[pop.Key]chan struct{}), waiters: make(map[string]map[*popWaiter]struct{})}
+	return nil
+}
+
+// closePops answers every parked pop (empty) and closes the state.
+func (b *Broker) closePops() {
+	ps := b.pops
+	if ps == nil {
+		return
+	}
+	ps.mu.Lock()
+	ps.closed = true
+	var all []*popWaiter
+	for _, ws := range ps.waiters {
+		for w := range ws {
+			all = append(all, w)
+		}
+	}
+	ps.mu.Unlock()
+	for _, w := range all {
+		w.wake()
+	}
+	if err := ps.st.Close(); err != nil {
+		b.log.Warn("closing the pop state failed", "err", err)
+	}
+}
+
+// ParkedPops returns the number of pops waiting for messages.
+func (b *Broker) ParkedPops() int { return int(b.pops.parked.Load()) }
+
+// wakePops wakes the pops waiting on topic (store listener: no I/O).
+func (b *Broker) wakePops(topic string) {
+	ps := b.pops
+	if ps == nil || ps.parked.Load() == 0 {
+		return
+	}
+	ps.mu.Lock()
+	for w := range ps.waiters[topic] {
+		w.wake()
+	}
+	ps.mu.Unlock()
+}
+
+// wakeFIFOPops wakes the FIFO pops of group waiting on topic: an
+// acknowledgement may have unblocked a queue.
+func (b *Broker) wakeFIFOPops(group, topic string) {
+	ps := b.pops
+	if ps.parked.Load() == 0 {
+		return
+	}
+	ps.mu.Lock()
+	for w := range ps.waiters[topic] {
+		if w.fifo && w.group == group {
+			w.wake()
+		}
+	}
+	ps.mu.Unlock()
+}
+
+func (ps *popState) register(topic string, w *popWaiter, limit int) error {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.closed {
+		return errPollClosed
+	}
+	if int(ps.parked.Load()) >= limit {
+		return errFullPops
+	}
+	ws := ps.waiters[topic]
+	if ws == nil {
+		ws = make(map[*popWaiter]struct{})
+		ps.waiters[topic] = ws
+	}
+	ws[w] = struct{}{}
+	ps.parked.Add(1)
+	return nil
+}
+
+func (ps *popState) unregister(topic string, w *popWaiter) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	ws := ps.waiters[topic]
+	if _, ok := ws[w]; !ok {
+		return
+	}
+	delete(ws, w)
+	if len(ws) == 0 {
+		delete(ps.waiters, topic)
+	}
+	ps.parked.Add(-1)
+}
+
+var errFullPops = errors.New("broker: too many parked pops")
+
+// lockQueue takes k's pop lock; with wait false it gives up at once if
+// another pop holds it.
+func (ps *popState) lockQueue(ctx context.Context, k pop.Key, wait bool) bool {
+	ps.lockMu.Lock()
+	ch := ps.locks[k]
+	if ch == nil {
+		ch = make(chan struct{}, 1)
+		ps.locks[k] = ch
+	}
+	ps.lockMu.Unlock()
+	if !wait {
+		select {
+		case ch <- struct{}{}:
+			return true
+		default:
+			return false
+		}
+	}
+	select {
+	case ch <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (ps *popState) unlockQueue(k pop.Key) {
+	ps.lockMu.Lock()
+	ch := ps.locks[k]
+	ps.lockMu.Unlock()
+	<-ch
+}
+
+// popper is one Pop call, validated.
+type popper struct {
+	b           *Broker
+	req         *PopRequest
+	queues      int32
+	maxMsgs     int
+	invisible   time.Duration
+	maxAttempts int32
+	spec        *filterSpec
+	tag         store.TagFilter
+	rec         store.RecordFilter
+}
+
 // Pop receives up to MaxMsgs visible messages of the topic for the group.
 // Errors (*Error): KindTopicNotExist, KindNoPermission (topic not
 // readable, group may not consume), KindSubscriptionParseFailed (bad
-// expression), KindServiceUnavailable (closing, too many parked requests).
-// No message within Wait returns an empty slice and no error.
+// expression), KindServiceUnavailable (closing, too many parked requests,
+// the group holds PopMaxInFlight messages unacknowledged), KindSystemError
+// (a store read or the pop state's write failed). No message within Wait
+// returns an empty slice and no error; so does a parked Pop whose ctx ends
+// or whose broker closes.
 func (b *Broker) Pop(ctx context.Context, req *PopRequest) ([]PoppedMessage, error) {
-	return nil, errorf(KindSystemError, nil, "pop consumption is not built yet")
+	if b.closed.Load() {
+		return nil, b.errClosed()
+	}
+	if !validName(req.Group, 255) {
+		return nil, errorf(KindMessageIllegal, nil, "consumer group %q is not a valid name", req.Group)
+	}
+	t, ok := b.meta.Topic(req.Topic)
+	if !ok {
+		return nil, errorf(KindTopicNotExist, nil, "topic %q does not exist on broker %s; create it or check the name", req.Topic, b.cfg.BrokerName)
+	}
+	if t.Perm&meta.PermRead == 0 {
+		return nil, errorf(KindNoPermission, nil, "topic %q is not readable on broker %s (perm %d)", req.Topic, b.cfg.BrokerName, t.Perm)
+	}
+	if g, ok := b.meta.Group(req.Group); ok && !g.ConsumeEnable {
+		return nil, errorf(KindNoPermission, nil, "consumer group %q may not consume (consumeEnable is false)", req.Group)
+	}
+	spec := parseSubscription(req.Expression, req.ExpressionType)
+	if spec.err != nil {
+		return nil, spec.err
+	}
+	p := &popper{b: b, req: req, queues: t.ReadQueueNums, spec: spec, tag: spec.tagFilter(), rec: spec.recordFilter(),
+		maxMsgs: min(max(req.MaxMsgs, 1), popMaxMsgs), invisible: req.Invisible, maxAttempts: int32(req.MaxAttempts)}
+	if p.invisible <= 0 {
+		p.invisible = popDefaultInvisible
+	}
+	if p.maxAttempts <= 0 {
+		p.maxAttempts = b.cfg.DefaultMaxReconsumeTimes + 1
+	}
+	out, err := p.once(ctx)
+	if err != nil || len(out) > 0 || req.Wait <= 0 {
+		return p.done(out, err)
+	}
+	out, err = p.wait(ctx, b.now().Add(min(req.Wait, MaxSuspendTimeout)))
+	return p.done(out, err)
+}
+
+func (p *popper) done(out []PoppedMessage, err error) ([]PoppedMessage, error) {
+	if err != nil {
+		return nil, err
+	}
+	var n uint64
+	for _, m := range out {
+		n += uint64(len(m.Record))
+	}
+	p.b.stats.got(p.req.Topic, len(out), n)
+	return out, nil
+}
+
+// wait long-polls until deadline (see the file comment).
+func (p *popper) wait(ctx context.Context, deadline time.Time) ([]PoppedMessage, error) {
+	b, ps := p.b, p.b.pops
+	w := &popWaiter{group: p.req.Group, fifo: p.req.FIFO, ch: make(chan struct{}, 1)}
+	for {
+		if err := ps.register(p.req.Topic, w, b.cfg.LongPollMaxTotal); err != nil {
+			if errors.Is(err, errFullPops) {
+				return nil, errorf(KindServiceUnavailable, err, "too many receives are waiting on broker %s (limit LongPollMaxTotal=%d); retry later", b.cfg.BrokerName, b.cfg.LongPollMaxTotal)
+			}
+			return nil, nil // closing
+		}
+		out, err := p.once(ctx)
+		if err != nil || len(out) > 0 {
+			ps.unregister(p.req.Topic, w)
+			return out, err
+		}
+		now := b.now()
+		if !now.Before(deadline) {
+			ps.unregister(p.req.Topic, w)
+			return nil, nil
+		}
+		at := deadline
+		if next, ok := ps.st.NextVisible(p.req.Group, p.req.Topic, now); ok && next.Before(at) {
+			at = next
+		}
+		timer := b.clk.AfterFunc(at.Sub(now), w.wake)
+		if h := ps.testHookParked; h != nil {
+			h()
+		}
+		select {
+		case <-w.ch:
+		case <-ctx.Done():
+		}
+		timer.Stop()
+		ps.unregister(p.req.Topic, w)
+		if ctx.Err() != nil || b.closed.Load() {
+			return nil, nil
+		}
+		// Drain a wake that raced with the unregister.
+		select {
+		case <-w.ch:
+		default:
+		}
+	}
+}
+
+// once tries every queue once.
+func (p *popper) once(ctx context.Context) ([]PoppedMessage, error) {
+	b := p.b
+	if b.closed.Load() {
+		return nil, b.errClosed()
+	}
+	inflight := b.pops.st.InFlight(p.req.Group)
+	if inflight >= b.cfg.PopMaxInFlight {
+		return nil, errorf(KindServiceUnavailable, nil, "consumer group %q holds %d messages unacknowledged on broker %s (limit PopMaxInFlight=%d); acknowledge them or let their invisible time pass",
+			p.req.Group, inflight, b.cfg.BrokerName, b.cfg.PopMaxInFlight)
+	}
+	want := min(p.maxMsgs, b.cfg.PopMaxInFlight-inflight)
+	var out []PoppedMessage
+	budget := popMaxBytes
+	n := max(p.queues, 0)
+	start := int32(b.pops.seq.Add(1) % uint32(max(n, 1)))
+	var busy []pop.Key
+	for i := range n {
+		k := pop.Key{Group: p.req.Group, Topic: p.req.Topic, QueueID: (start + i) % n}
+		if !b.pops.lockQueue(ctx, k, false) {
+			busy = append(busy, k)
+			continue
+		}
+		got, err := p.queue(k, want-len(out), &budget)
+		b.pops.unlockQueue(k)
+		out = append(out, got...)
+		if err != nil {
+			return p.partial(out, err)
+		}
+		if len(out) >= want || budget <= 0 {
+			return out, nil
+		}
+	}
+	// Only when nothing was found elsewhere: wait for the queues other pops
+	// held, which may hold more than they took.
+	for _, k := range busy {
+		if len(out) > 0 {
+			break
+		}
+		if !b.pops.lockQueue(ctx, k, true) {
+			break
+		}
+		got, err := p.queue(k, want-len(out), &budget)
+		b.pops.unlockQueue(k)
+		out = append(out, got...)
+		if err != nil {
+			return p.partial(out, err)
+		}
+	}
+	return out, nil
+}
+
+// partial answers the messages already claimed when a later queue fails:
+// they are in flight, and the client should have them.
+func (p *popper) partial(out []PoppedMessage, err error) ([]PoppedMessage, error) {
+	if len(out) == 0 {
+		return nil, err
+	}
+	p.b.log.Warn("a receive failed on one queue; answering what the others gave", "group", p.req.Group, "topic", p.req.Topic, "err", err)
+	return out, nil
+}
+
+// queue pops up to want messages of one queue; the queue's pop lock is
+// held. Delivered messages are durable in the state when it returns.
+func (p *popper) queue(k pop.Key, want int, budget *int) ([]PoppedMessage, error) {
+	b := p.b
+	now := b.now()
+	v := b.pops.st.Peek(k, now, p.req.FIFO, want)
+	if v.Blocked {
+		return nil, nil
+	}
+	c := pop.Claim{Key: k, From: v.Cursor, Until: now.Add(p.invisible)}
+	if !v.Known {
+		c.From = b.popStart(k)
+	}
+	c.To = c.From
+	var recs []message.Record
+	held := false // FIFO: an expired message stays in flight, so nothing may follow it
+	for _, e := range v.Expired {
+		rec, err := b.readQueueOffset(k, e.Offset)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case rec == nil || !p.matches(rec):
+			c.Drop = append(c.Drop, e)
+		case e.Attempt >= p.maxAttempts:
+			if err := b.popToDLQ(rec, k.Group, e.Attempt); err != nil {
+				b.log.Warn("moving a message to the dead-letter queue failed; it is tried again at the next receive",
+					"group", k.Group, "topic", k.Topic, "queue_id", k.QueueID, "offset", e.Offset, "err", err)
+				held = true
+				continue
+			}
+			c.Drop = append(c.Drop, e)
+		default:
+			c.Again = append(c.Again, e)
+			recs = append(recs, rec)
+			*budget -= len(rec)
+		}
+	}
+	if room := want - len(c.Again); room > 0 && *budget > 0 && !(held && p.req.FIFO) {
+		got, next, err := p.readNew(k, c.From, room, *budget)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range got {
+			c.New = append(c.New, r.QueueOffset())
+			recs = append(recs, r)
+			*budget -= len(r)
+		}
+		c.To = next
+	}
+	entries, ticket, err := b.pops.st.Claim(c)
+	if errors.Is(err, pop.ErrConflict) {
+		b.log.Debug("pop claim conflicted; the queue is tried again at the next receive", "group", k.Group, "topic", k.Topic, "queue_id", k.QueueID, "err", err)
+		return nil, nil
+	}
+	if err == nil {
+		err = b.pops.st.Sync(ticket)
+	}
+	if errors.Is(err, pop.ErrClosed) {
+		return nil, b.errClosed()
+	}
+	if err != nil {
+		return nil, errorf(KindSystemError, err, "recording the receive of group %q failed on broker %s; retry", k.Group, b.cfg.BrokerName)
+	}
+	b.commitPopOffset(k)
+	out := make([]PoppedMessage, len(entries))
+	for i, e := range entries {
+		out[i] = PoppedMessage{Record: recs[i], Handle: pop.HandleOf(k, e), Attempt: e.Attempt, InvisibleUntil: time.UnixMilli(e.Until)}
+	}
+	return out, nil
+}
+
+// readNew reads up to n matching messages from offset and returns copies
+// and the offset to continue at.
+func (p *popper) readNew(k pop.Key, from int64, n, maxBytes int) ([]message.Record, int64, error) {
+	b := p.b
+	for range 2 {
+		res, err := b.st.GetMessagesFiltered(k.Topic, k.QueueID, from, n, maxBytes, p.tag, p.rec)
+		if err != nil {
+			return nil, from, errorf(KindSystemError, err, "reading queue %d of topic %q at offset %d failed; retry", k.QueueID, k.Topic, from)
+		}
+		var out []message.Record
+		switch res.Status {
+		case store.Found:
+			res.Records(func(r message.Record) { out = append(out, slices.Clone(r)) })
+			next := res.NextOffset
+			res.Release()
+			return out, next, nil
+		case store.NoMatchedMessage, store.OffsetFoundNull:
+			res.Release()
+			return nil, max(res.NextOffset, from), nil
+		case store.OffsetTooSmall:
+			// Retention removed messages the group never received.
+			res.Release()
+			from = res.NextOffset
+			continue
+		case store.OffsetOverflowBadly:
+			// The queue is shorter than the cursor: it was deleted and
+			// created again. Follow it.
+			res.Release()
+			return nil, res.MaxOffset, nil
+		default:
+			res.Release()
+			return nil, from, nil
+		}
+	}
+	return nil, from, nil
+}
+
+// readQueueOffset returns a copy of the record at a queue offset, or nil
+// when it is gone.
+func (b *Broker) readQueueOffset(k pop.Key, off int64) (message.Record, error) {
+	res, err := b.st.GetMessages(k.Topic, k.QueueID, off, 1, 0, nil)
+	if err != nil {
+		return nil, errorf(KindSystemError, err, "reading queue %d of topic %q at offset %d failed; retry", k.QueueID, k.Topic, off)
+	}
+	defer res.Release()
+	var rec message.Record
+	res.Records(func(r message.Record) {
+		if rec == nil && r.QueueOffset() == off {
+			rec = slices.Clone(r)
+		}
+	})
+	return rec, nil
+}
+
+// matches applies the subscription to a record read without the filters.
+func (p *popper) matches(r message.Record) bool {
+	if p.rec != nil && !p.rec(r) {
+		return false
+	}
+	if p.tag == nil {
+		return true
+	}
+	tags, _ := r.Property(message.PropertyTags)
+	return p.tag(message.TagHash(string(tags)))
+}
+
+// popStart is where a group's pops of a new queue start (file comment).
+func (b *Broker) popStart(k pop.Key) int64 {
+	if off, ok := b.meta.Offset(k.Group, k.Topic, k.QueueID); ok && off >= 0 {
+		return off
+	}
+	minOff := b.st.MinOffset(k.Topic, k.QueueID)
+	if minOff <= 0 {
+		return 0
+	}
+	return max(b.st.MaxOffset(k.Topic, k.QueueID)-1, minOff)
+}
+
+// commitPopOffset sets the group's consumer offset of the queue to the
+// lowest offset not yet acknowledged.
+func (b *Broker) commitPopOffset(k pop.Key) {
+	if low, ok := b.pops.st.Low(k); ok {
+		b.meta.CommitOffset(k.Group, k.Topic, k.QueueID, low)
+	}
+}
+
+// popToDLQ stores a copy of a popped record in %DLQ%<group>, with the
+// deliveries so far as its reconsume times.
+func (b *Broker) popToDLQ(rec message.Record, group string, attempts int32) error {
+	m, _, err := message.Decode(rec)
+	if err != nil {
+		return errorf(KindSystemError, err, "the message at commit-log offset %d does not decode", rec.PhysicalOffset())
+	}
+	dlq := DLQGroupTopicPrefix + group
+	if _, err := b.ensureTopic(meta.Topic{Name: dlq, ReadQueueNums: 1, WriteQueueNums: 1,
+		Perm: meta.PermRead | meta.PermWrite, TopicFilterType: "SINGLE_TAG"}); err != nil {
+		return err
+	}
+	origTopic := m.Property(message.PropertyRetryTopic)
+	if origTopic == "" {
+		origTopic = m.Topic
+	}
+	// The client's message id is the UNIQ_KEY; a message without one is
+	// named by its offset id.
+	id := m.Property(message.PropertyUniqKey)
+	if id == "" {
+		id = message.OffsetID(rec.StoreHost(), rec.PhysicalOffset())
+	}
+	out := b.retryCopy(m, dlq, attempts, origTopic, id)
+	if _, err := b.sendResult([]*message.Message{out}, 0, b.st.Put(out)); err != nil {
+		return err
+	}
+	b.log.Info("message moved to the dead-letter queue", "group", group, "topic", origTopic,
+		"offset", rec.PhysicalOffset(), "attempts", attempts, "dlq", dlq)
+	return nil
+}
+
+// popHandleError turns a pop state error into the client's error.
+func (b *Broker) popHandleError(group, topic string, err error) *Error {
+	switch {
+	case errors.Is(err, pop.ErrExpired):
+		return errorf(KindReceiptHandleExpired, err, "the receipt handle expired: the message's invisible time passed before this request and it may have been delivered again; receive it again")
+	case errors.Is(err, pop.ErrInvalidHandle):
+		return errorf(KindInvalidReceiptHandle, err, "the receipt handle is not one this broker issued; pass the handle the receive returned, unchanged")
+	case errors.Is(err, pop.ErrOtherGroup):
+		return errorf(KindInvalidReceiptHandle, err, "the receipt handle was issued to another consumer group than %q; use it with the group that received the message", group)
+	case errors.Is(err, pop.ErrOtherTopic):
+		return errorf(KindInvalidReceiptHandle, err, "the receipt handle was issued for another topic than %q; use it with the topic the message was received from", topic)
+	case errors.Is(err, pop.ErrAcked):
+		return errorf(KindInvalidReceiptHandle, err, "the message was already acknowledged (or moved to the dead-letter queue) by group %q", group)
+	case errors.Is(err, pop.ErrSuperseded):
+		return errorf(KindInvalidReceiptHandle, err, "the receipt handle was replaced by a change of invisible duration; use the handle that change returned")
+	case errors.Is(err, pop.ErrNotDelivered):
+		return errorf(KindInvalidReceiptHandle, err, "the receipt handle names a message group %q never received from topic %q", group, topic)
+	case errors.Is(err, pop.ErrClosed):
+		return b.errClosed()
+	}
+	return errorf(KindSystemError, err, "recording the acknowledgement of group %q failed on broker %s; retry", group, b.cfg.BrokerName)
 }
 
 // AckPop acknowledges a popped message by its receipt handle. Errors:
 // KindInvalidReceiptHandle when the handle does not decode or names
-// another group or topic; KindReceiptHandleExpired when the message's
-// invisible time has passed (it may have been delivered again).
+// another group or topic, a message already acknowledged or never
+// received, or was replaced by ChangeInvisible; KindReceiptHandleExpired
+// when the message's invisible time has passed (it may have been delivered
+// again). It returns once the acknowledgement is durable.
 func (b *Broker) AckPop(group, topic, handle string) error {
-	return errorf(KindSystemError, nil, "pop consumption is not built yet")
+	if b.closed.Load() {
+		return b.errClosed()
+	}
+	k, ticket, err := b.pops.st.Ack(group, topic, handle, b.now())
+	if err == nil {
+		err = b.pops.st.Sync(ticket)
+	}
+	if err != nil {
+		return b.popHandleError(group, topic, err)
+	}
+	b.commitPopOffset(k)
+	b.wakeFIFOPops(group, topic)
+	return nil
 }
 
 // ChangeInvisible sets a popped message's invisible time to d from now and
 // returns its new receipt handle (the old one no longer acknowledges it).
-// Errors as AckPop.
+// Errors as AckPop. A d ≤ 0 makes the message visible again at once.
 func (b *Broker) ChangeInvisible(group, topic, handle string, d time.Duration) (string, error) {
-	return "", errorf(KindSystemError, nil, "pop consumption is not built yet")
+	if b.closed.Load() {
+		return "", b.errClosed()
+	}
+	now := b.now()
+	h, _, ticket, err := b.pops.st.Change(group, topic, handle, now.Add(max(d, 0)), now)
+	if err == nil {
+		err = b.pops.st.Sync(ticket)
+	}
+	if err != nil {
+		return "", b.popHandleError(group, topic, err)
+	}
+	// The message may now be visible sooner than the waiters' timers.
+	b.wakePops(topic)
+	return h, nil
 }
 
 // ForwardPopToDLQ moves a popped message to the group's dead-letter queue
 // at once and acknowledges it. Errors as AckPop.
 func (b *Broker) ForwardPopToDLQ(group, topic, handle string) error {
-	return errorf(KindSystemError, nil, "pop consumption is not built yet")
+	if b.closed.Load() {
+		return b.errClosed()
+	}
+	k, e, err := b.pops.st.Check(group, topic, handle, b.now())
+	if err != nil {
+		return b.popHandleError(group, topic, err)
+	}
+	rec, err := b.readQueueOffset(k, e.Offset)
+	if err != nil {
+		return err
+	}
+	if rec != nil {
+		if err := b.popToDLQ(rec, group, e.Attempt); err != nil {
+			return err
+		}
+	}
+	return b.AckPop(group, topic, handle)
 }

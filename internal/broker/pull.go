@@ -399,6 +399,7 @@ func (b *Broker) unpark(lr *longpoll.Request) bool {
 // every stored message, so it does no I/O and only signals.
 func (b *Broker) onArrived(topic string, queueID int32, maxOffset int64) {
 	b.kickTimers(topic)
+	b.wakePops(topic)
 	ps := &b.polls
 	if ps.parked.Load() == 0 {
 		return

@@ -86,34 +86,10 @@ func (b *Broker) SendBack(ctx context.Context, req *SendBackRequest) (SendBackRe
 		Perm: meta.PermRead | meta.PermWrite, TopicFilterType: "SINGLE_TAG"}); err != nil {
 		return SendBackResult{}, err
 	}
-	out := &message.Message{
-		Topic:          res.Topic,
-		Flag:           m.Flag,
-		SysFlag:        m.SysFlag,
-		Body:           m.Body,
-		BodyCRC:        m.BodyCRC,
-		BornTimestamp:  m.BornTimestamp,
-		BornHost:       m.BornHost,
-		ReconsumeTimes: attempts + 1,
-		Properties:     m.Properties,
-	}
-	for _, k := range timerProps {
-		out.RemoveProperty(k)
-	}
-	out.SetProperty(message.PropertyRetryTopic, origTopic)
-	if out.Property(message.PropertyOriginMessageID) == "" {
-		id := req.OriginMsgID
-		if id == "" {
-			id = m.Property(message.PropertyUniqKey)
-		}
-		if id != "" {
-			out.SetProperty(message.PropertyOriginMessageID, id)
-		}
-	}
+	out := b.retryCopy(m, res.Topic, attempts+1, origTopic, req.OriginMsgID)
 	if res.DelayLevel > 0 {
 		out.SetProperty(message.PropertyDelayLevel, strconv.Itoa(int(res.DelayLevel)))
 	}
-	out.SetProperty(message.PropertyCluster, b.cfg.ClusterName)
 	if err := b.deferIfDelayed(out); err != nil {
 		return SendBackResult{}, err
 	}
@@ -128,6 +104,40 @@ func (b *Broker) SendBack(ctx context.Context, req *SendBackRequest) (SendBackRe
 			"offset", req.Offset, "attempts", res.Attempts, "dlq", res.Topic)
 	}
 	return res, nil
+}
+
+// retryCopy returns the copy of m to store in a %RETRY% or %DLQ% topic:
+// reconsume times set, timer properties dropped, the original topic in
+// RETRY_TOPIC and the original message id in ORIGIN_MESSAGE_ID (kept if m
+// has one, else originID, else m's UNIQ_KEY). SendBack and the pop
+// consumers' dead-letter moves share it, so ResendDLQ works on both.
+func (b *Broker) retryCopy(m *message.Message, topic string, reconsumeTimes int32, origTopic, originID string) *message.Message {
+	out := &message.Message{
+		Topic:          topic,
+		Flag:           m.Flag,
+		SysFlag:        m.SysFlag,
+		Body:           m.Body,
+		BodyCRC:        m.BodyCRC,
+		BornTimestamp:  m.BornTimestamp,
+		BornHost:       m.BornHost,
+		ReconsumeTimes: reconsumeTimes,
+		Properties:     m.Properties,
+	}
+	for _, k := range timerProps {
+		out.RemoveProperty(k)
+	}
+	out.SetProperty(message.PropertyRetryTopic, origTopic)
+	if out.Property(message.PropertyOriginMessageID) == "" {
+		id := originID
+		if id == "" {
+			id = m.Property(message.PropertyUniqKey)
+		}
+		if id != "" {
+			out.SetProperty(message.PropertyOriginMessageID, id)
+		}
+	}
+	out.SetProperty(message.PropertyCluster, b.cfg.ClusterName)
+	return out
 }
 
 // ResendDLQ stores again, in its original topic, the dead-letter message of

@@ -114,6 +114,9 @@ type SendResult struct {
 // Send does not give up when ctx ends during the store write (the message
 // may be stored regardless); ctx is checked before the write.
 func (b *Broker) Send(ctx context.Context, req *SendRequest) (SendResult, error) {
+	if b.cfg.ObserveSend != nil {
+		defer b.sendDone(b.clk.Now())
+	}
 	msgs, qid, err := b.prepareSend(ctx, req, true)
 	if err != nil {
 		return SendResult{}, err
@@ -151,8 +154,10 @@ func (b *Broker) SendAsync(ctx context.Context, req *SendRequest, done func(Send
 	if _, ok := b.meta.Topic(req.Topic); !ok || !b.meta.TopicsDurable() {
 		return false
 	}
+	t0 := b.sendStart()
 	msgs, qid, err := b.prepareSend(ctx, req, false)
 	if err != nil {
+		b.sendDone(t0)
 		done(SendResult{}, err)
 		return true
 	}
@@ -162,6 +167,7 @@ func (b *Broker) SendAsync(ctx context.Context, req *SendRequest, done func(Send
 			return false // its original is being stored: Send waits for it
 		}
 		if c.Dup {
+			b.sendDone(t0)
 			done(b.dupResult(c.Result), nil)
 			return true
 		}
@@ -172,11 +178,16 @@ func (b *Broker) SendAsync(ctx context.Context, req *SendRequest, done func(Send
 			} else {
 				c.Release()
 			}
+			b.sendDone(t0)
 			done(res, err)
 		})
 		return true
 	}
-	b.putAsync(req, msgs, func(err error) { done(b.sendResult(msgs, qid, err)) })
+	b.putAsync(req, msgs, func(err error) {
+		res, err := b.sendResult(msgs, qid, err)
+		b.sendDone(t0)
+		done(res, err)
+	})
 	return true
 }
 

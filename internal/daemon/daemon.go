@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,10 +13,12 @@ import (
 	"time"
 
 	"github.com/petrelmq/petrel/internal/broker"
+	"github.com/petrelmq/petrel/internal/metrics"
 	"github.com/petrelmq/petrel/internal/namesrv"
 	"github.com/petrelmq/petrel/internal/remoting"
 	"github.com/petrelmq/petrel/internal/remoting/brokerfront"
 	"github.com/petrelmq/petrel/internal/store"
+	"github.com/petrelmq/petrel/internal/store/commitlog"
 	"github.com/petrelmq/petrel/internal/store/meta"
 )
 
@@ -59,7 +62,16 @@ type BrokerConfig struct {
 	// NameServers are the name servers to register with.
 	NameServers []string
 	Registrar   namesrv.RegistrarOptions
-	Logger      *slog.Logger
+	// RegisterWait bounds how long StartBroker waits for the first
+	// registration; 0 means 5 s, negative not at all.
+	RegisterWait time.Duration
+	// HTTPListen is the address of the operator HTTP listener (/metrics,
+	// /healthz, /readyz), e.g. ":8080"; empty disables it. It starts before
+	// the store is opened, so /healthz answers during recovery while
+	// /readyz says 503 until the store is recovered and a name server has
+	// accepted the broker (at once without name servers).
+	HTTPListen string
+	Logger     *slog.Logger
 }
 
 // Broker is a running broker.
@@ -75,6 +87,12 @@ type Broker struct {
 	done      chan error
 	closeOnce sync.Once
 	closeErr  error
+
+	metrics   *metrics.Metrics // nil without HTTPListen
+	http      *metrics.Server
+	ready     metrics.Readiness
+	stopReady context.CancelFunc
+	readyDone chan struct{}
 }
 
 // StartBroker opens the store (recovering it), listens and registers with
@@ -92,6 +110,17 @@ func StartBroker(cfg BrokerConfig) (_ *Broker, err error) {
 			ln.Close()
 		}
 	}()
+	d := &Broker{ln: ln, done: make(chan error, 1)}
+	if cfg.HTTPListen != "" {
+		if err := d.startHTTP(&cfg); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err != nil {
+				d.http.Close()
+			}
+		}()
+	}
 	adv, err := advertiseAddr(cfg.Advertise, ln.Addr())
 	if err != nil {
 		return nil, err
@@ -111,7 +140,7 @@ func StartBroker(cfg BrokerConfig) (_ *Broker, err error) {
 		st.Close()
 		return nil, err
 	}
-	d := &Broker{st: st, b: b, ln: ln, advertise: adv, done: make(chan error, 1)}
+	d.st, d.b, d.advertise = st, b, adv
 	d.front = brokerfront.New(b, brokerfront.Options{Logger: cfg.Logger})
 	d.srv = remoting.NewServer(remoting.ServerOptions{Logger: cfg.Logger, OnConnClose: d.front.ConnClosed})
 	d.front.Register(d.srv)
@@ -124,13 +153,17 @@ func StartBroker(cfg BrokerConfig) (_ *Broker, err error) {
 	d.publishTopics()
 	d.reg.Start()
 	go func() { d.done <- d.srv.Serve(ln) }()
-	if len(cfg.NameServers) > 0 {
+	d.watchReadiness(len(cfg.NameServers) > 0)
+	registerWait := cmp.Or(cfg.RegisterWait, defaultRegisterWait)
+	if len(cfg.NameServers) > 0 && registerWait > 0 {
 		// Report ready once clients can find the broker's topics, which
 		// takes one registration (a client's first send to a new topic
 		// needs the template topic's route). Do not wait long for a name
 		// server that is down: the registrar keeps trying.
 		ctx, cancel := context.WithTimeout(context.Background(), registerWait)
-		if err := d.reg.WaitRegistered(ctx); err != nil {
+		if err := d.reg.WaitRegistered(ctx); err == nil {
+			d.ready.SetRegistered() // now, not when the watcher gets to it
+		} else {
 			cfg.Logger.Warn("no name server has accepted the broker's registration yet; clients will not find it until one does", "namesrv", cfg.NameServers, "waited", registerWait)
 		}
 		cancel()
@@ -138,8 +171,48 @@ func StartBroker(cfg BrokerConfig) (_ *Broker, err error) {
 	return d, nil
 }
 
-// registerWait bounds how long StartBroker waits for the first registration.
-const registerWait = 5 * time.Second
+// defaultRegisterWait bounds how long StartBroker waits for the first
+// registration.
+const defaultRegisterWait = 5 * time.Second
+
+// startHTTP starts the operator HTTP listener and hooks the metrics'
+// histograms into the store and broker configurations.
+func (d *Broker) startHTTP(cfg *BrokerConfig) error {
+	d.metrics = metrics.New(metrics.Options{Ready: d.ready.Err, Logger: cfg.Logger})
+	onCommit, onSend := cfg.Store.OnGroupCommit, cfg.Broker.ObserveSend
+	cfg.Store.OnGroupCommit = d.metrics.ObserveGroupCommit
+	if onCommit != nil {
+		cfg.Store.OnGroupCommit = func(c commitlog.GroupCommit) { onCommit(c); d.metrics.ObserveGroupCommit(c) }
+	}
+	cfg.Broker.ObserveSend = d.metrics.ObserveSend
+	if onSend != nil {
+		cfg.Broker.ObserveSend = func(took time.Duration) { onSend(took); d.metrics.ObserveSend(took) }
+	}
+	srv, err := metrics.Listen(cfg.HTTPListen, d.metrics.Handler())
+	if err != nil {
+		return fmt.Errorf("broker: HTTP listener (--http-listen): %w", err)
+	}
+	d.http = srv
+	return nil
+}
+
+// watchReadiness marks the store recovered, gives the metrics the running
+// broker and marks the broker registered once a name server accepted it
+// (at once when it has none to register with).
+func (d *Broker) watchReadiness(hasNameServers bool) {
+	if d.metrics != nil {
+		d.metrics.Attach(metrics.Source{Broker: d.b, Store: d.st, Conns: d.srv.ConnCount})
+	}
+	d.ready.SetRecovered()
+	ctx, cancel := context.WithCancel(context.Background())
+	d.stopReady, d.readyDone = cancel, make(chan struct{})
+	go func() {
+		defer close(d.readyDone)
+		if !hasNameServers || d.reg.WaitRegistered(ctx) == nil {
+			d.ready.SetRegistered()
+		}
+	}()
+}
 
 // publishTopics hands the current topic table to the registrar.
 func (d *Broker) publishTopics() {
@@ -161,6 +234,21 @@ func topicConfig(t meta.Topic) namesrv.TopicConfig {
 func (d *Broker) Addr() net.Addr     { return d.ln.Addr() }
 func (d *Broker) Advertised() string { return d.advertise }
 
+// HTTPAddr is the address of the operator HTTP listener; nil without one.
+func (d *Broker) HTTPAddr() net.Addr {
+	if d.http == nil {
+		return nil
+	}
+	return d.http.Addr()
+}
+
+// Ready is nil once the broker is ready to serve clients (what /readyz
+// reports): its store is recovered and a name server has accepted it.
+func (d *Broker) Ready() error { return d.ready.Err() }
+
+// Metrics is the broker's metrics registry; nil without HTTPListen.
+func (d *Broker) Metrics() *metrics.Metrics { return d.metrics }
+
 // Store and Core expose the parts for tests and tools.
 func (d *Broker) Store() *store.Store  { return d.st }
 func (d *Broker) Core() *broker.Broker { return d.b }
@@ -170,6 +258,11 @@ func (d *Broker) Core() *broker.Broker { return d.b }
 func (d *Broker) Close() error {
 	d.closeOnce.Do(func() {
 		var errs []error
+		if d.http != nil {
+			errs = append(errs, d.http.Close())
+		}
+		d.stopReady()
+		<-d.readyDone
 		errs = append(errs, d.b.Close()) // answers parked pulls
 		errs = append(errs, d.srv.Close())
 		errs = append(errs, <-d.done)

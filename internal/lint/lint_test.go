@@ -71,7 +71,7 @@ func under(pkg, prefix string) bool { return pkg == prefix || strings.HasPrefix(
 // TestImportsPointOneWay keeps fronts -> broker -> store -> vfs/clock.
 func TestImportsPointOneWay(t *testing.T) {
 	// forbidden[p] lists package prefixes p must not import.
-	fronts := []string{"internal/remoting", "internal/grpcfront", "internal/console", "cmd"}
+	fronts := []string{"internal/remoting", "internal/grpcfront", "internal/console", "internal/metrics", "cmd"}
 	upper := append([]string{"internal/broker", "internal/namesrv", "internal/ha", "internal/controller"}, fronts...)
 	rules := []struct {
 		pkg       string

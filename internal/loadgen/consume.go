@@ -57,6 +57,11 @@ type ConsumeConfig struct {
 	AllowRemote bool
 	// Scenario names the run in the result line; default "consume".
 	Scenario string
+	// Progress, when set, is called every ProgressInterval while the run
+	// lasts with the figures so far, on a goroutine of its own (one call
+	// at a time). Default interval DefaultProgressInterval.
+	Progress         func(Progress)
+	ProgressInterval time.Duration
 	// OnRecord, when set, is called with every record received (after
 	// message.Check passed), concurrently from the pullers of different
 	// queues. The record aliases a response buffer: copy what you keep.
@@ -77,10 +82,11 @@ func (c *ConsumeConfig) fill() error {
 	setDefault(&c.MaxErrors, DefaultMaxErrors)
 	setDefault(&c.RouteWait, DefaultRouteWait)
 	setDefault(&c.Scenario, "consume")
+	setDefault(&c.ProgressInterval, DefaultProgressInterval)
 	switch {
 	case c.PullBatch < 1 || c.PullBatch > MaxPullBatch:
 		return fmt.Errorf("%w: pull batch %d is outside 1..%d", ErrConfig, c.PullBatch, MaxPullBatch)
-	case c.Count < 1, c.Duration < 0, c.IdleTimeout < 0, c.SuspendTimeout < 0, c.MaxErrors < 1:
+	case c.Count < 1, c.Duration < 0, c.IdleTimeout < 0, c.SuspendTimeout < 0, c.MaxErrors < 1, c.ProgressInterval < 0:
 		return fmt.Errorf("%w: count must be ≥ 1, durations ≥ 0, max errors ≥ 1", ErrConfig)
 	}
 	return nil
@@ -223,6 +229,10 @@ func (c *consumer) run(ctx context.Context, offsets []int64) (*Result, error) {
 	runCtx, stop := context.WithTimeout(ctx, c.cfg.Duration)
 	defer stop()
 	c.start = time.Now()
+	stopProgress := reportProgress(c.cfg.Progress, c.cfg.ProgressInterval, func(*Histogram) Progress {
+		return Progress{Elapsed: time.Since(c.start), Msgs: c.msgs.Load(), Bytes: c.bytes.Load(), Errors: c.errs.Load()}
+	})
+	defer stopProgress()
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -240,6 +250,7 @@ func (c *consumer) run(ctx context.Context, offsets []int64) (*Result, error) {
 	pullers.Wait()
 	stop()
 	wg.Wait()
+	stopProgress()
 	elapsed := time.Duration(c.lastRecv.Load())
 	c.commit(offsets)
 	res := &Result{

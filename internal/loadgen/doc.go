@@ -20,6 +20,20 @@
 // workers over that many connections per broker). With Rate > 0 sends are
 // paced: message i is not sent before start + i/Rate.
 //
+// Mode picks how sends are made: ModeAsync (the default, above), ModeSync
+// (InFlight worker goroutines, each sending and waiting for its answer, a
+// GracePeriod at most) or ModeOneway (oneway frames: the broker stores
+// without answering; a send counts once its frame is written, and latency
+// is the time to the write). With Batch > 1 each send is a
+// SEND_BATCH_MESSAGE (320) of Batch messages, each item with its own
+// UNIQ_KEY and sequence number (the last batch may be shorter); message
+// counts and bytes count messages, latencies count requests.
+//
+// While a run lasts, the configs' Progress callback gets the figures so
+// far every ProgressInterval (default 1 s); FormatProgress turns two
+// consecutive reports into a progress line with the rates in between.
+// Result.Summary is the result for scripts (JSON).
+//
 // Consume announces a consumer group with a heartbeat (34, subscription
 // "*"), starts each queue at the group's committed offset
 // (QUERY_CONSUMER_OFFSET, 14) or, when there is none or FromStart is set,

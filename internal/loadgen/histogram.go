@@ -59,6 +59,12 @@ func (h *Histogram) Record(d time.Duration) {
 	h.max = max(h.max, v)
 }
 
+// Reset empties h, keeping its memory.
+func (h *Histogram) Reset() {
+	clear(h.counts)
+	h.n, h.min, h.max = 0, math.MaxInt64, 0
+}
+
 // Merge adds o's counts to h.
 func (h *Histogram) Merge(o *Histogram) {
 	if o.n == 0 {

@@ -10,6 +10,10 @@ import (
 type Result struct {
 	// Scenario names the run ("produce", "consume" unless configured).
 	Scenario string
+	// Mode and Batch are the produce run's send mode and messages per
+	// send (empty and 0 for consume).
+	Mode  string
+	Batch int
 	// BodyBytes is the body size (consume: the mean received, rounded).
 	BodyBytes int
 	// Msgs counts messages sent and acknowledged (produce) or received
@@ -57,3 +61,42 @@ func (r *Result) Line() string {
 }
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+// Summary is a Result for scripts: `petrel bench -o json` prints it as
+// one JSON object.
+type Summary struct {
+	Scenario   string  `json:"scenario"`
+	Mode       string  `json:"mode,omitempty"`
+	Batch      int     `json:"batch,omitempty"`
+	SizeBytes  int     `json:"size_bytes"`
+	Msgs       int64   `json:"msgs"`
+	Bytes      int64   `json:"bytes"`
+	Secs       float64 `json:"secs"`
+	MsgsPerSec float64 `json:"msgs_per_sec"`
+	MBPerSec   float64 `json:"mb_per_sec"`
+	// LatencyUS holds the send latency quantiles in microseconds (produce
+	// only).
+	LatencyUS  *LatencySummary `json:"latency_us,omitempty"`
+	Errors     int64           `json:"errors"`
+	FirstError string          `json:"first_error,omitempty"`
+}
+
+// LatencySummary is the latency part of a Summary, in microseconds.
+type LatencySummary struct {
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P99  float64 `json:"p99"`
+	P999 float64 `json:"p999"`
+	Max  float64 `json:"max"`
+}
+
+// Summary returns r as a Summary.
+func (r *Result) Summary() Summary {
+	s := Summary{Scenario: r.Scenario, Mode: r.Mode, Batch: r.Batch, SizeBytes: r.BodyBytes, Msgs: r.Msgs, Bytes: r.Bytes,
+		Secs: r.Elapsed.Seconds(), MsgsPerSec: r.MsgsPerSec(), MBPerSec: r.MBPerSec(), Errors: r.Errors, FirstError: r.FirstError}
+	if h := r.Latency; h != nil {
+		s.LatencyUS = &LatencySummary{P50: us(h.Quantile(0.50)), P90: us(h.Quantile(0.90)), P99: us(h.Quantile(0.99)),
+			P999: us(h.Quantile(0.999)), Max: us(h.Max())}
+	}
+	return s
+}

@@ -71,7 +71,7 @@ type owner struct {
 	handler     func(code int16) Handler
 	async       func(code int16) AsyncHandler // nil, or returns nil for codes without one
 	onClose     func(*Conn)
-	onIdle      func(*Conn) // nil, or ServerOptions.OnReadIdle
+	onIdle      func(*Conn) // nil, or the server's OnReadIdle
 }
 
 // outFrame is one encoded frame waiting for the writer, or a response the
@@ -120,9 +120,10 @@ type Conn struct {
 	wbatch  []outFrame  // guarded by wio
 	wbufs   net.Buffers // guarded by wio
 	wfailed bool        // guarded by wio: a write failed, drop the rest
-	// inIdle is set while the reader runs the idle hook: replies queued
-	// meanwhile do not wake the writer, the reader writes them right after.
-	inIdle atomic.Bool
+	// readerWrites is set while the reader handles what it read, up to and
+	// including its idle hook: frames queued meanwhile do not wake the
+	// writer, because the reader writes them itself before it reads again.
+	readerWrites atomic.Bool
 
 	vmu    sync.Mutex
 	values map[any]any
@@ -409,9 +410,11 @@ func (c *Conn) send(ctx context.Context, cmd *Command) error {
 		if len(c.wq) < maxQueuedFrames {
 			c.wq = append(c.wq, f)
 			c.wmu.Unlock()
-			select {
-			case c.wsignal <- struct{}{}:
-			default:
+			if !c.readerWrites.Load() {
+				select {
+				case c.wsignal <- struct{}{}:
+				default:
+				}
 			}
 			return nil
 		}
@@ -420,6 +423,10 @@ func (c *Conn) send(ctx context.Context, cmd *Command) error {
 		}
 		space := c.wspace
 		c.wmu.Unlock()
+		select { // the queue is full: the writer must empty it now
+		case c.wsignal <- struct{}{}:
+		default:
+		}
 		select {
 		case <-space:
 		case <-done:
@@ -509,12 +516,14 @@ func (c *Conn) writeOut(closing bool) {
 	c.wbatch = batch[:0]
 }
 
-// idle runs the owner's idle hook, then writes the replies it queued on
-// this goroutine unless the writer is busy (then the writer is woken).
+// idle runs the owner's idle hook, then writes what was queued while the
+// reader was busy, on this goroutine, unless the writer is writing (then
+// the writer is woken). The reader calls it before it may block.
 func (c *Conn) idle() {
-	c.inIdle.Store(true)
-	c.own.onIdle(c)
-	c.inIdle.Store(false)
+	if c.own.onIdle != nil {
+		c.own.onIdle(c)
+	}
+	c.readerWrites.Store(false)
 	c.wmu.Lock()
 	queued := len(c.wq) > 0
 	c.wmu.Unlock()
@@ -539,7 +548,7 @@ func (c *Conn) readLoop() {
 	defer c.own.wg.Done()
 	br := bufio.NewReaderSize(c.nc, readBufferBytes)
 	for {
-		if c.own.onIdle != nil && !frameBuffered(br) {
+		if !frameBuffered(br) {
 			c.idle()
 		}
 		cmd, err := readFrame(br, c.own.maxFrame, true)
@@ -547,6 +556,7 @@ func (c *Conn) readLoop() {
 			c.readFailed(err)
 			break
 		}
+		c.readerWrites.Store(true)
 		var async AsyncHandler
 		if !cmd.IsResponse() && c.own.async != nil {
 			async = c.own.async(cmd.Code)
@@ -572,9 +582,7 @@ func (c *Conn) readLoop() {
 		select {
 		case c.sem <- struct{}{}:
 		default:
-			if c.own.onIdle != nil {
-				c.idle()
-			}
+			c.idle()
 			select {
 			case c.sem <- struct{}{}:
 			case <-c.closing:
@@ -594,9 +602,7 @@ func (c *Conn) readLoop() {
 		}
 		break
 	}
-	if c.own.onIdle != nil {
-		c.idle() // what this reader deferred is not left behind
-	}
+	c.idle() // what this reader deferred is not left behind
 	c.Close()
 	c.failPending()
 	c.handlers.Wait()
@@ -678,7 +684,7 @@ func (a *asyncCall) reply(build func() *Command) {
 			c.wq = append(c.wq, outFrame{build: build, req: a.req})
 		}
 		c.wmu.Unlock()
-		if !c.inIdle.Load() {
+		if !c.readerWrites.Load() {
 			select {
 			case c.wsignal <- struct{}{}:
 			default:

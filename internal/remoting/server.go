@@ -227,6 +227,14 @@ func (s *Server) Conns() []*Conn {
 	return out
 }
 
+// ConnCount is the number of open connections; unlike Conns it does not
+// copy them.
+func (s *Server) ConnCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
 // Close stops accepting, closes every connection (cancelling handler
 // contexts and failing pending Invoke calls) and waits until every
 // goroutine of the server, handlers included, has returned. It is

@@ -58,8 +58,11 @@ type Config struct {
 	// OffsetFlushInterval: consumer offsets are made durable this often.
 	// Default 1 s.
 	OffsetFlushInterval time.Duration
-	Clock               clock.Clock
-	Logger              *slog.Logger
+	// OnGroupCommit, when set, is told of every commit-log group commit
+	// (commitlog.Options.OnGroupCommit); it must not block. Default nil.
+	OnGroupCommit func(commitlog.GroupCommit)
+	Clock         clock.Clock
+	Logger        *slog.Logger
 }
 
 // DefaultConfig returns the defaults for a store in dir.

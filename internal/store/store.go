@@ -127,8 +127,9 @@ func (s *Store) open() error {
 				d.Notify()
 			}
 		},
-		Clock:  cfg.Clock,
-		Logger: cfg.Logger,
+		OnGroupCommit: cfg.OnGroupCommit,
+		Clock:         cfg.Clock,
+		Logger:        cfg.Logger,
 	})
 	if err != nil {
 		return fmt.Errorf("store: open commit log: %w", err)

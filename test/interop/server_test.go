@@ -194,6 +194,7 @@ func (p *petrel) args() []string {
 		"--data-dir", p.dataDir,
 		"--namesrv-listen", p.nsAddr,
 		"--broker-listen", p.brAddr,
+		"--http-listen", "127.0.0.1:0", // the default :8080 would clash between servers
 		"--flush", "sync",
 	}
 	if p.opts.brokerName != "" {

@@ -1,6 +1,9 @@
 package commitlog
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 func (l *Log) tick() {
 	select {
@@ -46,8 +49,15 @@ func (l *Log) syncTo(end int64, reqs []*request, tail *segment) {
 		if l.opts.FlushMode == FlushAsync {
 			defer tail.release()
 		}
+		var t0 time.Time
+		if l.opts.OnGroupCommit != nil {
+			t0 = l.opts.Clock.Now()
+		}
 		if e := tail.f.Sync(); e != nil {
 			l.markFailed(fmt.Errorf("sync segment %s: %w", tail.name, e))
+		}
+		if f := l.opts.OnGroupCommit; f != nil {
+			f(GroupCommit{Messages: countMessages(reqs), Synced: true, Sync: l.opts.Clock.Now().Sub(t0)})
 		}
 	}
 	if l.failed.Load() {
@@ -138,3 +148,12 @@ func (l *Log) Close() error {
 
 // IsFailed reports whether a sync has failed.
 func (l *Log) IsFailed() bool { return l.failed.Load() }
+
+// countMessages is the number of messages of reqs.
+func countMessages(reqs []*request) int {
+	n := 0
+	for _, r := range reqs {
+		n += len(r.msgs)
+	}
+	return n
+}

@@ -99,8 +99,12 @@ type Options struct {
 	// OnDurable is called with the new durable offset each time it grows,
 	// from the writer or flusher goroutine. It must not block.
 	OnDurable func(durable int64)
-	Clock     clock.Clock
-	Logger    *slog.Logger
+	// OnGroupCommit, when set, is called once per group commit (never per
+	// message) from the writer or flusher goroutine; it must not block.
+	// See GroupCommit. Metrics hang their histograms here.
+	OnGroupCommit func(GroupCommit)
+	Clock         clock.Clock
+	Logger        *slog.Logger
 }
 
 func (o *Options) setDefaults() error {
@@ -144,6 +148,17 @@ func (o *Options) setDefaults() error {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return nil
+}
+
+// GroupCommit describes one group commit for Options.OnGroupCommit.
+// Under FlushSync it is one fsync that answered Messages appends' messages
+// (Synced set, Sync its duration). Under FlushAsync appends are answered
+// once written: each group write reports its Messages with Synced unset,
+// and each periodic fsync reports Synced and Sync with Messages 0.
+type GroupCommit struct {
+	Messages int
+	Synced   bool
+	Sync     time.Duration
 }
 
 // Result describes a finished append.
@@ -733,6 +748,9 @@ func (l *Log) writeBatch(batch []*request) (synced bool) {
 	l.written.Store(pos)
 	l.kickFill()
 	if l.opts.FlushMode == FlushAsync {
+		if f := l.opts.OnGroupCommit; f != nil {
+			f(GroupCommit{Messages: countMessages(batch)})
+		}
 		for _, r := range batch {
 			l.finish(r, r.res, nil)
 		}

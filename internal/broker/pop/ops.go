@@ -1,0 +1,243 @@
+package pop
+
+import (
+	"fmt"
+	"time"
+)
+
+// View is what a pop of one queue may take now (Peek).
+type View struct {
+	// Known: the queue has state; otherwise the caller picks the first
+	// cursor and passes it as Claim.From.
+	Known  bool
+	Cursor int64
+	// Expired are in-flight entries whose invisible time has passed,
+	// ascending by offset: deliver them again before new messages.
+	Expired []Entry
+	// Blocked (FIFO peeks only): an entry is still invisible, so nothing
+	// of the queue may be delivered.
+	Blocked bool
+}
+
+// Peek returns what a pop of k may take at now: at most limit expired
+// entries and the cursor. With fifo, Blocked is set when an in-flight
+// entry of the queue is still invisible.
+func (s *Store) Peek(k Key, now time.Time, fifo bool, limit int) View {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.queues[k]
+	if q == nil {
+		return View{}
+	}
+	v := View{Known: true, Cursor: q.cursor}
+	if fifo {
+		all, _ := q.expired(ms(now), -1)
+		if len(all) < len(q.inflight) {
+			v.Blocked = true
+			return v
+		}
+		if len(all) > limit {
+			all = all[:limit]
+		}
+		v.Expired = all
+		return v
+	}
+	v.Expired, _ = q.expired(ms(now), limit)
+	return v
+}
+
+// NextVisible returns the earliest time after now at which an in-flight
+// entry of the group on the topic becomes visible again, or false.
+func (s *Store) NextVisible(group, topic string, now time.Time) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var next int64
+	for _, q := range s.byTopic[[2]string{group, topic}] {
+		if _, n := q.expired(ms(now), 0); n > 0 && (next == 0 || n < next) {
+			next = n
+		}
+	}
+	if next == 0 {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(next), true
+}
+
+// InFlight returns the group's in-flight entries on all queues.
+func (s *Store) InFlight(group string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.groups[group]
+}
+
+// Low returns the lowest offset of k not yet acknowledged (the lowest in
+// flight, else the cursor), and false for an unknown queue: everything
+// below it is done, which makes it the group's consumer offset.
+func (s *Store) Low(k Key) (int64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.queues[k]
+	if q == nil {
+		return 0, false
+	}
+	return q.low(), true
+}
+
+// Claim is one pop of a queue, built from a View.
+type Claim struct {
+	Key Key
+	// From is the View's Cursor (for an unknown queue: the first cursor);
+	// To is the new cursor. Offsets in [From, To) not in New were skipped
+	// (filtered out or gone). To < From (with New empty) follows a queue
+	// that is shorter than the cursor (deleted and created again).
+	From, To int64
+	// New are the offsets in [From, To) delivered now, ascending.
+	New []int64
+	// Again are expired entries delivered again, Drop expired entries to
+	// forget (moved to the dead-letter queue, or gone from the store), as
+	// the View gave them.
+	Again, Drop []Entry
+	// Until is the new deliveries' invisible time.
+	Until time.Time
+}
+
+// Claim records a pop and returns the delivered entries (Again first, then
+// New, each with its new Gen and Attempt) and the Ticket to Sync before
+// handing them out. ErrConflict when the cursor is not From any more or an
+// Again or Drop entry changed since the View; nothing is changed then.
+func (s *Store) Claim(c Claim) ([]Entry, Ticket, error) {
+	if c.To < c.From && len(c.New) > 0 {
+		return nil, 0, fmt.Errorf("pop: claim moves the cursor back from %d to %d and delivers", c.From, c.To)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usable(); err != nil {
+		return nil, 0, err
+	}
+	q := s.queues[c.Key]
+	if q != nil && q.cursor != c.From {
+		return nil, 0, fmt.Errorf("%w: cursor %d, the claim read from %d", ErrConflict, q.cursor, c.From)
+	}
+	for _, lists := range [][]Entry{c.Again, c.Drop} {
+		for _, e := range lists {
+			if q == nil || q.inflight[e.Offset] == nil || q.inflight[e.Offset].Gen != e.Gen {
+				return nil, 0, fmt.Errorf("%w: offset %d changed", ErrConflict, e.Offset)
+			}
+		}
+	}
+	ch := change{key: c.Key, cursor: -1}
+	if q == nil || c.To != c.From {
+		ch.cursor = c.To
+	}
+	until := ms(c.Until)
+	out := make([]Entry, 0, len(c.Again)+len(c.New))
+	for _, e := range c.Again {
+		ne := Entry{Offset: e.Offset, Until: until, Attempt: q.inflight[e.Offset].Attempt + 1, Gen: s.nextGen}
+		s.nextGen++
+		out = append(out, ne)
+	}
+	for _, o := range c.New {
+		if o < c.From || o >= c.To {
+			return nil, 0, fmt.Errorf("pop: claimed offset %d is outside [%d, %d)", o, c.From, c.To)
+		}
+		out = append(out, Entry{Offset: o, Until: until, Attempt: 1, Gen: s.nextGen})
+		s.nextGen++
+	}
+	ch.put = out
+	for _, e := range c.Drop {
+		ch.del = append(ch.del, e.Offset)
+	}
+	if q != nil && ch.cursor < 0 && len(ch.put) == 0 && len(ch.del) == 0 {
+		return nil, 0, nil
+	}
+	return out, s.record(&ch), nil
+}
+
+// HandleOf returns the receipt handle of a delivered entry of k.
+func HandleOf(k Key, e Entry) string {
+	return EncodeHandle(Handle{QueueID: k.QueueID, Offset: e.Offset, Gen: e.Gen, Attempt: e.Attempt, Until: e.Until,
+		GroupHash: NameHash(k.Group), TopicHash: NameHash(k.Topic)})
+}
+
+// Check validates a receipt handle of group on topic at now and returns
+// the queue and the entry it names. Errors: ErrInvalidHandle,
+// ErrOtherGroup, ErrOtherTopic, ErrNotDelivered, ErrAcked, ErrSuperseded,
+// ErrExpired (each wrapped with details).
+func (s *Store) Check(group, topic, handle string, now time.Time) (Key, Entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k, e, err := s.checkLocked(group, topic, handle, now)
+	if err != nil {
+		return Key{}, Entry{}, err
+	}
+	return k, *e, nil
+}
+
+func (s *Store) checkLocked(group, topic, handle string, now time.Time) (Key, *Entry, error) {
+	h, err := DecodeHandle(handle)
+	if err != nil {
+		return Key{}, nil, err
+	}
+	if h.GroupHash != NameHash(group) {
+		return Key{}, nil, fmt.Errorf("%w: not issued to group %q", ErrOtherGroup, group)
+	}
+	if h.TopicHash != NameHash(topic) {
+		return Key{}, nil, fmt.Errorf("%w: not issued for topic %q", ErrOtherTopic, topic)
+	}
+	k := Key{Group: group, Topic: topic, QueueID: h.QueueID}
+	q := s.queues[k]
+	nowMS := ms(now)
+	if q == nil || h.Offset >= q.cursor {
+		return k, nil, fmt.Errorf("%w: queue %d offset %d", ErrNotDelivered, h.QueueID, h.Offset)
+	}
+	e := q.inflight[h.Offset]
+	switch {
+	case e == nil && nowMS >= h.Until:
+		return k, nil, fmt.Errorf("%w: queue %d offset %d was due again at %s", ErrExpired, h.QueueID, h.Offset, fmtMS(h.Until))
+	case e == nil:
+		return k, nil, fmt.Errorf("%w: queue %d offset %d", ErrAcked, h.QueueID, h.Offset)
+	case e.Gen != h.Gen && e.Attempt != h.Attempt:
+		return k, nil, fmt.Errorf("%w: queue %d offset %d was delivered again (attempt %d)", ErrExpired, h.QueueID, h.Offset, e.Attempt)
+	case e.Gen != h.Gen:
+		return k, nil, fmt.Errorf("%w: queue %d offset %d", ErrSuperseded, h.QueueID, h.Offset)
+	case nowMS >= e.Until:
+		return k, nil, fmt.Errorf("%w: queue %d offset %d was due again at %s", ErrExpired, h.QueueID, h.Offset, fmtMS(e.Until))
+	}
+	return k, e, nil
+}
+
+func fmtMS(v int64) string { return time.UnixMilli(v).UTC().Format(time.RFC3339Nano) }
+
+// Ack acknowledges the delivery a handle names (see Check for errors) and
+// returns the Ticket to Sync before confirming it.
+func (s *Store) Ack(group, topic, handle string, now time.Time) (Key, Ticket, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usable(); err != nil {
+		return Key{}, 0, err
+	}
+	k, e, err := s.checkLocked(group, topic, handle, now)
+	if err != nil {
+		return Key{}, 0, err
+	}
+	return k, s.record(&change{key: k, cursor: -1, del: []int64{e.Offset}}), nil
+}
+
+// Change sets the invisible time of the delivery a handle names to until
+// and returns the new handle (the old one no longer works), the updated
+// entry and the Ticket to Sync before answering. Errors as Check.
+func (s *Store) Change(group, topic, handle string, until, now time.Time) (string, Entry, Ticket, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usable(); err != nil {
+		return "", Entry{}, 0, err
+	}
+	k, e, err := s.checkLocked(group, topic, handle, now)
+	if err != nil {
+		return "", Entry{}, 0, err
+	}
+	ne := Entry{Offset: e.Offset, Until: ms(until), Attempt: e.Attempt, Gen: s.nextGen}
+	s.nextGen++
+	t := s.record(&change{key: k, cursor: -1, put: []Entry{ne}})
+	return HandleOf(k, ne), ne, t, nil
+}

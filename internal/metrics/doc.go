@@ -1,0 +1,48 @@
+// Package metrics owns Petrel's Prometheus registry, its collectors and the
+// operator HTTP endpoints:
+//
+//	/metrics  Prometheus text exposition (client_golang's promhttp)
+//	/healthz  200 "ok" while the process serves HTTP
+//	/readyz   200 "ready" once Options.Ready returns nil, else 503 and why
+//
+// # Two kinds of series
+//
+// Hot-path series are histograms fed by hooks the daemon installs in the
+// broker and the store (broker.Config.ObserveSend, store.Config.OnGroupCommit
+// via ObserveSend and ObserveGroupCommit). A prometheus Histogram's Observe
+// is lock-free and does not allocate, and the store calls its hook once per
+// group commit, not per message.
+//
+// Everything else is read when Prometheus scrapes, by a collector over the
+// broker's and store's accessors (Attach gives it them): per-topic traffic,
+// parked pulls, consumer lag, disk space, connections, dedup hits, pending
+// timers and dead-letter counts. The send path pays nothing for them. The
+// consumer-lag walk is bounded by Options.MaxLagQueues series per scrape;
+// queues beyond it are counted in petrel_consumer_lag_omitted_queues.
+//
+// # Series
+//
+//	petrel_put_messages_total{topic}            counter  messages stored (batch items, retry and timer copies count one each)
+//	petrel_put_bytes_total{topic}               counter  stored record bytes
+//	petrel_get_messages_total{topic}            counter  records answered to pulls and pops
+//	petrel_get_bytes_total{topic}               counter  their record bytes
+//	petrel_send_duration_seconds                histogram  send call to answer, stored or refused
+//	petrel_commitlog_flush_duration_seconds     histogram  one commit-log fsync
+//	petrel_commitlog_group_commit_messages      histogram  messages acknowledged by one group commit
+//	petrel_parked_pulls                         gauge    long-polling pulls waiting for messages
+//	petrel_consumer_lag_messages{group,topic,queue_id}  gauge  max offset − committed offset
+//	petrel_consumer_lag_omitted_queues          gauge    lag series left out by the bound
+//	petrel_disk_total_bytes, petrel_disk_free_bytes    gauges  device of the data directory
+//	petrel_commitlog_bytes                      gauge    commit log kept, oldest segment to durable end
+//	petrel_connections                          gauge    open client connections
+//	petrel_dedup_hits_total                     counter  resends answered from the dedup window
+//	petrel_dedup_window_entries                 gauge    ids the dedup window holds
+//	petrel_timer_pending_messages               gauge    delayed messages not yet due
+//	petrel_dlq_messages{group}                  gauge    messages in %DLQ%<group>
+//	petrel_broker_start_time_seconds            gauge    Unix time the broker started
+//
+// plus the Go runtime (go_*) and process (process_*) collectors.
+//
+// The package imports broker and store; they must not import it (the hooks
+// are plain funcs in their configs), which internal/lint checks.
+package metrics
