@@ -30,5 +30,6 @@ directory.`,
 		SilenceErrors: true,
 	}
 	root.AddCommand(newServerCmd(), newNamesrvCmd(), newBrokerCmd(), newBenchCmd())
+	root.AddCommand(newAdminCmds()...)
 	return root
 }

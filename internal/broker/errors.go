@@ -47,6 +47,10 @@ const (
 	// KindReceiptHandleExpired: the popped message's invisible time passed
 	// before the acknowledgement (it may have been delivered again).
 	KindReceiptHandleExpired
+	// KindGroupNotExist: an admin request names a consumer group the
+	// broker has no config, offsets or members for (code 26
+	// SUBSCRIPTION_GROUP_NOT_EXIST).
+	KindGroupNotExist
 )
 
 var kindNames = map[Kind]string{
@@ -61,6 +65,7 @@ var kindNames = map[Kind]string{
 	KindSystemBusy:              "system busy",
 	KindInvalidReceiptHandle:    "invalid receipt handle",
 	KindReceiptHandleExpired:    "receipt handle expired",
+	KindGroupNotExist:           "group not exist",
 }
 
 func (k Kind) String() string {

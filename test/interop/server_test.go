@@ -39,6 +39,10 @@ func TestMain(m *testing.M) {
 		rlog.SetLogLevel("error")
 		os.Exit(runOrderlyChild())
 	}
+	if os.Getenv(pushChildEnv) != "" {
+		rlog.SetLogLevel("error")
+		os.Exit(runPushChild())
+	}
 	flag.Parse()
 	explicit := false
 	flag.Visit(func(f *flag.Flag) {

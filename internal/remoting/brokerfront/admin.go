@@ -1,7 +1,9 @@
 package brokerfront
 
 // Admin. 17 UPDATE_AND_CREATE_TOPIC: ext topic, readQueueNums,
-// writeQueueNums, perm, topicFilterType, topicSysFlag, order; the broker
+// writeQueueNums, perm, topicFilterType, topicSysFlag, order and
+// attributes (RocketMQ 5: "+key=value,-key", changes to the topic's
+// current attributes; e.g. "+persistent=false" for an in-memory topic); the broker
 // registers the change with the name servers before answering, so the route
 // is there when the client moves on. 215 DELETE_TOPIC_IN_BROKER: ext topic.
 // 201 GET_ALL_SUBSCRIPTIONGROUP_CONFIG and 21 GET_ALL_TOPIC_CONFIG: JSON
@@ -24,6 +26,16 @@ func (f *Front) createTopic(_ context.Context, _ *remoting.Conn, req *remoting.C
 		TopicFilterType: ext["topicFilterType"],
 		TopicSysFlag:    parseInt32(ext["topicSysFlag"]),
 		Order:           ext["order"] == "true",
+	}
+	if a := ext["attributes"]; a != "" {
+		cur, _ := f.b.Topic(t.Name)
+		attrs, err := applyAttributes(cur.Attributes, a)
+		if err != nil {
+			return remoting.NewResponse(req, respMessageIllegal, err.Error())
+		}
+		t.Attributes = attrs
+	} else if cur, ok := f.b.Topic(t.Name); ok {
+		t.Attributes = cur.Attributes
 	}
 	if err := f.b.CreateTopic(t); err != nil {
 		return errorResponse(req, err)

@@ -56,6 +56,7 @@ func (f *Front) heartbeat(_ context.Context, c *remoting.Conn, req *remoting.Com
 		}
 		hb.Consumers = append(hb.Consumers, d)
 	}
+	noteClient(c, req)
 	f.b.Heartbeat(f.id(c), hb)
 	return remoting.NewResponse(req, respSuccess, "")
 }

@@ -63,6 +63,7 @@ var kindCodes = map[broker.Kind]int16{
 	broker.KindSubscriptionParseFailed: respSubscriptionParseFailed,
 	broker.KindQueryNotFound:           respQueryNotFound,
 	broker.KindSystemBusy:              respSystemBusy,
+	broker.KindGroupNotExist:           respSubscriptionGroupNotExist,
 }
 
 // errorResponse maps a broker error to a response code and remark. The

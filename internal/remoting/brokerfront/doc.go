@@ -14,6 +14,7 @@
 //	client.go     34 HEART_BEAT, 38 GET_CONSUMER_LIST_BY_GROUP, 41/42 queue locks, 40 to clients
 //	admin.go      17, 215 topics; 201 subscription groups
 //	query.go      12 QUERY_MESSAGE, 33 VIEW_MESSAGE_BY_ID
+//	inspect.go    28, 202, 203, 208, 222 (and 220 to clients): what the operator CLI reads and resets
 //
 // Every ext value sent to a client is a string (clients reject numbers), and
 // every answer carries the fields a client reads even when it is an error.

@@ -69,6 +69,11 @@ func (f *Front) Register(s *remoting.Server) {
 	s.Handle(codePetrelResendDLQ, f.resendDLQ)
 	s.Handle(codePetrelCancelDelayed, f.cancelDelayed)
 	s.Handle(codeEndTransaction, f.endTransaction)
+	s.Handle(codeGetBrokerRuntimeInfo, f.runtimeInfo)
+	s.Handle(codeGetTopicStatsInfo, f.topicStats)
+	s.Handle(codeGetConsumerConnectionList, f.consumerConnections)
+	s.Handle(codeGetConsumeStats, f.consumeStats)
+	s.Handle(codeInvokeBrokerToResetOffset, f.resetOffset)
 }
 
 // id returns the connection's id, assigning one on first use.

@@ -1,0 +1,35 @@
+package main
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+
+	"github.com/petrelmq/petrel/internal/cli"
+)
+
+func newClusterCmd() *cobra.Command {
+	var f adminFlags
+	cmd := &cobra.Command{
+		Use:     "cluster",
+		Short:   "Inspect the brokers of a Petrel (or RocketMQ) cluster",
+		Example: `  petrel cluster list`,
+		Args:    cobra.NoArgs,
+	}
+	addAdminFlags(cmd, &f)
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the brokers per cluster: address, role, version, uptime, put/get rates, disk use",
+		Long: `List every broker the name servers know, per cluster: name, id and role
+(MASTER for id 0, else SLAVE), address, version, uptime, messages put and
+got per second over the last 10 seconds, and the used share of the disk
+that holds the broker's data directory. A broker that does not answer is
+listed as unreachable.`,
+		Example: `  petrel cluster list
+  petrel cluster list --namesrv 10.0.0.5:9876 -o json`,
+		Args: cobra.NoArgs,
+		RunE: adminRun(&f, func(ctx context.Context, c *cli.CLI, _ []string) error { return c.ClusterList(ctx) }),
+	}
+	cmd.AddCommand(list)
+	return cmd
+}

@@ -1,0 +1,357 @@
+package brokerfront
+
+// Operator requests, answered in RocketMQ's shapes so that its tools can
+// read them too:
+//
+//	28  GET_BROKER_RUNTIME_INFO      -> KVTable {"table":{"putTps":"1.00 1.00 1.00", ...}}
+//	202 GET_TOPIC_STATS_INFO         ext topic -> TopicStatsTable; 17 for an unknown topic
+//	203 GET_CONSUMER_CONNECTION_LIST ext consumerGroup -> ConsumerConnection; 206 when no member is online
+//	208 GET_CONSUME_STATS            ext consumerGroup, topic (optional) -> ConsumeStats; 26 for an unknown group
+//	222 INVOKE_BROKER_TO_RESET_OFFSET ext topic, group, timestamp (ms; -1 = latest), isForce
+//	                                 -> ResetOffsetBody; stores the offsets, then sends 220 to every member;
+//	                                 26 for an unknown group, 17 for an unknown topic. isForce is
+//	                                 ignored: offsets move either way, also for a group with no member
+//	220 RESET_CONSUMER_CLIENT_OFFSET (to clients, oneway) ext topic, group, timestamp; body ResetOffsetBody
+//
+// Maps keyed by a message queue are written as Java's fastjson writes them,
+// with the queue object as the key, which is not JSON:
+//
+//	{"offsetTable":{{"brokerName":"b","queueId":0,"topic":"T"}:{"minOffset":0,...},...}}
+//
+// The official Go client reads that form in 220 (and also an array form);
+// Java tools read nothing else.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/petrelmq/petrel/internal/remoting"
+)
+
+const (
+	codeGetTopicStatsInfo         int16 = 202
+	codeGetConsumeStats           int16 = 208
+	codeResetConsumerClientOffset int16 = 220
+	codeInvokeBrokerToResetOffset int16 = 222
+
+	respSubscriptionGroupNotExist int16 = 26
+	respConsumerNotOnline         int16 = 206
+
+	// brokerVersionDesc is the RocketMQ version we answer to as, the one
+	// DefaultVersion (401) names.
+	brokerVersionDesc = "V4_9_4"
+	// resetOffsetLatest in a reset's timestamp means the max offset.
+	resetOffsetLatest int64 = -1
+)
+
+// tpsWindows are the windows of the putTps and getTransferredTps values,
+// as RocketMQ's (10 s, 1 min, 10 min; ours stop at 1 min).
+var tpsWindows = [...]time.Duration{10 * time.Second, time.Minute, time.Minute}
+
+// clientInfoKey keys the language and version a connection's heartbeats
+// carry (the remoting header's), which GET_CONSUMER_CONNECTION_LIST reports.
+type clientInfoKey struct{}
+
+type clientInfo struct {
+	language string
+	version  int16
+}
+
+// noteClient remembers the language and version of a heartbeat's sender.
+func noteClient(c *remoting.Conn, req *remoting.Command) {
+	c.SetValue(clientInfoKey{}, clientInfo{language: req.Language, version: req.Version})
+}
+
+// mqKey is a message queue as fastjson writes it: fields in name order.
+func mqKey(topic, brokerName string, queueID int32) string {
+	b, _ := json.Marshal(struct {
+		BrokerName string `json:"brokerName"`
+		QueueID    int32  `json:"queueId"`
+		Topic      string `json:"topic"`
+	}{brokerName, queueID, topic})
+	return string(b)
+}
+
+// mqMap writes {key:value,...} with message-queue keys; entries are in the
+// order given.
+type mqMap struct {
+	keys   []string
+	values []any
+}
+
+func (m *mqMap) add(key string, v any) {
+	m.keys = append(m.keys, key)
+	m.values = append(m.values, v)
+}
+
+func (m *mqMap) appendTo(sb *strings.Builder) error {
+	sb.WriteByte('{')
+	for i, k := range m.keys {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		v, err := json.Marshal(m.values[i])
+		if err != nil {
+			return err
+		}
+		sb.WriteString(k)
+		sb.WriteByte(':')
+		sb.Write(v)
+	}
+	sb.WriteByte('}')
+	return nil
+}
+
+// mqMapBody renders {"offsetTable":<m>,<extra fields>} where extra is a
+// JSON object whose fields follow the table.
+func mqMapBody(m *mqMap, extra map[string]any) ([]byte, error) {
+	var sb strings.Builder
+	sb.WriteString(`{"offsetTable":`)
+	if err := m.appendTo(&sb); err != nil {
+		return nil, err
+	}
+	if len(extra) > 0 {
+		x, err := json.Marshal(extra)
+		if err != nil {
+			return nil, err
+		}
+		sb.WriteByte(',')
+		sb.Write(x[1 : len(x)-1])
+	}
+	sb.WriteByte('}')
+	return []byte(sb.String()), nil
+}
+
+func bodyResponse(req *remoting.Command, body []byte, err error) *remoting.Command {
+	if err != nil {
+		return remoting.NewResponse(req, respSystemError, "encode answer: "+err.Error())
+	}
+	resp := remoting.NewResponse(req, respSuccess, "")
+	resp.Body = body
+	return resp
+}
+
+func (f *Front) runtimeInfo(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	tps := func(get bool) string {
+		var parts []string
+		for _, w := range tpsWindows {
+			put, got := f.b.Throughput(w)
+			v := put
+			if get {
+				v = got
+			}
+			parts = append(parts, strconv.FormatFloat(v, 'f', 2, 64))
+		}
+		return strings.Join(parts, " ")
+	}
+	tot := f.b.TotalTraffic()
+	cfg := f.b.Config()
+	table := map[string]string{
+		"brokerVersionDesc":   brokerVersionDesc,
+		"brokerVersion":       strconv.Itoa(int(remoting.DefaultVersion)),
+		"bootTimestamp":       itoa(f.b.Started().UnixMilli()),
+		"brokerActive":        "true",
+		"putTps":              tps(false),
+		"getTransferredTps":   tps(true),
+		"getTransferedTps":    tps(true),
+		"msgPutTotalTodayNow": strconv.FormatUint(tot.PutMsgs, 10),
+		"msgGetTotalTodayNow": strconv.FormatUint(tot.GetMsgs, 10),
+		"putMessageSizeTotal": strconv.FormatUint(tot.PutBytes, 10),
+		"brokerName":          cfg.BrokerName,
+		"clusterName":         cfg.ClusterName,
+		"brokerId":            itoa(cfg.BrokerID),
+	}
+	if u, err := f.b.DiskUsage(); err == nil {
+		table["commitLogDiskRatio"] = strconv.FormatFloat(u.UsedFraction(), 'f', -1, 64)
+		table["commitLogDirCapacity"] = fmt.Sprintf("Total : %s, Free : %s.", humanBytes(u.TotalBytes), humanBytes(u.FreeBytes))
+		table["commitLogDirTotalBytes"] = strconv.FormatUint(u.TotalBytes, 10)
+		table["commitLogDirFreeBytes"] = strconv.FormatUint(u.FreeBytes, 10)
+	}
+	return jsonResponse(req, struct {
+		Table map[string]string `json:"table"`
+	}{table})
+}
+
+// humanBytes formats n as Java's MixAll.humanReadableByteCount(n, false):
+// binary units with one decimal.
+func humanBytes(n uint64) string {
+	if n < 1024 {
+		return strconv.FormatUint(n, 10) + " B"
+	}
+	const units = "KMGTPE"
+	v, i := float64(n)/1024, 0
+	for v >= 1024 && i < len(units)-1 {
+		v /= 1024
+		i++
+	}
+	return fmt.Sprintf("%.1f %ciB", v, units[i])
+}
+
+func (f *Front) topicStats(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	topic := req.ExtFields["topic"]
+	stats, err := f.b.TopicStats(topic)
+	if err != nil {
+		return errorResponse(req, err)
+	}
+	name := f.b.Config().BrokerName
+	var m mqMap
+	for _, s := range stats {
+		m.add(mqKey(topic, name, s.QueueID), struct {
+			MinOffset           int64 `json:"minOffset"`
+			MaxOffset           int64 `json:"maxOffset"`
+			LastUpdateTimestamp int64 `json:"lastUpdateTimestamp"`
+		}{s.MinOffset, s.MaxOffset, s.LastStoreTime})
+	}
+	// Per-topic rates are not sampled (the broker's are, in runtime info).
+	body, err := mqMapBody(&m, map[string]any{"topicPutTps": 0})
+	return bodyResponse(req, body, err)
+}
+
+type subscriptionJSON struct {
+	ClassFilterMode bool     `json:"classFilterMode"`
+	Topic           string   `json:"topic"`
+	SubString       string   `json:"subString"`
+	TagsSet         []string `json:"tagsSet"`
+	CodeSet         []int32  `json:"codeSet"`
+	SubVersion      int64    `json:"subVersion"`
+	ExpressionType  string   `json:"expressionType"`
+}
+
+type connectionJSON struct {
+	ClientID   string `json:"clientId"`
+	ClientAddr string `json:"clientAddr"`
+	Language   string `json:"language"`
+	Version    int16  `json:"version"`
+}
+
+func (f *Front) consumerConnections(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	group := req.ExtFields["consumerGroup"]
+	members := f.b.ConsumerMembers(group)
+	if len(members) == 0 {
+		return remoting.NewResponse(req, respConsumerNotOnline, "the consumer group ["+group+"] not online: no member has sent a heartbeat to this broker")
+	}
+	out := struct {
+		ConnectionSet     []connectionJSON            `json:"connectionSet"`
+		SubscriptionTable map[string]subscriptionJSON `json:"subscriptionTable"`
+		ConsumeType       string                      `json:"consumeType"`
+		MessageModel      string                      `json:"messageModel"`
+		ConsumeFromWhere  string                      `json:"consumeFromWhere"`
+	}{SubscriptionTable: map[string]subscriptionJSON{}}
+	for _, m := range members {
+		cj := connectionJSON{ClientID: m.ClientID, Language: "OTHER"}
+		f.mu.Lock()
+		c := f.conns[m.Conn]
+		f.mu.Unlock()
+		if c != nil {
+			cj.ClientAddr = c.RemoteAddr().String()
+			if ci, ok := c.Value(clientInfoKey{}).(clientInfo); ok {
+				cj.Language, cj.Version = ci.language, ci.version
+			}
+		}
+		out.ConnectionSet = append(out.ConnectionSet, cj)
+		out.ConsumeType, out.MessageModel, out.ConsumeFromWhere = m.ConsumeType, m.MessageModel, m.ConsumeFromWhere
+		for _, s := range m.Subscriptions {
+			if cur, ok := out.SubscriptionTable[s.Topic]; ok && cur.SubVersion > s.SubVersion {
+				continue
+			}
+			tags := s.Tags
+			if tags == nil {
+				tags = []string{}
+			}
+			et := s.ExpressionType
+			if et == "" {
+				et = "TAG"
+			}
+			out.SubscriptionTable[s.Topic] = subscriptionJSON{Topic: s.Topic, SubString: s.Expression, TagsSet: tags,
+				CodeSet: []int32{}, SubVersion: s.SubVersion, ExpressionType: et}
+		}
+	}
+	return jsonResponse(req, out)
+}
+
+func (f *Front) consumeStats(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	stats, err := f.b.ConsumeStats(req.ExtFields["consumerGroup"], req.ExtFields["topic"])
+	if err != nil {
+		return errorResponse(req, err)
+	}
+	name := f.b.Config().BrokerName
+	var m mqMap
+	for _, s := range stats {
+		m.add(mqKey(s.Topic, name, s.QueueID), struct {
+			BrokerOffset   int64 `json:"brokerOffset"`
+			ConsumerOffset int64 `json:"consumerOffset"`
+			PullOffset     int64 `json:"pullOffset"`
+			LastTimestamp  int64 `json:"lastTimestamp"`
+		}{s.BrokerOffset, s.ConsumerOffset, s.ConsumerOffset, s.LastTimestamp})
+	}
+	body, err := mqMapBody(&m, map[string]any{"consumeTps": 0})
+	return bodyResponse(req, body, err)
+}
+
+func (f *Front) resetOffset(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	ext := req.ExtFields
+	topic, group := ext["topic"], ext["group"]
+	ts := resetOffsetLatest
+	if v := ext["timestamp"]; v != "" {
+		ts = parseInt64(v)
+	}
+	offsets, err := f.b.ResetOffset(group, topic, ts)
+	if err != nil {
+		return errorResponse(req, err)
+	}
+	name := f.b.Config().BrokerName
+	var m mqMap
+	for q := range int32(len(offsets)) {
+		m.add(mqKey(topic, name, q), offsets[q])
+	}
+	body, err := mqMapBody(&m, nil)
+	if err != nil {
+		return bodyResponse(req, nil, err)
+	}
+	for _, id := range f.b.ConsumerConns(group) {
+		f.mu.Lock()
+		c := f.conns[id]
+		f.mu.Unlock()
+		if c == nil {
+			continue
+		}
+		notice := remoting.NewRequest(codeResetConsumerClientOffset, map[string]string{
+			"topic": topic, "group": group, "timestamp": itoa(ts), "isForce": "true",
+		}, body)
+		if err := c.InvokeOneway(notice); err != nil {
+			f.log.Warn("reset offset notice not sent", "group", group, "topic", topic, "remote", c.RemoteAddr().String(), "err", err)
+		}
+	}
+	return bodyResponse(req, body, nil)
+}
+
+// applyAttributes applies RocketMQ's attribute changes ("+key=value" sets,
+// "-key" removes, comma-separated) to a copy of cur.
+func applyAttributes(cur map[string]string, changes string) (map[string]string, error) {
+	out := make(map[string]string, len(cur))
+	for k, v := range cur {
+		out[k] = v
+	}
+	for _, item := range strings.Split(changes, ",") {
+		switch {
+		case strings.HasPrefix(item, "+") && strings.Contains(item, "="):
+			k, v, _ := strings.Cut(item[1:], "=")
+			if k == "" {
+				return nil, fmt.Errorf("attribute %q has no key; write +key=value", item)
+			}
+			out[k] = v
+		case strings.HasPrefix(item, "-") && len(item) > 1 && !strings.Contains(item, "="):
+			delete(out, item[1:])
+		default:
+			return nil, fmt.Errorf("attribute change %q is neither +key=value nor -key", item)
+		}
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
