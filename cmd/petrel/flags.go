@@ -47,6 +47,7 @@ type options struct {
 	logFormat     string
 	httpListen    string
 	cpuProfile    string
+	grpc          grpcOptions
 }
 
 func addCommonFlags(fl *pflag.FlagSet, o *options) {
@@ -103,6 +104,7 @@ func addBrokerFlags(fl *pflag.FlagSet, o *options) {
 	fl.DurationVar(&o.txnInterval, "transaction-check-interval", time.Minute, "time between the check-backs of one transaction")
 	fl.IntVar(&o.txnMaxChecks, "transaction-max-checks", 15, "discard a half message after this many check-backs without an answer")
 	fl.DurationVar(&o.dedupWindow, "dedup-window", bdef.DedupWindow, "answer a resend of a message (same UNIQ_KEY and topic) within this long with the original result instead of storing it again; 0 turns it off")
+	addGRPCFlags(fl, &o.grpc)
 }
 
 // loadConfig applies the YAML file's keys to the flags not set on the

@@ -22,8 +22,9 @@ func newServerCmd() *cobra.Command {
 		Use:   "server",
 		Short: "Run a name server and a broker in one process",
 		Long: `Run Petrel in one process on a local data directory: a name server and a
-broker that registers with it. Point RocketMQ clients at the name server
-(--namesrv-listen, default port 9876).
+broker that registers with it. Point RocketMQ 4.x clients at the name server
+(--namesrv-listen, default port 9876) and RocketMQ 5.x (gRPC) clients at
+--grpc-listen (default port 8081, TLS with a self-signed certificate).
 
 The store is opened (and recovered after a crash) in --data-dir. The process
 runs until SIGINT or SIGTERM, then stops gracefully: parked pulls are
@@ -154,7 +155,7 @@ func runBroker(ctx context.Context, o *options, nameServers []string, out io.Wri
 	if err != nil {
 		return err
 	}
-	b, err := daemon.StartBroker(daemon.BrokerConfig{
+	dcfg := daemon.BrokerConfig{
 		Store:       scfg,
 		Broker:      bcfg,
 		Listen:      o.brokerListen,
@@ -162,13 +163,20 @@ func runBroker(ctx context.Context, o *options, nameServers []string, out io.Wri
 		NameServers: nameServers,
 		HTTPListen:  o.httpListen,
 		Logger:      logger,
-	})
+	}
+	if err := o.grpc.apply(&dcfg); err != nil {
+		return err
+	}
+	b, err := daemon.StartBroker(dcfg)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "petrel: broker %s listening on %s (advertised %s)\n", o.brokerName, b.Addr(), b.Advertised())
 	if a := b.HTTPAddr(); a != nil {
 		fmt.Fprintf(out, "petrel: http listening on %s (/metrics, /healthz, /readyz)\n", a)
+	}
+	if a := b.GRPCAddr(); a != nil {
+		fmt.Fprintf(out, "petrel: gRPC (RocketMQ 5.x) listening on %s (%s)\n", a, o.grpc.describe(dir))
 	}
 	fmt.Fprintf(out, "petrel: data dir %s (flush %s)\n", dir, o.flush)
 	if started != nil {

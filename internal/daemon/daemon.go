@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/petrelmq/petrel/internal/broker"
+	"github.com/petrelmq/petrel/internal/grpcfront"
 	"github.com/petrelmq/petrel/internal/metrics"
 	"github.com/petrelmq/petrel/internal/namesrv"
 	"github.com/petrelmq/petrel/internal/remoting"
@@ -20,6 +21,7 @@ import (
 	"github.com/petrelmq/petrel/internal/store"
 	"github.com/petrelmq/petrel/internal/store/commitlog"
 	"github.com/petrelmq/petrel/internal/store/meta"
+	"github.com/petrelmq/petrel/internal/vfs"
 )
 
 // NameServer is a running name server.
@@ -72,6 +74,14 @@ type BrokerConfig struct {
 	// accepted the broker (at once without name servers).
 	HTTPListen string
 	Logger     *slog.Logger
+	// GRPCListen is the address of the RocketMQ 5.x gRPC front, e.g.
+	// ":8081"; empty: no gRPC front.
+	GRPCListen string
+	// GRPC configures the gRPC front. Defaults: Advertise = Advertise's
+	// host with the gRPC port when Advertise is set (else routes echo the
+	// address the client dialled); CertDir = the store's directory (on
+	// the OS file system); Clock and Logger those of the broker.
+	GRPC grpcfront.Config
 }
 
 // Broker is a running broker.
@@ -85,6 +95,9 @@ type Broker struct {
 	ln        net.Listener
 	advertise string
 	done      chan error
+	grpc      *grpcfront.Server // nil without a gRPC front
+	grpcLn    net.Listener
+	grpcDone  chan error
 	closeOnce sync.Once
 	closeErr  error
 
@@ -149,6 +162,14 @@ func StartBroker(cfg BrokerConfig) (_ *Broker, err error) {
 	d.reg = namesrv.NewRegistrar(d.client, cfg.NameServers, namesrv.BrokerInfo{
 		Cluster: bc.ClusterName, Name: bc.BrokerName, ID: bc.BrokerID, Addr: adv,
 	}, cfg.Registrar)
+	if cfg.GRPCListen != "" {
+		if err := d.startGRPC(cfg); err != nil {
+			b.Close()
+			d.client.Close()
+			st.Close()
+			return nil, err
+		}
+	}
 	b.OnTopicsChanged(d.publishTopics)
 	d.publishTopics()
 	d.reg.Start()
@@ -214,6 +235,50 @@ func (d *Broker) watchReadiness(hasNameServers bool) {
 	}()
 }
 
+// startGRPC listens on cfg.GRPCListen and serves the gRPC front.
+func (d *Broker) startGRPC(cfg BrokerConfig) error {
+	ln, err := net.Listen("tcp", cfg.GRPCListen)
+	if err != nil {
+		return fmt.Errorf("broker: gRPC listen on %s: %w", cfg.GRPCListen, err)
+	}
+	gc := cfg.GRPC
+	if gc.Advertise == "" && cfg.Advertise != "" {
+		host := cfg.Advertise
+		if h, _, err := net.SplitHostPort(cfg.Advertise); err == nil {
+			host = h
+		}
+		gc.Advertise = net.JoinHostPort(host, fmt.Sprint(ln.Addr().(*net.TCPAddr).Port))
+	}
+	if gc.CertDir == "" && (cfg.Store.FS == nil || cfg.Store.FS == vfs.OS) {
+		gc.CertDir = cfg.Store.Dir
+	}
+	if gc.Clock == nil {
+		gc.Clock = cfg.Broker.Clock
+	}
+	if gc.Logger == nil {
+		gc.Logger = cfg.Logger
+	}
+	s, err := grpcfront.New(d.b, gc)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	d.grpc, d.grpcLn, d.grpcDone = s, ln, make(chan error, 1)
+	go func() { d.grpcDone <- s.Serve(ln) }()
+	return nil
+}
+
+// GRPCAddr is the address the gRPC front listens on, nil without one.
+func (d *Broker) GRPCAddr() net.Addr {
+	if d.grpcLn == nil {
+		return nil
+	}
+	return d.grpcLn.Addr()
+}
+
+// grpcStopWait bounds how long Close waits for gRPC calls in flight.
+const grpcStopWait = 5 * time.Second
+
 // publishTopics hands the current topic table to the registrar.
 func (d *Broker) publishTopics() {
 	topics := d.b.Topics()
@@ -263,6 +328,13 @@ func (d *Broker) Close() error {
 		}
 		d.stopReady()
 		<-d.readyDone
+		if d.grpc != nil {
+			// First, while the broker still serves its calls: parked
+			// receives are answered, clients leave the client table.
+			ctx, cancel := context.WithTimeout(context.Background(), grpcStopWait)
+			errs = append(errs, d.grpc.Shutdown(ctx), <-d.grpcDone)
+			cancel()
+		}
 		errs = append(errs, d.b.Close()) // answers parked pulls
 		errs = append(errs, d.srv.Close())
 		errs = append(errs, <-d.done)

@@ -1,6 +1,7 @@
 // Package interop holds the end-to-end interoperability tests of Petrel
-// against the official Apache RocketMQ Go client
-// (github.com/apache/rocketmq-client-go/v2).
+// against the official Apache RocketMQ Go clients
+// (github.com/apache/rocketmq-client-go/v2, and the 5.x gRPC client
+// github.com/apache/rocketmq-clients/golang/v5 in grpc_*_test.go).
 //
 // The package has no code outside its tests. It is its own Go module so that
 // the client and its dependencies stay out of Petrel's main go.mod.
@@ -9,7 +10,7 @@
 // (or uses the binary named by PETREL_BIN), and every test starts its own
 // `petrel server` process on free loopback ports with its own data directory:
 //
-//	petrel server --data-dir DIR --namesrv-listen 127.0.0.1:N --broker-listen 127.0.0.1:B --flush sync
+//	petrel server --data-dir DIR --namesrv-listen 127.0.0.1:N --broker-listen 127.0.0.1:B --grpc-listen 127.0.0.1:G --flush sync
 //
 // The tests then talk to it only over the network: with the official client,
 // and, for the requests that client cannot send (QUERY_MESSAGE, code 12) or to

@@ -144,6 +144,9 @@ type serverOptions struct {
 	cluster          string
 	autoCreateTopics *bool    // nil: the server's default
 	extraArgs        []string // more flags for petrel server
+	// seed, when set, prepares the fresh data directory before the first
+	// start (e.g. subscription group configs).
+	seed func(t testing.TB, dataDir string)
 }
 
 // petrel is one `petrel server` process and everything needed to start it
@@ -153,7 +156,10 @@ type petrel struct {
 	dataDir string
 	nsAddr  string // "127.0.0.1:port" of the name server
 	brAddr  string // "127.0.0.1:port" of the broker
-	opts    serverOptions
+	// grpcAddr is "127.0.0.1:port" of the gRPC (5.x) endpoint; every
+	// server gets its own, so parallel servers never share :8081.
+	grpcAddr string
+	opts     serverOptions
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -179,6 +185,10 @@ func startPetrel(t testing.TB, opts serverOptions) *petrel {
 		brAddr:  fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 		opts:    opts,
 	}
+	p.grpcAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	if opts.seed != nil {
+		opts.seed(t, p.dataDir)
+	}
 	t.Cleanup(func() {
 		if p.running() {
 			if err := p.stopWith(syscall.SIGTERM, 20*time.Second); err != nil {
@@ -199,6 +209,7 @@ func (p *petrel) args() []string {
 		"--namesrv-listen", p.nsAddr,
 		"--broker-listen", p.brAddr,
 		"--http-listen", "127.0.0.1:0", // the default :8080 would clash between servers
+		"--grpc-listen", p.grpcAddr,
 		"--flush", "sync",
 	}
 	if p.opts.brokerName != "" {
@@ -295,7 +306,7 @@ func (p *petrel) start() {
 		}
 	}
 	// The lines say the listeners exist; make sure they accept.
-	for _, addr := range []string{p.nsAddr, p.brAddr} {
+	for _, addr := range []string{p.nsAddr, p.brAddr, p.grpcAddr} {
 		waitFor(p.t, 10*time.Second, "petrel listener "+addr+" accepts connections", func() (bool, string) {
 			c, err := net.DialTimeout("tcp", addr, time.Second)
 			if err != nil {

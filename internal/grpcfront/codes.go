@@ -1,0 +1,58 @@
+package grpcfront
+
+// Broker errors to in-band statuses. The status message is the broker's
+// sentence for the client (what happened, what to do); the cause goes to
+// the log.
+
+import (
+	"errors"
+
+	v2 "github.com/apache/rocketmq-clients/golang/v5/protocol/v2"
+
+	"github.com/petrelmq/petrel/internal/broker"
+)
+
+// kindCodes maps broker error kinds to codes; anything else is
+// INTERNAL_SERVER_ERROR.
+var kindCodes = map[broker.Kind]v2.Code{
+	broker.KindTopicNotExist:           v2.Code_TOPIC_NOT_FOUND,
+	broker.KindMessageIllegal:          v2.Code_BAD_REQUEST,
+	broker.KindNoPermission:            v2.Code_FORBIDDEN,
+	broker.KindSubscriptionParseFailed: v2.Code_ILLEGAL_FILTER_EXPRESSION,
+	broker.KindSubscriptionNotExist:    v2.Code_ILLEGAL_FILTER_EXPRESSION,
+	broker.KindSystemBusy:              v2.Code_TOO_MANY_REQUESTS,
+	broker.KindInvalidReceiptHandle:    v2.Code_INVALID_RECEIPT_HANDLE,
+	broker.KindReceiptHandleExpired:    v2.Code_INVALID_RECEIPT_HANDLE,
+	broker.KindQueryNotFound:           v2.Code_NOT_FOUND,
+}
+
+// brokerStatus turns a broker error into a status; action names what
+// failed, for the log.
+func (s *Server) brokerStatus(err error, action string) *v2.Status {
+	var be *broker.Error
+	if !errors.As(err, &be) {
+		s.log.Warn("gRPC request failed", "action", action, "err", err)
+		return status(v2.Code_INTERNAL_SERVER_ERROR, "%s failed inside the broker; retry, and report it if it persists", action)
+	}
+	code, ok := kindCodes[be.Kind]
+	if !ok {
+		code = v2.Code_INTERNAL_SERVER_ERROR
+	}
+	if code == v2.Code_INTERNAL_SERVER_ERROR {
+		s.log.Warn("gRPC request failed", "action", action, "err", err)
+	} else {
+		s.log.Debug("gRPC request refused", "action", action, "err", err)
+	}
+	return &v2.Status{Code: code, Message: be.Msg}
+}
+
+// receiveStatus is brokerStatus for a receive, where an unavailable
+// broker (closing, too many parked receives) is "try again later".
+func (s *Server) receiveStatus(err error) *v2.Status {
+	if broker.KindOf(err) == broker.KindServiceUnavailable {
+		var be *broker.Error
+		errors.As(err, &be)
+		return &v2.Status{Code: v2.Code_TOO_MANY_REQUESTS, Message: be.Msg}
+	}
+	return s.brokerStatus(err, "receive")
+}

@@ -1,0 +1,94 @@
+// Package grpcfront serves RocketMQ 5.x clients: the gRPC service
+// apache.rocketmq.v2.MessagingService (generated package
+// github.com/apache/rocketmq-clients/golang/v5/protocol/v2) translated to
+// broker calls. It holds no message state; what it keeps is the client
+// sessions (Settings, the Telemetry stream, liveness).
+//
+// # Transport
+//
+// TLS by default: the official Go client v5.1.2 always dials TLS and
+// accepts any certificate. Without Config.TLSCert/TLSKey, a self-signed
+// ECDSA certificate is generated into Config.CertDir (grpc-tls.crt,
+// grpc-tls.key) on first start and reused afterwards. Config.Plaintext
+// serves without TLS, for clients that can dial plaintext. Every outcome
+// is carried in-band in a Status (code 20000 is OK): the handlers never
+// return gRPC errors, which the Go client mishandles (Unavailable drops
+// the whole connection).
+//
+// # Files
+//
+//	server.go   Config, New, Serve, Shutdown
+//	session.go  Heartbeat, Telemetry (Settings handshake, check-backs), NotifyClientTermination, expiry
+//	route.go    QueryRoute, QueryAssignment, names and namespaces
+//	send.go     SendMessage: normal, FIFO, delay, transactional
+//	txn.go      EndTransaction; the transaction id layout
+//	receive.go  ReceiveMessage, AckMessage, ChangeInvisibleDuration, ForwardMessageToDeadLetterQueue
+//	convert.go  stored record -> gRPC message
+//	validate.go message id, tag, key, group and property checks
+//	codes.go    broker error kinds -> status codes
+//
+// # Sessions
+//
+// A client is known from its first Settings on a Telemetry stream, keyed
+// by its x-mq-client-id header. Each known client gets a connection id
+// from 1<<62 upward (the remoting front's count from 1) under which it is
+// registered in the broker's client table with broker.Heartbeat:
+// producers under their publishing topics, simple consumers under their
+// group (consume type CONSUME_POP). The producer group of a 5.x
+// transactional message is its topic, as in the Java proxy: a half
+// message carries PGROUP=<topic>, and the broker's check-back goes to a
+// producer that lists the topic. Heartbeats and Settings refresh both the
+// session and the broker registration. A Heartbeat from an unknown client
+// is answered UNRECOGNIZED_CLIENT_TYPE, on which the client sends its
+// Settings again. The session ends, with broker.ConnClosed, when its
+// Telemetry stream ends, after Config.ClientExpiry without Heartbeat or
+// Telemetry traffic, on NotifyClientTermination and on Shutdown. Limits:
+// 100,000 known clients (Settings from another one are answered
+// TOO_MANY_REQUESTS), 64 queued commands per Telemetry stream (a
+// check-back that does not fit is not sent; the broker checks again
+// later), 1024 messages per SendMessage, 32 per receive.
+//
+// The server's Settings reply: producers get max_body_size = the
+// broker's MaxMessageBytes (never 0), validate_message_type and Java's
+// default back-off; simple consumers get fifo, receive_batch_size 32, the
+// long-polling timeout they asked for (20 s when none) and a back-off
+// policy whose max_attempts is the group's RetryMaxTimes + 1.
+//
+// # Groups
+//
+// Consumer groups are the broker's subscription groups (created on a
+// consumer's first Settings). A group consumes in order (FIFO) when its
+// config has the attribute consumeMessageOrderly=true (FIFOAttribute; it
+// stands for RocketMQ 5's consumeMessageOrderly flag); its maximum
+// delivery attempts are RetryMaxTimes + 1, after which the broker moves a
+// message to %DLQ%<group>.
+//
+// # Topics and names
+//
+// A resource with a namespace is stored as "namespace%name". QueryRoute
+// lists queues 0..n-1 (n = the topic's larger queue count) as READ_WRITE
+// at one endpoint: Config.Advertise, else the address the client used.
+// It creates an unknown topic from the auto-create template when the
+// broker auto-creates topics (never %RETRY% or %DLQ% topics). A topic
+// accepts every message type unless its attribute message.type names one.
+//
+// # Sending
+//
+// The server picks the queue: FIFO messages by FNV-1a of the message
+// group modulo the topic's write queues, others round robin (the broker).
+// The client's message id is stored as UNIQ_KEY, so the broker's dedup
+// window answers a retried send with the original result. Delays use the
+// broker's timer (TIMER_DELIVER_MS); transactional messages are the
+// broker's half messages (TRAN_MSG, prepared sysflag), and their
+// transaction id names the half (see txn.go).
+//
+// # Receiving
+//
+// ReceiveMessage pops from the whole topic for the group (the request's
+// queue id is ignored), waiting up to min(the client's long-polling
+// timeout, the call's deadline minus half the request timeout); Shutdown
+// answers waiting receives with MESSAGE_NOT_FOUND. Invisible durations of
+// a receive must lie in 1 s..12 h. Receipt handles are the broker's,
+// passed through; a message's delivery attempt and handle are in its
+// system properties.
+package grpcfront

@@ -1,0 +1,225 @@
+package grpcfront
+
+// QueryRoute and QueryAssignment: the queues of a topic, all on this
+// broker, all readable and writable, at this process's gRPC endpoint.
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"strings"
+
+	v2 "github.com/apache/rocketmq-clients/golang/v5/protocol/v2"
+
+	"github.com/petrelmq/petrel/internal/broker"
+	"github.com/petrelmq/petrel/internal/message"
+	"github.com/petrelmq/petrel/internal/store/meta"
+)
+
+// topicTypeAttribute is RocketMQ 5's topic attribute naming the one
+// message type a topic accepts (NORMAL, FIFO, DELAY, TRANSACTION or
+// MIXED); without it a topic accepts every type.
+const topicTypeAttribute = "message.type"
+
+// autoCreateQueues is the queue count of a topic created by a gRPC client
+// (capped by the template's), as the 4.x clients ask for.
+const autoCreateQueues = 4
+
+// storedName is the broker's name of a resource: "namespace%name", or the
+// name alone without a namespace (the Java proxy's rule).
+func storedName(r *v2.Resource) string {
+	if ns := r.GetResourceNamespace(); ns != "" {
+		return ns + "%" + r.GetName()
+	}
+	return r.GetName()
+}
+
+// resourceOf turns a stored name back into a resource of namespace ns.
+func resourceOf(stored, ns string) *v2.Resource {
+	if ns != "" {
+		if name, ok := strings.CutPrefix(stored, ns+"%"); ok {
+			return &v2.Resource{ResourceNamespace: ns, Name: name}
+		}
+	}
+	return &v2.Resource{Name: stored}
+}
+
+// checkTopic validates a request's topic resource and returns its stored
+// name, or the status to answer.
+func checkTopic(r *v2.Resource) (string, *v2.Status) {
+	if r.GetName() == "" {
+		return "", status(v2.Code_ILLEGAL_TOPIC, "the request names no topic; set the topic")
+	}
+	name := storedName(r)
+	switch {
+	case len(name) > message.MaxTopicLen:
+		return "", status(v2.Code_ILLEGAL_TOPIC, "topic name %q is %d characters, longer than the limit of %d; use a shorter name", name, len(name), message.MaxTopicLen)
+	case !message.ValidTopic(name):
+		return "", status(v2.Code_ILLEGAL_TOPIC, "topic name %q contains illegal characters; a topic name must match ^[%%|a-zA-Z0-9_-]+$", name)
+	}
+	return name, nil
+}
+
+// checkGroup validates a consumer group resource.
+func checkGroup(r *v2.Resource) (string, *v2.Status) {
+	if r.GetName() == "" {
+		return "", status(v2.Code_ILLEGAL_CONSUMER_GROUP, "the request names no consumer group; set the group")
+	}
+	name := storedName(r)
+	if len(name) > 255 || !message.ValidTopic(name) {
+		return "", status(v2.Code_ILLEGAL_CONSUMER_GROUP, "consumer group %q must be 1..255 characters of [%%|a-zA-Z0-9_-]", name)
+	}
+	return name, nil
+}
+
+// topicFor returns the topic's config, creating it from the auto-create
+// template when the broker allows (never a %RETRY% or %DLQ% topic: those
+// belong to their group). The status says why there is none.
+func (s *Server) topicFor(name string) (meta.Topic, *v2.Status) {
+	if t, ok := s.b.Topic(name); ok {
+		return t, nil
+	}
+	notFound := status(v2.Code_TOPIC_NOT_FOUND, "topic %q does not exist on broker %s; create it first", name, s.b.Config().BrokerName)
+	if !s.b.Config().AutoCreateTopics || strings.HasPrefix(name, broker.RetryGroupTopicPrefix) || strings.HasPrefix(name, broker.DLQGroupTopicPrefix) {
+		return meta.Topic{}, notFound
+	}
+	tmpl, ok := s.b.Topic(broker.TemplateTopic)
+	if !ok || tmpl.Perm&meta.PermInherit == 0 {
+		return meta.Topic{}, notFound
+	}
+	n := max(min(autoCreateQueues, tmpl.WriteQueueNums), 1)
+	t := meta.Topic{Name: name, ReadQueueNums: n, WriteQueueNums: n, Perm: tmpl.Perm &^ meta.PermInherit, TopicFilterType: "SINGLE_TAG"}
+	// Another request may be creating it too: take whichever exists.
+	if cur, ok := s.b.Topic(name); ok {
+		return cur, nil
+	}
+	if err := s.b.CreateTopic(t); err != nil {
+		return meta.Topic{}, s.brokerStatus(err, "create topic")
+	}
+	if cur, ok := s.b.Topic(name); ok {
+		return cur, nil
+	}
+	return t, nil
+}
+
+// queueCount is how many queues a route lists.
+func queueCount(t meta.Topic) int32 { return max(t.ReadQueueNums, t.WriteQueueNums, 1) }
+
+// acceptTypes are the message types a topic accepts.
+func acceptTypes(t meta.Topic) []v2.MessageType {
+	switch strings.ToUpper(t.Attributes[topicTypeAttribute]) {
+	case "NORMAL":
+		return []v2.MessageType{v2.MessageType_NORMAL}
+	case "FIFO":
+		return []v2.MessageType{v2.MessageType_FIFO}
+	case "DELAY":
+		return []v2.MessageType{v2.MessageType_DELAY}
+	case "TRANSACTION":
+		return []v2.MessageType{v2.MessageType_TRANSACTION}
+	}
+	return []v2.MessageType{v2.MessageType_NORMAL, v2.MessageType_FIFO, v2.MessageType_DELAY, v2.MessageType_TRANSACTION}
+}
+
+// endpoints is where clients reach this front: Config.Advertise, else
+// the endpoints the client used, else the listener's address.
+func (s *Server) endpoints(asked *v2.Endpoints) *v2.Endpoints {
+	if s.cfg.Advertise != "" {
+		if e := parseEndpoint(s.cfg.Advertise); e != nil {
+			return e
+		}
+	}
+	if len(asked.GetAddresses()) > 0 && asked.GetAddresses()[0].GetHost() != "" {
+		return asked
+	}
+	if a, ok := s.listenAddr().(*net.TCPAddr); ok {
+		ip := a.IP
+		if ip == nil || ip.IsUnspecified() {
+			ip = net.IPv4(127, 0, 0, 1)
+		}
+		return parseEndpoint(net.JoinHostPort(ip.String(), strconv.Itoa(a.Port)))
+	}
+	return parseEndpoint("127.0.0.1:8081")
+}
+
+// parseEndpoint turns "host:port" into Endpoints, or nil.
+func parseEndpoint(hostPort string) *v2.Endpoints {
+	host, portStr, err := net.SplitHostPort(hostPort)
+	if err != nil {
+		return nil
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port <= 0 || port > 65535 {
+		return nil
+	}
+	scheme := v2.AddressScheme_DOMAIN_NAME
+	if ip := net.ParseIP(host); ip != nil {
+		scheme = v2.AddressScheme_IPv4
+		if ip.To4() == nil {
+			scheme = v2.AddressScheme_IPv6
+		}
+	}
+	return &v2.Endpoints{Scheme: scheme, Addresses: []*v2.Address{{Host: host, Port: int32(port)}}}
+}
+
+// queue is one route entry.
+func (s *Server) queue(topic *v2.Resource, id int32, t meta.Topic, ep *v2.Endpoints) *v2.MessageQueue {
+	return &v2.MessageQueue{
+		Topic:              &v2.Resource{ResourceNamespace: topic.GetResourceNamespace(), Name: topic.GetName()},
+		Id:                 id,
+		Permission:         v2.Permission_READ_WRITE,
+		Broker:             &v2.Broker{Name: s.b.Config().BrokerName, Id: 0, Endpoints: ep},
+		AcceptMessageTypes: acceptTypes(t),
+	}
+}
+
+// QueryRoute lists the topic's queues 0..n-1, in order, at this front's
+// endpoint. An unknown topic is created when the broker auto-creates
+// topics, else TOPIC_NOT_FOUND.
+func (s *Server) QueryRoute(ctx context.Context, req *v2.QueryRouteRequest) (*v2.QueryRouteResponse, error) {
+	name, st := checkTopic(req.GetTopic())
+	if st != nil {
+		return &v2.QueryRouteResponse{Status: st}, nil
+	}
+	t, st := s.topicFor(name)
+	if st != nil {
+		return &v2.QueryRouteResponse{Status: st}, nil
+	}
+	ep := s.endpoints(req.GetEndpoints())
+	n := queueCount(t)
+	qs := make([]*v2.MessageQueue, n)
+	for i := range n {
+		qs[i] = s.queue(req.GetTopic(), i, t, ep)
+	}
+	return &v2.QueryRouteResponse{Status: okStatus(), MessageQueues: qs}, nil
+}
+
+// QueryAssignment answers push consumers (not in the Go client v5.1.2):
+// a FIFO group gets every queue, others one assignment for the whole
+// broker (queue id -1), as the Java proxy does.
+func (s *Server) QueryAssignment(ctx context.Context, req *v2.QueryAssignmentRequest) (*v2.QueryAssignmentResponse, error) {
+	name, st := checkTopic(req.GetTopic())
+	if st != nil {
+		return &v2.QueryAssignmentResponse{Status: st}, nil
+	}
+	group, st := checkGroup(req.GetGroup())
+	if st != nil {
+		return &v2.QueryAssignmentResponse{Status: st}, nil
+	}
+	t, st := s.topicFor(name)
+	if st != nil {
+		return &v2.QueryAssignmentResponse{Status: st}, nil
+	}
+	if t.Perm&meta.PermRead == 0 {
+		return &v2.QueryAssignmentResponse{Status: status(v2.Code_FORBIDDEN, "topic %q is not readable on broker %s (perm %d)", name, s.b.Config().BrokerName, t.Perm)}, nil
+	}
+	ep := s.endpoints(req.GetEndpoints())
+	var as []*v2.Assignment
+	if fifo, _ := s.groupPolicy(group); fifo {
+		for i := range queueCount(t) {
+			as = append(as, &v2.Assignment{MessageQueue: s.queue(req.GetTopic(), i, t, ep)})
+		}
+	} else {
+		as = []*v2.Assignment{{MessageQueue: s.queue(req.GetTopic(), -1, t, ep)}}
+	}
+	return &v2.QueryAssignmentResponse{Status: okStatus(), Assignments: as}, nil
+}

@@ -1,0 +1,154 @@
+package grpcfront
+
+import (
+	"testing"
+
+	v2 "github.com/apache/rocketmq-clients/golang/v5/protocol/v2"
+
+	"github.com/petrelmq/petrel/internal/broker"
+	"github.com/petrelmq/petrel/internal/store/meta"
+)
+
+func TestQueryRouteListsEveryQueueAtTheAdvertisedEndpoint(t *testing.T) {
+	e := newEnv(t, func(o *envOptions) { o.front = func(c *Config) { c.Advertise = "10.1.2.3:8081" } })
+	e.createTopic("T1", 4)
+	resp, err := e.c.QueryRoute(e.ctx("c1"), &v2.QueryRouteRequest{Topic: &v2.Resource{Name: "T1"},
+		Endpoints: parseEndpoint("127.0.0.1:9")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code(resp.Status) != v2.Code_OK || len(resp.MessageQueues) != 4 {
+		t.Fatalf("status %v, %d queues; want OK and 4", resp.Status, len(resp.MessageQueues))
+	}
+	for i, q := range resp.MessageQueues {
+		if q.Id != int32(i) || q.Permission != v2.Permission_READ_WRITE || q.Topic.GetName() != "T1" {
+			t.Errorf("queue %d: id %d perm %v topic %v", i, q.Id, q.Permission, q.Topic)
+		}
+		a := q.GetBroker().GetEndpoints().GetAddresses()
+		if len(a) != 1 || a[0].Host != "10.1.2.3" || a[0].Port != 8081 || q.Broker.Name != "broker-a" {
+			t.Errorf("queue %d: broker %v, want broker-a at 10.1.2.3:8081", i, q.Broker)
+		}
+		if len(q.AcceptMessageTypes) != 4 {
+			t.Errorf("queue %d accepts %v, want all four types", i, q.AcceptMessageTypes)
+		}
+	}
+}
+
+func TestQueryRouteEchoesTheClientsEndpointWithoutAdvertise(t *testing.T) {
+	e := newEnv(t)
+	e.createTopic("T1", 2)
+	resp, err := e.c.QueryRoute(e.ctx("c1"), &v2.QueryRouteRequest{Topic: &v2.Resource{Name: "T1"},
+		Endpoints: parseEndpoint("localhost:8081")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := resp.MessageQueues[0].Broker.Endpoints.Addresses[0]
+	if a.Host != "localhost" || a.Port != 8081 {
+		t.Fatalf("endpoint %v, want the client's localhost:8081", a)
+	}
+	// Without any endpoint in the request: the listener's address.
+	resp, err = e.c.QueryRoute(e.ctx("c1"), &v2.QueryRouteRequest{Topic: &v2.Resource{Name: "T1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a = resp.MessageQueues[0].Broker.Endpoints.Addresses[0]
+	if got := a.Host + ":" + itoa(a.Port); got != e.addr {
+		t.Fatalf("endpoint %s, want the listener %s", got, e.addr)
+	}
+}
+
+func TestQueryRouteAutoCreatesAndRefuses(t *testing.T) {
+	e := newEnv(t)
+	resp, err := e.c.QueryRoute(e.ctx("c1"), &v2.QueryRouteRequest{Topic: &v2.Resource{Name: "Fresh"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code(resp.Status) != v2.Code_OK || len(resp.MessageQueues) != autoCreateQueues {
+		t.Fatalf("auto-create: %v with %d queues, want OK and %d", resp.Status, len(resp.MessageQueues), autoCreateQueues)
+	}
+	if _, ok := e.b.Topic("Fresh"); !ok {
+		t.Fatal("the topic was not created")
+	}
+	for _, c := range []struct {
+		topic *v2.Resource
+		want  v2.Code
+	}{
+		{nil, v2.Code_ILLEGAL_TOPIC},
+		{&v2.Resource{Name: "bad topic!"}, v2.Code_ILLEGAL_TOPIC},
+		{&v2.Resource{Name: broker.DLQGroupTopicPrefix + "nobody"}, v2.Code_TOPIC_NOT_FOUND},
+	} {
+		resp, err := e.c.QueryRoute(e.ctx("c1"), &v2.QueryRouteRequest{Topic: c.topic})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code(resp.Status) != c.want || resp.Status.Message == "" {
+			t.Errorf("topic %v: %v, want %v with a message", c.topic, resp.Status, c.want)
+		}
+	}
+}
+
+func TestQueryRouteUnknownTopicWithoutAutoCreate(t *testing.T) {
+	e := newEnv(t, func(o *envOptions) { o.broker = func(c *broker.Config) { c.AutoCreateTopics = false } })
+	resp, err := e.c.QueryRoute(e.ctx("c1"), &v2.QueryRouteRequest{Topic: &v2.Resource{Name: "Nope"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code(resp.Status) != v2.Code_TOPIC_NOT_FOUND || len(resp.MessageQueues) != 0 {
+		t.Fatalf("%v, %d queues; want TOPIC_NOT_FOUND and none", resp.Status, len(resp.MessageQueues))
+	}
+}
+
+func TestTopicTypeAttributeLimitsAcceptedTypes(t *testing.T) {
+	e := newEnv(t)
+	if err := e.b.CreateTopic(meta.Topic{Name: "OnlyFIFO", ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6,
+		Attributes: map[string]string{topicTypeAttribute: "FIFO"}}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := e.c.QueryRoute(e.ctx("c1"), &v2.QueryRouteRequest{Topic: &v2.Resource{Name: "OnlyFIFO"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resp.MessageQueues[0].AcceptMessageTypes; len(got) != 1 || got[0] != v2.MessageType_FIFO {
+		t.Fatalf("accepts %v, want [FIFO]", got)
+	}
+	if got := e.send("p1", msg("OnlyFIFO", "ID-NORMAL", "x")); code(got.Status) != v2.Code_MESSAGE_PROPERTY_CONFLICT_WITH_TYPE {
+		t.Fatalf("normal send to a FIFO topic: %v, want MESSAGE_PROPERTY_CONFLICT_WITH_TYPE", got.Status)
+	}
+}
+
+func TestQueryAssignment(t *testing.T) {
+	e := newEnv(t)
+	e.createTopic("T1", 3)
+	e.putGroup("ordered", 2, map[string]string{FIFOAttribute: "true"})
+	for _, c := range []struct {
+		group string
+		want  []int32
+	}{{"plain", []int32{-1}}, {"ordered", []int32{0, 1, 2}}} {
+		resp, err := e.c.QueryAssignment(e.ctx("c1"), &v2.QueryAssignmentRequest{Topic: &v2.Resource{Name: "T1"},
+			Group: &v2.Resource{Name: c.group}, Endpoints: parseEndpoint("127.0.0.1:8081")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []int32
+		for _, a := range resp.Assignments {
+			ids = append(ids, a.MessageQueue.Id)
+		}
+		if code(resp.Status) != v2.Code_OK || len(ids) != len(c.want) || ids[0] != c.want[0] || ids[len(ids)-1] != c.want[len(c.want)-1] {
+			t.Errorf("group %s: %v queues %v, want %v", c.group, resp.Status, ids, c.want)
+		}
+	}
+}
+
+func TestNamespacedNamesRoundTrip(t *testing.T) {
+	r := &v2.Resource{ResourceNamespace: "ns1", Name: "T"}
+	if got := storedName(r); got != "ns1%T" {
+		t.Fatalf("stored name %q", got)
+	}
+	back := resourceOf("ns1%T", "ns1")
+	if back.ResourceNamespace != "ns1" || back.Name != "T" {
+		t.Fatalf("resource %v", back)
+	}
+	if got := resourceOf("%DLQ%g", ""); got.Name != "%DLQ%g" || got.ResourceNamespace != "" {
+		t.Fatalf("resource without namespace %v", got)
+	}
+}

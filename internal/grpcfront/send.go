@@ -1,0 +1,241 @@
+package grpcfront
+
+// SendMessage: each message is validated, turned into a broker send with
+// RocketMQ's properties and stored; the response has one entry per
+// message, in order.
+//
+//	gRPC                              stored property / field
+//	system_properties.message_id      UNIQ_KEY (the broker's dedup window uses it)
+//	tag                               TAGS
+//	keys                              KEYS (space-separated)
+//	message_group (FIFO)              __SHARDINGKEY; queue = FNV-1a(group) mod write queues
+//	delivery_timestamp (DELAY)        TIMER_DELIVER_MS (the broker's timer)
+//	message_type TRANSACTION          TRAN_MSG=true, PGROUP=<topic>, prepared sysflag
+//	trace_context                     TRACE_CONTEXT
+//	born_timestamp                    born timestamp
+//	user_properties                   as given (reserved keys refused)
+//	peer address                      born host
+
+import (
+	"context"
+	"hash/fnv"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	v2 "github.com/apache/rocketmq-clients/golang/v5/protocol/v2"
+	"google.golang.org/grpc/peer"
+
+	"github.com/petrelmq/petrel/internal/broker"
+	"github.com/petrelmq/petrel/internal/message"
+)
+
+// maxSendBatch bounds the messages of one SendMessage (the clients send
+// one).
+const maxSendBatch = 1024
+
+// SendMessage stores the request's messages.
+func (s *Server) SendMessage(ctx context.Context, req *v2.SendMessageRequest) (*v2.SendMessageResponse, error) {
+	msgs := req.GetMessages()
+	switch {
+	case len(msgs) == 0:
+		return &v2.SendMessageResponse{Status: status(v2.Code_BAD_REQUEST, "the request holds no message; send at least one")}, nil
+	case len(msgs) > maxSendBatch:
+		return &v2.SendMessageResponse{Status: status(v2.Code_BAD_REQUEST, "the request holds %d messages, over the limit of %d; send fewer at a time", len(msgs), maxSendBatch)}, nil
+	}
+	born := bornHost(ctx)
+	id := header(ctx, headerClientID)
+	entries := make([]*v2.SendResultEntry, len(msgs))
+	for i, m := range msgs {
+		entries[i] = s.sendOne(ctx, id, m, born)
+	}
+	return &v2.SendMessageResponse{Status: summary(entries, func(e *v2.SendResultEntry) *v2.Status { return e.Status }), Entries: entries}, nil
+}
+
+// summary is the top-level status of per-entry results: the entries'
+// shared status, else MULTIPLE_RESULTS.
+func summary[E any](entries []E, st func(E) *v2.Status) *v2.Status {
+	if len(entries) == 0 {
+		return okStatus()
+	}
+	first := st(entries[0])
+	for _, e := range entries[1:] {
+		if st(e).GetCode() != first.GetCode() {
+			return status(v2.Code_MULTIPLE_RESULTS, "the entries have different results; see each entry's status")
+		}
+	}
+	return first
+}
+
+// bornHost is the client's address, the stored born host.
+func bornHost(ctx context.Context) netip.AddrPort {
+	p, ok := peer.FromContext(ctx)
+	if !ok || p.Addr == nil {
+		return netip.AddrPort{}
+	}
+	if t, ok := p.Addr.(*net.TCPAddr); ok {
+		return t.AddrPort()
+	}
+	ap, _ := netip.ParseAddrPort(p.Addr.String())
+	return ap
+}
+
+// sendOne validates and stores one message.
+func (s *Server) sendOne(ctx context.Context, clientID string, m *v2.Message, born netip.AddrPort) *v2.SendResultEntry {
+	sp := m.GetSystemProperties()
+	entry := &v2.SendResultEntry{MessageId: sp.GetMessageId()}
+	req, typ, st := s.sendRequest(m, born)
+	if st != nil {
+		entry.Status = st
+		return entry
+	}
+	if typ == v2.MessageType_TRANSACTION && clientID != "" {
+		// The producer answers check-backs of this topic: make sure the
+		// broker knows it as a producer of it.
+		if c, added := s.sessions.addTopic(clientID, req.Topic); added {
+			s.register(c)
+		}
+	}
+	res, err := s.b.Send(ctx, req)
+	if err != nil {
+		entry.Status = s.brokerStatus(err, "send")
+		return entry
+	}
+	entry.Status = okStatus()
+	entry.Offset = res.QueueOffset
+	if typ == v2.MessageType_TRANSACTION {
+		_, phys, err := message.ParseOffsetID(res.MsgID)
+		if err != nil {
+			s.log.Warn("transactional send stored but its offset id does not parse", "msg_id", res.MsgID, "err", err)
+			entry.Status = status(v2.Code_INTERNAL_SERVER_ERROR, "the half message was stored but its transaction id cannot be built; it will be checked back")
+			return entry
+		}
+		entry.TransactionId = encodeTransactionID(phys, res.QueueOffset)
+	}
+	return entry
+}
+
+// sendRequest builds the broker send for m, or the status refusing it.
+func (s *Server) sendRequest(m *v2.Message, born netip.AddrPort) (*broker.SendRequest, v2.MessageType, *v2.Status) {
+	topic, st := checkTopic(m.GetTopic())
+	if st != nil {
+		return nil, 0, st
+	}
+	sp := m.GetSystemProperties()
+	if sp == nil {
+		return nil, 0, status(v2.Code_BAD_REQUEST, "the message has no system properties; the client must set them (message id, type)")
+	}
+	if why := validMessageID(sp.GetMessageId()); why != "" {
+		return nil, 0, status(v2.Code_ILLEGAL_MESSAGE_ID, "%s", why)
+	}
+	body := m.GetBody()
+	if len(body) == 0 {
+		return nil, 0, status(v2.Code_BAD_REQUEST, "the message body is empty; send a body of at least one byte")
+	}
+	if limit := s.b.Config().MaxMessageBytes; len(body) > limit {
+		return nil, 0, status(v2.Code_MESSAGE_BODY_TOO_LARGE, "the message body is %d bytes, over the broker's limit of %d bytes; send a smaller body", len(body), limit)
+	}
+	if sp.GetBodyEncoding() == v2.Encoding_GZIP {
+		return nil, 0, status(v2.Code_BAD_REQUEST, "GZIP-encoded bodies are not accepted; send the body uncompressed (IDENTITY)")
+	}
+	props := make(map[string]string, len(m.GetUserProperties())+6)
+	for k, v := range m.GetUserProperties() {
+		if why := validUserProperty(k, v); why != "" {
+			return nil, 0, status(v2.Code_ILLEGAL_MESSAGE_PROPERTY_KEY, "%s", why)
+		}
+		props[k] = v
+	}
+	props[message.PropertyUniqKey] = sp.GetMessageId()
+	if sp.Tag != nil {
+		if why := validTag(sp.GetTag()); why != "" {
+			return nil, 0, status(v2.Code_ILLEGAL_MESSAGE_TAG, "%s", why)
+		}
+		props[message.PropertyTags] = sp.GetTag()
+	}
+	if keys := sp.GetKeys(); len(keys) > 0 {
+		for _, k := range keys {
+			if why := validKey(k); why != "" {
+				return nil, 0, status(v2.Code_ILLEGAL_MESSAGE_KEY, "%s", why)
+			}
+		}
+		props[message.PropertyKeys] = strings.Join(keys, " ")
+	}
+	if tc := sp.GetTraceContext(); tc != "" && message.ValidProperty(propertyTraceContext, tc) {
+		props[propertyTraceContext] = tc
+	}
+
+	t, st := s.topicFor(topic)
+	if st != nil {
+		return nil, 0, st
+	}
+	typ := sp.GetMessageType()
+	if typ == v2.MessageType_MESSAGE_TYPE_UNSPECIFIED {
+		typ = inferType(sp)
+	}
+	accepted := false
+	for _, a := range acceptTypes(t) {
+		accepted = accepted || a == typ
+	}
+	if !accepted {
+		return nil, 0, status(v2.Code_MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, "topic %q accepts %v messages, not %v; send to a topic of that type", topic, acceptTypes(t), typ)
+	}
+	req := &broker.SendRequest{Topic: topic, QueueID: -1, Body: body, BornHost: born}
+	if bt := sp.GetBornTimestamp(); bt != nil {
+		req.BornTimestamp = bt.AsTime().UnixMilli()
+	} else {
+		req.BornTimestamp = s.clk.Now().UnixMilli()
+	}
+	switch typ {
+	case v2.MessageType_FIFO:
+		g := sp.GetMessageGroup()
+		if g == "" {
+			return nil, 0, status(v2.Code_ILLEGAL_MESSAGE_GROUP, "a FIFO message needs a message group; set one")
+		}
+		if why := validText(g, "message group", MaxMessageGroupLen); why != "" {
+			return nil, 0, status(v2.Code_ILLEGAL_MESSAGE_GROUP, "%s", why)
+		}
+		props[propertyShardingKey] = g
+		req.QueueID = fifoQueue(g, t.WriteQueueNums)
+	case v2.MessageType_DELAY:
+		dt := sp.GetDeliveryTimestamp()
+		if dt == nil {
+			return nil, 0, status(v2.Code_ILLEGAL_DELIVERY_TIME, "a DELAY message needs a delivery timestamp; set one")
+		}
+		at := dt.AsTime()
+		if d := at.Sub(s.clk.Now()); d > s.b.Config().MaxTimerDelay {
+			return nil, 0, status(v2.Code_ILLEGAL_DELIVERY_TIME, "the delivery time is %v ahead, beyond the broker's limit of %v; deliver it sooner", d.Round(1e9), s.b.Config().MaxTimerDelay)
+		}
+		props[message.PropertyTimerDeliverMS] = strconv.FormatInt(at.UnixMilli(), 10)
+	case v2.MessageType_TRANSACTION:
+		props[message.PropertyTransactionFlag] = "true"
+		props[message.PropertyProducerGroup] = topic
+		req.ProducerGroup = topic
+		req.SysFlag |= message.SysFlagTxPrepared
+	case v2.MessageType_NORMAL:
+	default:
+		return nil, 0, status(v2.Code_BAD_REQUEST, "message type %v is not one of NORMAL, FIFO, DELAY, TRANSACTION", typ)
+	}
+	req.Properties = message.EncodeProperties(props)
+	return req, typ, nil
+}
+
+// inferType is the type of a message that does not say (older clients),
+// by what it carries.
+func inferType(sp *v2.SystemProperties) v2.MessageType {
+	switch {
+	case sp.GetMessageGroup() != "":
+		return v2.MessageType_FIFO
+	case sp.GetDeliveryTimestamp() != nil:
+		return v2.MessageType_DELAY
+	}
+	return v2.MessageType_NORMAL
+}
+
+// fifoQueue places a message group on a queue: FNV-1a of the group modulo
+// the write queues, so one group always lands on one queue in send order.
+func fifoQueue(group string, writeQueues int32) int32 {
+	h := fnv.New32a()
+	h.Write([]byte(group))
+	return int32(h.Sum32() % uint32(max(writeQueues, 1)))
+}

@@ -1,0 +1,222 @@
+package grpcfront
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	v2 "github.com/apache/rocketmq-clients/golang/v5/protocol/v2"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/petrelmq/petrel/internal/broker"
+	"github.com/petrelmq/petrel/internal/clock"
+)
+
+// Config configures a Server. Zero fields take the defaults given.
+type Config struct {
+	// Advertise is the "host:port" put into routes as the broker's
+	// endpoint. Empty: the endpoint the client's QueryRoute names (the
+	// address it already dialled), else the listener's address.
+	Advertise string
+	// TLSCert and TLSKey are PEM files of the certificate to serve. Both
+	// or neither; when neither, a self-signed certificate is used (see
+	// CertDir).
+	TLSCert, TLSKey string
+	// Plaintext serves gRPC without TLS. The official Go client v5.1.2
+	// cannot speak plaintext; only clients that can should use it.
+	Plaintext bool
+	// CertDir is where the self-signed certificate is generated on first
+	// start (grpc-tls.crt, grpc-tls.key) and reused afterwards. Empty: a
+	// new certificate is made in memory on every start.
+	CertDir string
+	// ClientExpiry: a client with no Heartbeat or Telemetry traffic for
+	// this long is dropped (it then gets UNRECOGNIZED_CLIENT_TYPE and
+	// re-registers if it is alive). Default 60 s; the clients heartbeat
+	// every 10 s.
+	ClientExpiry time.Duration
+	// Clock drives client expiry and the times put into messages.
+	// Default clock.Real.
+	Clock clock.Clock
+	// Logger receives lifecycle and degraded-state messages. Default:
+	// discard.
+	Logger *slog.Logger
+}
+
+// DefaultClientExpiry is Config.ClientExpiry's default.
+const DefaultClientExpiry = 60 * time.Second
+
+// Errors of New and Serve.
+var (
+	// ErrConfig: a Config field is invalid; the message names it.
+	ErrConfig = errors.New("grpcfront: invalid configuration")
+	// ErrServed: Serve was called twice.
+	ErrServed = errors.New("grpcfront: Serve was called twice")
+)
+
+// popAPI is the broker's pop-consumption API the receive, ack and
+// invisible-time handlers call; *broker.Broker implements it. Unit tests
+// substitute a fake.
+type popAPI interface {
+	Pop(ctx context.Context, req *broker.PopRequest) ([]broker.PoppedMessage, error)
+	AckPop(group, topic, handle string) error
+	ChangeInvisible(group, topic, handle string, d time.Duration) (string, error)
+	ForwardPopToDLQ(group, topic, handle string) error
+}
+
+// Server is the RocketMQ 5.x gRPC MessagingService over a broker. It keeps
+// no message state of its own: only the client sessions (settings,
+// Telemetry streams, liveness). All methods are safe for concurrent use.
+type Server struct {
+	v2.UnimplementedMessagingServiceServer
+
+	b   *broker.Broker
+	pop popAPI
+	cfg Config
+	clk clock.Clock
+	log *slog.Logger
+	gs  *grpc.Server
+
+	// stop is cancelled by Shutdown: parked receives return, Telemetry
+	// streams end.
+	stop       context.Context
+	cancelStop context.CancelFunc
+
+	mu       sync.Mutex
+	listener net.Addr
+	served   bool
+
+	sessions sessions
+}
+
+// New returns a server for b. It prepares the TLS certificate (loading
+// TLSCert/TLSKey, or loading or generating the self-signed one in CertDir)
+// and registers its Telemetry check-back sender with b. Errors wrap
+// ErrConfig or say which certificate file failed.
+func New(b *broker.Broker, cfg Config) (*Server, error) {
+	if cfg.ClientExpiry == 0 {
+		cfg.ClientExpiry = DefaultClientExpiry
+	}
+	if cfg.ClientExpiry < time.Second {
+		return nil, fmt.Errorf("%w: ClientExpiry %v is below the minimum 1s", ErrConfig, cfg.ClientExpiry)
+	}
+	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
+		return nil, fmt.Errorf("%w: give both a TLS certificate and its key (--grpc-tls-cert and --grpc-tls-key), or neither for a self-signed one", ErrConfig)
+	}
+	if cfg.Plaintext && cfg.TLSCert != "" {
+		return nil, fmt.Errorf("%w: plaintext was asked for together with a TLS certificate; choose one", ErrConfig)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{b: b, pop: b, cfg: cfg, clk: cfg.Clock, log: cfg.Logger.With("component", "grpcfront")}
+	s.stop, s.cancelStop = context.WithCancel(context.Background())
+
+	opts := []grpc.ServerOption{
+		// A body at the broker's limit plus its properties must fit.
+		grpc.MaxRecvMsgSize(max(16<<20, b.Config().MaxMessageBytes+1<<20)),
+	}
+	if !cfg.Plaintext {
+		cert, err := loadOrCreateCert(cfg.TLSCert, cfg.TLSKey, cfg.CertDir, s.clk.Now())
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, grpc.Creds(credentials.NewTLS(&tls.Config{
+			Certificates: []tls.Certificate{cert},
+			MinVersion:   tls.VersionTLS12,
+		})))
+	}
+	s.gs = grpc.NewServer(opts...)
+	v2.RegisterMessagingServiceServer(s.gs, s)
+	s.sessions.init(s)
+	b.OnTransactionCheck(s.sendCheck)
+	return s, nil
+}
+
+// Serve accepts connections on ln until Shutdown; it returns nil after
+// Shutdown (at once, closing ln, when Shutdown came first) and ErrServed
+// when called twice.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.served {
+		s.mu.Unlock()
+		return ErrServed
+	}
+	if s.stop.Err() != nil {
+		s.mu.Unlock()
+		ln.Close()
+		return nil
+	}
+	s.served = true
+	s.listener = ln.Addr()
+	s.mu.Unlock()
+	s.log.Info("gRPC front serving", "addr", ln.Addr().String(), "tls", !s.cfg.Plaintext)
+	err := s.gs.Serve(ln)
+	if errors.Is(err, grpc.ErrServerStopped) || s.stop.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops gracefully: parked receives are answered, Telemetry
+// streams end, every client is dropped from the broker's client table, and
+// in-flight calls finish; when ctx ends first, the remaining connections
+// are closed at once and ctx's error is returned. Idempotent.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.cancelStop()
+	s.sessions.close()
+	done := make(chan struct{})
+	go func() {
+		s.gs.GracefulStop()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		s.gs.Stop()
+		<-done
+		return ctx.Err()
+	}
+}
+
+// listenAddr is the address Serve listens on, or nil before Serve.
+func (s *Server) listenAddr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.listener
+}
+
+// Headers the clients send with every call.
+const (
+	headerClientID  = "x-mq-client-id"
+	headerNamespace = "x-mq-namespace"
+)
+
+// header returns the first value of a request header (the client repeats
+// headers on retries).
+func header(ctx context.Context, key string) string {
+	md, ok := metadata.FromIncomingContext(ctx)
+	if !ok {
+		return ""
+	}
+	if v := md.Get(key); len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+func okStatus() *v2.Status { return &v2.Status{Code: v2.Code_OK, Message: "OK"} }
+
+func status(code v2.Code, format string, args ...any) *v2.Status {
+	return &v2.Status{Code: code, Message: fmt.Sprintf(format, args...)}
+}

@@ -1,3 +1,0 @@
-package interop
-
-import _ "github.com/apache/rocketmq-clients/golang/v5"
