@@ -72,6 +72,11 @@ type SendRequest struct {
 	ReconsumeTimes    int32
 	MaxReconsumeTimes int32 // accepted and ignored for now (retry/DLQ routing comes later)
 	Batch             bool
+	// Deferred (SendAsync only) lets the store hold the write until the
+	// next FlushSends, so that the sends of one socket read are written
+	// together by the connection's reader. The caller must then call
+	// FlushSends before it blocks.
+	Deferred bool
 }
 
 // SendResult answers a stored send.
@@ -166,7 +171,7 @@ func (b *Broker) SendAsync(ctx context.Context, req *SendRequest, done func(Send
 			done(b.dupResult(c.Result), nil)
 			return true
 		}
-		b.st.PutAsync(msgs, func(err error) {
+		b.putAsync(req, msgs, func(err error) {
 			res, err := b.sendResult(msgs, qid, err)
 			if err == nil {
 				c.Commit(dedupResult(req.Topic, qid, msgs[0]))
@@ -178,13 +183,25 @@ func (b *Broker) SendAsync(ctx context.Context, req *SendRequest, done func(Send
 		})
 		return true
 	}
-	b.st.PutAsync(msgs, func(err error) {
+	b.putAsync(req, msgs, func(err error) {
 		res, err := b.sendResult(msgs, qid, err)
 		b.sendDone(t0)
 		done(res, err)
 	})
 	return true
 }
+
+func (b *Broker) putAsync(req *SendRequest, msgs []*message.Message, done func(error)) {
+	if req.Deferred {
+		b.st.PutDeferred(msgs, done)
+	} else {
+		b.st.PutAsync(msgs, done)
+	}
+}
+
+// FlushSends writes (or hands to the store's writer) the deferred sends
+// (SendRequest.Deferred) made so far, on the calling goroutine.
+func (b *Broker) FlushSends() { b.st.FlushDeferred() }
 
 // prepareSend validates req, finds (or, with create, auto-creates) its
 // topic, picks the queue and builds the messages to store.

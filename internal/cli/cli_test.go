@@ -150,6 +150,17 @@ func TestSendConsumeAndFindMessages(t *testing.T) {
 		t.Fatalf("stdin send wrote %d lines, want 2 (--count 2):\n%s", n, table)
 	}
 
+	// A send is answered once stored; consume --exit reads up to the
+	// queues' max offsets, which count a message once it is dispatched.
+	waitFor(t, "the 4 messages in Mail's queues", func() bool {
+		var d TopicDescription
+		c.mustJSON(&d, func(cl *CLI) error { return cl.TopicDescribe(bg, "Mail") })
+		n := int64(0)
+		for _, q := range d.Queues {
+			n += q.Messages
+		}
+		return n == 4
+	})
 	got := c.must(OutputTable, func(cl *CLI) error {
 		return cl.Consume(bg, ConsumeSpec{Topic: "Mail", Exit: true, Format: "{{.QueueOffset}} {{.Tags}} {{.Body}}"})
 	})

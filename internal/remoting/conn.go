@@ -3,6 +3,7 @@ package remoting
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -70,6 +71,7 @@ type owner struct {
 	handler     func(code int16) Handler
 	async       func(code int16) AsyncHandler // nil, or returns nil for codes without one
 	onClose     func(*Conn)
+	onIdle      func(*Conn) // nil, or the server's OnReadIdle
 }
 
 // outFrame is one encoded frame waiting for the writer, or a response the
@@ -111,6 +113,17 @@ type Conn struct {
 	wclosed bool
 	wspace  chan struct{} // closed by the writer when it empties wq, if someone waits
 	wsignal chan struct{} // cap 1: wq is not empty
+
+	// wio is held by whoever takes wq and writes it: the writer goroutine,
+	// or the reader writing the replies its idle hook produced (writeOut).
+	wio     sync.Mutex
+	wbatch  []outFrame  // guarded by wio
+	wbufs   net.Buffers // guarded by wio
+	wfailed bool        // guarded by wio: a write failed, drop the rest
+	// readerWrites is set while the reader handles what it read, up to and
+	// including its idle hook: frames queued meanwhile do not wake the
+	// writer, because the reader writes them itself before it reads again.
+	readerWrites atomic.Bool
 
 	vmu    sync.Mutex
 	values map[any]any
@@ -397,9 +410,11 @@ func (c *Conn) send(ctx context.Context, cmd *Command) error {
 		if len(c.wq) < maxQueuedFrames {
 			c.wq = append(c.wq, f)
 			c.wmu.Unlock()
-			select {
-			case c.wsignal <- struct{}{}:
-			default:
+			if !c.readerWrites.Load() {
+				select {
+				case c.wsignal <- struct{}{}:
+				default:
+				}
 			}
 			return nil
 		}
@@ -408,6 +423,10 @@ func (c *Conn) send(ctx context.Context, cmd *Command) error {
 		}
 		space := c.wspace
 		c.wmu.Unlock()
+		select { // the queue is full: the writer must empty it now
+		case c.wsignal <- struct{}{}:
+		default:
+		}
 		select {
 		case <-space:
 		case <-done:
@@ -434,9 +453,6 @@ func releaseFrame(f outFrame) {
 func (c *Conn) writeLoop() {
 	defer c.own.wg.Done()
 	defer close(c.writerDone)
-	var batch []outFrame
-	var bufs, w net.Buffers
-	failed := false
 	for {
 		closing := false
 		select {
@@ -449,43 +465,79 @@ func (c *Conn) writeLoop() {
 		case <-c.wstop:
 			closing = true
 		}
-		c.wmu.Lock()
-		batch, c.wq = c.wq, batch[:0]
-		if c.wspace != nil {
-			close(c.wspace)
-			c.wspace = nil
-		}
-		c.wmu.Unlock()
-		if len(batch) > 0 && !failed {
-			bufs = bufs[:0]
-			for i := range batch {
-				f := &batch[i]
-				if f.build != nil && !c.buildFrame(f) {
-					continue
-				}
-				bufs = append(bufs, *f.head)
-				bufs = append(bufs, f.parts...)
-			}
-			w = bufs
-			if _, err := w.WriteTo(c.nc); err != nil {
-				failed = true
-				if !closing {
-					c.log.Debug("write failed; closing connection", "err", err)
-				}
-				c.Close()
-			}
-			clear(bufs)
-		}
-		for i := range batch {
-			releaseFrame(batch[i])
-			batch[i] = outFrame{}
-		}
+		c.wio.Lock()
+		c.writeOut(closing)
+		c.wio.Unlock()
 		if closing {
 			// finish set wclosed before closing c.wstop, so nothing more
 			// can be queued after the batch above.
 			_ = c.nc.Close()
 			return
 		}
+	}
+}
+
+// writeOut takes the queued frames and writes them with one writev. The
+// caller holds wio.
+func (c *Conn) writeOut(closing bool) {
+	c.wmu.Lock()
+	batch := c.wq
+	c.wq = c.wbatch[:0]
+	if c.wspace != nil {
+		close(c.wspace)
+		c.wspace = nil
+	}
+	c.wmu.Unlock()
+	if len(batch) > 0 && !c.wfailed {
+		bufs := c.wbufs[:0]
+		for i := range batch {
+			f := &batch[i]
+			if f.build != nil && !c.buildFrame(f) {
+				continue
+			}
+			bufs = append(bufs, *f.head)
+			bufs = append(bufs, f.parts...)
+		}
+		w := bufs
+		if _, err := w.WriteTo(c.nc); err != nil {
+			c.wfailed = true
+			if !closing {
+				c.log.Debug("write failed; closing connection", "err", err)
+			}
+			c.Close()
+		}
+		clear(bufs)
+		c.wbufs = bufs[:0]
+	}
+	for i := range batch {
+		releaseFrame(batch[i])
+		batch[i] = outFrame{}
+	}
+	c.wbatch = batch[:0]
+}
+
+// idle runs the owner's idle hook, then writes what was queued while the
+// reader was busy, on this goroutine, unless the writer is writing (then
+// the writer is woken). The reader calls it before it may block.
+func (c *Conn) idle() {
+	if c.own.onIdle != nil {
+		c.own.onIdle(c)
+	}
+	c.readerWrites.Store(false)
+	c.wmu.Lock()
+	queued := len(c.wq) > 0
+	c.wmu.Unlock()
+	if !queued {
+		return
+	}
+	if c.wio.TryLock() {
+		c.writeOut(false)
+		c.wio.Unlock()
+		return
+	}
+	select {
+	case c.wsignal <- struct{}{}:
+	default:
 	}
 }
 
@@ -496,11 +548,15 @@ func (c *Conn) readLoop() {
 	defer c.own.wg.Done()
 	br := bufio.NewReaderSize(c.nc, readBufferBytes)
 	for {
+		if !frameBuffered(br) {
+			c.idle()
+		}
 		cmd, err := readFrame(br, c.own.maxFrame, true)
 		if err != nil {
 			c.readFailed(err)
 			break
 		}
+		c.readerWrites.Store(true)
 		var async AsyncHandler
 		if !cmd.IsResponse() && c.own.async != nil {
 			async = c.own.async(cmd.Code)
@@ -525,7 +581,12 @@ func (c *Conn) readLoop() {
 		}
 		select {
 		case c.sem <- struct{}{}:
-		case <-c.closing:
+		default:
+			c.idle()
+			select {
+			case c.sem <- struct{}{}:
+			case <-c.closing:
+			}
 		}
 		select {
 		case <-c.closing:
@@ -541,6 +602,7 @@ func (c *Conn) readLoop() {
 		}
 		break
 	}
+	c.idle() // what this reader deferred is not left behind
 	c.Close()
 	c.failPending()
 	c.handlers.Wait()
@@ -549,6 +611,17 @@ func (c *Conn) readLoop() {
 	if c.own.onClose != nil {
 		c.own.onClose(c)
 	}
+}
+
+// frameBuffered reports whether br holds a whole frame, so that reading it
+// needs no system call.
+func frameBuffered(br *bufio.Reader) bool {
+	n := br.Buffered()
+	if n < 4 {
+		return false
+	}
+	prefix, _ := br.Peek(4)
+	return uint64(n) >= 4+uint64(binary.BigEndian.Uint32(prefix))
 }
 
 func (c *Conn) readFailed(err error) {
@@ -611,9 +684,11 @@ func (a *asyncCall) reply(build func() *Command) {
 			c.wq = append(c.wq, outFrame{build: build, req: a.req})
 		}
 		c.wmu.Unlock()
-		select {
-		case c.wsignal <- struct{}{}:
-		default:
+		if !c.readerWrites.Load() {
+			select {
+			case c.wsignal <- struct{}{}:
+			default:
+			}
 		}
 	}
 	<-c.sem

@@ -35,6 +35,7 @@ type Server struct {
 	handlers atomic.Pointer[map[int16]Handler]
 	async    atomic.Pointer[map[int16]AsyncHandler]
 	def      atomic.Pointer[Handler]
+	idle     atomic.Pointer[func(*Conn)]
 	own      owner
 
 	ctx    context.Context
@@ -85,8 +86,22 @@ func NewServer(opts ServerOptions) *Server {
 		handler:     s.handler,
 		async:       s.asyncHandler,
 		onClose:     s.connClosed,
+		onIdle:      s.readIdle,
 	}
 	return s
+}
+
+// OnReadIdle sets fn to be called on a connection's reader goroutine
+// whenever the reader is about to wait: no whole frame is buffered, or
+// every handler slot is taken. Async handlers that defer work (the
+// broker's deferred sends) finish it here, so what one socket read brought
+// is handled as one batch. Set it before Serve, with the handlers.
+func (s *Server) OnReadIdle(fn func(*Conn)) { s.idle.Store(&fn) }
+
+func (s *Server) readIdle(c *Conn) {
+	if fn := s.idle.Load(); fn != nil {
+		(*fn)(c)
+	}
 }
 
 // Handle registers h for requests with the given code, replacing any

@@ -273,6 +273,18 @@ func (s *Store) PutBatch(msgs []*message.Message) error {
 // PutAsync stores msgs and calls done once they are durable under the flush
 // mode, or with the error. done runs on a store goroutine and must not block.
 func (s *Store) PutAsync(msgs []*message.Message, done func(error)) {
+	s.putAsync(msgs, done, s.clog.AppendAsync)
+}
+
+// PutDeferred is PutAsync that may hold the write until the next
+// FlushDeferred (see commitlog.Log.AppendDeferred): a connection reader
+// defers the sends of one socket read and flushes before it reads again.
+// The caller must call FlushDeferred before it blocks.
+func (s *Store) PutDeferred(msgs []*message.Message, done func(error)) {
+	s.putAsync(msgs, done, s.clog.AppendDeferred)
+}
+
+func (s *Store) putAsync(msgs []*message.Message, done func(error), appendLog func([]*message.Message, func(commitlog.Result, error))) {
 	if len(msgs) > 0 && s.mem.isMemTopic(s.meta, msgs[0].Topic) {
 		done(s.mem.put(s, msgs))
 		return
@@ -284,8 +296,12 @@ func (s *Store) PutAsync(msgs []*message.Message, done func(error)) {
 	for _, m := range msgs {
 		m.StoreHost = s.cfg.StoreHost
 	}
-	s.clog.AppendAsync(msgs, func(_ commitlog.Result, err error) { done(s.putError(err)) })
+	appendLog(msgs, func(_ commitlog.Result, err error) { done(s.putError(err)) })
 }
+
+// FlushDeferred writes (under async flush) or hands to the writer (under
+// sync flush) every PutDeferred so far.
+func (s *Store) FlushDeferred() { s.clog.Flush() }
 
 // Durable is the commit-log offset below which messages are readable.
 func (s *Store) Durable() int64 { return s.clog.Durable() }

@@ -44,6 +44,7 @@ func New(b *broker.Broker, opts Options) *Front {
 
 // Register installs the handlers on s.
 func (f *Front) Register(s *remoting.Server) {
+	s.OnReadIdle(f.readIdle)
 	s.HandleAsync(codeSendMessage, f.send)
 	s.HandleAsync(codeSendMessageV2, f.send)
 	s.HandleAsync(codeSendBatchMessage, f.send)

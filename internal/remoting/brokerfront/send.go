@@ -64,11 +64,16 @@ func (f *Front) send(ctx context.Context, c *remoting.Conn, req *remoting.Comman
 	done := func(res broker.SendResult, err error) {
 		reply(func() *remoting.Command { return sendResponse(req, res, err) })
 	}
+	sr.Deferred = true // written at ReadIdle, with the rest of this read
 	if f.b.SendAsync(ctx, sr, done) {
 		return
 	}
+	sr.Deferred = false
 	go func() { done(f.b.Send(ctx, sr)) }()
 }
+
+// readIdle writes the sends deferred by the connection readers.
+func (f *Front) readIdle(*remoting.Conn) { f.b.FlushSends() }
 
 func sendResponse(req *remoting.Command, res broker.SendResult, err error) *remoting.Command {
 	if err != nil {

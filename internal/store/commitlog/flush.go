@@ -126,6 +126,8 @@ func (l *Log) Close() error {
 		l.closeMu.Lock()
 		l.closed = true
 		l.closeMu.Unlock()
+		l.Flush() // deferred appends made before Close are written
+
 		l.waitMu.Lock()
 		l.stopping.Store(true)
 		if l.sweeper != nil {

@@ -204,7 +204,14 @@ type Log struct {
 	fill     filler
 	fillKick chan struct{}
 
-	// Writer-owned state.
+	// Deferred appends (AppendDeferred), handed on by Flush.
+	pendMu sync.Mutex
+	pend   []*request
+
+	// wmu is held while a batch is written: by the writer goroutine, or
+	// under FlushAsync by Flush writing deferred appends itself.
+	wmu sync.Mutex
+	// Writer-owned state (guarded by wmu).
 	queueOffsets map[queueKey]int64
 	buf          []byte
 	tail         *segment
@@ -446,6 +453,21 @@ func (l *Log) wait(r *request) (Result, error) {
 }
 
 func (l *Log) submit(r *request) error {
+	if err := l.check(r); err != nil {
+		return err
+	}
+	l.closeMu.RLock()
+	defer l.closeMu.RUnlock()
+	if l.closed {
+		return ErrClosed
+	}
+	l.appendc <- r
+	return nil
+}
+
+// check validates r, computes its size and checksums, and refuses it when
+// the log has failed or is busy.
+func (l *Log) check(r *request) error {
 	size := 0
 	for _, m := range r.msgs {
 		if err := m.Validate(); err != nil {
@@ -471,13 +493,69 @@ func (l *Log) submit(r *request) error {
 		return fmt.Errorf("%w: appends have waited over %v for the disk to sync; retry later or on another broker", ErrBusy, l.opts.BusyAfter)
 	}
 	r.size = size
-	l.closeMu.RLock()
-	defer l.closeMu.RUnlock()
-	if l.closed {
-		return ErrClosed
-	}
-	l.appendc <- r
 	return nil
+}
+
+// AppendDeferred is AppendAsync that leaves the append pending until the
+// next Flush, so that the appends a connection reader decodes from one
+// socket read are written together, by that reader (under FlushAsync),
+// without waking the writer goroutine for each. The caller must call Flush
+// before it blocks; cb runs as for AppendAsync (from Flush's goroutine
+// under FlushAsync).
+func (l *Log) AppendDeferred(msgs []*message.Message, cb func(Result, error)) {
+	r := &request{msgs: msgs, cb: cb}
+	if err := l.check(r); err != nil {
+		cb(Result{}, err)
+		return
+	}
+	l.closeMu.RLock()
+	if l.closed {
+		l.closeMu.RUnlock()
+		cb(Result{}, ErrClosed)
+		return
+	}
+	l.pendMu.Lock()
+	l.pend = append(l.pend, r)
+	l.pendMu.Unlock()
+	l.closeMu.RUnlock()
+}
+
+// Flush hands on the deferred appends: under FlushAsync it writes them on
+// the calling goroutine (in groups of up to MaxBatchBytes) and answers
+// them; under FlushSync it passes them to the writer, whose group commit
+// gathers them. Cheap when nothing is deferred.
+func (l *Log) Flush() {
+	l.pendMu.Lock()
+	if len(l.pend) == 0 {
+		l.pendMu.Unlock()
+		return
+	}
+	bp := reqSlicePool.Get().(*[]*request)
+	all := append((*bp)[:0], l.pend...)
+	batch := all
+	clear(l.pend)
+	l.pend = l.pend[:0]
+	l.pendMu.Unlock()
+	if l.opts.FlushMode == FlushAsync {
+		l.wmu.Lock()
+		for len(batch) > 0 {
+			n, bytes := 0, 0
+			for n < len(batch) && (n == 0 || bytes+batch[n].size <= l.opts.MaxBatchBytes) {
+				bytes += batch[n].size
+				n++
+			}
+			l.writeBatch(batch[:n])
+			batch = batch[n:]
+		}
+		l.wmu.Unlock()
+	} else {
+		for _, r := range batch {
+			l.appendc <- r
+		}
+	}
+	clear(all)
+	*bp = all[:0]
+	reqSlicePool.Put(bp)
 }
 
 // finish answers a request once.
@@ -514,7 +592,9 @@ func (l *Log) writer() {
 				select {
 				case r := <-l.appendc:
 					batch = append(batch[:0], r)
+					l.wmu.Lock()
 					l.writeBatch(batch)
+					l.wmu.Unlock()
 				default:
 					return
 				}
@@ -567,7 +647,10 @@ func (l *Log) writer() {
 				}
 			}
 		}
-		if !l.writeBatch(batch) && token {
+		l.wmu.Lock()
+		synced := l.writeBatch(batch)
+		l.wmu.Unlock()
+		if !synced && token {
 			// No sync job went to the flusher, so it stays idle.
 			l.flushIdle <- struct{}{}
 		}
