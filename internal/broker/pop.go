@@ -307,7 +307,7 @@ func (b *Broker) Pop(ctx context.Context, req *PopRequest) ([]PoppedMessage, err
 	if b.closed.Load() {
 		return nil, b.errClosed()
 	}
-	if !validName(req.Group, 255) {
+	if !validName(req.Group, maxGroupLen) {
 		return nil, errorf(KindMessageIllegal, nil, "consumer group %q is not a valid name", req.Group)
 	}
 	t, ok := b.meta.Topic(req.Topic)
@@ -414,6 +414,13 @@ func (p *popper) once(ctx context.Context) ([]PoppedMessage, error) {
 	budget := popMaxBytes
 	n := max(p.queues, 0)
 	start := int32(b.pops.seq.Add(1) % uint32(max(n, 1)))
+	// take pops queue k, whose lock the caller took.
+	take := func(k pop.Key) error {
+		got, err := p.queue(k, want-len(out), &budget)
+		b.pops.unlockQueue(k)
+		out = append(out, got...)
+		return err
+	}
 	var busy []pop.Key
 	for i := range n {
 		k := pop.Key{Group: p.req.Group, Topic: p.req.Topic, QueueID: (start + i) % n}
@@ -421,10 +428,7 @@ func (p *popper) once(ctx context.Context) ([]PoppedMessage, error) {
 			busy = append(busy, k)
 			continue
 		}
-		got, err := p.queue(k, want-len(out), &budget)
-		b.pops.unlockQueue(k)
-		out = append(out, got...)
-		if err != nil {
+		if err := take(k); err != nil {
 			return p.partial(out, err)
 		}
 		if len(out) >= want || budget <= 0 {
@@ -434,16 +438,10 @@ func (p *popper) once(ctx context.Context) ([]PoppedMessage, error) {
 	// Only when nothing was found elsewhere: wait for the queues other pops
 	// held, which may hold more than they took.
 	for _, k := range busy {
-		if len(out) > 0 {
+		if len(out) > 0 || !b.pops.lockQueue(ctx, k, true) {
 			break
 		}
-		if !b.pops.lockQueue(ctx, k, true) {
-			break
-		}
-		got, err := p.queue(k, want-len(out), &budget)
-		b.pops.unlockQueue(k)
-		out = append(out, got...)
-		if err != nil {
+		if err := take(k); err != nil {
 			return p.partial(out, err)
 		}
 	}
@@ -522,7 +520,7 @@ func (p *popper) queue(k pop.Key, want int, budget *int) ([]PoppedMessage, error
 		return nil, b.errClosed()
 	}
 	if err != nil {
-		return nil, errorf(KindSystemError, err, "recording the receive of group %q failed on broker %s; retry", k.Group, b.cfg.BrokerName)
+		return nil, b.popStateError(k.Group, "receive", err)
 	}
 	b.commitPopOffset(k)
 	out := make([]PoppedMessage, len(entries))
@@ -649,8 +647,9 @@ func (b *Broker) popToDLQ(rec message.Record, group string, attempts int32) erro
 	return nil
 }
 
-// popHandleError turns a pop state error into the client's error.
-func (b *Broker) popHandleError(group, topic string, err error) *Error {
+// popHandleError turns a pop state error into the client's error; what
+// names the request ("acknowledgement", "change of invisible time").
+func (b *Broker) popHandleError(group, topic, what string, err error) *Error {
 	switch {
 	case errors.Is(err, pop.ErrExpired):
 		return errorf(KindReceiptHandleExpired, err, "the receipt handle expired: the message's invisible time passed before this request and it may have been delivered again; receive it again")
@@ -669,7 +668,18 @@ func (b *Broker) popHandleError(group, topic string, err error) *Error {
 	case errors.Is(err, pop.ErrClosed):
 		return b.errClosed()
 	}
-	return errorf(KindSystemError, err, "recording the acknowledgement of group %q failed on broker %s; retry", group, b.cfg.BrokerName)
+	return b.popStateError(group, what, err)
+}
+
+// popStateError is the client's error for a failed write of the pop
+// state: after the first failure the broker refuses until it restarts, so
+// retrying here does not help.
+func (b *Broker) popStateError(group, what string, err error) *Error {
+	if errors.Is(err, pop.ErrWriteFailed) {
+		return errorf(KindSystemError, err, "broker %s could not write the %s of group %q to disk and refuses receives and acknowledgements until it is restarted; use another broker, and have the operator check its disk and restart it",
+			b.cfg.BrokerName, what, group)
+	}
+	return errorf(KindSystemError, err, "recording the %s of group %q failed on broker %s; retry", what, group, b.cfg.BrokerName)
 }
 
 // AckPop acknowledges a popped message by its receipt handle. Errors:
@@ -687,7 +697,7 @@ func (b *Broker) AckPop(group, topic, handle string) error {
 		err = b.pops.st.Sync(ticket)
 	}
 	if err != nil {
-		return b.popHandleError(group, topic, err)
+		return b.popHandleError(group, topic, "acknowledgement", err)
 	}
 	b.commitPopOffset(k)
 	b.wakeFIFOPops(group, topic)
@@ -707,7 +717,7 @@ func (b *Broker) ChangeInvisible(group, topic, handle string, d time.Duration) (
 		err = b.pops.st.Sync(ticket)
 	}
 	if err != nil {
-		return "", b.popHandleError(group, topic, err)
+		return "", b.popHandleError(group, topic, "change of invisible time", err)
 	}
 	// The message may now be visible sooner than the waiters' timers.
 	b.wakePops(topic)
@@ -722,7 +732,7 @@ func (b *Broker) ForwardPopToDLQ(group, topic, handle string) error {
 	}
 	k, e, err := b.pops.st.Check(group, topic, handle, b.now())
 	if err != nil {
-		return b.popHandleError(group, topic, err)
+		return b.popHandleError(group, topic, "move to the dead-letter queue", err)
 	}
 	rec, err := b.readQueueOffset(k, e.Offset)
 	if err != nil {

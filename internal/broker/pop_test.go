@@ -664,3 +664,43 @@ func TestPopFIFOParkedPopWakesOnAck(t *testing.T) {
 		t.Fatal("a parked FIFO pop was not woken by the ack that unblocked its queue")
 	}
 }
+
+// TestPopStateWriteFailureRefusesAndSays: when the pop state cannot be
+// made durable, nothing is confirmed — the receive, the change of
+// invisible time and the acknowledgement fail with a system error naming
+// what failed — and later requests are refused until a restart.
+func TestPopStateWriteFailureRefusesAndSays(t *testing.T) {
+	e := newPopEnv(t)
+	e.createTopic("T", 1)
+	e.send("T", 0, "a")
+	e.send("T", 0, "b")
+	got := e.pop(popReq("g", "T", 1))
+	popDir := e.scfg.Dir + "/pop/"
+	e.fs.InjectError(func(op vfs.Op, p string) error {
+		if op == vfs.OpSync && strings.HasPrefix(p, popDir) {
+			return fmt.Errorf("injected sync failure")
+		}
+		return nil
+	})
+	_, err := e.b.ChangeInvisible("g", "T", got[0].Handle, time.Minute)
+	wantKind(t, err, KindSystemError, "change of invisible time", "until it is restarted")
+	e.fs.InjectError(nil)
+	wantKind(t, e.b.AckPop("g", "T", got[0].Handle), KindSystemError, "acknowledgement", "until it is restarted")
+	more, err := e.b.Pop(context.Background(), popReq("g", "T", 1))
+	if len(more) != 0 {
+		t.Fatalf("a pop after a failed write of the state delivered %v", bodies(t, more))
+	}
+	wantKind(t, err, KindSystemError, "receive", "until it is restarted")
+	// A restart reloads the state: the second message was never
+	// delivered; the first is in flight (whether the change that failed
+	// to sync reached the disk or not) and comes back once its invisible
+	// time, at most the changed one, has passed.
+	e.restartPop()
+	if b := bodies(t, e.pop(popReq("g", "T", 32))); len(b) != 1 || b[0] != "b" {
+		t.Fatalf("after the restart popped %v, want b", b)
+	}
+	e.clk.Advance(time.Minute)
+	if again := e.pop(popReq("g", "T", 32)); len(again) != 2 || !sameSet(bodies(t, again), "a", "b") {
+		t.Fatalf("after the invisible time popped %v, want a and b again", bodies(t, again))
+	}
+}

@@ -46,7 +46,8 @@
 // 100,000 known clients (Settings from another one are answered
 // TOO_MANY_REQUESTS), 64 queued commands per Telemetry stream (a
 // check-back that does not fit is not sent; the broker checks again
-// later), 1024 messages per SendMessage, 32 per receive.
+// later), 1024 messages per SendMessage, 1024 entries per AckMessage, 32
+// messages per receive.
 //
 // The server's Settings reply: producers get max_body_size = the
 // broker's MaxMessageBytes (never 0), validate_message_type and Java's

@@ -33,6 +33,9 @@ const (
 	rehide = time.Second
 	// maxReceiveBatch caps a receive's batch (the broker's cap too).
 	maxReceiveBatch = 32
+	// maxAckBatch bounds the entries of one AckMessage (the Go client
+	// sends one): each is made durable before the next.
+	maxAckBatch = 1024
 )
 
 // pollWait is how long a receive may wait for messages: the client's
@@ -195,8 +198,11 @@ func (s *Server) AckMessage(ctx context.Context, req *v2.AckMessageRequest) (*v2
 		return &v2.AckMessageResponse{Status: st}, nil
 	}
 	topic := storedName(req.GetTopic())
-	if len(req.GetEntries()) == 0 {
+	switch n := len(req.GetEntries()); {
+	case n == 0:
 		return &v2.AckMessageResponse{Status: status(v2.Code_BAD_REQUEST, "the request holds no entry; acknowledge at least one message")}, nil
+	case n > maxAckBatch:
+		return &v2.AckMessageResponse{Status: status(v2.Code_BAD_REQUEST, "the request holds %d entries, over the limit of %d; acknowledge fewer at a time", n, maxAckBatch)}, nil
 	}
 	out := make([]*v2.AckMessageResultEntry, len(req.GetEntries()))
 	for i, e := range req.GetEntries() {

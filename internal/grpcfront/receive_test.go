@@ -310,6 +310,11 @@ func TestAckPerEntry(t *testing.T) {
 	if r := ack(); code(r.Status) != v2.Code_BAD_REQUEST {
 		t.Fatalf("ack without entries: %v", r.Status)
 	}
+	// Too many entries: refused as a whole, nothing reaches the broker.
+	before := len(f.acks)
+	if r := ack(make([]string, maxAckBatch+1)...); code(r.Status) != v2.Code_BAD_REQUEST || !strings.Contains(r.Status.Message, "limit") || len(f.acks) != before {
+		t.Fatalf("ack of %d entries: %v, %d reached the broker", maxAckBatch+1, r.Status, len(f.acks)-before)
+	}
 }
 
 func TestChangeInvisibleDuration(t *testing.T) {

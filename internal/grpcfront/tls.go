@@ -54,9 +54,11 @@ func loadOrCreateCert(certFile, keyFile, dir string, now time.Time) (tls.Certifi
 	if err == nil {
 		return c, nil
 	}
-	_, cerr := os.Stat(certPath)
-	_, kerr := os.Stat(keyPath)
-	if !errors.Is(cerr, fs.ErrNotExist) || !errors.Is(kerr, fs.ErrNotExist) {
+	// The key is written first, so a missing certificate (with or without
+	// its key) is a generation that did not finish: generate again. A
+	// certificate without its key, or files that do not load, are not
+	// ours to replace.
+	if _, cerr := os.Stat(certPath); !errors.Is(cerr, fs.ErrNotExist) {
 		return tls.Certificate{}, fmt.Errorf("grpcfront: the self-signed certificate %s / %s cannot be loaded (delete both files to have new ones generated): %w", certPath, keyPath, err)
 	}
 	certPEM, keyPEM, err := selfSigned(now)
@@ -115,7 +117,8 @@ func selfSigned(now time.Time) (certPEM, keyPEM []byte, err error) {
 }
 
 // writeFileSync writes a new file through a temporary one renamed into
-// place, so a crash never leaves half a file.
+// place and syncs the directory, so a crash never leaves half a file and
+// files written one after the other appear in that order.
 func writeFileSync(path string, data []byte, perm os.FileMode) error {
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
@@ -131,6 +134,17 @@ func writeFileSync(path string, data []byte, perm os.FileMode) error {
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("grpcfront: write %s: %w", path, err)
+	}
+	// The rename must be durable before the next file is written: the
+	// key's before the certificate's.
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return fmt.Errorf("grpcfront: sync the directory of %s: %w", path, err)
+	}
+	serr = d.Sync()
+	d.Close()
+	if serr != nil {
+		return fmt.Errorf("grpcfront: sync the directory of %s: %w", path, serr)
 	}
 	return nil
 }

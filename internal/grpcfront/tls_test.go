@@ -60,6 +60,14 @@ func TestTLSConfigErrors(t *testing.T) {
 	if _, err := loadOrCreateCert("", "", dir, t0); err == nil {
 		t.Fatal("a broken certificate file was accepted")
 	}
+	// A certificate without its key is not replaced.
+	keyless := t.TempDir()
+	if err := os.WriteFile(filepath.Join(keyless, CertFileName), []byte("junk"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadOrCreateCert("", "", keyless, t0); err == nil {
+		t.Fatal("a certificate without its key was accepted")
+	}
 	if _, err := loadOrCreateCert(filepath.Join(dir, "missing.crt"), filepath.Join(dir, "missing.key"), "", t0); err == nil {
 		t.Fatal("missing certificate files were accepted")
 	}
@@ -97,5 +105,21 @@ func TestServeAfterShutdownAndTwice(t *testing.T) {
 	defer ln2.Close()
 	if err := e.s.Serve(ln2); !errors.Is(err, ErrServed) {
 		t.Fatalf("second serve: %v, want ErrServed", err)
+	}
+}
+
+// TestTLSGenerationCutShortIsRedone: a crash after the key was written and
+// before the certificate (the key goes first) leaves only the key; the
+// next start generates a pair that loads instead of refusing to start.
+func TestTLSGenerationCutShortIsRedone(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, KeyFileName), []byte("-----BEGIN PRIVATE KEY-----\ntruncat"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadOrCreateCert("", "", dir, t0); err != nil {
+		t.Fatalf("start after an unfinished generation: %v", err)
+	}
+	if _, err := tls.LoadX509KeyPair(filepath.Join(dir, CertFileName), filepath.Join(dir, KeyFileName)); err != nil {
+		t.Fatalf("the regenerated pair does not load: %v", err)
 	}
 }

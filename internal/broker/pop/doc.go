@@ -96,8 +96,10 @@
 // the snapshot, replays its log and cuts a torn tail (the first record
 // whose length or CRC does not check, and everything after it: records
 // not synced, whose callers were never answered), and removes other log
-// and temporary files. A failed write or fsync is sticky: every later
-// change is refused until the broker restarts and reloads what is durable.
+// and temporary files. A failed write or fsync is sticky
+// (ErrWriteFailed): every later change is refused until the broker
+// restarts and reloads the state. A change whose sync failed may or may
+// not be in the reloaded state; its caller was told it failed.
 //
 // # Memory
 //

@@ -20,8 +20,10 @@ type View struct {
 }
 
 // Peek returns what a pop of k may take at now: at most limit expired
-// entries and the cursor. With fifo, Blocked is set when an in-flight
-// entry of the queue is still invisible.
+// entries and the cursor. Without fifo, the expired entries are the
+// earliest due. With fifo, Blocked is set when an in-flight entry of the
+// queue is still invisible; otherwise every entry in flight has expired
+// and Expired holds those of lowest offset.
 func (s *Store) Peek(k Key, now time.Time, fifo bool, limit int) View {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -31,18 +33,14 @@ func (s *Store) Peek(k Key, now time.Time, fifo bool, limit int) View {
 	}
 	v := View{Known: true, Cursor: q.cursor}
 	if fifo {
-		all, _ := q.expired(ms(now), -1)
-		if len(all) < len(q.inflight) {
+		if q.nextDue(ms(now)) > 0 {
 			v.Blocked = true
 			return v
 		}
-		if len(all) > limit {
-			all = all[:limit]
-		}
-		v.Expired = all
+		v.Expired = q.first(max(limit, 0))
 		return v
 	}
-	v.Expired, _ = q.expired(ms(now), limit)
+	v.Expired = q.expired(ms(now), max(limit, 0))
 	return v
 }
 
@@ -53,7 +51,7 @@ func (s *Store) NextVisible(group, topic string, now time.Time) (time.Time, bool
 	defer s.mu.Unlock()
 	var next int64
 	for _, q := range s.byTopic[[2]string{group, topic}] {
-		if _, n := q.expired(ms(now), 0); n > 0 && (next == 0 || n < next) {
+		if n := q.nextDue(ms(now)); n > 0 && (next == 0 || n < next) {
 			next = n
 		}
 	}

@@ -1,6 +1,7 @@
 package pop
 
 import (
+	"cmp"
 	"container/heap"
 	"slices"
 )
@@ -141,41 +142,70 @@ func (q *queue) low() int64 {
 	return q.cursor
 }
 
-// expired returns the in-flight entries with Until ≤ now (unix ms),
-// ascending by offset, at most limit of them (all when limit < 0), and the
-// earliest Until after now (0 when none).
-func (q *queue) expired(now int64, limit int) (out []Entry, next int64) {
+// expired returns at most limit in-flight entries with Until ≤ now (unix
+// ms), the earliest due, ascending by offset. It looks at no more heap
+// items than it returns (plus stale ones, which it drops), so a pop's
+// cost does not grow with the expired entries it leaves for later pops.
+func (q *queue) expired(now int64, limit int) []Entry {
 	var taken []dueItem
-	for len(q.due) > 0 {
+	for len(q.due) > 0 && len(taken) < limit {
 		it := q.due[0]
 		if !q.live(it) {
 			heap.Pop(&q.due)
 			continue
 		}
 		if it.until > now {
-			next = it.until
 			break
 		}
 		heap.Pop(&q.due)
 		taken = append(taken, it)
 	}
+	out := make([]Entry, 0, len(taken))
 	for _, it := range taken {
 		heap.Push(&q.due, it)
 		out = append(out, *q.inflight[it.offset])
 	}
-	slices.SortFunc(out, func(a, b Entry) int {
-		switch {
-		case a.Offset < b.Offset:
-			return -1
-		case a.Offset > b.Offset:
-			return 1
-		}
-		return 0
-	})
-	if limit >= 0 && len(out) > limit {
-		out = out[:limit]
+	slices.SortFunc(out, byOffset)
+	return out
+}
+
+// nextDue returns the earliest Until after now (unix ms) of an in-flight
+// entry, or 0 when none is still invisible.
+func (q *queue) nextDue(now int64) int64 {
+	for len(q.due) > 0 && !q.live(q.due[0]) {
+		heap.Pop(&q.due)
 	}
-	return out, next
+	if len(q.due) == 0 {
+		return 0
+	}
+	if u := q.due[0].until; u > now {
+		return u
+	}
+	// Expired entries nobody took (a FIFO queue waiting for an
+	// invisible one, a message whose dead-lettering failed) sit at the
+	// top: look at all.
+	var next int64
+	for _, e := range q.inflight {
+		if e.Until > now && (next == 0 || e.Until < next) {
+			next = e.Until
+		}
+	}
+	return next
+}
+
+// first returns the n in-flight entries of lowest offset.
+func (q *queue) first(n int) []Entry {
+	q.low() // skips acknowledged offsets at the head
+	out := make([]Entry, 0, min(n, len(q.inflight)))
+	for _, o := range q.order[q.head:] {
+		if len(out) == n {
+			break
+		}
+		if e := q.inflight[o]; e != nil {
+			out = append(out, *e)
+		}
+	}
+	return out
 }
 
 // entries returns the in-flight entries ascending by offset.
@@ -184,14 +214,8 @@ func (q *queue) entries() []Entry {
 	for _, e := range q.inflight {
 		out = append(out, *e)
 	}
-	slices.SortFunc(out, func(a, b Entry) int {
-		switch {
-		case a.Offset < b.Offset:
-			return -1
-		case a.Offset > b.Offset:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, byOffset)
 	return out
 }
+
+func byOffset(a, b Entry) int { return cmp.Compare(a.Offset, b.Offset) }

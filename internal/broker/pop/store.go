@@ -38,6 +38,10 @@ var (
 	// ErrConflict: a Claim does not match the state (another claim moved
 	// the cursor or took an entry); peek again.
 	ErrConflict = errors.New("pop: claim conflicts with the current state")
+	// ErrWriteFailed: writing or syncing the log or a snapshot failed
+	// once; the store refuses every later change (and Sync of changes not
+	// yet durable) until it is opened again. Wrapped with the cause.
+	ErrWriteFailed = errors.New("pop: writing the state failed; changes are refused until a restart")
 	// ErrCorrupt: the snapshot does not parse.
 	ErrCorrupt = errors.New("pop: state files corrupt")
 	// ErrClosed: the store is closed.
@@ -250,7 +254,7 @@ func (s *Store) usable() error {
 		return ErrClosed
 	}
 	if s.failed != nil {
-		return fmt.Errorf("pop: an earlier write failed, state changes are refused until a restart: %w", s.failed)
+		return fmt.Errorf("%w: %w", ErrWriteFailed, s.failed)
 	}
 	return nil
 }
@@ -265,7 +269,7 @@ func (s *Store) Sync(t Ticket) error {
 	defer s.mu.Unlock()
 	for s.synced < uint64(t) {
 		if s.failed != nil {
-			return fmt.Errorf("pop: write the state log: %w", s.failed)
+			return fmt.Errorf("%w: %w", ErrWriteFailed, s.failed)
 		}
 		if s.syncing {
 			s.cond.Wait()
@@ -378,7 +382,7 @@ func (s *Store) Close() error {
 	}
 	s.cond.Broadcast()
 	if s.failed != nil {
-		return fmt.Errorf("pop: write the state log: %w", s.failed)
+		return fmt.Errorf("%w: %w", ErrWriteFailed, s.failed)
 	}
 	if err != nil {
 		return fmt.Errorf("pop: close the log: %w", err)

@@ -452,11 +452,11 @@ func TestFailedSyncIsSticky(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Sync(tk); !errors.Is(err, boom) {
-		t.Fatalf("sync: %v, want the injected error", err)
+	if err := s.Sync(tk); !errors.Is(err, boom) || !errors.Is(err, ErrWriteFailed) {
+		t.Fatalf("sync: %v, want the injected error as ErrWriteFailed", err)
 	}
 	fsys.InjectError(nil)
-	if _, _, err := s.Claim(Claim{Key: kA, From: 1, To: 2, New: []int64{1}, Until: t0.Add(time.Minute)}); !errors.Is(err, boom) {
+	if _, _, err := s.Claim(Claim{Key: kA, From: 1, To: 2, New: []int64{1}, Until: t0.Add(time.Minute)}); !errors.Is(err, boom) || !errors.Is(err, ErrWriteFailed) {
 		t.Fatalf("claim after a failed sync: %v", err)
 	}
 }
@@ -542,4 +542,41 @@ func FuzzReadFrame(f *testing.F) {
 		}
 		_, _ = decodeSnapshot(b) // must not panic either
 	})
+}
+
+// TestPeekWorkIsBoundedByTheLimit: with thousands of expired entries (a
+// consumer that died holding them), a Peek takes the limit's worth, the
+// earliest due, without walking the others under the store's lock (its
+// allocations do not grow with them); NextVisible and FIFO peeks still
+// see past the expired entries.
+func TestPeekWorkIsBoundedByTheLimit(t *testing.T) {
+	s := mustOpen(t, vfs.NewMem(), Options{})
+	const n = 5000
+	for i := range n {
+		// Due from t0+1s on, the later offsets first, then one invisible
+		// for an hour.
+		until := t0.Add(time.Second + time.Duration(n-i)*time.Millisecond)
+		if _, tk, err := s.Claim(Claim{Key: kA, From: int64(i), To: int64(i + 1), New: []int64{int64(i)}, Until: until}); err != nil || s.Sync(tk) != nil {
+			t.Fatal(err)
+		}
+	}
+	held := popNew(t, s, kA, 1, t0, time.Hour)[0]
+	now := t0.Add(time.Minute)
+	v := s.Peek(kA, now, false, 3)
+	if len(v.Expired) != 3 || v.Expired[0].Offset != n-3 || v.Expired[2].Offset != n-1 {
+		t.Fatalf("peek of 3 gave %+v, want the 3 earliest due (offsets %d..%d) by offset", v.Expired, n-3, n-1)
+	}
+	if allocs := testing.AllocsPerRun(20, func() { s.Peek(kA, now, false, 3) }); allocs > 20 {
+		t.Fatalf("a peek of 3 among %d expired entries made %v allocations; its work grows with the expired entries", n, allocs)
+	}
+	if at, ok := s.NextVisible("g", "t", now); !ok || at.UnixMilli() != held.Until {
+		t.Fatalf("next visible %v %v, want the held entry's %v", at, ok, time.UnixMilli(held.Until))
+	}
+	if v := s.Peek(kA, now, true, 3); !v.Blocked {
+		t.Fatalf("fifo peek with one entry invisible: %+v", v)
+	}
+	v = s.Peek(kA, now.Add(time.Hour), true, 2)
+	if v.Blocked || len(v.Expired) != 2 || v.Expired[0].Offset != 0 || v.Expired[1].Offset != 1 {
+		t.Fatalf("fifo peek when all expired: %+v, want offsets 0 and 1", v)
+	}
 }
