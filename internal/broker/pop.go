@@ -745,3 +745,14 @@ func (b *Broker) ForwardPopToDLQ(group, topic, handle string) error {
 	}
 	return b.AckPop(group, topic, handle)
 }
+
+// resetPops forgets the pop groups' positions and in-flight messages on a
+// deleted topic, so that a topic created again under the name is read from
+// its start.
+func (b *Broker) resetPops(topic string) error {
+	t, err := b.pops.st.ResetTopic(topic)
+	if err != nil || t == 0 {
+		return err
+	}
+	return b.pops.st.Sync(t)
+}

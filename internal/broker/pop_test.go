@@ -704,3 +704,27 @@ func TestPopStateWriteFailureRefusesAndSays(t *testing.T) {
 		t.Fatalf("after the invisible time popped %v, want a and b again", bodies(t, again))
 	}
 }
+
+// TestPopDeletedTopicStartsAfresh: deleting a topic forgets where the pop
+// groups stood on it and what they held, across a restart too, so a topic
+// created again under the name is read from its first message.
+func TestPopDeletedTopicStartsAfresh(t *testing.T) {
+	e := newPopEnv(t)
+	e.createTopic("T", 1)
+	e.send("T", 0, "old-1")
+	e.send("T", 0, "old-2")
+	if got := e.pop(&PopRequest{Group: "g", Topic: "T", MaxMsgs: 1, Invisible: time.Minute}); len(got) != 1 {
+		t.Fatalf("popped %d", len(got))
+	}
+	if err := e.b.DeleteTopic("T"); err != nil {
+		t.Fatal(err)
+	}
+	e.restartPop()
+	e.createTopic("T", 1)
+	e.send("T", 0, "new-1")
+	e.clk.Advance(2 * time.Minute) // the old delivery's invisible time is over
+	got := e.pop(popReq("g", "T", 32))
+	if b := bodies(t, got); len(b) != 1 || b[0] != "new-1" || got[0].Attempt != 1 {
+		t.Fatalf("after the topic was deleted and created again, popped %v", b)
+	}
+}

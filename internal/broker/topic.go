@@ -102,6 +102,9 @@ func (b *Broker) DeleteTopic(name string) error {
 		return errorf(KindSystemError, err, "deleting the queues of topic %q failed; retry", name)
 	}
 	b.meta.DeleteTopicOffsets(name)
+	if err := b.resetPops(name); err != nil {
+		return errorf(KindSystemError, err, "forgetting the simple consumers' positions on topic %q failed; retry", name)
+	}
 	if existed {
 		b.log.Info("topic deleted", "topic", name)
 		b.topicsChanged()
@@ -117,6 +120,9 @@ func (b *Broker) Topics() []meta.Topic { return b.meta.Topics() }
 
 // Groups returns every subscription group config sorted by name.
 func (b *Broker) Groups() []meta.Group { return b.meta.Groups() }
+
+// Group returns a subscription group's config.
+func (b *Broker) Group(name string) (meta.Group, bool) { return b.meta.Group(name) }
 
 // ensureTopic returns the topic named t.Name, creating it as t when it is
 // missing (and running the topic hooks).

@@ -505,10 +505,7 @@ func producerBackoff(attempts int32) *v2.RetryPolicy {
 // 10 s 30 s 1 m ... 2 h). Simple consumers get no server back-off: a
 // message becomes visible again when its invisible time ends.
 func consumerBackoff() []*durationpb.Duration {
-	levels := []time.Duration{time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second,
-		time.Minute, 2 * time.Minute, 3 * time.Minute, 4 * time.Minute, 5 * time.Minute, 6 * time.Minute,
-		7 * time.Minute, 8 * time.Minute, 9 * time.Minute, 10 * time.Minute, 20 * time.Minute, 30 * time.Minute,
-		time.Hour, 2 * time.Hour}
+	levels := broker.DefaultDelayLevels
 	out := make([]*durationpb.Duration, len(levels))
 	for i, d := range levels {
 		out[i] = durationpb.New(d)
@@ -520,16 +517,15 @@ func consumerBackoff() []*durationpb.Duration {
 // FIFOAttribute) and its maximum delivery attempts (RetryMaxTimes + 1).
 // An unknown group has the broker's defaults.
 func (s *Server) groupPolicy(group string) (fifo bool, maxAttempts int32) {
-	for _, g := range s.b.Groups() {
-		if g.Name == group {
-			attempts := g.RetryMaxTimes + 1
-			if g.RetryMaxTimes <= 0 {
-				attempts = s.defaultMaxAttempts()
-			}
-			return g.Attributes[FIFOAttribute] == "true", attempts
-		}
+	g, ok := s.b.Group(group)
+	if !ok {
+		return false, s.defaultMaxAttempts()
 	}
-	return false, s.defaultMaxAttempts()
+	attempts := g.RetryMaxTimes + 1
+	if g.RetryMaxTimes <= 0 {
+		attempts = s.defaultMaxAttempts()
+	}
+	return g.Attributes[FIFOAttribute] == "true", attempts
 }
 
 func (s *Server) defaultMaxAttempts() int32 { return s.b.Config().DefaultMaxReconsumeTimes + 1 }

@@ -239,3 +239,27 @@ func (s *Store) Change(group, topic, handle string, until, now time.Time) (strin
 	t := s.record(&change{key: k, cursor: -1, put: []Entry{ne}})
 	return HandleOf(k, ne), ne, t, nil
 }
+
+// ResetTopic forgets where every group stands on topic (deleted, and
+// perhaps created again with queues that start at 0): each of its queues
+// goes back to cursor 0 with nothing in flight. The returned ticket is
+// durable after Sync.
+func (s *Store) ResetTopic(topic string) (Ticket, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usable(); err != nil {
+		return 0, err
+	}
+	var t Ticket
+	for k, q := range s.queues {
+		if k.Topic != topic {
+			continue
+		}
+		c := &change{key: k, cursor: 0}
+		for off := range q.inflight {
+			c.del = append(c.del, off)
+		}
+		t = s.record(c)
+	}
+	return t, nil
+}
