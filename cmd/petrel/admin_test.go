@@ -6,6 +6,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -89,6 +90,16 @@ func isAdmin(c *cobra.Command) bool {
 	return false
 }
 
+// TestSendDeliverAtRefusesADuration: --deliver-at takes a time; a
+// duration would be read as that long ago and deliver at once, so it is
+// refused with a pointer to --delay (before any server is asked).
+func TestSendDeliverAtRefusesADuration(t *testing.T) {
+	_, err := execute(t, "", "send", "--topic", "T", "--deliver-at", "10m", "--namesrv", "127.0.0.1:1", "body")
+	if err == nil || !strings.Contains(err.Error(), "--delay 10m0s") {
+		t.Fatalf("send --deliver-at 10m: %v, want a usage error pointing at --delay", err)
+	}
+}
+
 func TestCompletionScripts(t *testing.T) {
 	for _, sh := range []string{"bash", "zsh", "fish"} {
 		out, err := execute(t, "", "completion", sh)
@@ -126,14 +137,13 @@ func TestOperatorCommandsEndToEnd(t *testing.T) {
 		t.Fatalf("send from stdin: %v\n%s", err, out)
 	}
 	// consume -e reads up to the max offsets, which count a message once
-	// it is dispatched, a moment after its send was answered: read again
-	// until all three are there.
-	for range 100 {
-		out, err = execute(t, "", "consume", "--topic", "Orders", "-e", "--format", "{{.Tags}}:{{.Body}}")
-		if err != nil || strings.Count(out, "\n") == 3 {
-			break
-		}
+	// it is dispatched, a moment after its send was answered.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := b.Store().WaitDispatched(ctx); err != nil {
+		t.Fatalf("waiting for dispatch: %v", err)
 	}
+	out, err = execute(t, "", "consume", "--topic", "Orders", "-e", "--format", "{{.Tags}}:{{.Body}}")
 	if err != nil || strings.Count(out, "\n") != 3 || !strings.Contains(out, "t1:two\n") {
 		t.Fatalf("consume: %v\n%s", err, out)
 	}

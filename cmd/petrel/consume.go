@@ -19,9 +19,11 @@ func newConsumeCmd() *cobra.Command {
 
 Without --group nothing is committed: the topic is read from --from
 (default earliest). With --group the group's committed offsets are the
-start (unless --from is given) and what was printed is committed as the
-group's progress; running members of the group are not told, so stop them
-first or use a group of its own.
+start (unless --from is given; a queue the group has no offset on starts at
+its end, as RocketMQ consumers do, so add --from earliest to read what is
+already there) and what was printed is committed as the group's progress;
+running members of the group are not told, so stop them first or use a
+group of its own.
 
 --format is a Go template over the message: {{.ID}} {{.OffsetID}}
 {{.Topic}} {{.Broker}} {{.QueueID}} {{.QueueOffset}} {{.Tags}} {{.Keys}}
@@ -38,7 +40,7 @@ first or use a group of its own.
 	fl.StringVar(&spec.Topic, "topic", "", "topic to read (required)")
 	fl.StringVar(&spec.Group, "group", "", "consumer group whose offsets to start from and commit (default: none, commit nothing)")
 	fl.StringVar(&spec.Tag, "tag", "*", "tag expression: * or 'TagA || TagB'")
-	fl.StringVar(&spec.From, "from", "", "earliest, latest, or a time (RFC 3339, or a duration ago like 10m); default: the group's offsets, else earliest")
+	fl.StringVar(&spec.From, "from", "", "earliest, latest, or a time (RFC 3339, or a duration ago like 10m); default: the group's offsets (the end where it has none), without --group earliest")
 	fl.IntVar(&spec.Count, "count", 0, "stop after this many messages (0: no limit)")
 	fl.StringVar(&spec.Format, "format", cli.DefaultFormat, "line template (Go text/template over the message)")
 	fl.BoolVarP(&spec.Exit, "exit", "e", false, "stop at the end of every queue instead of waiting for new messages")

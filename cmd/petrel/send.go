@@ -46,6 +46,10 @@ makes a delayed message, invisible to consumers until then.`,
 				spec.Properties[k] = v
 			}
 			if deliverAt != "" {
+				if d, err := time.ParseDuration(deliverAt); err == nil {
+					// ParseTime reads a duration as that long ago.
+					return fmt.Errorf("%w: --deliver-at %q is a duration, not a time; for a delay use --delay %v", cli.ErrUsage, deliverAt, d)
+				}
 				t, err := cli.ParseTime(deliverAt, time.Now())
 				if err != nil {
 					return err

@@ -104,6 +104,7 @@ func TestTopicCreateListUpdateDescribeDelete(t *testing.T) {
 		return cl.TopicUpdate(bg, TopicSpec{Name: "Orders", WriteQueues: 3, ReadQueues: 3, SetAttrs: map[string]string{"tier": "gold"}, RemoveAttrs: []string{"team"}})
 	})
 	c.must(OutputTable, func(cl *CLI) error { return cl.Send(bg, SendSpec{Topic: "Orders", Body: []byte("order"), Count: 3}) })
+	c.dispatched()
 	golden(t, "topic_describe", c.must(OutputTable, func(cl *CLI) error { return cl.TopicDescribe(bg, "Orders") }))
 	var d TopicDescription
 	c.mustJSON(&d, func(cl *CLI) error { return cl.TopicDescribe(bg, "Orders") })
@@ -269,6 +270,7 @@ func TestGroupLagDrainAndReset(t *testing.T) {
 	for range 5 {
 		c.must(OutputTable, func(cl *CLI) error { return cl.Send(bg, SendSpec{Topic: "Jobs", Body: []byte("job")}) })
 	}
+	c.dispatched()
 	_, err := c.run(OutputTable, func(cl *CLI) error { return cl.GroupDescribe(bg, "workers") })
 	wantErr(t, err, ErrNotFound, `"workers" is unknown`, "petrel group list")
 
@@ -323,6 +325,14 @@ func TestGroupLagDrainAndReset(t *testing.T) {
 	})
 	if rr.Queues[0].Offset != 0 {
 		t.Fatalf("reset to an hour ago %+v", rr)
+	}
+	// A time before 1970 is the earliest, not (as -1 would say) the latest.
+	c.mustJSON(&rr, func(cl *CLI) error { return cl.GroupResetOffset(bg, "workers", "Jobs", ResetTarget{Latest: true}) })
+	c.mustJSON(&rr, func(cl *CLI) error {
+		return cl.GroupResetOffset(bg, "workers", "Jobs", ResetTarget{Time: time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC)})
+	})
+	if rr.Queues[0].Offset != 0 || rr.Timestamp != 0 {
+		t.Fatalf("reset to 1960 %+v", rr)
 	}
 	_, err = c.run(OutputTable, func(cl *CLI) error { return cl.GroupResetOffset(bg, "ghosts", "Jobs", ResetTarget{Earliest: true}) })
 	wantErr(t, err, ErrNotFound, `"ghosts" is unknown`)
@@ -381,6 +391,7 @@ func TestDLQListAndResend(t *testing.T) {
 	if len(all.Resent) != 2 || all.Resent[0].Topic != "Pay" {
 		t.Fatalf("resend all %+v", all)
 	}
+	c.dispatched()
 	got := c.must(OutputTable, func(cl *CLI) error {
 		return cl.Consume(bg, ConsumeSpec{Topic: "Pay", Exit: true, Format: "{{.Body}}"})
 	})

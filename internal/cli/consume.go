@@ -42,7 +42,8 @@ type ConsumeSpec struct {
 	// Tag is a tag expression: "*" (default) or "TagA || TagB".
 	Tag string
 	// From is "earliest", "latest" or a time (see ParseTime); empty means
-	// the group's offsets with Group, else earliest.
+	// the group's offsets with Group (latest on a queue where it has
+	// none), else earliest.
 	From string
 	// Count stops after this many messages (0: no limit).
 	Count int

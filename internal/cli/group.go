@@ -322,7 +322,9 @@ func (c *CLI) GroupResetOffset(ctx context.Context, group, topic string, to Rese
 	if group == "" || topic == "" {
 		return fmt.Errorf("%w: name the group and the topic (--topic)", ErrUsage)
 	}
-	ts := to.Time.UnixMilli()
+	// A time before 1970 means the earliest: a negative timestamp would
+	// ask the broker for the latest.
+	ts := max(0, to.Time.UnixMilli())
 	switch {
 	case to.Earliest:
 		ts = 0

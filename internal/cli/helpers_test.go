@@ -142,6 +142,19 @@ func (c *cluster) heartbeat(clientID, group, topic string) {
 	}
 }
 
+// dispatched waits until every message the broker has acknowledged is in
+// its consume queue: a send is answered once stored, and the queues' max
+// offsets (describe, lag, consume --exit) count a message only once it is
+// dispatched.
+func (c *cluster) dispatched() {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := c.b.Store().WaitDispatched(ctx); err != nil {
+		c.t.Fatalf("waiting for dispatch: %v", err)
+	}
+}
+
 // waitFor checks cond on every tick until it holds (state published in
 // the background, such as routes, has no event to wait on); what names the
 // condition.

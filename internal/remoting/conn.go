@@ -72,6 +72,11 @@ type owner struct {
 	async       func(code int16) AsyncHandler // nil, or returns nil for codes without one
 	onClose     func(*Conn)
 	onIdle      func(*Conn) // nil, or the server's OnReadIdle
+	// readerWrites: the reader writes what was queued while it was busy
+	// (server connections). A client's reader only reads: were the readers
+	// of both ends writing to each other, with both sockets full, neither
+	// would read again.
+	readerWrites bool
 }
 
 // outFrame is one encoded frame waiting for the writer, or a response the
@@ -120,9 +125,10 @@ type Conn struct {
 	wbatch  []outFrame  // guarded by wio
 	wbufs   net.Buffers // guarded by wio
 	wfailed bool        // guarded by wio: a write failed, drop the rest
-	// readerWrites is set while the reader handles what it read, up to and
-	// including its idle hook: frames queued meanwhile do not wake the
-	// writer, because the reader writes them itself before it reads again.
+	// readerWrites is set (owner.readerWrites only) while the reader
+	// handles what it read, up to and including its idle hook: frames
+	// queued meanwhile do not wake the writer, because the reader writes
+	// them itself before it reads again.
 	readerWrites atomic.Bool
 
 	vmu    sync.Mutex
@@ -516,12 +522,16 @@ func (c *Conn) writeOut(closing bool) {
 	c.wbatch = batch[:0]
 }
 
-// idle runs the owner's idle hook, then writes what was queued while the
-// reader was busy, on this goroutine, unless the writer is writing (then
-// the writer is woken). The reader calls it before it may block.
+// idle runs the owner's idle hook, then (owner.readerWrites) writes what
+// was queued while the reader was busy, on this goroutine, unless the
+// writer is writing (then the writer is woken). The reader calls it before
+// it may block.
 func (c *Conn) idle() {
 	if c.own.onIdle != nil {
 		c.own.onIdle(c)
+	}
+	if !c.own.readerWrites {
+		return
 	}
 	c.readerWrites.Store(false)
 	c.wmu.Lock()
@@ -556,7 +566,9 @@ func (c *Conn) readLoop() {
 			c.readFailed(err)
 			break
 		}
-		c.readerWrites.Store(true)
+		if c.own.readerWrites {
+			c.readerWrites.Store(true)
+		}
 		var async AsyncHandler
 		if !cmd.IsResponse() && c.own.async != nil {
 			async = c.own.async(cmd.Code)

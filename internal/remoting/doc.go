@@ -55,7 +55,17 @@
 // request runs its Handler in a goroutine of its own, at most
 // MaxInFlightPerConn at a time per connection (the reader stops reading
 // while the limit is reached); responses go out in completion order and
-// are matched by opaque. Requests we send (Invoke) take opaques from a
+// are matched by opaque.
+//
+// On a Server's connections the reader also writes: before it may block
+// (no whole frame buffered, or no handler slot free) it runs the
+// OnReadIdle hook (the broker writes the sends it deferred) and then
+// writes what was queued while it was busy itself, unless the writer is
+// writing; frames queued while it is busy do not wake the writer. A
+// Client's reader only reads, so that two of our processes never both
+// wait to write to a peer that is itself waiting to write.
+//
+// Requests we send (Invoke) take opaques from a
 // process-wide atomic counter and wait for the response with that opaque;
 // a response nobody waits for is dropped.
 //

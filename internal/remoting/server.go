@@ -87,6 +87,9 @@ func NewServer(opts ServerOptions) *Server {
 		async:       s.asyncHandler,
 		onClose:     s.connClosed,
 		onIdle:      s.readIdle,
+		// The peers are clients whose readers only read (or other
+		// RocketMQ clients, whose readers do not wait on their writes).
+		readerWrites: true,
 	}
 	return s
 }

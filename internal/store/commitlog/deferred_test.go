@@ -3,8 +3,10 @@ package commitlog
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/petrelmq/petrel/internal/message"
@@ -89,5 +91,57 @@ func TestCloseWritesDeferredAppends(t *testing.T) {
 	defer l.Close()
 	if got := readAll(t, l); len(got) != 1 || string(got[0].Body) != "kept" {
 		t.Fatalf("after reopening: %d records", len(got))
+	}
+}
+
+// TestCloseWaitsForAFlushInProgress: a Flush that took the deferred
+// appends and is writing them when Close starts finishes before Close
+// stops the writer and closes the segments, so the appends it answers as
+// stored are on disk.
+func TestCloseWaitsForAFlushInProgress(t *testing.T) {
+	fsys := vfs.NewMem()
+	l := openLog(t, fsys, Options{FlushMode: FlushAsync, SegmentBytes: 1 << 20})
+	writing, release := make(chan struct{}), make(chan struct{})
+	var blocked atomic.Bool
+	fsys.InjectError(func(op vfs.Op, _ string) error {
+		if op == vfs.OpWrite && blocked.CompareAndSwap(false, true) {
+			close(writing)
+			<-release
+		}
+		return nil
+	})
+	answered := make(chan error, 1)
+	l.AppendDeferred([]*message.Message{testMsg("T", 0, "in flight")}, func(_ Result, err error) { answered <- err })
+	go l.Flush()
+	<-writing
+	closed := make(chan error, 1)
+	go func() { closed <- l.Close() }()
+	// Wait until Close waits for the Flush (it then holds off every new
+	// reader of closeMu), or has wrongly finished without it.
+	for {
+		select {
+		case err := <-closed:
+			close(release)
+			t.Fatalf("Close returned %v while a Flush was still writing", err)
+		default:
+		}
+		if !l.closeMu.TryRLock() {
+			break
+		}
+		l.closeMu.RUnlock()
+		runtime.Gosched()
+	}
+	close(release)
+	if err := <-answered; err != nil {
+		t.Fatalf("deferred append answered %v, want success", err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	fsys.InjectError(nil)
+	l = openLog(t, fsys, Options{FlushMode: FlushAsync, SegmentBytes: 1 << 20})
+	defer l.Close()
+	if got := readAll(t, l); len(got) != 1 || string(got[0].Body) != "in flight" {
+		t.Fatalf("after reopening: %d records, want the one Flush wrote", len(got))
 	}
 }

@@ -30,6 +30,13 @@
 // answered once the bytes are written, and the flusher syncs every
 // FlushInterval.
 //
+// AppendDeferred holds an append until the next Flush, so that a
+// connection reader hands on everything one socket read brought at once:
+// under FlushAsync Flush writes the held appends itself, on its caller's
+// goroutine (the writer and Flush take turns on the tail under one mutex);
+// under FlushSync it passes them to the writer. Close flushes what is held
+// and waits for a Flush in progress before it stops the writer.
+//
 // Under FlushSync a filler goroutine zero-fills the tail segment in place
 // ahead of the writer (see fill.go): an fdatasync after writing into blocks
 // that were only reserved must also commit their conversion, which costs

@@ -125,8 +125,10 @@ func (l *Log) Close() error {
 	l.closeOnce.Do(func() {
 		l.closeMu.Lock()
 		l.closed = true
+		// Deferred appends made before Close are written; no Flush is
+		// half-way through (it holds closeMu), none can start one later.
+		l.flushDeferred()
 		l.closeMu.Unlock()
-		l.Flush() // deferred appends made before Close are written
 
 		l.waitMu.Lock()
 		l.stopping.Store(true)

@@ -97,10 +97,12 @@ type Options struct {
 	// Default: every queue starts at 0.
 	NextQueueOffset func(topic string, queueID int32) int64
 	// OnDurable is called with the new durable offset each time it grows,
-	// from the writer or flusher goroutine. It must not block.
+	// from the writer or flusher goroutine (under FlushAsync also from the
+	// goroutine calling Flush), one call at a time. It must not block.
 	OnDurable func(durable int64)
 	// OnGroupCommit, when set, is called once per group commit (never per
-	// message) from the writer or flusher goroutine; it must not block.
+	// message) from the writer or flusher goroutine (under FlushAsync also
+	// from the goroutine calling Flush); it must not block.
 	// See GroupCommit. Metrics hang their histograms here.
 	OnGroupCommit func(GroupCommit)
 	Clock         clock.Clock
@@ -194,7 +196,7 @@ type Log struct {
 
 	closeOnce sync.Once
 	stopping  atomic.Bool
-	closeMu   sync.RWMutex // held for reading while submitting; Close takes it to stop submissions
+	closeMu   sync.RWMutex // held for reading while submitting and flushing; Close takes it to stop both
 	closed    bool
 
 	// flushIdle holds a token while the flusher waits for work (FlushSync).
@@ -525,6 +527,22 @@ func (l *Log) AppendDeferred(msgs []*message.Message, cb func(Result, error)) {
 // them; under FlushSync it passes them to the writer, whose group commit
 // gathers them. Cheap when nothing is deferred.
 func (l *Log) Flush() {
+	l.pendMu.Lock()
+	idle := len(l.pend) == 0
+	l.pendMu.Unlock()
+	if idle {
+		return
+	}
+	// Held for reading until the appends are handed on, so that Close
+	// (which takes it to flush what is left) does not stop the writer and
+	// close the segments under a Flush that is still writing.
+	l.closeMu.RLock()
+	defer l.closeMu.RUnlock()
+	l.flushDeferred()
+}
+
+// flushDeferred is Flush; the caller holds closeMu.
+func (l *Log) flushDeferred() {
 	l.pendMu.Lock()
 	if len(l.pend) == 0 {
 		l.pendMu.Unlock()
