@@ -49,3 +49,18 @@ func TestTrafficAndThroughput(t *testing.T) {
 		t.Fatalf("started %v, now %v", e.b.Started(), e.clk.Now())
 	}
 }
+
+func TestDeletedTopicLeavesTheTraffic(t *testing.T) {
+	e := newEnv(t)
+	e.createTopic("T", 1)
+	e.send("T", 0, "m")
+	if err := e.b.DeleteTopic("T"); err != nil {
+		t.Fatal(err)
+	}
+	if tt := e.b.TopicTraffic(); len(tt) != 0 {
+		t.Fatalf("traffic of a deleted topic: %+v", tt)
+	}
+	if tot := e.b.TotalTraffic(); tot.PutMsgs != 1 {
+		t.Fatalf("totals %+v: the broker's totals keep what was put", tot)
+	}
+}

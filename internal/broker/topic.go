@@ -102,6 +102,7 @@ func (b *Broker) DeleteTopic(name string) error {
 		return errorf(KindSystemError, err, "deleting the queues of topic %q failed; retry", name)
 	}
 	b.meta.DeleteTopicOffsets(name)
+	b.stats.topics.Delete(name) // its traffic counters go with it
 	if err := b.resetPops(name); err != nil {
 		return errorf(KindSystemError, err, "forgetting the simple consumers' positions on topic %q failed; retry", name)
 	}
