@@ -7,6 +7,7 @@ import (
 
 // QueueLag is a consumer group's position on one queue.
 type QueueLag struct {
+	Group   string
 	Topic   string
 	QueueID int32
 	// Committed is the group's committed offset (the next to consume);
@@ -23,12 +24,33 @@ func (b *Broker) ConsumerLag(group string) []QueueLag {
 	var out []QueueLag
 	for topic, queues := range b.meta.GroupOffsets(group) {
 		for q, off := range queues {
-			top := b.st.MaxOffset(topic, q)
-			out = append(out, QueueLag{Topic: topic, QueueID: q, Committed: off, MaxOffset: top, Lag: max(0, top-off)})
+			out = append(out, b.queueLag(group, topic, q, off))
 		}
 	}
-	slices.SortFunc(out, func(a, b QueueLag) int {
-		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.QueueID, b.QueueID))
-	})
+	sortLags(out)
 	return out
+}
+
+// AllConsumerLag returns the lag of every group on every queue it has
+// committed an offset for, sorted by group, topic and queue, from one pass
+// over the offsets (for the metrics scrape).
+func (b *Broker) AllConsumerLag() []QueueLag {
+	offs := b.meta.AllOffsets()
+	out := make([]QueueLag, 0, len(offs))
+	for _, o := range offs {
+		out = append(out, b.queueLag(o.Group, o.Topic, o.QueueID, o.Offset))
+	}
+	sortLags(out)
+	return out
+}
+
+func (b *Broker) queueLag(group, topic string, q int32, off int64) QueueLag {
+	top := b.st.MaxOffset(topic, q)
+	return QueueLag{Group: group, Topic: topic, QueueID: q, Committed: off, MaxOffset: top, Lag: max(0, top-off)}
+}
+
+func sortLags(ls []QueueLag) {
+	slices.SortFunc(ls, func(a, b QueueLag) int {
+		return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.QueueID, b.QueueID))
+	})
 }

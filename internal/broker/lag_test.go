@@ -23,11 +23,15 @@ func TestConsumerLag(t *testing.T) {
 	e.b.UpdateConsumerOffset("g", "A", 0, 1)
 	e.b.UpdateConsumerOffset("other", "T", 1, 0)
 	want := []QueueLag{
-		{Topic: "A", QueueID: 0, Committed: 1, MaxOffset: 1, Lag: 0},
-		{Topic: "T", QueueID: 0, Committed: 0, MaxOffset: 0, Lag: 0},
-		{Topic: "T", QueueID: 1, Committed: 1, MaxOffset: 3, Lag: 2},
+		{Group: "g", Topic: "A", QueueID: 0, Committed: 1, MaxOffset: 1, Lag: 0},
+		{Group: "g", Topic: "T", QueueID: 0, Committed: 0, MaxOffset: 0, Lag: 0},
+		{Group: "g", Topic: "T", QueueID: 1, Committed: 1, MaxOffset: 3, Lag: 2},
 	}
 	if got := e.b.ConsumerLag("g"); !slices.Equal(got, want) {
 		t.Fatalf("lag\n got %+v\nwant %+v", got, want)
+	}
+	all := append(slices.Clone(want), QueueLag{Group: "other", Topic: "T", QueueID: 1, Committed: 0, MaxOffset: 3, Lag: 3})
+	if got := e.b.AllConsumerLag(); !slices.Equal(got, all) {
+		t.Fatalf("all lags\n got %+v\nwant %+v", got, all)
 	}
 }

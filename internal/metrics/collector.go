@@ -109,15 +109,13 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 func (c *brokerCollector) collectLag(b *broker.Broker, gauge func(*prometheus.Desc, float64, ...string)) {
 	budget := c.m.opts.MaxLagQueues
 	omitted := 0
-	for _, g := range b.Groups() {
-		for _, l := range b.ConsumerLag(g.Name) {
-			if budget == 0 {
-				omitted++
-				continue
-			}
-			budget--
-			gauge(descLag, float64(l.Lag), g.Name, l.Topic, strconv.Itoa(int(l.QueueID)))
+	for _, l := range b.AllConsumerLag() {
+		if budget == 0 {
+			omitted++
+			continue
 		}
+		budget--
+		gauge(descLag, float64(l.Lag), l.Group, l.Topic, strconv.Itoa(int(l.QueueID)))
 	}
 	gauge(descLagOmitted, float64(omitted))
 }

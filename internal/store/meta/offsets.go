@@ -133,6 +133,26 @@ func (s *Store) GroupOffsets(group string) map[string]map[int32]int64 {
 	return out
 }
 
+// OffsetEntry is one committed offset.
+type OffsetEntry struct {
+	Group, Topic string
+	QueueID      int32
+	Offset       int64
+}
+
+// AllOffsets returns a copy of every committed offset, in no order, taken
+// in one pass under the table's lock.
+func (s *Store) AllOffsets() []OffsetEntry {
+	t := &s.offsets
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]OffsetEntry, 0, len(t.m))
+	for k, v := range t.m {
+		out = append(out, OffsetEntry{Group: k.group, Topic: k.topic, QueueID: k.queueID, Offset: v})
+	}
+	return out
+}
+
 // DeleteOffsets removes the offsets of group on topic, or on every topic if
 // topic is "". Like CommitOffset it changes memory only.
 func (s *Store) DeleteOffsets(group, topic string) {
