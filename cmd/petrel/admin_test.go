@@ -10,11 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/petrelmq/petrel/internal/broker"
-	"github.com/petrelmq/petrel/internal/daemon"
-	"github.com/petrelmq/petrel/internal/namesrv"
-	"github.com/petrelmq/petrel/internal/store"
-	"github.com/petrelmq/petrel/internal/vfs"
+	"github.com/petrelmq/petrel/internal/daemon/daemontest"
 )
 
 // execute runs the petrel command line args with stdin and returns stdout
@@ -110,24 +106,9 @@ func TestCompletionScripts(t *testing.T) {
 }
 
 func TestOperatorCommandsEndToEnd(t *testing.T) {
-	ns, err := daemon.StartNameServer("127.0.0.1:0", namesrv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ns.Close()
-	scfg := store.DefaultConfig("/data")
-	scfg.FS = vfs.NewMem()
-	scfg.SegmentBytes = 1 << 20
-	scfg.MaxMessageBytes = 128 << 10
-	bcfg := broker.DefaultConfig()
-	bcfg.MaxMessageBytes = 64 << 10
-	bcfg.BrokerName, bcfg.ClusterName = "broker-a", "DefaultCluster"
-	b, err := daemon.StartBroker(daemon.BrokerConfig{Store: scfg, Broker: bcfg, Listen: "127.0.0.1:0", NameServers: []string{ns.Addr().String()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	t.Setenv(namesrvEnv, ns.Addr().String()) // the default of --namesrv
+	d := daemontest.Start(t)
+	b := d.Broker
+	t.Setenv(namesrvEnv, d.NameServerAddr()) // the default of --namesrv
 
 	if out, err := execute(t, "", "topic", "create", "Orders", "--queues", "2", "--attr", "team=shop"); err != nil || !strings.Contains(out, "topic Orders created on broker-a") {
 		t.Fatalf("topic create: %v\n%s", err, out)

@@ -16,10 +16,8 @@ import (
 
 	"github.com/petrelmq/petrel/internal/broker"
 	"github.com/petrelmq/petrel/internal/daemon"
-	"github.com/petrelmq/petrel/internal/namesrv"
+	"github.com/petrelmq/petrel/internal/daemon/daemontest"
 	"github.com/petrelmq/petrel/internal/remoting"
-	"github.com/petrelmq/petrel/internal/store"
-	"github.com/petrelmq/petrel/internal/vfs"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -41,26 +39,12 @@ type cluster struct {
 
 func startCluster(t *testing.T, opts ...func(*broker.Config)) *cluster {
 	t.Helper()
-	ns, err := daemon.StartNameServer("127.0.0.1:0", namesrv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	scfg := store.DefaultConfig("/data")
-	scfg.FS = vfs.NewMem()
-	scfg.SegmentBytes = 1 << 20
-	scfg.MaxMessageBytes = 128 << 10
-	bcfg := broker.DefaultConfig()
-	bcfg.BrokerName, bcfg.ClusterName = "broker-a", "DefaultCluster"
-	bcfg.MaxMessageBytes = 64 << 10
-	for _, o := range opts {
-		o(&bcfg)
-	}
-	b, err := daemon.StartBroker(daemon.BrokerConfig{Store: scfg, Broker: bcfg, Listen: "127.0.0.1:0", NameServers: []string{ns.Addr().String()}})
-	if err != nil {
-		ns.Close()
-		t.Fatal(err)
-	}
-	c := &cluster{t: t, ns: ns, b: b, notices: make(chan *remoting.Command, 16)}
+	d := daemontest.Start(t, func(cfg *daemon.BrokerConfig) {
+		for _, o := range opts {
+			o(&cfg.Broker)
+		}
+	})
+	c := &cluster{t: t, ns: d.NameServer, b: d.Broker, notices: make(chan *remoting.Command, 16)}
 	c.raw = remoting.NewClient(remoting.ClientOptions{Handler: func(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 		select {
 		case c.notices <- req:
@@ -68,13 +52,7 @@ func startCluster(t *testing.T, opts ...func(*broker.Config)) *cluster {
 		}
 		return nil
 	}})
-	t.Cleanup(func() {
-		c.raw.Close()
-		if err := b.Close(); err != nil {
-			t.Errorf("close broker: %v", err)
-		}
-		ns.Close()
-	})
+	t.Cleanup(func() { c.raw.Close() })
 	return c
 }
 
