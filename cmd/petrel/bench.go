@@ -22,30 +22,33 @@ import (
 type benchRunners struct {
 	produce func(context.Context, loadgen.ProduceConfig) (*loadgen.Result, error)
 	consume func(context.Context, loadgen.ConsumeConfig) (*loadgen.Result, error)
+	receive func(context.Context, loadgen.ReceiveConfig) (*loadgen.Result, error)
 }
 
 // newBenchCmd returns `petrel bench` with its produce and consume
 // subcommands.
 func newBenchCmd() *cobra.Command {
-	return newBenchCmdWith(benchRunners{produce: loadgen.Produce, consume: loadgen.Consume})
+	return newBenchCmdWith(benchRunners{produce: loadgen.Produce, consume: loadgen.Consume, receive: loadgen.Receive})
 }
 
 func newBenchCmdWith(r benchRunners) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Measure a running Petrel: produce and consume throughput, send latency",
-		Long: `Measure a running Petrel: produce and consume throughput, send latency.
+		Short: "Measure a running Petrel: produce, consume and receive throughput, latency",
+		Long: `Measure a running Petrel: produce, consume and receive throughput, latency.
 
 Load a running Petrel (or any RocketMQ 4.x broker) over the remoting
-protocol with Petrel's own client and print one result line per run, in the
-format of the peer benchmarks:
+protocol with Petrel's own client — or, with --grpc, its RocketMQ 5.x gRPC
+front with Petrel's own gRPC client (produce, receive) — and print one
+result line per run, in the format of the peer benchmarks:
 
   petrel produce 1024B msgs=N secs=S msgs/s=X MB/s=Y p50_us=.. p90_us=.. p99_us=.. p999_us=.. max_us=.. errors=E
   petrel consume 1024B msgs=N secs=S msgs/s=X MB/s=Y errors=E
+  petrel receive 1024B msgs=N secs=S msgs/s=X MB/s=Y p50_us=.. (ack latency) .. errors=E
 
 or, with -o json, one JSON object (scenario, mode, batch, size_bytes, msgs,
 bytes, secs, msgs_per_sec, mb_per_sec, latency_us{p50,p90,p99,p999,max},
-errors, first_error). MB/s counts body bytes, 10^6 per second. While a run
+errors, first_error; protocol "grpc" for gRPC runs). MB/s counts body bytes, 10^6 per second. While a run
 lasts, a progress line (msgs/s, MB/s, p50/p99 latency, errors) is updated
 once a second on stderr when it is a terminal (--progress).
 
@@ -54,7 +57,9 @@ for that long), or on SIGINT/SIGTERM (printing what it measured). Only
 loopback addresses are used unless --allow-remote is given.`,
 		Example: `  petrel server &
   petrel bench produce --size 1024 --count 1000000 --concurrency 128
-  petrel bench consume --count 1000000`,
+  petrel bench consume --count 1000000
+  petrel bench produce --grpc 127.0.0.1:8081 --count 1000000
+  petrel bench receive --grpc 127.0.0.1:8081 --group G --count 1000000`,
 		Args: cobra.NoArgs,
 	}
 	var profile string
@@ -65,7 +70,7 @@ loopback addresses are used unless --allow-remote is given.`,
 		return err
 	}
 	cmd.PersistentPostRun = func(*cobra.Command, []string) { stopProfile() }
-	cmd.AddCommand(newBenchProduceCmd(r), newBenchConsumeCmd(r))
+	cmd.AddCommand(newBenchProduceCmd(r), newBenchConsumeCmd(r), newBenchReceiveCmd(r))
 	return cmd
 }
 
@@ -88,11 +93,20 @@ async producer; sync runs --concurrency senders that each wait for their
 answer; oneway sends without answers (latency is then the time to write
 the request). --batch N sends N messages per request (SEND_BATCH_MESSAGE).
 --rate paces the sends (messages per second overall), for latency below
-saturation. --inflight is an alias of --concurrency.`,
+saturation. --inflight is an alias of --concurrency.
+
+With --grpc ADDR the messages go to the RocketMQ 5.x gRPC front at ADDR
+(SendMessage, --batch messages per call) instead: the topic must exist or
+be auto-created by the server's QueryRoute; --concurrency calls are in
+flight over --conns HTTP/2 connections; TLS accepting any certificate
+unless --grpc-plaintext. --namesrv, --queues and --group do not apply,
+nor --mode oneway. The result line's scenario is then produce-grpc.`,
 		Example: `  # one million 1 KiB messages, 128 in flight, a live progress line
   petrel bench produce --size 1024 --count 1000000 --concurrency 128
   # 30 s of sync sends of 10-message batches, summary as JSON
-  petrel bench produce --mode sync --batch 10 --duration 30s -o json`,
+  petrel bench produce --mode sync --batch 10 --duration 30s -o json
+  # the same over the gRPC front
+  petrel bench produce --grpc 127.0.0.1:8081 --size 1024 --count 300000`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			m, err := loadgen.ParseMode(mode)
@@ -101,6 +115,9 @@ saturation. --inflight is an alias of --concurrency.`,
 			}
 			cfg.Mode = m
 			cfg.NameServers = splitNameServers(namesrv)
+			if err := grpcProduceFlags(cmd, &cfg); err != nil {
+				return err
+			}
 			countOrDuration(cmd, &cfg.Count)
 			return out.run(cmd, func(ctx context.Context, progress func(loadgen.Progress)) (*loadgen.Result, error) {
 				cfg.Progress = progress
@@ -126,7 +143,31 @@ saturation. --inflight is an alias of --concurrency.`,
 	fl.IntVar(&cfg.Conns, "conns", 1, "connections per broker")
 	fl.Float64Var(&cfg.Rate, "rate", 0, "messages per second overall (0: as fast as the window allows)")
 	fl.DurationVar(&cfg.GracePeriod, "grace", loadgen.DefaultGracePeriod, "how long to wait for outstanding answers once sending stopped")
+	fl.StringVar(&cfg.GRPC, "grpc", "", "send to the RocketMQ 5.x gRPC front at this host:port instead of over remoting")
+	fl.BoolVar(&cfg.GRPCPlaintext, "grpc-plaintext", false, "dial --grpc without TLS (for a server started with --grpc-plaintext)")
 	return cmd
+}
+
+// grpcProduceFlags checks the flags of a produce over gRPC and names it
+// produce-grpc unless --scenario says otherwise.
+func grpcProduceFlags(cmd *cobra.Command, cfg *loadgen.ProduceConfig) error {
+	fl := cmd.Flags()
+	if cfg.GRPC == "" {
+		if cfg.GRPCPlaintext {
+			return fmt.Errorf("--grpc-plaintext needs --grpc ADDR (the gRPC front to send to)")
+		}
+		return nil
+	}
+	for _, name := range []string{"namesrv", "queues", "group"} {
+		if fl.Changed(name) {
+			return fmt.Errorf("--%s does not apply with --grpc: the gRPC front routes and creates the topic itself and has no producer groups; drop one of them", name)
+		}
+	}
+	cfg.NameServers = nil
+	if !fl.Changed("scenario") {
+		cfg.Scenario = "produce-grpc"
+	}
+	return nil
 }
 
 func newBenchConsumeCmd(r benchRunners) *cobra.Command {
@@ -285,4 +326,58 @@ func printBenchResult(cmd *cobra.Command, res *loadgen.Result, err error, asJSON
 		}
 	}
 	return err
+}
+
+func newBenchReceiveCmd(r benchRunners) *cobra.Command {
+	var cfg loadgen.ReceiveConfig
+	var out benchOutput
+	cmd := &cobra.Command{
+		Use:   "receive",
+		Short: "Receive and acknowledge as a 5.x simple consumer over gRPC and report msgs/s and ack latency",
+		Long: `Receive and acknowledge messages as a RocketMQ 5.x simple consumer over the
+gRPC front at --grpc and report msgs/s, MB/s and AckMessage latency.
+
+Send the group's Settings on a Telemetry stream, then run --concurrency
+receivers that each loop: ReceiveMessage of up to --batch messages (the
+server holds it up to --long-poll when nothing is there), then one
+AckMessage for all it got. Received messages stay invisible to the group
+for --invisible. The run stops once --count messages were acknowledged
+(it never receives more than --count), after --duration, or when nothing
+arrived for --idle. TLS accepting any certificate unless --grpc-plaintext.`,
+		Example: `  # drain what 'petrel bench produce --grpc' sent
+  petrel bench receive --grpc 127.0.0.1:8081 --group G --count 1000000 --concurrency 8 --batch 32
+  # a minute of receiving, summary as JSON
+  petrel bench receive --grpc 127.0.0.1:8081 --group G --duration 1m -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cfg.GRPC == "" {
+				return fmt.Errorf("--grpc is required: give the host:port of the server's gRPC front (its --grpc-listen, 8081 by default)")
+			}
+			if cfg.Group == "" {
+				return fmt.Errorf("--group is required: name the consumer group to receive as")
+			}
+			countOrDuration(cmd, &cfg.Count)
+			return out.run(cmd, func(ctx context.Context, progress func(loadgen.Progress)) (*loadgen.Result, error) {
+				cfg.Progress = progress
+				return r.receive(ctx, cfg)
+			})
+		},
+	}
+	fl := cmd.Flags()
+	out.addFlags(fl)
+	fl.StringVar(&cfg.GRPC, "grpc", "", "host:port of the RocketMQ 5.x gRPC front (required)")
+	fl.BoolVar(&cfg.GRPCPlaintext, "grpc-plaintext", false, "dial --grpc without TLS (for a server started with --grpc-plaintext)")
+	fl.StringVar(&cfg.Group, "group", "", "consumer group (required)")
+	fl.StringVar(&cfg.Topic, "topic", loadgen.DefaultTopic, "topic")
+	fl.Int64Var(&cfg.Count, "count", loadgen.DefaultCount, "messages to receive and acknowledge")
+	fl.DurationVar(&cfg.Duration, "duration", loadgen.DefaultDuration, "stop after this long; given without --count, run for this long")
+	fl.DurationVar(&cfg.IdleTimeout, "idle", loadgen.DefaultIdleTimeout, "stop when nothing arrived for this long")
+	fl.IntVar(&cfg.Concurrency, "concurrency", loadgen.DefaultReceivers, "receivers, each with one receive or ack outstanding")
+	fl.IntVar(&cfg.Batch, "batch", loadgen.MaxReceiveBatch, "messages per receive, 1..32")
+	fl.DurationVar(&cfg.Invisible, "invisible", loadgen.DefaultInvisible, "how long a received message stays invisible to the group unless acknowledged")
+	fl.DurationVar(&cfg.LongPoll, "long-poll", loadgen.DefaultLongPoll, "how long the server may hold a receive that finds nothing")
+	fl.Int64Var(&cfg.MaxErrors, "max-errors", loadgen.DefaultMaxErrors, "stop after this many failed requests")
+	fl.BoolVar(&cfg.AllowRemote, "allow-remote", false, "allow a non-local --grpc address")
+	fl.StringVar(&cfg.Scenario, "scenario", "receive", "scenario name printed in the result line")
+	return cmd
 }

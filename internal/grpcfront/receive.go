@@ -13,6 +13,7 @@ package grpcfront
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	v2 "github.com/apache/rocketmq-clients/golang/v5/protocol/v2"
@@ -34,8 +35,11 @@ const (
 	// maxReceiveBatch caps a receive's batch (the broker's cap too).
 	maxReceiveBatch = 32
 	// maxAckBatch bounds the entries of one AckMessage (the Go client
-	// sends one): each is made durable before the next.
+	// sends one per message).
 	maxAckBatch = 1024
+	// ackConcurrency bounds the entries of one AckMessage acknowledged
+	// at once (a receive's batch), so that they share the pop log's syncs.
+	ackConcurrency = maxReceiveBatch
 )
 
 // pollWait is how long a receive may wait for messages: the client's
@@ -204,21 +208,40 @@ func (s *Server) AckMessage(ctx context.Context, req *v2.AckMessageRequest) (*v2
 	case n > maxAckBatch:
 		return &v2.AckMessageResponse{Status: status(v2.Code_BAD_REQUEST, "the request holds %d entries, over the limit of %d; acknowledge fewer at a time", n, maxAckBatch)}, nil
 	}
-	out := make([]*v2.AckMessageResultEntry, len(req.GetEntries()))
-	for i, e := range req.GetEntries() {
+	entries := req.GetEntries()
+	out := make([]*v2.AckMessageResultEntry, len(entries))
+	ack := func(r *v2.AckMessageResultEntry) {
+		if err := s.pop.AckPop(group, topic, r.ReceiptHandle); err != nil {
+			r.Status = s.brokerStatus(err, "ack")
+		} else {
+			r.Status = okStatus()
+		}
+	}
+	// Each AckPop waits for the broker's pop state to be fsynced; acks
+	// that wait together share one fsync (group commit), so the entries
+	// are acknowledged concurrently, at most ackConcurrency at a time,
+	// rather than at one fsync each.
+	sem := make(chan struct{}, ackConcurrency)
+	var wg sync.WaitGroup
+	for i, e := range entries {
 		r := &v2.AckMessageResultEntry{MessageId: e.GetMessageId(), ReceiptHandle: e.GetReceiptHandle()}
+		out[i] = r
 		switch {
 		case e.GetReceiptHandle() == "":
 			r.Status = status(v2.Code_INVALID_RECEIPT_HANDLE, "the entry has no receipt handle; use the one the receive gave")
+		case len(entries) == 1:
+			ack(r)
 		default:
-			if err := s.pop.AckPop(group, topic, e.GetReceiptHandle()); err != nil {
-				r.Status = s.brokerStatus(err, "ack")
-			} else {
-				r.Status = okStatus()
-			}
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				ack(r)
+			}()
 		}
-		out[i] = r
 	}
+	wg.Wait()
 	return &v2.AckMessageResponse{Status: summary(out, func(e *v2.AckMessageResultEntry) *v2.Status { return e.Status }), Entries: out}, nil
 }
 

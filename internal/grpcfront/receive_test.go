@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -18,18 +19,24 @@ import (
 // fakePop stands in for the broker's pop API: it records the calls and
 // answers what the test set.
 type fakePop struct {
-	mu      sync.Mutex
-	pops    []broker.PopRequest
-	popped  []broker.PoppedMessage
-	popErr  error
-	block   bool // Pop waits for ctx to end
-	parked  chan struct{}
-	acks    []string
-	ackErr  map[string]error
-	changes []string
-	changed time.Duration
-	chErr   error
-	dlq     []string
+	mu     sync.Mutex
+	pops   []broker.PopRequest
+	popped []broker.PoppedMessage
+	popErr error
+	block  bool // Pop waits for ctx to end
+	parked chan struct{}
+	acks   []string
+	ackErr map[string]error
+	// ackGate, when set, holds every AckPop until that many are in
+	// progress at once (or waitLimit passed: the ack then fails).
+	ackGate    int
+	ackWaiting int
+	ackGaveUp  bool
+	ackCond    *sync.Cond
+	changes    []string
+	changed    time.Duration
+	chErr      error
+	dlq        []string
 }
 
 func (f *fakePop) Pop(ctx context.Context, req *broker.PopRequest) ([]broker.PoppedMessage, error) {
@@ -49,6 +56,23 @@ func (f *fakePop) AckPop(group, topic, handle string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.acks = append(f.acks, group+"/"+topic+"/"+handle)
+	if f.ackGate > 0 {
+		f.ackWaiting++
+		f.ackCond.Broadcast()
+		timer := time.AfterFunc(waitLimit, func() {
+			f.mu.Lock()
+			f.ackGaveUp = true // later acks do not wait either
+			f.ackCond.Broadcast()
+			f.mu.Unlock()
+		})
+		defer timer.Stop()
+		for f.ackWaiting < f.ackGate && !f.ackGaveUp {
+			f.ackCond.Wait()
+		}
+		if f.ackWaiting < f.ackGate {
+			return errors.New("the acks of one request were not in progress together")
+		}
+	}
 	return f.ackErr[handle]
 }
 
@@ -314,6 +338,33 @@ func TestAckPerEntry(t *testing.T) {
 	before := len(f.acks)
 	if r := ack(make([]string, maxAckBatch+1)...); code(r.Status) != v2.Code_BAD_REQUEST || !strings.Contains(r.Status.Message, "limit") || len(f.acks) != before {
 		t.Fatalf("ack of %d entries: %v, %d reached the broker", maxAckBatch+1, r.Status, len(f.acks)-before)
+	}
+}
+
+// TestAckEntriesShareTheSyncs: the entries of one AckMessage are
+// acknowledged together (each AckPop waits for an fsync; waiting together
+// they share one), not one after another.
+func TestAckEntriesShareTheSyncs(t *testing.T) {
+	e := newEnv(t)
+	f := e.fakePop()
+	const n = 8
+	f.ackGate, f.ackCond = n, sync.NewCond(&f.mu)
+	req := &v2.AckMessageRequest{Group: &v2.Resource{Name: "g1"}, Topic: &v2.Resource{Name: "T1"}}
+	for i := range n {
+		h := "H" + strconv.Itoa(i)
+		req.Entries = append(req.Entries, &v2.AckMessageEntry{MessageId: "ID-" + h, ReceiptHandle: h})
+	}
+	resp, err := e.c.AckMessage(e.ctx("c1"), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code(resp.Status) != v2.Code_OK || len(resp.Entries) != n {
+		t.Fatalf("ack of %d entries: %v", n, resp)
+	}
+	for i, r := range resp.Entries {
+		if h := "H" + strconv.Itoa(i); r.ReceiptHandle != h || r.MessageId != "ID-"+h || code(r.Status) != v2.Code_OK {
+			t.Fatalf("entry %d: %v, want handle %s acknowledged", i, r, h)
+		}
 	}
 }
 

@@ -1,8 +1,9 @@
 // Package loadgen is Petrel's load generator: it drives a running broker
 // over the RocketMQ remoting protocol with Petrel's own remoting client (not
-// an official client, so the client is not the bottleneck) and measures
-// throughput and send latency. The `petrel bench` command is a thin shell
-// over Produce and Consume.
+// an official client, so the client is not the bottleneck), or its RocketMQ
+// 5.x gRPC front with Petrel's own lean gRPC client, and measures
+// throughput and latency. The `petrel bench` command is a thin shell over
+// Produce, Consume and Receive.
 //
 // # Scenarios
 //
@@ -44,6 +45,36 @@
 // stored record of a pull body is checked (message.Check: lengths, magic,
 // body CRC) and counted.
 //
+// # gRPC
+//
+// With ProduceConfig.GRPC set, Produce talks to the gRPC front
+// (apache.rocketmq.v2.MessagingService, the generated stubs of the 5.x
+// client module, not its client library) at that address, over TLS that
+// accepts any certificate (the front's is self-signed) or, with
+// GRPCPlaintext, without TLS. Like the official Go client it sends the
+// headers x-mq-client-id, x-mq-language (GO), x-mq-protocol (v2) and
+// x-mq-client-version with every call, asks QueryRoute first (which
+// creates a missing topic when the broker auto-creates topics; the
+// route's endpoint, checked like any address, is where it sends), sends
+// its Settings (PRODUCER, publishing the topic) on a Telemetry stream and
+// waits for the answer, keeps the stream open for the run and sends a
+// Heartbeat every 10 s. InFlight senders then each loop one SendMessage
+// of Batch messages (NORMAL, a UNIQ_KEY-style message id as above, the
+// sequence number in the body), spread over Conns HTTP/2 connections;
+// ModeSync and ModeAsync run alike, ModeOneway is refused.
+//
+// Receive is a simple-consumer load over the gRPC front: QueryRoute,
+// Settings (SIMPLE_CONSUMER of Group, subscription "*" of Topic, the
+// long-polling timeout LongPoll), then Concurrency receivers each loop a
+// ReceiveMessage of up to Batch (≤ 32) messages, invisible for Invisible,
+// held by the server up to LongPoll when there is nothing, and one
+// AckMessage with all the messages it got. A receiver reserves what it
+// asks for from Count and gives back what did not come, so a run never
+// receives more than Count (nothing is left received but unacknowledged).
+// Result.Msgs counts acknowledged messages and Result.Latency holds the
+// AckMessage latencies; secs runs to the last acknowledgement. Both gRPC
+// runs set Result.Protocol to ProtocolGRPC.
+//
 // # Bounds
 //
 // A run stops by itself: after Count messages, after Duration, or when the
@@ -61,6 +92,7 @@
 //
 //	petrel produce 1024B msgs=N secs=S msgs/s=X MB/s=Y p50_us=.. p90_us=.. p99_us=.. p999_us=.. max_us=.. errors=E
 //	petrel consume 1024B msgs=N secs=S msgs/s=X MB/s=Y errors=E
+//	petrel receive 1024B msgs=N secs=S msgs/s=X MB/s=Y p50_us=.. (ack latency) .. errors=E
 //
 // MB/s counts body bytes only, in 10^6 bytes per second; secs runs from the
 // first request to the last answer (produce) or to the moment Count

@@ -73,8 +73,17 @@ func ParseMode(s string) (Mode, error) {
 
 // ProduceConfig configures Produce. Zero values take the defaults.
 type ProduceConfig struct {
-	// NameServers to ask for the route (host:port); required.
+	// NameServers to ask for the route (host:port); required unless GRPC
+	// is set.
 	NameServers []string
+	// GRPC, when set, is the host:port of a RocketMQ 5.x gRPC front: the
+	// run then sends with SendMessage there instead of over remoting (see
+	// the package doc). Queues, ProducerGroup, Conns-per-broker and
+	// ModeOneway do not apply; Conns is the number of gRPC connections.
+	GRPC string
+	// GRPCPlaintext dials GRPC without TLS (default: TLS accepting any
+	// certificate).
+	GRPCPlaintext bool
 	// Topic to send to; default DefaultTopic. Created with Queues read and
 	// write queues on every master when the name servers have no route.
 	Topic  string
@@ -123,8 +132,11 @@ type ProduceConfig struct {
 }
 
 func (c *ProduceConfig) fill() error {
-	if len(c.NameServers) == 0 {
+	if len(c.NameServers) == 0 && c.GRPC == "" {
 		return fmt.Errorf("%w: no name server given", ErrConfig)
+	}
+	if c.GRPC != "" && c.Mode == ModeOneway {
+		return fmt.Errorf("%w: oneway sends do not exist over gRPC; use async or sync", ErrConfig)
 	}
 	setDefault(&c.Topic, DefaultTopic)
 	setDefault(&c.ProducerGroup, DefaultProducerGroup)
@@ -183,6 +195,9 @@ func setDefault[T comparable](p *T, d T) {
 func Produce(ctx context.Context, cfg ProduceConfig) (*Result, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
+	}
+	if cfg.GRPC != "" {
+		return produceGRPC(ctx, &cfg)
 	}
 	clients := make([]*remoting.Client, cfg.Conns)
 	for i := range clients {

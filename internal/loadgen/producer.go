@@ -196,15 +196,20 @@ func (p *producer) runSync(issueCtx context.Context) {
 
 // pacer spaces sends at Rate; without a Rate it never waits.
 type pacer struct {
-	p        *producer
+	next     *atomic.Int64 // sequence number of the next message
+	start    time.Time
 	interval float64
 	timer    *time.Timer
 }
 
-func (p *producer) pacer() *pacer {
-	pc := &pacer{p: p}
-	if p.cfg.Rate > 0 {
-		pc.interval = float64(time.Second) / p.cfg.Rate
+func (p *producer) pacer() *pacer { return newPacer(p.cfg.Rate, &p.next, p.start) }
+
+// newPacer paces at rate messages per second from start, next being the
+// run's next sequence number; rate 0 never waits.
+func newPacer(rate float64, next *atomic.Int64, start time.Time) *pacer {
+	pc := &pacer{next: next, start: start}
+	if rate > 0 {
+		pc.interval = float64(time.Second) / rate
 		pc.timer = time.NewTimer(time.Hour)
 		pc.timer.Stop()
 	}
@@ -216,8 +221,8 @@ func (pc *pacer) wait(ctx context.Context) bool {
 	if pc.interval == 0 {
 		return ctx.Err() == nil
 	}
-	i := pc.p.next.Load()
-	if d := time.Until(pc.p.start.Add(time.Duration(float64(i) * pc.interval))); d > 0 {
+	i := pc.next.Load()
+	if d := time.Until(pc.start.Add(time.Duration(float64(i) * pc.interval))); d > 0 {
 		pc.timer.Reset(d)
 		select {
 		case <-pc.timer.C:

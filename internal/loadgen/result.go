@@ -11,9 +11,13 @@ type Result struct {
 	// Scenario names the run ("produce", "consume" unless configured).
 	Scenario string
 	// Mode and Batch are the produce run's send mode and messages per
-	// send (empty and 0 for consume).
+	// send (empty and 0 for consume; Batch is the receive batch of
+	// receive).
 	Mode  string
 	Batch int
+	// Protocol is ProtocolGRPC for a run over the gRPC front, empty over
+	// remoting.
+	Protocol string
 	// BodyBytes is the body size (consume: the mean received, rounded).
 	BodyBytes int
 	// Msgs counts messages sent and acknowledged (produce) or received
@@ -24,7 +28,8 @@ type Result struct {
 	// Errors counts failed requests; FirstError is the first one's text.
 	Errors     int64
 	FirstError string
-	// Latency holds the send latencies (produce only; nil for consume).
+	// Latency holds the send latencies (produce) or the AckMessage
+	// latencies (receive); nil for consume.
 	Latency *Histogram
 }
 
@@ -67,6 +72,7 @@ func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond)
 type Summary struct {
 	Scenario   string  `json:"scenario"`
 	Mode       string  `json:"mode,omitempty"`
+	Protocol   string  `json:"protocol,omitempty"`
 	Batch      int     `json:"batch,omitempty"`
 	SizeBytes  int     `json:"size_bytes"`
 	Msgs       int64   `json:"msgs"`
@@ -74,8 +80,8 @@ type Summary struct {
 	Secs       float64 `json:"secs"`
 	MsgsPerSec float64 `json:"msgs_per_sec"`
 	MBPerSec   float64 `json:"mb_per_sec"`
-	// LatencyUS holds the send latency quantiles in microseconds (produce
-	// only).
+	// LatencyUS holds the send (produce) or ack (receive) latency
+	// quantiles in microseconds.
 	LatencyUS  *LatencySummary `json:"latency_us,omitempty"`
 	Errors     int64           `json:"errors"`
 	FirstError string          `json:"first_error,omitempty"`
@@ -92,7 +98,7 @@ type LatencySummary struct {
 
 // Summary returns r as a Summary.
 func (r *Result) Summary() Summary {
-	s := Summary{Scenario: r.Scenario, Mode: r.Mode, Batch: r.Batch, SizeBytes: r.BodyBytes, Msgs: r.Msgs, Bytes: r.Bytes,
+	s := Summary{Scenario: r.Scenario, Mode: r.Mode, Protocol: r.Protocol, Batch: r.Batch, SizeBytes: r.BodyBytes, Msgs: r.Msgs, Bytes: r.Bytes,
 		Secs: r.Elapsed.Seconds(), MsgsPerSec: r.MsgsPerSec(), MBPerSec: r.MBPerSec(), Errors: r.Errors, FirstError: r.FirstError}
 	if h := r.Latency; h != nil {
 		s.LatencyUS = &LatencySummary{P50: us(h.Quantile(0.50)), P90: us(h.Quantile(0.90)), P99: us(h.Quantile(0.99)),
