@@ -5,15 +5,13 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"github.com/petrelmq/petrel/internal/daemon/daemontest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/petrelmq/petrel/internal/broker"
 	"github.com/petrelmq/petrel/internal/daemon"
-	"github.com/petrelmq/petrel/internal/store"
-	"github.com/petrelmq/petrel/internal/vfs"
 )
 
 // startGRPCBroker runs a broker with an in-memory store and its gRPC front
@@ -21,24 +19,12 @@ import (
 // plaintext) and returns the front's address.
 func startGRPCBroker(t *testing.T, plaintext bool) string {
 	t.Helper()
-	scfg := store.DefaultConfig("/data")
-	scfg.FS = vfs.NewMem()
-	scfg.SegmentBytes = 1 << 20
-	scfg.MaxMessageBytes = 128 << 10
-	bcfg := broker.DefaultConfig()
-	bcfg.MaxMessageBytes = 64 << 10
-	cfg := daemon.BrokerConfig{Store: scfg, Broker: bcfg, Listen: "127.0.0.1:0", GRPCListen: "127.0.0.1:0"}
-	cfg.GRPC.Plaintext = plaintext
-	b, err := daemon.StartBroker(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := b.Close(); err != nil {
-			t.Errorf("close broker: %v", err)
-		}
+	d := daemontest.Start(t, func(cfg *daemon.BrokerConfig) {
+		cfg.NameServers = nil
+		cfg.GRPCListen = "127.0.0.1:0"
+		cfg.GRPC.Plaintext = plaintext
 	})
-	return b.GRPCAddr().String()
+	return d.Broker.GRPCAddr().String()
 }
 
 // receiveAll runs Receive and returns how often each sequence number was

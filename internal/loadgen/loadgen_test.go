@@ -12,40 +12,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/petrelmq/petrel/internal/broker"
-	"github.com/petrelmq/petrel/internal/daemon"
+	"github.com/petrelmq/petrel/internal/daemon/daemontest"
 	"github.com/petrelmq/petrel/internal/message"
-	"github.com/petrelmq/petrel/internal/namesrv"
-	"github.com/petrelmq/petrel/internal/store"
-	"github.com/petrelmq/petrel/internal/vfs"
 )
 
 // startCluster runs a name server and a broker on loopback ports with an
 // in-memory store and returns the name server's address.
 func startCluster(t *testing.T) string {
 	t.Helper()
-	ns, err := daemon.StartNameServer("127.0.0.1:0", namesrv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	scfg := store.DefaultConfig("/data")
-	scfg.FS = vfs.NewMem()
-	scfg.SegmentBytes = 1 << 20
-	scfg.MaxMessageBytes = 128 << 10
-	bcfg := broker.DefaultConfig()
-	bcfg.MaxMessageBytes = 64 << 10
-	b, err := daemon.StartBroker(daemon.BrokerConfig{Store: scfg, Broker: bcfg, Listen: "127.0.0.1:0", NameServers: []string{ns.Addr().String()}})
-	if err != nil {
-		ns.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := b.Close(); err != nil {
-			t.Errorf("close broker: %v", err)
-		}
-		ns.Close()
-	})
-	return ns.Addr().String()
+	return daemontest.Start(t).NameServerAddr()
 }
 
 func testContext(t *testing.T) context.Context {
