@@ -134,6 +134,7 @@ nor --mode oneway. The result line's scenario is then produce-grpc.`,
 	fl.IntVar(&cfg.InFlight, "concurrency", loadgen.DefaultInFlight, "requests in flight at once (sync: sending workers)")
 	fl.StringVar(&mode, "mode", string(loadgen.ModeAsync), "how to send: async, sync or oneway")
 	fl.IntVar(&cfg.Batch, "batch", 1, "messages per send; above 1 sends batches (SEND_BATCH_MESSAGE)")
+	fl.StringVar(&cfg.Serialize, "serialize", loadgen.SerializeJSON, "remoting header format: json (as the official Go client) or rocketmq (the binary layout Java clients can use)")
 	fl.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
 		if name == "inflight" {
 			name = "concurrency"

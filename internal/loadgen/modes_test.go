@@ -52,6 +52,20 @@ func TestOnewayModeStoresEveryMessage(t *testing.T) {
 	}
 }
 
+// TestRocketMQHeadersStoreEveryMessage: sends with the binary ROCKETMQ
+// header layout (async, and batched) are stored and answered like JSON ones.
+func TestRocketMQHeadersStoreEveryMessage(t *testing.T) {
+	ns := startCluster(t)
+	res := produceAndCheck(t, ns, ProduceConfig{Topic: "Binary", Serialize: SerializeRocketMQ, InFlight: 8, BodyBytes: 64, Count: 300, Scenario: "produce-binary"})
+	if res.Errors != 0 || res.Latency.Count() != 300 {
+		t.Fatalf("binary run: %d errors, %d latencies", res.Errors, res.Latency.Count())
+	}
+	produceAndCheck(t, ns, ProduceConfig{Topic: "BinaryBatch", Serialize: SerializeRocketMQ, Batch: 5, InFlight: 2, BodyBytes: 64, Count: 50, Scenario: "produce-binary-batch"})
+	if _, err := Produce(testContext(t), ProduceConfig{NameServers: []string{ns}, Serialize: "xml"}); !errors.Is(err, ErrConfig) {
+		t.Fatalf("an unknown header format: %v, want ErrConfig", err)
+	}
+}
+
 func TestBatchSendsCountMessagesNotRequests(t *testing.T) {
 	ns := startCluster(t)
 	// 1003 is not a multiple of 10: the last batch holds 3 messages.

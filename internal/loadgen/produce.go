@@ -100,6 +100,11 @@ type ProduceConfig struct {
 	// Batch is the number of messages per send (1..MaxBatch); above 1 each
 	// send is a SEND_BATCH_MESSAGE of Batch messages. Default 1.
 	Batch int
+	// Serialize is the remoting header format of the sends: "json"
+	// (default; what the official Go client sends) or "rocketmq" (the
+	// binary ROCKETMQ layout, which Java clients use with
+	// -Drocketmq.serialize.type=ROCKETMQ). The broker answers in the same.
+	Serialize string
 	// Conns is the number of connections per broker the InFlight workers
 	// are spread over (1..64); default 1, like the real clients.
 	Conns int
@@ -153,8 +158,12 @@ func (c *ProduceConfig) fill() error {
 	setDefault(&c.Mode, ModeAsync)
 	setDefault(&c.Batch, 1)
 	setDefault(&c.ProgressInterval, DefaultProgressInterval)
+	setDefault(&c.Serialize, SerializeJSON)
 	if _, err := ParseMode(string(c.Mode)); err != nil {
 		return err
+	}
+	if c.Serialize != SerializeJSON && c.Serialize != SerializeRocketMQ {
+		return fmt.Errorf("%w: header format %q is neither %s nor %s", ErrConfig, c.Serialize, SerializeJSON, SerializeRocketMQ)
 	}
 	switch {
 	case c.BodyBytes < minBodyBytes || c.BodyBytes > MaxBodyBytes:
@@ -176,6 +185,12 @@ func (c *ProduceConfig) fill() error {
 	}
 	return nil
 }
+
+// Header formats of ProduceConfig.Serialize.
+const (
+	SerializeJSON     = "json"
+	SerializeRocketMQ = "rocketmq"
+)
 
 func setDefault[T comparable](p *T, d T) {
 	var zero T

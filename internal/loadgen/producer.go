@@ -145,6 +145,9 @@ func (p *producer) newSlot() *slot {
 		s.batch = make([]byte, 0, cfg.Batch*(cfg.BodyBytes+batchItemOverhead))
 	}
 	s.req = remoting.NewRequest(code, nil, nil) // header and body set per send
+	if cfg.Serialize == SerializeRocketMQ {
+		s.req.SerializeType = remoting.SerializeRocketMQ
+	}
 	s.done = s.answered
 	s.wrote = s.written
 	return s

@@ -176,7 +176,7 @@ func decodeHeaderLazy(serializeType byte, h []byte, c *Command, lazy bool) error
 		}
 		return nil
 	case SerializeRocketMQ:
-		return decodeBinaryHeader(h, c)
+		return decodeBinaryHeader(h, c, lazy)
 	default:
 		return fmt.Errorf("%w: unknown serialize type %d", ErrMalformed, serializeType)
 	}

@@ -458,3 +458,49 @@ func TestNewResponse(t *testing.T) {
 		t.Fatalf("response %+v", resp)
 	}
 }
+
+// TestBinaryHeaderListedExtFields: ext fields listed with AppendExt are
+// written in their order, without a map, and a lazy decode (the one async
+// handlers get) lists them again, in order, with no map either; a plain
+// decode gives the map.
+func TestBinaryHeaderListedExtFields(t *testing.T) {
+	c := NewRequest(codeEcho, nil, []byte("body")).AppendExt("b", "2").AppendExt("a", "1").AppendExt("props", "K\x01V\x02")
+	c.SerializeType = SerializeRocketMQ
+	frame, err := EncodeFrame(nil, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i, j := bytes.Index(frame, []byte("\x00\x01b")), bytes.Index(frame, []byte("\x00\x01a")); i < 0 || j < i {
+		t.Fatalf("listed fields not written in their order (b at %d, a at %d)", i, j)
+	}
+	lazy, err := decodeFrameBody(frame[4:], true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lazy.ExtFields != nil || len(lazy.ext) != 3 || lazy.ext[0].key != "b" || lazy.ext[2].value != "K\x01V\x02" {
+		t.Fatalf("lazy decode: map %v, list %+v", lazy.ExtFields, lazy.ext)
+	}
+	if lazy.Ext("a") != "1" || string(lazy.Body) != "body" {
+		t.Fatalf("lazy decode: Ext(a) = %q, body %q", lazy.Ext("a"), lazy.Body)
+	}
+	plain, err := decodeFrameBody(frame[4:], false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]string{"a": "1", "b": "2", "props": "K\x01V\x02"}; !maps.Equal(plain.ExtFields, want) || len(plain.ext) != 0 {
+		t.Fatalf("plain decode: %v, list %+v", plain.ExtFields, plain.ext)
+	}
+	// A map and a list together are merged (the list wins) and sorted.
+	m := NewRequest(codeEcho, map[string]string{"z": "map", "a": "map"}, nil).AppendExt("a", "list")
+	m.SerializeType = SerializeRocketMQ
+	if frame, err = EncodeFrame(nil, m); err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeFrameBody(frame[4:], false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]string{"a": "list", "z": "map"}; !maps.Equal(got.ExtFields, want) {
+		t.Fatalf("merged: %v", got.ExtFields)
+	}
+}

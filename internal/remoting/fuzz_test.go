@@ -138,6 +138,15 @@ func FuzzDecodeFrame(f *testing.F) {
 			if n <= 0 || n > len(rest) {
 				t.Fatalf("consumed %d of %d", n, len(rest))
 			}
+			// The lazy decode async handlers get lists the same fields.
+			lazy, err := decodeFrameBody(rest[4:n], true)
+			if err != nil {
+				t.Fatalf("lazy decode of a frame DecodeFrame took: %v", err)
+			}
+			lazy.materialize()
+			if !sameCommand(c, lazy) {
+				t.Fatalf("lazy decode\n got %+v\nwant %+v", lazy, c)
+			}
 			cmds = append(cmds, c)
 			rest = rest[n:]
 		}

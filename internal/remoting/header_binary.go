@@ -13,8 +13,9 @@ import (
 const binaryFixedBytes = 17
 
 // decodeBinaryHeader decodes a ROCKETMQ binary header (see doc.go). The
-// ext block must end exactly at the end of the header.
-func decodeBinaryHeader(h []byte, c *Command) error {
+// ext block must end exactly at the end of the header. With lazy the ext
+// fields are listed for Ext instead of filling ExtFields.
+func decodeBinaryHeader(h []byte, c *Command, lazy bool) error {
 	if len(h) < binaryFixedBytes+4 {
 		return fmt.Errorf("%w: binary header of %d bytes is shorter than %d", ErrMalformed, len(h), binaryFixedBytes+4)
 	}
@@ -37,7 +38,10 @@ func decodeBinaryHeader(h []byte, c *Command) error {
 		return fmt.Errorf("%w: binary ext length %d, but %d bytes remain in the header", ErrMalformed, extLen, len(h)-p)
 	}
 	ext := h[p:]
-	c.ExtFields = nil
+	// One string for the block; keys and values are its substrings (one
+	// allocation per header, not two per field).
+	es := string(ext)
+	c.ExtFields, c.ext = nil, nil
 	for q := 0; q < len(ext); {
 		if len(ext)-q < 2 {
 			return fmt.Errorf("%w: binary ext key length cut at byte %d", ErrMalformed, q)
@@ -47,7 +51,7 @@ func decodeBinaryHeader(h []byte, c *Command) error {
 		if kl < 0 || kl > len(ext)-q {
 			return fmt.Errorf("%w: binary ext key length %d does not fit", ErrMalformed, kl)
 		}
-		key := ext[q : q+kl]
+		key := es[q : q+kl]
 		q += kl
 		if len(ext)-q < 4 {
 			return fmt.Errorf("%w: binary ext value length cut at byte %d", ErrMalformed, q)
@@ -57,17 +61,25 @@ func decodeBinaryHeader(h []byte, c *Command) error {
 		if vl < 0 || vl > int64(len(ext)-q) {
 			return fmt.Errorf("%w: binary ext value length %d does not fit", ErrMalformed, vl)
 		}
-		if c.ExtFields == nil {
-			c.ExtFields = make(map[string]string, 8)
+		switch {
+		case lazy:
+			if c.ext == nil {
+				c.ext = make([]extPair, 0, 16)
+			}
+			c.ext = append(c.ext, extPair{key: key, value: es[q : q+int(vl)]})
+		default:
+			if c.ExtFields == nil {
+				c.ExtFields = make(map[string]string, 8)
+			}
+			c.ExtFields[key] = es[q : q+int(vl)]
 		}
-		c.ExtFields[string(key)] = string(ext[q : q+int(vl)])
 		q += int(vl)
 	}
 	return nil
 }
 
-// appendBinaryHeader appends c's header in the ROCKETMQ binary layout, ext
-// fields in key order.
+// appendBinaryHeader appends c's header in the ROCKETMQ binary layout: ext
+// fields listed with AppendExt in their order, a map's in key order.
 func appendBinaryHeader(dst []byte, c *Command) ([]byte, error) {
 	start := len(dst)
 	be := binary.BigEndian
@@ -83,25 +95,27 @@ func appendBinaryHeader(dst []byte, c *Command) ([]byte, error) {
 	dst = append(dst, c.Remark...)
 	lenAt := len(dst)
 	dst = append(dst, 0, 0, 0, 0)
-	fields := c.ExtFields
-	if len(c.ext) > 0 {
-		merged := &Command{ExtFields: maps.Clone(c.ExtFields), ext: c.ext}
-		merged.materialize()
-		fields = merged.ExtFields
-	}
-	var stack [32]string
-	for _, k := range sortedKeys(stack[:0], fields) {
-		v := fields[k]
-		if len(k) > math.MaxInt16 {
-			return dst[:start], fmt.Errorf("%w: binary ext key of %d bytes exceeds %d", ErrInvalidCommand, len(k), math.MaxInt16)
+	if len(c.ExtFields) == 0 && !hasNull(c.ext) {
+		for _, p := range c.ext {
+			var err error
+			if dst, err = appendBinaryExt(dst, p.key, p.value); err != nil {
+				return dst[:start], err
+			}
 		}
-		if len(v) > maxHeaderBytes {
-			return dst[:start], fmt.Errorf("%w: ext value of %d bytes", ErrInvalidCommand, len(v))
+	} else {
+		fields := c.ExtFields
+		if len(c.ext) > 0 {
+			merged := &Command{ExtFields: maps.Clone(c.ExtFields), ext: c.ext}
+			merged.materialize()
+			fields = merged.ExtFields
 		}
-		dst = be.AppendUint16(dst, uint16(len(k)))
-		dst = append(dst, k...)
-		dst = be.AppendUint32(dst, uint32(len(v)))
-		dst = append(dst, v...)
+		var stack [32]string
+		for _, k := range sortedKeys(stack[:0], fields) {
+			var err error
+			if dst, err = appendBinaryExt(dst, k, fields[k]); err != nil {
+				return dst[:start], err
+			}
+		}
 	}
 	extLen := len(dst) - lenAt - 4
 	if extLen > maxHeaderBytes {
@@ -109,6 +123,32 @@ func appendBinaryHeader(dst []byte, c *Command) ([]byte, error) {
 	}
 	be.PutUint32(dst[lenAt:], uint32(extLen))
 	return dst, nil
+}
+
+// appendBinaryExt appends one ext field: key length (2 bytes), key, value
+// length (4 bytes), value.
+func appendBinaryExt(dst []byte, k, v string) ([]byte, error) {
+	if len(k) > math.MaxInt16 {
+		return dst, fmt.Errorf("%w: binary ext key of %d bytes exceeds %d", ErrInvalidCommand, len(k), math.MaxInt16)
+	}
+	if len(v) > maxHeaderBytes {
+		return dst, fmt.Errorf("%w: ext value of %d bytes", ErrInvalidCommand, len(v))
+	}
+	be := binary.BigEndian
+	dst = be.AppendUint16(dst, uint16(len(k)))
+	dst = append(dst, k...)
+	dst = be.AppendUint32(dst, uint32(len(v)))
+	return append(dst, v...), nil
+}
+
+// hasNull reports whether a listed ext field removes a key (a JSON null).
+func hasNull(ext []extPair) bool {
+	for _, p := range ext {
+		if p.null {
+			return true
+		}
+	}
+	return false
 }
 
 // sortedKeys appends m's keys to dst in ascending order, so that encoded
