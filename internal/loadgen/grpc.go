@@ -308,3 +308,30 @@ func mergeLatencies(h *Histogram, ws []*latencyWorker) *Histogram {
 	}
 	return h
 }
+
+// connectGRPC dials the front at addr, asks it for topic's route and
+// returns a client with conns connections to the endpoint the route names
+// (normally addr itself), its queues, and the endpoint. Close the client.
+func connectGRPC(ctx context.Context, addr, topic string, conns int, plaintext, allowRemote bool) (*grpcClient, []*v2.MessageQueue, string, error) {
+	if err := checkAddr(addr, allowRemote); err != nil {
+		return nil, nil, "", err
+	}
+	ctl, err := dialGRPC(addr, 1, plaintext)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	queues, ep, err := ctl.route(ctx, topic, allowRemote)
+	if err != nil {
+		ctl.close()
+		return nil, nil, "", err
+	}
+	if ep == addr && conns <= 1 {
+		return ctl, queues, ep, nil
+	}
+	ctl.close()
+	cl, err := dialGRPC(ep, max(conns, 1), plaintext)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return cl, queues, ep, nil
+}

@@ -40,26 +40,11 @@ type grpcProducer struct {
 
 // produceGRPC runs Produce over the gRPC front at cfg.GRPC (cfg filled).
 func produceGRPC(ctx context.Context, cfg *ProduceConfig) (*Result, error) {
-	if err := checkAddr(cfg.GRPC, cfg.AllowRemote); err != nil {
-		return nil, err
-	}
-	ctl, err := dialGRPC(cfg.GRPC, 1, cfg.GRPCPlaintext)
+	cl, _, ep, err := connectGRPC(ctx, cfg.GRPC, cfg.Topic, cfg.Conns, cfg.GRPCPlaintext, cfg.AllowRemote)
 	if err != nil {
 		return nil, err
 	}
-	defer ctl.close()
-	_, ep, err := ctl.route(ctx, cfg.Topic, cfg.AllowRemote)
-	if err != nil {
-		return nil, err
-	}
-	cl := ctl
-	if ep != cfg.GRPC || cfg.Conns > 1 {
-		// The route names where to send (normally the address given).
-		if cl, err = dialGRPC(ep, cfg.Conns, cfg.GRPCPlaintext); err != nil {
-			return nil, err
-		}
-		defer cl.close()
-	}
+	defer cl.close()
 	p := &grpcProducer{cfg: cfg, cl: cl, topic: &v2.Resource{Name: cfg.Topic}, uniqPrefix: uniqPrefix(), ctx: ctx}
 	p.errs.max = cfg.MaxErrors
 	var issueCtx context.Context

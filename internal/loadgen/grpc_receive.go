@@ -130,25 +130,11 @@ func Receive(ctx context.Context, cfg ReceiveConfig) (*Result, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
-	if err := checkAddr(cfg.GRPC, cfg.AllowRemote); err != nil {
-		return nil, err
-	}
-	ctl, err := dialGRPC(cfg.GRPC, 1, cfg.GRPCPlaintext)
+	cl, queues, ep, err := connectGRPC(ctx, cfg.GRPC, cfg.Topic, 1, cfg.GRPCPlaintext, cfg.AllowRemote)
 	if err != nil {
 		return nil, err
 	}
-	defer ctl.close()
-	queues, ep, err := ctl.route(ctx, cfg.Topic, cfg.AllowRemote)
-	if err != nil {
-		return nil, err
-	}
-	cl := ctl
-	if ep != cfg.GRPC {
-		if cl, err = dialGRPC(ep, 1, cfg.GRPCPlaintext); err != nil {
-			return nil, err
-		}
-		defer cl.close()
-	}
+	defer cl.close()
 	r := &receiver{cfg: &cfg, cl: cl, queues: queues, ctx: ctx,
 		topic: &v2.Resource{Name: cfg.Topic}, group: &v2.Resource{Name: cfg.Group}}
 	r.errs.max = cfg.MaxErrors
