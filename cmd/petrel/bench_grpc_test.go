@@ -112,22 +112,7 @@ func TestBenchGRPCRejectsBadFlags(t *testing.T) {
 func TestBenchGRPCAgainstARunningServer(t *testing.T) {
 	o := testOptions(t.TempDir())
 	o.grpc = grpcOptions{listen: "127.0.0.1:0"}
-	ctx, cancel := context.WithCancel(context.Background())
-	out := &syncBuffer{}
-	started := make(chan struct{})
-	done := make(chan error, 1)
-	go func() { done <- runServer(ctx, o, out, func() { close(started) }) }()
-	select {
-	case <-started:
-	case err := <-done:
-		t.Fatalf("server did not start: %v", err)
-	}
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("server stopped with %v", err)
-		}
-	}()
+	ctx, out := startTestServer(t, o)
 	addr := regexp.MustCompile(`gRPC \(RocketMQ 5\.x\) listening on (127\.0\.0\.1:\d+)`).FindStringSubmatch(out.String())
 	if addr == nil {
 		t.Fatalf("no gRPC address in %q", out.String())

@@ -142,24 +142,9 @@ func TestLogFormats(t *testing.T) {
 // every mode against an in-process server with its HTTP listener, then
 // checks /readyz and that /metrics counts what was sent and consumed.
 func TestBenchModesAndMetricsAgainstARunningServer(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	out := &syncBuffer{}
-	started := make(chan struct{})
-	done := make(chan error, 1)
 	o := testOptions(t.TempDir())
 	o.httpListen, o.logFormat = "127.0.0.1:0", "json"
-	go func() { done <- runServer(ctx, o, out, func() { close(started) }) }()
-	select {
-	case <-started:
-	case err := <-done:
-		t.Fatalf("server did not start: %v", err)
-	}
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("server stopped with %v", err)
-		}
-	}()
+	ctx, out := startTestServer(t, o)
 	ns := regexp.MustCompile(`name server listening on (127\.0\.0\.1:\d+)`).FindStringSubmatch(out.String())
 	web := regexp.MustCompile(`http listening on (127\.0\.0\.1:\d+) \(/metrics, /healthz, /readyz\)`).FindStringSubmatch(out.String())
 	if ns == nil || web == nil {

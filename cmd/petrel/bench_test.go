@@ -97,22 +97,7 @@ func TestBenchRejectsBadFlags(t *testing.T) {
 // TestBenchAgainstARunningServer runs the real commands against an
 // in-process server.
 func TestBenchAgainstARunningServer(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	out := &syncBuffer{}
-	started := make(chan struct{})
-	done := make(chan error, 1)
-	go func() { done <- runServer(ctx, testOptions(t.TempDir()), out, func() { close(started) }) }()
-	select {
-	case <-started:
-	case err := <-done:
-		t.Fatalf("server did not start: %v", err)
-	}
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("server stopped with %v", err)
-		}
-	}()
+	ctx, out := startTestServer(t, testOptions(t.TempDir()))
 	ns := regexp.MustCompile(`name server listening on (127\.0\.0\.1:\d+)`).FindStringSubmatch(out.String())
 	if ns == nil {
 		t.Fatalf("no name server address in %q", out.String())

@@ -29,6 +29,31 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// startTestServer runs `petrel server` with o in-process until the test
+// ends (then it must stop without error) and returns what it printed so far
+// and a context that ends when it is stopped.
+func startTestServer(t *testing.T, o *options) (context.Context, *syncBuffer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &syncBuffer{}
+	started := make(chan struct{})
+	done := make(chan error, 1)
+	go func() { done <- runServer(ctx, o, out, func() { close(started) }) }()
+	select {
+	case <-started:
+	case err := <-done:
+		cancel()
+		t.Fatalf("server did not start: %v", err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("server stopped with %v", err)
+		}
+	})
+	return ctx, out
+}
+
 func testOptions(dir string) *options {
 	return &options{dataDir: dir, namesrvListen: "127.0.0.1:0", brokerListen: "127.0.0.1:0",
 		brokerName: "broker-a", cluster: "DefaultCluster", flush: "async", flushInterval: 100 * time.Millisecond,
