@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -48,14 +47,7 @@ const pushChildEnv = "PETREL_INTEROP_PUSH_CHILD"
 // runPushChild is the child's main; it returns the exit code.
 func runPushChild() int {
 	ns, topic, group := os.Getenv("INTEROP_NS"), os.Getenv("INTEROP_TOPIC"), os.Getenv("INTEROP_GROUP")
-	out := bufio.NewWriter(os.Stdout)
-	var mu sync.Mutex
-	emit := func(format string, a ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(out, format+"\n", a...)
-		_ = out.Flush()
-	}
+	emit := childEmitter()
 	c, err := rocketmq.NewPushConsumer(
 		consumer.WithNsResolver(primitive.NewPassthroughResolver([]string{ns})),
 		consumer.WithGroupName(group),
@@ -76,14 +68,7 @@ func runPushChild() int {
 		emit("ERROR subscribe: %v", err)
 		return 1
 	}
-	if err := c.Start(); err != nil {
-		emit("ERROR start: %v", err)
-		return 1
-	}
-	emit("STARTED")
-	_, _ = bufio.NewReader(os.Stdin).ReadString('\n') // until the parent closes stdin
-	_ = c.Shutdown()
-	return 0
+	return runChildConsumer(c, emit)
 }
 
 // startPushChild starts the child consumer of topic for group and records

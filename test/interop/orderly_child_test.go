@@ -35,14 +35,7 @@ func runOrderlyChild() int {
 	if instance == "" {
 		instance = group + "_child"
 	}
-	out := bufio.NewWriter(os.Stdout)
-	var mu sync.Mutex
-	emit := func(format string, a ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(out, format+"\n", a...)
-		_ = out.Flush()
-	}
+	emit := childEmitter()
 	c, err := rocketmq.NewPushConsumer(
 		consumer.WithNsResolver(primitive.NewPassthroughResolver([]string{ns})),
 		consumer.WithGroupName(group),
@@ -58,6 +51,7 @@ func runOrderlyChild() int {
 		emit("ERROR new consumer: %v", err)
 		return 1
 	}
+	var mu sync.Mutex // guards busy
 	busy := map[int]bool{}
 	err = c.Subscribe(topic, consumer.MessageSelector{}, func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
 		if len(msgs) == 0 {
@@ -89,6 +83,25 @@ func runOrderlyChild() int {
 		emit("ERROR subscribe: %v", err)
 		return 1
 	}
+	return runChildConsumer(c, emit)
+}
+
+// childEmitter returns the child's reporter: one line on stdout a call,
+// flushed at once, safe from any goroutine.
+func childEmitter() func(format string, a ...any) {
+	out := bufio.NewWriter(os.Stdout)
+	var mu sync.Mutex
+	return func(format string, a ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(out, format+"\n", a...)
+		_ = out.Flush()
+	}
+}
+
+// runChildConsumer starts the child's consumer, reports STARTED, and shuts
+// it down once the parent closes stdin; it returns the exit code.
+func runChildConsumer(c rocketmq.PushConsumer, emit func(format string, a ...any)) int {
 	if err := c.Start(); err != nil {
 		emit("ERROR start: %v", err)
 		return 1
