@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -142,51 +143,23 @@ func DefaultConfig() Config {
 
 func (c *Config) fill() {
 	d := DefaultConfig()
-	if c.BrokerName == "" {
-		c.BrokerName = d.BrokerName
-	}
-	if c.ClusterName == "" {
-		c.ClusterName = d.ClusterName
-	}
-	if c.DefaultTopicQueueNums == 0 {
-		c.DefaultTopicQueueNums = d.DefaultTopicQueueNums
-	}
-	if c.MaxMessageBytes == 0 {
-		c.MaxMessageBytes = d.MaxMessageBytes
-	}
-	if c.LongPollMaxTotal == 0 {
-		c.LongPollMaxTotal = d.LongPollMaxTotal
-	}
-	if c.LongPollMaxPerConn == 0 {
-		c.LongPollMaxPerConn = d.LongPollMaxPerConn
-	}
-	if c.ClientExpiry == 0 {
-		c.ClientExpiry = d.ClientExpiry
-	}
-	if c.LockExpiry == 0 {
-		c.LockExpiry = d.LockExpiry
-	}
+	c.BrokerName = cmp.Or(c.BrokerName, d.BrokerName)
+	c.ClusterName = cmp.Or(c.ClusterName, d.ClusterName)
+	c.DefaultTopicQueueNums = cmp.Or(c.DefaultTopicQueueNums, d.DefaultTopicQueueNums)
+	c.MaxMessageBytes = cmp.Or(c.MaxMessageBytes, d.MaxMessageBytes)
+	c.LongPollMaxTotal = cmp.Or(c.LongPollMaxTotal, d.LongPollMaxTotal)
+	c.LongPollMaxPerConn = cmp.Or(c.LongPollMaxPerConn, d.LongPollMaxPerConn)
+	c.ClientExpiry = cmp.Or(c.ClientExpiry, d.ClientExpiry)
+	c.LockExpiry = cmp.Or(c.LockExpiry, d.LockExpiry)
 	if len(c.DelayLevels) == 0 {
 		c.DelayLevels = d.DelayLevels
 	}
-	if c.MaxTimerDelay == 0 {
-		c.MaxTimerDelay = d.MaxTimerDelay
-	}
-	if c.DedupWindow == 0 {
-		c.DedupWindow = d.DedupWindow
-	}
-	if c.DefaultMaxReconsumeTimes == 0 {
-		c.DefaultMaxReconsumeTimes = d.DefaultMaxReconsumeTimes
-	}
-	if c.PopMaxInFlight == 0 {
-		c.PopMaxInFlight = d.PopMaxInFlight
-	}
-	if c.Clock == nil {
-		c.Clock = d.Clock
-	}
-	if c.Logger == nil {
-		c.Logger = d.Logger
-	}
+	c.MaxTimerDelay = cmp.Or(c.MaxTimerDelay, d.MaxTimerDelay)
+	c.DedupWindow = cmp.Or(c.DedupWindow, d.DedupWindow)
+	c.DefaultMaxReconsumeTimes = cmp.Or(c.DefaultMaxReconsumeTimes, d.DefaultMaxReconsumeTimes)
+	c.PopMaxInFlight = cmp.Or(c.PopMaxInFlight, d.PopMaxInFlight)
+	c.Clock = cmp.Or(c.Clock, d.Clock)
+	c.Logger = cmp.Or(c.Logger, d.Logger)
 }
 
 // Validate names the first bad field and its limit.

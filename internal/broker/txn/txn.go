@@ -1,6 +1,7 @@
 package txn
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -133,21 +134,11 @@ func DefaultConfig() Config {
 
 func (c *Config) fill() {
 	d := DefaultConfig()
-	if c.Clock == nil {
-		c.Clock = d.Clock
-	}
-	if c.Timeout == 0 {
-		c.Timeout = d.Timeout
-	}
-	if c.CheckInterval == 0 {
-		c.CheckInterval = d.CheckInterval
-	}
-	if c.MaxChecks == 0 {
-		c.MaxChecks = d.MaxChecks
-	}
-	if c.Logger == nil {
-		c.Logger = d.Logger
-	}
+	c.Clock = cmp.Or(c.Clock, d.Clock)
+	c.Timeout = cmp.Or(c.Timeout, d.Timeout)
+	c.CheckInterval = cmp.Or(c.CheckInterval, d.CheckInterval)
+	c.MaxChecks = cmp.Or(c.MaxChecks, d.MaxChecks)
+	c.Logger = cmp.Or(c.Logger, d.Logger)
 }
 
 // Validate names the first bad field.
