@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/petrelmq/petrel/internal/namesrv"
 	"github.com/petrelmq/petrel/internal/remoting"
 )
 
@@ -219,22 +220,10 @@ func rootCause(err error) error {
 	}
 }
 
-// brokerAddrs is one broker name's processes by id.
-type brokerAddrs struct {
-	Cluster     string            `json:"cluster"`
-	BrokerName  string            `json:"brokerName"`
-	BrokerAddrs map[string]string `json:"brokerAddrs"`
-}
+// master returns the address of a broker's master (id 0), or "".
+func master(b namesrv.BrokerData) string { return b.BrokerAddrs[namesrv.MasterID] }
 
-// master returns the address of broker id 0, or "".
-func (b brokerAddrs) master() string { return b.BrokerAddrs["0"] }
-
-type clusterInfo struct {
-	BrokerAddrTable  map[string]brokerAddrs `json:"brokerAddrTable"`
-	ClusterAddrTable map[string][]string    `json:"clusterAddrTable"`
-}
-
-func (c *CLI) clusterInfo(ctx context.Context) (*clusterInfo, error) {
+func (c *CLI) clusterInfo(ctx context.Context) (*namesrv.ClusterInfo, error) {
 	resp, ns, err := c.askNameServers(ctx, func() *remoting.Command { return remoting.NewRequest(codeGetBrokerClusterInfo, nil, nil) })
 	if err != nil {
 		return nil, err
@@ -242,7 +231,7 @@ func (c *CLI) clusterInfo(ctx context.Context) (*clusterInfo, error) {
 	if resp.Code != respSuccess {
 		return nil, refused(ns, "cluster info", resp)
 	}
-	var ci clusterInfo
+	var ci namesrv.ClusterInfo
 	if err := json.Unmarshal(resp.Body, &ci); err != nil {
 		return nil, fmt.Errorf("%w: cluster info from %s is not valid JSON: %w", ErrRefused, ns, err)
 	}
@@ -263,7 +252,7 @@ func (c *CLI) masters(ctx context.Context) ([]masterBroker, error) {
 	}
 	var out []masterBroker
 	for name, b := range ci.BrokerAddrTable {
-		if a := b.master(); a != "" {
+		if a := master(b); a != "" {
 			out = append(out, masterBroker{name, a})
 		}
 	}
@@ -274,23 +263,10 @@ func (c *CLI) masters(ctx context.Context) ([]masterBroker, error) {
 	return out, nil
 }
 
-// queueData is one broker's share of a topic in a route.
-type queueData struct {
-	BrokerName     string `json:"brokerName"`
-	ReadQueueNums  int32  `json:"readQueueNums"`
-	WriteQueueNums int32  `json:"writeQueueNums"`
-	Perm           int32  `json:"perm"`
-}
-
-type topicRoute struct {
-	BrokerDatas []brokerAddrs `json:"brokerDatas"`
-	QueueDatas  []queueData   `json:"queueDatas"`
-}
-
 // routeQueues is a route resolved to master addresses, sorted by broker.
 type routeBroker struct {
 	name, addr string
-	q          queueData
+	q          namesrv.QueueData
 }
 
 // route returns the brokers serving topic; an unknown topic is an
@@ -309,13 +285,13 @@ func (c *CLI) route(ctx context.Context, topic string) ([]routeBroker, error) {
 	default:
 		return nil, refused(ns, "route of topic "+topic, resp)
 	}
-	var rt topicRoute
+	var rt namesrv.RouteData
 	if err := json.Unmarshal(resp.Body, &rt); err != nil {
 		return nil, fmt.Errorf("%w: route of %q from %s is not valid JSON: %w", ErrRefused, topic, ns, err)
 	}
 	addrs := map[string]string{}
 	for _, bd := range rt.BrokerDatas {
-		addrs[bd.BrokerName] = bd.master()
+		addrs[bd.BrokerName] = master(bd)
 	}
 	var out []routeBroker
 	for _, q := range rt.QueueDatas {

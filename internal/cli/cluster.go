@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/petrelmq/petrel/internal/namesrv"
 	"sort"
 	"strconv"
 	"strings"
@@ -44,10 +45,9 @@ func (c *CLI) ClusterList(ctx context.Context) error {
 	}
 	var out []BrokerStatus
 	for name, b := range ci.BrokerAddrTable {
-		for id, addr := range b.BrokerAddrs {
-			n, _ := strconv.ParseInt(id, 10, 64)
+		for n, addr := range b.BrokerAddrs {
 			s := BrokerStatus{Cluster: b.Cluster, Broker: name, ID: n, Role: "SLAVE", Address: addr}
-			if n == 0 {
+			if n == namesrv.MasterID {
 				s.Role = "MASTER"
 			}
 			c.fillRuntime(ctx, &s)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/petrelmq/petrel/internal/namesrv"
 	"maps"
 	"slices"
 	"sort"
@@ -243,7 +244,7 @@ func (c *CLI) TopicUpdate(ctx context.Context, spec TopicSpec) error {
 		return err
 	}
 	res := TopicResult{Topic: spec.Name, Action: "updated"}
-	want := map[string]queueData{}
+	want := map[string]namesrv.QueueData{}
 	for _, b := range rt {
 		ts, err := c.brokerTopics(ctx, b.addr)
 		if err != nil {
@@ -274,7 +275,7 @@ func (c *CLI) TopicUpdate(ctx context.Context, spec TopicSpec) error {
 		t = after[spec.Name]
 		res.Brokers = append(res.Brokers, b.name)
 		res.ReadQueues, res.WriteQueues, res.Perm, res.Attributes = t.ReadQueueNums, t.WriteQueueNums, FormatPerm(t.Perm), t.Attributes
-		want[b.name] = queueData{BrokerName: b.name, ReadQueueNums: t.ReadQueueNums, WriteQueueNums: t.WriteQueueNums, Perm: t.Perm}
+		want[b.name] = namesrv.QueueData{BrokerName: b.name, ReadQueueNums: t.ReadQueueNums, WriteQueueNums: t.WriteQueueNums, Perm: t.Perm, TopicSysFlag: t.TopicSysFlag}
 	}
 	err = c.waitRoute(ctx, spec.Name, func(rt []routeBroker) bool {
 		n := 0

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/petrelmq/petrel/internal/namesrv"
 	"github.com/petrelmq/petrel/internal/remoting"
 )
 
@@ -65,25 +66,6 @@ type route struct {
 	queues []queueRef
 }
 
-type routeJSON struct {
-	BrokerDatas []struct {
-		BrokerAddrs map[string]string `json:"brokerAddrs"`
-		BrokerName  string            `json:"brokerName"`
-	} `json:"brokerDatas"`
-	QueueDatas []struct {
-		BrokerName     string `json:"brokerName"`
-		Perm           int32  `json:"perm"`
-		ReadQueueNums  int32  `json:"readQueueNums"`
-		WriteQueueNums int32  `json:"writeQueueNums"`
-	} `json:"queueDatas"`
-}
-
-type clusterJSON struct {
-	BrokerAddrTable map[string]struct {
-		BrokerAddrs map[string]string `json:"brokerAddrs"`
-	} `json:"brokerAddrTable"`
-}
-
 // checkAddr refuses an address that is neither loopback nor one of this
 // host's own (a server listening on all addresses advertises its first
 // non-loopback one) unless allowRemote.
@@ -131,7 +113,7 @@ func invokeTimeout(ctx context.Context, cl *remoting.Client, addr string, d time
 // queryRoute asks the name servers in turn for the route of topic. It
 // returns (nil, nil) when a name server answered TOPIC_NOT_EXIST and none
 // had a route.
-func queryRoute(ctx context.Context, cl *remoting.Client, nameServers []string, topic string) (*routeJSON, error) {
+func queryRoute(ctx context.Context, cl *remoting.Client, nameServers []string, topic string) (*namesrv.RouteData, error) {
 	var errs []error
 	for _, ns := range nameServers {
 		resp, err := invokeTimeout(ctx, cl, ns, defaultControlTimeout, remoting.NewRequest(codeGetRouteInfo, map[string]string{"topic": topic}, nil))
@@ -141,7 +123,7 @@ func queryRoute(ctx context.Context, cl *remoting.Client, nameServers []string, 
 		}
 		switch resp.Code {
 		case respSuccess:
-			var rj routeJSON
+			var rj namesrv.RouteData
 			if err := json.Unmarshal(resp.Body, &rj); err != nil {
 				errs = append(errs, fmt.Errorf("route of %q from %s is not valid JSON: %w", topic, ns, err))
 				continue
@@ -172,14 +154,14 @@ func masters(ctx context.Context, cl *remoting.Client, nameServers []string) ([]
 			errs = append(errs, fmt.Errorf("cluster info from %s: code %d: %s", ns, resp.Code, resp.Remark))
 			continue
 		}
-		var cj clusterJSON
+		var cj namesrv.ClusterInfo
 		if err := json.Unmarshal(resp.Body, &cj); err != nil {
 			errs = append(errs, fmt.Errorf("cluster info from %s is not valid JSON: %w", ns, err))
 			continue
 		}
 		var out []string
 		for _, bd := range cj.BrokerAddrTable {
-			if a := bd.BrokerAddrs["0"]; a != "" {
+			if a := bd.BrokerAddrs[namesrv.MasterID]; a != "" {
 				out = append(out, a)
 			}
 		}
@@ -282,10 +264,10 @@ func createTopic(ctx context.Context, cl *remoting.Client, addrs []string, rc re
 	return nil
 }
 
-func buildRoute(rj *routeJSON, rc resolveConfig) (*route, error) {
+func buildRoute(rj *namesrv.RouteData, rc resolveConfig) (*route, error) {
 	addrOf := map[string]string{}
 	for _, bd := range rj.BrokerDatas {
-		if a := bd.BrokerAddrs["0"]; a != "" {
+		if a := bd.BrokerAddrs[namesrv.MasterID]; a != "" {
 			addrOf[bd.BrokerName] = a
 		}
 	}
