@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/petrelmq/petrel/internal/message"
 	"github.com/petrelmq/petrel/internal/namesrv"
 	"maps"
 	"slices"
@@ -144,10 +145,8 @@ func checkTopicName(name string) error {
 	if name == "" {
 		return fmt.Errorf("%w: name the topic", ErrUsage)
 	}
-	for _, r := range name {
-		if !(r == '%' || r == '|' || r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
-			return fmt.Errorf("%w: topic name %q may only hold letters, digits, %%, |, _ and -", ErrUsage, name)
-		}
+	if !message.ValidTopic(name) {
+		return fmt.Errorf("%w: topic name %q may only hold letters, digits, %%, |, _ and -", ErrUsage, name)
 	}
 	return nil
 }
