@@ -334,23 +334,6 @@ func (b *Broker) ConsumerConns(group string) []uint64 {
 	return nil
 }
 
-// ConsumerGroup returns what the group's members registered: one
-// ConsumerData per member connection, in connection order.
-func (b *Broker) ConsumerGroup(group string) []ConsumerData {
-	c := &b.clients
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	g := c.groups[group]
-	if g == nil {
-		return nil
-	}
-	var out []ConsumerData
-	for _, conn := range g.conns(nil) {
-		out = append(out, g.members[conn].data)
-	}
-	return out
-}
-
 // ProducerConns returns the sorted connections whose heartbeats name the
 // producer group (where transaction checks go).
 func (b *Broker) ProducerConns(group string) []uint64 {

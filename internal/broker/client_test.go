@@ -40,7 +40,7 @@ func TestHeartbeatRegistersGroupsAndRetryTopic(t *testing.T) {
 	if gs := e.b.Groups(); len(gs) != 1 || gs[0].Name != "cg" {
 		t.Fatalf("groups %+v", gs)
 	}
-	if cd := e.b.ConsumerGroup("cg"); len(cd) != 1 || cd[0].MessageModel != "BROADCASTING" {
+	if cd := e.b.ConsumerMembers("cg"); len(cd) != 1 || cd[0].MessageModel != "BROADCASTING" {
 		t.Fatalf("consumer data %+v", cd)
 	}
 	// A second heartbeat creates nothing new.
