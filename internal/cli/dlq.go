@@ -155,25 +155,25 @@ func (c *CLI) DLQResend(ctx context.Context, group, id string, all bool) error {
 	if err != nil {
 		return err
 	}
-	var todo []Message
+	var pending []Message
 	for _, m := range ms {
 		if all || m.ID == id || m.OffsetID == id {
-			todo = append(todo, m)
+			pending = append(pending, m)
 		}
 	}
-	if len(todo) == 0 {
+	if len(pending) == 0 {
 		if all {
 			return fmt.Errorf("%w: group %s has no dead-letter messages", ErrNotFound, group)
 		}
 		return fmt.Errorf("%w: no dead-letter message of group %s has id %s; list them with `petrel dlq list --group %s`", ErrNotFound, group, id, group)
 	}
-	bar := c.progressBar(len(todo), "resending")
+	bar := c.progressBar(len(pending), "resending")
 	result := struct {
 		Group  string          `json:"group"`
 		Resent []Resent        `json:"resent"`
 		Failed []ResendFailure `json:"failed"`
 	}{Group: group, Resent: []Resent{}, Failed: []ResendFailure{}}
-	for _, m := range todo {
+	for _, m := range pending {
 		r, err := c.resendOne(ctx, group, m)
 		if err != nil {
 			if errors.Is(err, ErrUnreachable) {
@@ -202,10 +202,10 @@ func (c *CLI) DLQResend(ctx context.Context, group, id string, all bool) error {
 		for _, f := range result.Failed {
 			fmt.Fprintf(c.cfg.Out, "failed %s: %s\n", f.DLQOffsetID, f.Error)
 		}
-		fmt.Fprintf(c.cfg.Out, "resent %d of %d dead-letter messages of group %s\n", len(result.Resent), len(todo), group)
+		fmt.Fprintf(c.cfg.Out, "resent %d of %d dead-letter messages of group %s\n", len(result.Resent), len(pending), group)
 	}
 	if len(result.Failed) > 0 {
-		return fmt.Errorf("%w: %d of %d messages were not resent (see above)", ErrRefused, len(result.Failed), len(todo))
+		return fmt.Errorf("%w: %d of %d messages were not resent (see above)", ErrRefused, len(result.Failed), len(pending))
 	}
 	return nil
 }
