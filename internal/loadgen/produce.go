@@ -216,7 +216,8 @@ func Produce(ctx context.Context, cfg ProduceConfig) (*Result, error) {
 	}
 	clients := make([]*remoting.Client, cfg.Conns)
 	for i := range clients {
-		clients[i] = remoting.NewClient(remoting.ClientOptions{Handler: ignoreRequests})
+		// Sends read only the code and remark of their answers.
+		clients[i] = remoting.NewClient(remoting.ClientOptions{Handler: ignoreRequests, LazyResponses: true})
 	}
 	defer func() {
 		for _, cl := range clients {

@@ -24,6 +24,11 @@ type ClientOptions struct {
 	// Handler answers requests the server sends to us. Without one they
 	// are answered with code 3 (REQUEST_CODE_NOT_SUPPORTED).
 	Handler Handler
+	// LazyResponses leaves the ext fields of responses as received, with
+	// ExtFields nil: read them with Command.Ext or EachExt. It spares the
+	// map each response would fill, for callers on a hot path (a load
+	// generator) that read few of them.
+	LazyResponses bool
 }
 
 // Client keeps one connection per address, dialed on first use and dialed
@@ -76,6 +81,8 @@ func NewClient(opts ClientOptions) *Client {
 		maxInFlight: DefaultMaxInFlightPerConn,
 		handler:     func(int16) Handler { return h },
 		onClose:     cl.connClosed,
+
+		lazyResponses: opts.LazyResponses,
 	}
 	return cl
 }

@@ -91,9 +91,15 @@ type Command struct {
 	// does not call it.
 	Release func()
 
-	// ext holds ext fields as a list, after those of ExtFields: set by
-	// AppendExt, and by the decoder for requests given to an AsyncHandler
-	// (building a map costs more than the send it carries). Ext reads both.
+	// bext is a ROCKETMQ binary ext block as received (its structure
+	// checked by the decoder), kept by a lazy decode: Ext and EachExt read
+	// it in place, so a send costs neither a map nor a list of its fields.
+	// Its fields come after those of ExtFields and before those of ext.
+	bext string
+	// ext holds ext fields as a list, after those of ExtFields and bext:
+	// set by AppendExt, and by the JSON decoder for requests given to an
+	// AsyncHandler (building a map costs more than the send it carries).
+	// Ext reads all three.
 	ext []extPair
 }
 
@@ -151,16 +157,23 @@ func (c *Command) Ext(key string) string {
 			return p.value
 		}
 	}
+	if c.bext != "" {
+		if v, ok := binaryExtLookup(c.bext, key); ok {
+			return v
+		}
+	}
 	return c.ExtFields[key]
 }
 
 // EachExt calls fn for every ext field, in the order a later one of the
-// same key overrides an earlier one (ExtFields, then the listed fields); a
-// key a JSON null removed is reported with an empty value.
+// same key overrides an earlier one (ExtFields, then a binary block kept
+// as received, then the listed fields); a key a JSON null removed is
+// reported with an empty value.
 func (c *Command) EachExt(fn func(key, value string)) {
 	for k, v := range c.ExtFields {
 		fn(k, v)
 	}
+	eachBinaryExt(c.bext, fn)
 	for _, p := range c.ext {
 		fn(p.key, p.value)
 	}
@@ -180,13 +193,22 @@ func (c *Command) AppendExt(key, value string) *Command {
 // ResetExt removes the fields AppendExt added, keeping their memory, so a
 // request can be reused for the next send. It returns c.
 func (c *Command) ResetExt() *Command {
+	c.bext = ""
 	clear(c.ext)
 	c.ext = c.ext[:0]
 	return c
 }
 
-// materialize moves the listed ext fields into ExtFields.
+// materialize moves the binary block's and the listed ext fields into
+// ExtFields.
 func (c *Command) materialize() {
+	if c.bext != "" {
+		if c.ExtFields == nil {
+			c.ExtFields = make(map[string]string, 8)
+		}
+		eachBinaryExt(c.bext, func(k, v string) { c.ExtFields[k] = v })
+		c.bext = ""
+	}
 	if len(c.ext) == 0 {
 		return
 	}

@@ -77,6 +77,9 @@ type owner struct {
 	// of both ends writing to each other, with both sockets full, neither
 	// would read again.
 	readerWrites bool
+	// lazyResponses: responses keep their ext fields as received
+	// (ClientOptions.LazyResponses).
+	lazyResponses bool
 }
 
 // outFrame is one encoded frame waiting for the writer, or a response the
@@ -573,7 +576,7 @@ func (c *Conn) readLoop() {
 		if !cmd.IsResponse() && c.own.async != nil {
 			async = c.own.async(cmd.Code)
 		}
-		if async == nil {
+		if async == nil && !(c.own.lazyResponses && cmd.IsResponse()) {
 			cmd.materialize()
 		}
 		if cmd.IsResponse() {

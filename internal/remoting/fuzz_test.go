@@ -286,11 +286,11 @@ func checkLazy(t *testing.T, st byte, h []byte, c *Command) {
 			t.Fatalf("lazy Ext(%q) = %q, want %q", k, got, v)
 		}
 	}
-	for _, p := range lazy.ext {
-		if _, ok := c.ExtFields[p.key]; !ok && lazy.Ext(p.key) != "" {
-			t.Fatalf("lazy Ext(%q) = %q for a key the full decode dropped", p.key, lazy.Ext(p.key))
+	lazy.EachExt(func(k, _ string) {
+		if _, ok := c.ExtFields[k]; !ok && lazy.Ext(k) != "" {
+			t.Fatalf("lazy Ext(%q) = %q for a key the full decode dropped", k, lazy.Ext(k))
 		}
-	}
+	})
 	enc, err := appendHeader(nil, &lazy)
 	if err != nil {
 		t.Fatal(err)

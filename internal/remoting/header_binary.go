@@ -38,10 +38,25 @@ func decodeBinaryHeader(h []byte, c *Command, lazy bool) error {
 		return fmt.Errorf("%w: binary ext length %d, but %d bytes remain in the header", ErrMalformed, extLen, len(h)-p)
 	}
 	ext := h[p:]
-	// One string for the block; keys and values are its substrings (one
-	// allocation per header, not two per field).
-	es := string(ext)
-	c.ExtFields, c.ext = nil, nil
+	if err := checkBinaryExt(ext); err != nil {
+		return err
+	}
+	c.ExtFields, c.ext, c.bext = nil, nil, ""
+	if len(ext) == 0 {
+		return nil
+	}
+	// One string for the block; keys and values are its substrings.
+	c.bext = string(ext)
+	if !lazy {
+		c.materialize()
+	}
+	return nil
+}
+
+// checkBinaryExt checks that a binary ext block is a sequence of whole
+// fields: key length (2 bytes), key, value length (4 bytes), value.
+func checkBinaryExt(ext []byte) error {
+	be := binary.BigEndian
 	for q := 0; q < len(ext); {
 		if len(ext)-q < 2 {
 			return fmt.Errorf("%w: binary ext key length cut at byte %d", ErrMalformed, q)
@@ -51,7 +66,6 @@ func decodeBinaryHeader(h []byte, c *Command, lazy bool) error {
 		if kl < 0 || kl > len(ext)-q {
 			return fmt.Errorf("%w: binary ext key length %d does not fit", ErrMalformed, kl)
 		}
-		key := es[q : q+kl]
 		q += kl
 		if len(ext)-q < 4 {
 			return fmt.Errorf("%w: binary ext value length cut at byte %d", ErrMalformed, q)
@@ -61,21 +75,41 @@ func decodeBinaryHeader(h []byte, c *Command, lazy bool) error {
 		if vl < 0 || vl > int64(len(ext)-q) {
 			return fmt.Errorf("%w: binary ext value length %d does not fit", ErrMalformed, vl)
 		}
-		switch {
-		case lazy:
-			if c.ext == nil {
-				c.ext = make([]extPair, 0, 16)
-			}
-			c.ext = append(c.ext, extPair{key: key, value: es[q : q+int(vl)]})
-		default:
-			if c.ExtFields == nil {
-				c.ExtFields = make(map[string]string, 8)
-			}
-			c.ExtFields[key] = es[q : q+int(vl)]
-		}
 		q += int(vl)
 	}
 	return nil
+}
+
+// eachBinaryExt calls fn for each field of a block checkBinaryExt
+// accepted, in order.
+func eachBinaryExt(block string, fn func(key, value string)) {
+	for q := 0; q < len(block); {
+		kl := int(block[q])<<8 | int(block[q+1])
+		key := block[q+2 : q+2+kl]
+		q += 2 + kl
+		vl := int(block[q])<<24 | int(block[q+1])<<16 | int(block[q+2])<<8 | int(block[q+3])
+		q += 4
+		fn(key, block[q:q+vl])
+		q += vl
+	}
+}
+
+// binaryExtLookup returns the value of the last field named key in a block
+// checkBinaryExt accepted (a later field of a key overrides an earlier one,
+// as in a decoded map).
+func binaryExtLookup(block, key string) (value string, ok bool) {
+	for q := 0; q < len(block); {
+		kl := int(block[q])<<8 | int(block[q+1])
+		k := block[q+2 : q+2+kl]
+		q += 2 + kl
+		vl := int(block[q])<<24 | int(block[q+1])<<16 | int(block[q+2])<<8 | int(block[q+3])
+		q += 4
+		if k == key {
+			value, ok = block[q:q+vl], true
+		}
+		q += vl
+	}
+	return value, ok
 }
 
 // appendBinaryHeader appends c's header in the ROCKETMQ binary layout: ext
@@ -95,17 +129,20 @@ func appendBinaryHeader(dst []byte, c *Command) ([]byte, error) {
 	dst = append(dst, c.Remark...)
 	lenAt := len(dst)
 	dst = append(dst, 0, 0, 0, 0)
-	if len(c.ExtFields) == 0 && !hasNull(c.ext) {
+	switch {
+	case len(c.ExtFields) == 0 && len(c.ext) == 0:
+		dst = append(dst, c.bext...) // as received, or empty
+	case len(c.ExtFields) == 0 && c.bext == "" && !hasNull(c.ext):
 		for _, p := range c.ext {
 			var err error
 			if dst, err = appendBinaryExt(dst, p.key, p.value); err != nil {
 				return dst[:start], err
 			}
 		}
-	} else {
+	default:
 		fields := c.ExtFields
-		if len(c.ext) > 0 {
-			merged := &Command{ExtFields: maps.Clone(c.ExtFields), ext: c.ext}
+		if len(c.ext) > 0 || c.bext != "" {
+			merged := &Command{ExtFields: maps.Clone(c.ExtFields), bext: c.bext, ext: c.ext}
 			merged.materialize()
 			fields = merged.ExtFields
 		}

@@ -41,6 +41,15 @@ func appendJSONHeader(dst []byte, c *Command) []byte {
 		dst = append(dst, ':')
 		dst = appendJSONString(dst, v)
 	}
+	eachBinaryExt(c.bext, func(k, v string) {
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = appendJSONString(dst, k)
+		dst = append(dst, ':')
+		dst = appendJSONString(dst, v)
+	})
 	for _, p := range c.ext {
 		if !first {
 			dst = append(dst, ',')

@@ -741,3 +741,30 @@ func listen(tb testing.TB) net.Listener {
 	}
 	return ln
 }
+
+// TestLazyResponses: with ClientOptions.LazyResponses a response's ext
+// fields stay as received (no map) and Ext reads them, in both header
+// serialisations; without it they fill ExtFields.
+func TestLazyResponses(t *testing.T) {
+	const codeFields int16 = 102
+	ts := startServer(t, ServerOptions{}, map[int16]Handler{codeFields: func(_ context.Context, _ *Conn, req *Command) *Command {
+		return NewResponse(req, CodeSuccess, "").AppendExt("msgId", "M1").AppendExt("queueId", "3")
+	}})
+	for _, st := range []byte{SerializeJSON, SerializeRocketMQ} {
+		for _, lazy := range []bool{false, true} {
+			cl := newClient(t, ClientOptions{LazyResponses: lazy})
+			req := NewRequest(codeFields, nil, nil)
+			req.SerializeType = st
+			resp, err := cl.Invoke(ctxTimeout(t, 10*time.Second), ts.addr, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.Ext("msgId") != "M1" || resp.Ext("queueId") != "3" || resp.Ext("absent") != "" {
+				t.Fatalf("serialize %d lazy %v: Ext gives msgId %q queueId %q", st, lazy, resp.Ext("msgId"), resp.Ext("queueId"))
+			}
+			if got := len(resp.ExtFields); lazy && got != 0 || !lazy && got != 2 {
+				t.Fatalf("serialize %d lazy %v: ExtFields %v", st, lazy, resp.ExtFields)
+			}
+		}
+	}
+}
