@@ -17,7 +17,13 @@ import (
 // (353 µs against 219 µs per group commit of ~36 KB with the broker under
 // load). Zeros written with O_DIRECT (vfs.ZeroFiller) cost no page-cache
 // copying; the filler syncs them every fillSyncEvery so that the
-// conversions do not land in the writer's syncs. (Preparing the next
+// conversions do not land in the writer's syncs. The filler works in
+// chunks of a few MiB well ahead of the writer: each zero write converts
+// extents, and a writer's fdatasync that follows a conversion commits the
+// journal too, so fewer, larger writes leave fewer syncs paying for one
+// (256 KiB chunks 16 MiB ahead measured 8% fewer sends per second under
+// sync flush than 2 MiB chunks 64 MiB ahead, in alternating runs of the
+// broker end to end). (Preparing the next
 // segment in a separate file instead wrote every byte three times in the
 // first segment and measured no faster.)
 //
@@ -30,10 +36,10 @@ import (
 // for the chunk to end.
 
 const (
-	fillChunk     = 256 << 10 // bytes per zero write
-	fillLead      = 16 << 20  // how far ahead of the writer the filler may go
-	fillMargin    = 1 << 20   // where the filler starts, past the writer
-	fillSyncEvery = 64 << 20  // the filler syncs its zeros this often
+	fillChunk     = 2 << 20  // bytes per zero write
+	fillLead      = 64 << 20 // how far ahead of the writer the filler may go
+	fillMargin    = 1 << 20  // where the filler starts, past the writer
+	fillSyncEvery = 64 << 20 // the filler syncs its zeros this often
 )
 
 // filler is the in-place zero-filling state, shared by the writer and the
