@@ -160,6 +160,13 @@ func TestCLIResetOffsetMakesRunningPushConsumerReconsume(t *testing.T) {
 	for _, d := range col.snapshot() {
 		mark = max(mark, d.stored+1)
 	}
+	// Store times are in milliseconds: the new messages must be stored
+	// from the mark on, so wait until the broker's clock (this host's) has
+	// reached it; the old ones can be consumed within the millisecond of
+	// the last store.
+	for time.Now().UnixMilli() < mark {
+		time.Sleep(time.Millisecond)
+	}
 	fresh := bodies(t, "new", 20)
 	sendAllSync(t, prod, topic, fresh, nil)
 	col.waitAll(t, consumeTimeout, "messages after the mark", fresh)
