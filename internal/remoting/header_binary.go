@@ -80,17 +80,24 @@ func checkBinaryExt(ext []byte) error {
 	return nil
 }
 
+// nextBinaryExt reads the field at q of a block checkBinaryExt accepted
+// and returns where the next one starts.
+func nextBinaryExt(block string, q int) (key, value string, next int) {
+	kl := int(block[q])<<8 | int(block[q+1])
+	key = block[q+2 : q+2+kl]
+	q += 2 + kl
+	vl := int(block[q])<<24 | int(block[q+1])<<16 | int(block[q+2])<<8 | int(block[q+3])
+	q += 4
+	return key, block[q : q+vl], q + vl
+}
+
 // eachBinaryExt calls fn for each field of a block checkBinaryExt
 // accepted, in order.
 func eachBinaryExt(block string, fn func(key, value string)) {
 	for q := 0; q < len(block); {
-		kl := int(block[q])<<8 | int(block[q+1])
-		key := block[q+2 : q+2+kl]
-		q += 2 + kl
-		vl := int(block[q])<<24 | int(block[q+1])<<16 | int(block[q+2])<<8 | int(block[q+3])
-		q += 4
-		fn(key, block[q:q+vl])
-		q += vl
+		var k, v string
+		k, v, q = nextBinaryExt(block, q)
+		fn(k, v)
 	}
 }
 
@@ -99,15 +106,11 @@ func eachBinaryExt(block string, fn func(key, value string)) {
 // as in a decoded map).
 func binaryExtLookup(block, key string) (value string, ok bool) {
 	for q := 0; q < len(block); {
-		kl := int(block[q])<<8 | int(block[q+1])
-		k := block[q+2 : q+2+kl]
-		q += 2 + kl
-		vl := int(block[q])<<24 | int(block[q+1])<<16 | int(block[q+2])<<8 | int(block[q+3])
-		q += 4
+		var k, v string
+		k, v, q = nextBinaryExt(block, q)
 		if k == key {
-			value, ok = block[q:q+vl], true
+			value, ok = v, true
 		}
-		q += vl
 	}
 	return value, ok
 }
