@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -112,16 +113,38 @@ func repoRoot() (string, error) {
 }
 
 // Free loopback ports. Ports handed out once are never handed out again in
-// this process, so parallel tests cannot collide with each other.
+// this process, so parallel tests cannot collide with each other. They are
+// taken from below the kernel's ephemeral range when it leaves room: a port
+// from inside it could become the local port of some outgoing connection
+// between the check here and the server's bind ("address already in use",
+// seen once in ten runs of the suite).
 var (
 	portsMu   sync.Mutex
 	portsUsed = map[int]bool{}
 )
 
+// fixedPortsFrom is where ports below the ephemeral range start.
+const fixedPortsFrom = 20000
+
 func freePort(t testing.TB) int {
 	t.Helper()
 	portsMu.Lock()
 	defer portsMu.Unlock()
+	if lo := ephemeralPortsFrom(); lo-fixedPortsFrom >= 1000 {
+		for range 1000 {
+			port := fixedPortsFrom + rand.IntN(lo-fixedPortsFrom)
+			if portsUsed[port] {
+				continue
+			}
+			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+			if err != nil {
+				continue // taken by someone else
+			}
+			_ = l.Close()
+			portsUsed[port] = true
+			return port
+		}
+	}
 	for range 100 {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -136,6 +159,24 @@ func freePort(t testing.TB) int {
 	}
 	t.Fatal("pick a free port: no unused port after 100 tries")
 	return 0
+}
+
+// ephemeralPortsFrom is the first port of the kernel's ephemeral range
+// (Linux), or 0 when it cannot be read.
+func ephemeralPortsFrom() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 0
+	}
+	lo, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 0
+	}
+	return lo
 }
 
 // serverOptions are the optional flags of `petrel server`.
