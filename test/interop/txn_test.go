@@ -123,7 +123,10 @@ func TestHalfTransactionSurvivesRestart(t *testing.T) {
 }
 
 func halfAcrossRestart(t *testing.T, kill bool) {
-	p := startPetrel(t, serverOptions{})
+	// A check-back that finds no producer of the group (it has not
+	// reconnected since the restart) is due again one check interval
+	// later: 10 s here instead of the default minute.
+	p := startPetrel(t, serverOptions{extraArgs: []string{"--transaction-check-interval", "10s"}})
 	plain := newProducer(t, p)
 	topic := uniqueName(t, "t")
 	prepareTopic(t, p, plain, topic)
