@@ -103,7 +103,15 @@ func startConsumer(t testing.TB, c rocketmq.PushConsumer) {
 	if err := c.Start(); err != nil {
 		t.Fatalf("start push consumer: %v", err)
 	}
-	t.Cleanup(func() { _ = c.Shutdown() })
+	t.Cleanup(func() {
+		// The client (v2.1.3) reads its closed flag unsynchronised in every
+		// call, so a rebalance still running when Shutdown sets it is a data
+		// race of the client's own. Suspending first keeps rebalances that
+		// start during the shutdown (the 20 s timer, a membership notice)
+		// from running at all; one already running can still race.
+		c.Suspend()
+		_ = c.Shutdown()
+	})
 }
 
 // prepareTopic makes sure topic exists (auto-created by a first send, the way
