@@ -36,6 +36,7 @@ type options struct {
 	segmentBytes  int64
 	maxMessage    int
 	reserve       time.Duration
+	diskMaxUsed   int // percent
 	delayLevels   string
 	maxTimerDelay time.Duration
 	dedupWindow   time.Duration
@@ -96,6 +97,7 @@ func addBrokerFlags(fl *pflag.FlagSet, o *options) {
 	fl.Int64Var(&o.segmentBytes, "segment-bytes", def.SegmentBytes, "size of each commit-log segment file in bytes")
 	fl.IntVar(&o.maxMessage, "max-message-bytes", def.MaxMessageBytes, "largest message body in bytes; larger sends are refused")
 	fl.DurationVar(&o.reserve, "file-reserved-time", def.FileReservedTime, "delete commit-log segments older than this")
+	fl.IntVar(&o.diskMaxUsed, "disk-max-used-ratio", int(def.DiskHighWater*100+0.5), fmt.Sprintf("while more than this percentage of the data dir's disk is in use, delete the oldest commit-log segments before their reserved time (1-%d; writes are refused above %d)", int(def.DiskHardLimit*100+0.5)-1, int(def.DiskHardLimit*100+0.5)))
 	bdef := broker.DefaultConfig()
 	fl.StringVar(&o.delayLevels, "delay-levels", formatDelayLevels(bdef.DelayLevels), "delays of the DELAY property's levels 1, 2, ...; retries wait level 3 + attempts")
 	fl.DurationVar(&o.maxTimerDelay, "max-timer-delay", bdef.MaxTimerDelay, "refuse delayed messages due later than this")
@@ -169,6 +171,10 @@ func (o *options) storeConfig(logger *slog.Logger) (store.Config, error) {
 	cfg.SegmentBytes = o.segmentBytes
 	cfg.MaxMessageBytes = o.maxMessage + 64<<10 // room for the record's header, topic and properties
 	cfg.FileReservedTime = o.reserve
+	if hard := int(cfg.DiskHardLimit*100 + 0.5); o.diskMaxUsed < 1 || o.diskMaxUsed >= hard {
+		return store.Config{}, fmt.Errorf("--disk-max-used-ratio %d: give a percentage from 1 to %d (at %d%% writes are refused)", o.diskMaxUsed, hard-1, hard)
+	}
+	cfg.DiskHighWater = float64(o.diskMaxUsed) / 100
 	cfg.Logger = logger
 	return cfg, nil
 }

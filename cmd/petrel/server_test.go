@@ -57,7 +57,7 @@ func startTestServer(t *testing.T, o *options) (context.Context, *syncBuffer) {
 func testOptions(dir string) *options {
 	return &options{dataDir: dir, namesrvListen: "127.0.0.1:0", brokerListen: "127.0.0.1:0",
 		brokerName: "broker-a", cluster: "DefaultCluster", flush: "async", flushInterval: 100 * time.Millisecond,
-		autoCreate: true, segmentBytes: 1 << 20, maxMessage: 64 << 10, reserve: time.Hour, logLevel: "error"}
+		autoCreate: true, segmentBytes: 1 << 20, maxMessage: 64 << 10, reserve: time.Hour, diskMaxUsed: 75, logLevel: "error"}
 }
 
 func TestServerStartsPrintsListenersAndStopsCleanly(t *testing.T) {
@@ -97,12 +97,28 @@ func TestServerRejectsBadFlags(t *testing.T) {
 	for _, mutate := range []func(*options){
 		func(o *options) { o.flush = "sometimes" },
 		func(o *options) { o.logLevel = "loud" },
+		func(o *options) { o.diskMaxUsed = 95 },
+		func(o *options) { o.diskMaxUsed = 0 },
 	} {
 		o := testOptions(t.TempDir())
 		mutate(o)
 		err := runServer(context.Background(), o, &bytes.Buffer{}, nil)
-		if err == nil || !strings.Contains(err.Error(), "want") {
+		if err == nil || !strings.Contains(err.Error(), "want") && !strings.Contains(err.Error(), "give") {
 			t.Errorf("err %v, want a message saying what is accepted", err)
 		}
+	}
+}
+
+// TestDiskMaxUsedRatioSetsTheHighWaterMark: --disk-max-used-ratio is the
+// store's early-deletion threshold, as a fraction.
+func TestDiskMaxUsedRatioSetsTheHighWaterMark(t *testing.T) {
+	o := testOptions(t.TempDir())
+	o.diskMaxUsed = 85
+	cfg, err := o.storeConfig(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.DiskHighWater != 0.85 {
+		t.Fatalf("DiskHighWater %v, want 0.85", cfg.DiskHighWater)
 	}
 }
