@@ -209,6 +209,16 @@ type petrel struct {
 	stdout *lockedBuffer
 	stderr *lockedBuffer
 	starts int
+	// stopped holds what runs once the test's final stop of the server is
+	// done (afterStop).
+	stopped []func()
+}
+
+// afterStop has fn run after the server is stopped at the end of the test.
+func (p *petrel) afterStop(fn func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stopped = append(p.stopped, fn)
 }
 
 // startPetrel starts a server on fresh ports and a fresh data directory and
@@ -235,6 +245,13 @@ func startPetrel(t testing.TB, opts serverOptions) *petrel {
 			if err := p.stopWith(syscall.SIGTERM, 20*time.Second); err != nil {
 				t.Errorf("petrel did not stop cleanly on SIGTERM at the end of the test: %v", err)
 			}
+		}
+		p.mu.Lock()
+		stopped := p.stopped
+		p.stopped = nil
+		p.mu.Unlock()
+		for _, fn := range stopped {
+			fn()
 		}
 		if t.Failed() {
 			p.dumpLogs()
