@@ -27,12 +27,8 @@ func TestBenchGRPCFlagsParseIntoTheLoadgenConfig(t *testing.T) {
 	}
 	run := func(args ...string) string {
 		t.Helper()
-		cmd := newBenchCmdWith(r)
 		out := &bytes.Buffer{}
-		cmd.SetOut(out)
-		cmd.SetErr(out)
-		cmd.SetArgs(args)
-		if err := cmd.ExecuteContext(context.Background()); err != nil {
+		if err := execBench(r, out, out, args...); err != nil {
 			t.Fatalf("bench %v: %v", args, err)
 		}
 		return out.String()
@@ -96,11 +92,7 @@ func TestBenchGRPCRejectsBadFlags(t *testing.T) {
 		{[]string{"produce", "--grpc-plaintext"}, "--grpc-plaintext needs --grpc"},
 		{[]string{"receive", "--grpc", "127.0.0.1:8081", "--group", "G", "--invisible", "soon"}, "invalid argument"},
 	} {
-		cmd := newBenchCmdWith(never)
-		cmd.SetOut(&bytes.Buffer{})
-		cmd.SetErr(&bytes.Buffer{})
-		cmd.SetArgs(tc.args)
-		err := cmd.Execute()
+		err := execBench(never, &bytes.Buffer{}, &bytes.Buffer{}, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("bench %v: %v, want an error saying %q", tc.args, err, tc.want)
 		}

@@ -33,12 +33,8 @@ func TestBenchModeBatchConcurrencyAndCountOrDuration(t *testing.T) {
 	}
 	run := func(args ...string) (string, error) {
 		t.Helper()
-		cmd := newBenchCmdWith(r)
 		var out, errOut bytes.Buffer
-		cmd.SetOut(&out)
-		cmd.SetErr(&errOut)
-		cmd.SetArgs(args)
-		err := cmd.ExecuteContext(context.Background())
+		err := execBench(r, &out, &errOut, args...)
 		return out.String(), err
 	}
 	if _, err := run("produce", "--mode", "sync", "--batch", "5", "--concurrency", "7", "--duration", "3s"); err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"regexp"
 	"strings"
 	"testing"
@@ -10,6 +11,16 @@ import (
 
 	"github.com/petrelmq/petrel/internal/loadgen"
 )
+
+// execBench runs `petrel bench args...` with r in place of the load
+// generator, writing to stdout and stderr.
+func execBench(r benchRunners, stdout, stderr io.Writer, args ...string) error {
+	cmd := newBenchCmdWith(r)
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
+	cmd.SetArgs(args)
+	return cmd.ExecuteContext(context.Background())
+}
 
 func TestBenchFlagsParseIntoTheLoadgenConfig(t *testing.T) {
 	var pc loadgen.ProduceConfig
@@ -26,12 +37,8 @@ func TestBenchFlagsParseIntoTheLoadgenConfig(t *testing.T) {
 	}
 	run := func(args ...string) string {
 		t.Helper()
-		cmd := newBenchCmdWith(r)
 		out := &bytes.Buffer{}
-		cmd.SetOut(out)
-		cmd.SetErr(out)
-		cmd.SetArgs(args)
-		if err := cmd.ExecuteContext(context.Background()); err != nil {
+		if err := execBench(r, out, out, args...); err != nil {
 			t.Fatalf("bench %v: %v", args, err)
 		}
 		return out.String()
@@ -84,11 +91,7 @@ func TestBenchRejectsBadFlags(t *testing.T) {
 		{"consume", "--count", "-"},
 		{"produce", "extra-arg"},
 	} {
-		cmd := newBenchCmdWith(benchRunners{})
-		cmd.SetOut(&bytes.Buffer{})
-		cmd.SetErr(&bytes.Buffer{})
-		cmd.SetArgs(args)
-		if err := cmd.Execute(); err == nil {
+		if err := execBench(benchRunners{}, &bytes.Buffer{}, &bytes.Buffer{}, args...); err == nil {
 			t.Errorf("bench %v: no error", args)
 		}
 	}
