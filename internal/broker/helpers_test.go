@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/netip"
 	"strings"
 	"sync"
@@ -35,17 +34,10 @@ type env struct {
 	parked  chan struct{}
 }
 
-type testLogWriter struct{ t testing.TB }
-
-func (w testLogWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSuffix(string(p), "\n"))
-	return len(p), nil
-}
-
 func newEnv(t testing.TB, opts ...func(*store.Config, *Config)) *env {
 	t.Helper()
 	e := &env{t: t, fs: vfs.NewMem(), clk: clock.NewManual(t0)}
-	logger := slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logger := storetest.Logger(t)
 	e.scfg = storetest.SmallConfig(e.fs, e.clk, logger)
 	e.bcfg = DefaultConfig()
 	e.bcfg.Clock = e.clk

@@ -3,10 +3,8 @@ package grpcfront
 import (
 	"bytes"
 	"context"
-	"log/slog"
 	"net"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -30,13 +28,6 @@ var t0 = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 
 // waitLimit bounds every wait for a condition.
 const waitLimit = 10 * time.Second
-
-type testLogWriter struct{ t testing.TB }
-
-func (w testLogWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSuffix(string(p), "\n"))
-	return len(p), nil
-}
 
 // env is a broker over an in-memory store with a manual clock, served by
 // a plaintext gRPC front on 127.0.0.1.
@@ -63,7 +54,7 @@ func newEnv(t testing.TB, opts ...func(*envOptions)) *env {
 		f(&o)
 	}
 	e := &env{t: t, clk: clock.NewManual(t0)}
-	logger := slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logger := storetest.Logger(t)
 	st, err := store.Open(storetest.SmallConfig(vfs.NewMem(), e.clk, logger))
 	if err != nil {
 		t.Fatalf("open store: %v", err)

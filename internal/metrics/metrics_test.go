@@ -3,7 +3,6 @@ package metrics
 import (
 	"context"
 	"io"
-	"log/slog"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -29,13 +28,6 @@ var t0 = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 
 const waitLimit = 10 * time.Second
 
-type testLogWriter struct{ t testing.TB }
-
-func (w testLogWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSuffix(string(p), "\n"))
-	return len(p), nil
-}
-
 // env is a broker over an in-memory store with its metrics served by an
 // httptest server.
 type env struct {
@@ -48,7 +40,7 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	logger := slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logger := storetest.Logger(t)
 	m := New(Options{Logger: logger})
 	clk := clock.NewManual(t0)
 	scfg := storetest.SmallConfig(vfs.NewMem(), clk, logger)

@@ -7,6 +7,8 @@ package storetest
 import (
 	"log/slog"
 	"net/netip"
+	"strings"
+	"testing"
 
 	"github.com/petrelmq/petrel/internal/clock"
 	"github.com/petrelmq/petrel/internal/store"
@@ -32,4 +34,16 @@ func SmallConfig(fsys vfs.FS, clk clock.Clock, log *slog.Logger) store.Config {
 	cfg.StoreHost = StoreHost
 	cfg.Logger = log
 	return cfg
+}
+
+// Logger logs at Warn and above into t's log, one line per record.
+func Logger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+type testLog struct{ t testing.TB }
+
+func (w testLog) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
 }
