@@ -60,16 +60,11 @@ func FormatPerm(p int32) string {
 	return string(b)
 }
 
-// topicConfig is a broker's topic config (GET_ALL_TOPIC_CONFIG).
+// topicConfig is a broker's topic config (GET_ALL_TOPIC_CONFIG): the
+// name server's, with the 5.x attributes the name server ignores.
 type topicConfig struct {
-	TopicName       string            `json:"topicName"`
-	ReadQueueNums   int32             `json:"readQueueNums"`
-	WriteQueueNums  int32             `json:"writeQueueNums"`
-	Perm            int32             `json:"perm"`
-	TopicFilterType string            `json:"topicFilterType"`
-	TopicSysFlag    int32             `json:"topicSysFlag"`
-	Order           bool              `json:"order"`
-	Attributes      map[string]string `json:"attributes"`
+	namesrv.TopicConfig
+	Attributes map[string]string `json:"attributes"`
 }
 
 func (c *CLI) brokerTopics(ctx context.Context, addr string) (map[string]topicConfig, error) {
@@ -190,7 +185,7 @@ func (c *CLI) TopicCreate(ctx context.Context, spec TopicSpec) error {
 	res := TopicResult{Topic: spec.Name, Action: "created", ReadQueues: spec.ReadQueues, WriteQueues: spec.WriteQueues,
 		Perm: FormatPerm(perm), Attributes: spec.SetAttrs}
 	for _, m := range ms {
-		t := topicConfig{TopicName: spec.Name, ReadQueueNums: spec.ReadQueues, WriteQueueNums: spec.WriteQueues, Perm: perm}
+		t := topicConfig{TopicConfig: namesrv.TopicConfig{TopicName: spec.Name, ReadQueueNums: spec.ReadQueues, WriteQueueNums: spec.WriteQueues, Perm: perm}}
 		if err := c.putTopic(ctx, m.addr, t, attrChanges(spec.SetAttrs, nil)); err != nil {
 			return err
 		}
