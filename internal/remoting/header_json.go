@@ -32,31 +32,24 @@ func appendJSONHeader(dst []byte, c *Command) []byte {
 	dst = appendJSONString(dst, c.Remark)
 	dst = append(dst, `,"extFields":{`...)
 	first := true
-	for k, v := range c.ExtFields {
+	key := func(k string) { // a field's separator, key and colon
 		if !first {
 			dst = append(dst, ',')
 		}
 		first = false
 		dst = appendJSONString(dst, k)
 		dst = append(dst, ':')
+	}
+	for k, v := range c.ExtFields {
+		key(k)
 		dst = appendJSONString(dst, v)
 	}
 	eachBinaryExt(c.bext, func(k, v string) {
-		if !first {
-			dst = append(dst, ',')
-		}
-		first = false
-		dst = appendJSONString(dst, k)
-		dst = append(dst, ':')
+		key(k)
 		dst = appendJSONString(dst, v)
 	})
 	for _, p := range c.ext {
-		if !first {
-			dst = append(dst, ',')
-		}
-		first = false
-		dst = appendJSONString(dst, p.key)
-		dst = append(dst, ':')
+		key(p.key)
 		if p.null {
 			dst = append(dst, "null"...)
 		} else {
