@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/petrelmq/petrel/internal/broker"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/petrelmq/petrel/internal/broker"
 	"github.com/petrelmq/petrel/internal/remoting"
 )
 

@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/petrelmq/petrel/internal/namesrv"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/petrelmq/petrel/internal/namesrv"
 	"github.com/petrelmq/petrel/internal/remoting"
 )
 

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/petrelmq/petrel/internal/message"
-	"github.com/petrelmq/petrel/internal/namesrv"
 	"maps"
 	"slices"
 	"sort"
@@ -14,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/petrelmq/petrel/internal/message"
+	"github.com/petrelmq/petrel/internal/namesrv"
 	"github.com/petrelmq/petrel/internal/remoting"
 )
 

@@ -5,13 +5,13 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"github.com/petrelmq/petrel/internal/daemon/daemontest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/petrelmq/petrel/internal/daemon"
+	"github.com/petrelmq/petrel/internal/daemon/daemontest"
 )
 
 // startGRPCBroker runs a broker with an in-memory store and its gRPC front
