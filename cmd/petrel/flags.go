@@ -34,6 +34,7 @@ type options struct {
 	autoCreate    bool
 	advertise     string
 	segmentBytes  int64
+	pageCache     int64
 	maxMessage    int
 	reserve       time.Duration
 	diskMaxUsed   int // percent
@@ -95,6 +96,7 @@ func addBrokerFlags(fl *pflag.FlagSet, o *options) {
 	fl.BoolVar(&o.autoCreate, "auto-create-topics", true, "create a topic when a producer first sends to it")
 	fl.StringVar(&o.advertise, "advertise", "", "ip:port put into routes for clients (default: the listen address, or the first non-loopback address when listening on all)")
 	fl.Int64Var(&o.segmentBytes, "segment-bytes", def.SegmentBytes, "size of each commit-log segment file in bytes")
+	fl.Int64Var(&o.pageCache, "page-cache-bytes", def.PageCacheBytes, "how many bytes of the commit log behind its newest durable byte to leave in the OS page cache; older pages are freed once on disk, so reads that far back go to the disk (0 leaves every page to the OS)")
 	fl.IntVar(&o.maxMessage, "max-message-bytes", def.MaxMessageBytes, "largest message body in bytes; larger sends are refused")
 	fl.DurationVar(&o.reserve, "file-reserved-time", def.FileReservedTime, "delete commit-log segments older than this")
 	fl.IntVar(&o.diskMaxUsed, "disk-max-used-ratio", int(def.DiskHighWater*100+0.5), fmt.Sprintf("while more than this percentage of the data dir's disk is in use, delete the oldest commit-log segments before their reserved time (1-%d; writes are refused above %d)", int(def.DiskHardLimit*100+0.5)-1, int(def.DiskHardLimit*100+0.5)))
@@ -169,6 +171,14 @@ func (o *options) storeConfig(logger *slog.Logger) (store.Config, error) {
 	cfg.FlushMode = mode
 	cfg.FlushInterval = o.flushInterval
 	cfg.SegmentBytes = o.segmentBytes
+	switch {
+	case o.pageCache < 0:
+		return store.Config{}, fmt.Errorf("--page-cache-bytes %d: give a size in bytes, or 0 to leave the page cache to the OS", o.pageCache)
+	case o.pageCache == 0:
+		cfg.PageCacheBytes = -1 // the flag's 0 means off
+	default:
+		cfg.PageCacheBytes = o.pageCache
+	}
 	cfg.MaxMessageBytes = o.maxMessage + 64<<10 // room for the record's header, topic and properties
 	cfg.FileReservedTime = o.reserve
 	if hard := int(cfg.DiskHardLimit*100 + 0.5); o.diskMaxUsed < 1 || o.diskMaxUsed >= hard {

@@ -122,3 +122,25 @@ func TestDiskMaxUsedRatioSetsTheHighWaterMark(t *testing.T) {
 		t.Fatalf("DiskHighWater %v, want 0.85", cfg.DiskHighWater)
 	}
 }
+
+// TestPageCacheBytesFlag: --page-cache-bytes is the store's PageCacheBytes;
+// its 0 turns dropping off (the store's negative, since the store's 0
+// means its default), and a negative size is refused.
+func TestPageCacheBytesFlag(t *testing.T) {
+	for _, c := range []struct{ flag, want int64 }{{1 << 30, 1 << 30}, {64 << 20, 64 << 20}, {0, -1}} {
+		o := testOptions(t.TempDir())
+		o.pageCache = c.flag
+		cfg, err := o.storeConfig(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.PageCacheBytes != c.want {
+			t.Errorf("--page-cache-bytes %d: PageCacheBytes %d, want %d", c.flag, cfg.PageCacheBytes, c.want)
+		}
+	}
+	o := testOptions(t.TempDir())
+	o.pageCache = -1
+	if _, err := o.storeConfig(nil); err == nil || !strings.Contains(err.Error(), "--page-cache-bytes") {
+		t.Fatalf("negative --page-cache-bytes: err %v, want one naming the flag", err)
+	}
+}

@@ -30,6 +30,11 @@ type Config struct {
 	SegmentBytes int64
 	// MaxMessageBytes bounds one stored record. Default 4 MiB.
 	MaxMessageBytes int
+	// PageCacheBytes is how much of the commit log behind its durable end
+	// is left in the OS page cache; older pages are freed once on disk, so
+	// the log's cache does not grow without bound (commitlog.Options).
+	// Default 1 GiB; negative leaves every page to the OS.
+	PageCacheBytes int64
 	// ConsumeQueueEntriesPerFile: default 300,000 (20 bytes each).
 	ConsumeQueueEntriesPerFile int
 	// IndexSlotsPerFile and IndexEntriesPerFile size key-index files.
@@ -75,6 +80,7 @@ func DefaultConfig(dir string) Config {
 		SyncFlushTimeout:           5 * time.Second,
 		SegmentBytes:               1 << 30,
 		MaxMessageBytes:            4 << 20,
+		PageCacheBytes:             1 << 30,
 		ConsumeQueueEntriesPerFile: 300_000,
 		IndexSlotsPerFile:          1 << 20,
 		IndexEntriesPerFile:        4 << 20,
@@ -100,6 +106,7 @@ func (c *Config) fill() {
 	setDefault(&c.SyncFlushTimeout, d.SyncFlushTimeout)
 	setDefault(&c.SegmentBytes, d.SegmentBytes)
 	setDefault(&c.MaxMessageBytes, d.MaxMessageBytes)
+	setDefault(&c.PageCacheBytes, d.PageCacheBytes)
 	setDefault(&c.ConsumeQueueEntriesPerFile, d.ConsumeQueueEntriesPerFile)
 	setDefault(&c.IndexSlotsPerFile, d.IndexSlotsPerFile)
 	setDefault(&c.IndexEntriesPerFile, d.IndexEntriesPerFile)

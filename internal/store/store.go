@@ -120,6 +120,7 @@ func (s *Store) open() error {
 		FlushMode:        cfg.FlushMode,
 		FlushInterval:    cfg.FlushInterval,
 		SyncFlushTimeout: cfg.SyncFlushTimeout,
+		PageCacheBytes:   max(cfg.PageCacheBytes, 0),
 		RecoverFrom:      recoverFrom,
 		NextQueueOffset:  s.queues.maxOffset,
 		OnDurable: func(int64) {

@@ -528,3 +528,19 @@ func TestGetMessagesFiltered(t *testing.T) {
 		res.Release()
 	}
 }
+
+// TestPageCacheBytesReachesTheLog: the store's default keeps 1 GiB of the
+// log in the page cache; a negative PageCacheBytes leaves it to the OS.
+func TestPageCacheBytesReachesTheLog(t *testing.T) {
+	for _, c := range []struct{ cfg, want int64 }{{0, 1 << 30}, {-1, 0}, {8 << 20, 8 << 20}} {
+		cfg := smallConfig(vfs.NewMem(), clock.NewManual(t0))
+		cfg.PageCacheBytes = c.cfg
+		s := mustOpen(t, cfg)
+		if got := s.clog.Options().PageCacheBytes; got != c.want {
+			t.Errorf("PageCacheBytes %d: the log got %d, want %d", c.cfg, got, c.want)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

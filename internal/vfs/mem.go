@@ -60,7 +60,7 @@ func NewMem() *MemFS {
 type Op int
 
 // The operations InjectError sees. File operations (OpRead, OpWrite, OpSync,
-// OpTruncate, OpPreallocate) carry the path the file was opened with;
+// OpTruncate, OpPreallocate, OpDropCache) carry the path the file was opened with;
 // RemoveAll reports OpRemove. Close, Size and Usage are never failed.
 const (
 	OpCreate Op = iota + 1
@@ -76,6 +76,7 @@ const (
 	OpReadDir
 	OpSyncDir
 	OpStat
+	OpDropCache
 )
 
 var opNames = [...]string{
@@ -92,6 +93,7 @@ var opNames = [...]string{
 	OpReadDir:     "readdir",
 	OpSyncDir:     "syncdir",
 	OpStat:        "stat",
+	OpDropCache:   "dropcache",
 }
 
 func (o Op) String() string {
@@ -773,6 +775,23 @@ func (f *memFile) Sync() error {
 	}
 	clear(f.n.log) // drop references to the logged bytes
 	f.n.log = f.n.log[:0]
+	return nil
+}
+
+// DropCache changes nothing: MemFS has no page cache. InjectError sees it,
+// so tests can watch which files are dropped.
+func (f *memFile) DropCache(off, n int64) error {
+	if err := f.m.injected(OpDropCache, f.name); err != nil {
+		return err
+	}
+	f.m.mu.RLock()
+	defer f.m.mu.RUnlock()
+	if f.closed {
+		return f.pathErr("dropcache", fs.ErrClosed)
+	}
+	if off < 0 || n < 0 {
+		return f.pathErr("dropcache", syscall.EINVAL)
+	}
 	return nil
 }
 

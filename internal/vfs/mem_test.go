@@ -99,6 +99,20 @@ func TestConformance(t *testing.T) {
 				t.Fatalf("ReadAt = %d %v %q", n, err, b)
 			}
 		}},
+		{"DropCacheKeepsData", func(t *testing.T, fsys FS, dir string) {
+			f := create(t, fsys, path.Join(dir, "f"), strings.Repeat("p", 3*4096))
+			defer f.Close()
+			must(t, f.Sync())
+			must(t, f.DropCache(0, 2*4096))
+			must(t, f.DropCache(4096, 1<<20)) // past the end: nothing to drop
+			b := make([]byte, 3*4096)
+			if n, err := f.ReadAt(b, 0); n != len(b) || err != nil || string(b) != strings.Repeat("p", 3*4096) {
+				t.Fatalf("after DropCache ReadAt = %d %v", n, err)
+			}
+			if err := f.DropCache(-1, 10); err == nil {
+				t.Fatal("DropCache at a negative offset succeeded")
+			}
+		}},
 		{"ReadAtPastEOF", func(t *testing.T, fsys FS, dir string) {
 			f := create(t, fsys, path.Join(dir, "f"), "abcdef")
 			defer f.Close()

@@ -60,6 +60,18 @@ func (f osFile) Preallocate(size int64) error {
 	return nil
 }
 
+// DropCache is posix_fadvise(POSIX_FADV_DONTNEED), which frees the clean
+// cached pages of the range.
+func (f osFile) DropCache(off, n int64) error {
+	if off < 0 || n < 0 {
+		return &fs.PathError{Op: "fadvise", Path: f.Name(), Err: unix.EINVAL}
+	}
+	if err := unix.Fadvise(int(f.Fd()), off, n, unix.FADV_DONTNEED); err != nil {
+		return &fs.PathError{Op: "fadvise", Path: f.Name(), Err: err}
+	}
+	return nil
+}
+
 func (f osFile) Size() (int64, error) {
 	st, err := f.File.Stat()
 	if err != nil {

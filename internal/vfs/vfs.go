@@ -36,6 +36,10 @@ type File interface {
 	Preallocate(size int64) error
 	// Size returns the current size of the file.
 	Size() (int64, error)
+	// DropCache tells the OS that [off, off+n) will not be read soon, so
+	// that it frees the cached pages of that range which are already on
+	// disk. It changes no data; a range with dirty pages keeps them.
+	DropCache(off, n int64) error
 }
 
 // Usage describes the space of the device that holds a path.

@@ -89,7 +89,7 @@ func sendPath(b *testing.B, ids int, op func(w *Window, k string, r Result)) {
 // (48 MB) are far beyond the caches: the cost is two or three memory
 // misses; with 16k ids it is mostly hashing and locking.
 func BenchmarkLookupRemember(b *testing.B) {
-	for _, ids := range []int{1 << 14, 1 << 20} {
+	for _, ids := range []int{1 << 14, 1 << 20, 1 << 22} {
 		b.Run(fmt.Sprintf("ids=%d", ids), func(b *testing.B) {
 			sendPath(b, ids, func(w *Window, k string, r Result) {
 				if _, ok := w.Lookup(r.Topic, k); ok {
@@ -104,7 +104,7 @@ func BenchmarkLookupRemember(b *testing.B) {
 // BenchmarkAcquireCommit is the claim-based send path: Acquire, then
 // Commit.
 func BenchmarkAcquireCommit(b *testing.B) {
-	for _, ids := range []int{1 << 14, 1 << 20} {
+	for _, ids := range []int{1 << 14, 1 << 20, 1 << 22} {
 		b.Run(fmt.Sprintf("ids=%d", ids), func(b *testing.B) {
 			sendPath(b, ids, func(w *Window, k string, r Result) {
 				c := w.Acquire(r.Topic, k)

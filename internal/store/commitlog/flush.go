@@ -67,6 +67,7 @@ func (l *Log) syncTo(end int64, reqs []*request, tail *segment) {
 		if l.opts.FlushMode == FlushSync {
 			l.opts.OnDurable(end)
 		}
+		l.kickDropper()
 	}
 	if len(reqs) > 0 {
 		l.waitMu.Lock()

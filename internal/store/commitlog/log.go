@@ -96,6 +96,10 @@ type Options struct {
 	// has not seen since Open (normally the consume queue's max offset).
 	// Default: every queue starts at 0.
 	NextQueueOffset func(topic string, queueID int32) int64
+	// PageCacheBytes, when positive, is how much of the log behind the
+	// durable end is left in the OS page cache: older pages are freed once
+	// they are on disk (see cache.go). 0 leaves every page to the OS.
+	PageCacheBytes int64
 	// OnDurable is called with the new durable offset each time it grows,
 	// from the writer or flusher goroutine (under FlushAsync also from the
 	// goroutine calling Flush), one call at a time. It must not block.
@@ -205,6 +209,8 @@ type Log struct {
 	// fill.go.
 	fill     filler
 	fillKick chan struct{}
+	// dropKick wakes the page-cache dropper (PageCacheBytes), cache.go.
+	dropKick chan struct{}
 
 	// Deferred appends (AppendDeferred), handed on by Flush.
 	pendMu sync.Mutex
@@ -329,6 +335,11 @@ func Open(fsys vfs.FS, dir string, opts Options) (*Log, error) {
 			// How far the tail was filled before a restart is not known.
 			l.fillInPlace(l.tail)
 		}
+	}
+	if opts.PageCacheBytes > 0 {
+		l.dropKick = make(chan struct{}, 1)
+		l.wg.Add(1)
+		go l.dropper(max(l.MinOffset(), end-opts.PageCacheBytes))
 	}
 	if opts.FlushMode == FlushSync {
 		l.armSweeper()
