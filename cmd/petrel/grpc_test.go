@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,23 +13,10 @@ func TestServerPrintsTheGRPCListener(t *testing.T) {
 	dir := t.TempDir()
 	o := testOptions(dir)
 	o.grpc = grpcOptions{listen: "127.0.0.1:0"}
-	ctx, cancel := context.WithCancel(context.Background())
-	out := &syncBuffer{}
-	started := make(chan struct{})
-	done := make(chan error, 1)
-	go func() { done <- runServer(ctx, o, out, func() { close(started) }) }()
-	select {
-	case <-started:
-	case err := <-done:
-		t.Fatalf("server did not start: %v", err)
-	}
+	_, out := startTestServer(t, o)
 	want := "gRPC (RocketMQ 5.x) listening on 127.0.0.1:"
 	if !strings.Contains(out.String(), want) || !strings.Contains(out.String(), "self-signed certificate "+dir) {
 		t.Fatalf("startup output lacks %q and the certificate path:\n%s", want, out.String())
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("server stopped with %v", err)
 	}
 }
 
