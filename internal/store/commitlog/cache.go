@@ -23,17 +23,6 @@ func (l *Log) dropChunk() int64 {
 	return min(dropStep, max(l.opts.PageCacheBytes/4, 4096))
 }
 
-// kickDropper wakes the dropper after the durable end grew.
-func (l *Log) kickDropper() {
-	if l.dropKick == nil {
-		return
-	}
-	select {
-	case l.dropKick <- struct{}{}:
-	default:
-	}
-}
-
 // dropper frees the cached pages of the log more than PageCacheBytes behind
 // the durable end, a chunk at a time, off the writer's and flusher's paths.
 func (l *Log) dropper(from int64) {

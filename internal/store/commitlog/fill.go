@@ -62,15 +62,7 @@ func (l *Log) fillInPlace(s *segment) {
 }
 
 // kickFill tells the filler the writer moved.
-func (l *Log) kickFill() {
-	if l.fillKick == nil {
-		return
-	}
-	select {
-	case l.fillKick <- struct{}{}:
-	default:
-	}
-}
+func (l *Log) kickFill() { wake(l.fillKick) }
 
 // waitFill announces that the writer will write log range [at, end) and
 // waits while the filler zeroes any part of it. Writer only.

@@ -5,12 +5,16 @@ import (
 	"time"
 )
 
-func (l *Log) tick() {
+// wake sends a token on ch unless one is waiting there already; a nil ch
+// (a goroutine the options did not start) takes nothing.
+func wake(ch chan<- struct{}) {
 	select {
-	case l.kick <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }
+
+func (l *Log) tick() { wake(l.kick) }
 
 // currentTail returns the newest segment. Flusher side.
 func (l *Log) currentTail() *segment {
@@ -67,7 +71,7 @@ func (l *Log) syncTo(end int64, reqs []*request, tail *segment) {
 		if l.opts.FlushMode == FlushSync {
 			l.opts.OnDurable(end)
 		}
-		l.kickDropper()
+		wake(l.dropKick)
 	}
 	if len(reqs) > 0 {
 		l.waitMu.Lock()

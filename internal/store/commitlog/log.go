@@ -932,10 +932,7 @@ func (l *Log) flusher() {
 		l.syncTo(end, reqs, tail)
 		clear(reqs)
 		if len(l.syncc) == 0 {
-			select {
-			case l.flushIdle <- struct{}{}:
-			default:
-			}
+			wake(l.flushIdle)
 		}
 	}
 }
