@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -124,18 +125,22 @@ func TestRecordOverLimitIsRefusedNamingTheLimit(t *testing.T) {
 	}
 }
 
-func TestConcurrentAppendsGroupCommit(t *testing.T) {
-	fsys := vfs.NewMem()
-	count := 0
-	var mu sync.Mutex
-	fsys.InjectError(func(op vfs.Op, p string) error {
-		if op == vfs.OpSync {
-			mu.Lock()
-			count++
-			mu.Unlock()
+// countOps installs an InjectError hook on fsys that counts the calls of
+// op from now on and fails none.
+func countOps(fsys *vfs.MemFS, op vfs.Op) *atomic.Int64 {
+	var n atomic.Int64
+	fsys.InjectError(func(o vfs.Op, _ string) error {
+		if o == op {
+			n.Add(1)
 		}
 		return nil
 	})
+	return &n
+}
+
+func TestConcurrentAppendsGroupCommit(t *testing.T) {
+	fsys := vfs.NewMem()
+	syncs := countOps(fsys, vfs.OpSync)
 	l := openLog(t, fsys, Options{SegmentBytes: 1 << 20})
 	var wg sync.WaitGroup
 	const writers, per = 16, 50
@@ -166,10 +171,8 @@ func TestConcurrentAppendsGroupCommit(t *testing.T) {
 		}
 		next[m.QueueID]++
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if count >= writers*per {
-		t.Fatalf("%d syncs for %d appends: no group commit", count, writers*per)
+	if n := syncs.Load(); n >= writers*per {
+		t.Fatalf("%d syncs for %d appends: no group commit", n, writers*per)
 	}
 }
 
