@@ -6,13 +6,16 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
 
 func main() {
 	if err := newRoot().Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "petrel:", err)
+		for _, line := range strings.Split(err.Error(), "\n") {
+			fmt.Fprintln(os.Stderr, "petrel:", line)
+		}
 		os.Exit(1)
 	}
 }
@@ -26,10 +29,13 @@ per-queue consume queues and a key index, producer and consumer groups,
 tags, ordered, delayed and transactional messages, retries and dead-letter
 queues. 'petrel server' runs everything in one process on a local data
 directory.`,
+		Version:       readBuildInfo().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServerCmd(), newNamesrvCmd(), newBrokerCmd(), newBenchCmd())
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.AddCommand(newServerCmd(), newNamesrvCmd(), newBrokerCmd(), newBenchCmd(), newVersionCmd())
 	root.AddCommand(newAdminCmds()...)
+	checkArgs(root)
 	return root
 }

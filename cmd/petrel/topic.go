@@ -42,7 +42,7 @@ func newTopicCreateCmd(f *adminFlags) *cobra.Command {
 	var queues int32
 	var attrs []string
 	cmd := &cobra.Command{
-		Use:   "create NAME",
+		Use:   "create TOPIC",
 		Short: "Create a topic on every master broker",
 		Long: `Create a topic on every master broker (or only on --broker) with --queues
 read and write queues each, and wait until the name servers route it.
@@ -74,7 +74,7 @@ func newTopicUpdateCmd(f *adminFlags) *cobra.Command {
 	var queues int32
 	var attrs []string
 	cmd := &cobra.Command{
-		Use:   "update NAME",
+		Use:   "update TOPIC",
 		Short: "Change a topic's queues, permission or attributes",
 		Long: `Change a topic on every broker that has it. Flags not given keep their
 current value; --queues sets both read and write queues, --read-queues and
@@ -123,7 +123,7 @@ rmq_sys_...) are left out unless --all is given.`,
 
 func newTopicDescribeCmd(f *adminFlags) *cobra.Command {
 	return &cobra.Command{
-		Use:   "describe NAME",
+		Use:   "describe TOPIC",
 		Short: "Show a topic's config and each queue's min/max offset and last store time",
 		Example: `  petrel topic describe Orders
   petrel topic describe Orders -o json`,
@@ -134,7 +134,7 @@ func newTopicDescribeCmd(f *adminFlags) *cobra.Command {
 
 func newTopicDeleteCmd(f *adminFlags) *cobra.Command {
 	return &cobra.Command{
-		Use:   "delete NAME",
+		Use:   "delete TOPIC",
 		Short: "Delete a topic from its brokers and the name servers",
 		Long: `Delete a topic's config, queues and consumer offsets on every broker that
 has it, and its route on the name servers. Its messages stay in the commit
