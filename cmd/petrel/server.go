@@ -66,6 +66,9 @@ with all of them.`,
 			if err != nil {
 				return err
 			}
+			if err := checkListen(listenFlag{"namesrv-listen", o.namesrvListen}); err != nil {
+				return err
+			}
 			ns, err := daemon.StartNameServer(o.namesrvListen, namesrv.Options{Logger: logger})
 			if err != nil {
 				return err
@@ -100,6 +103,9 @@ consumers on --broker-listen and registers with every name server in
 			if len(splitNameServers(o.namesrv)) == 0 {
 				return errors.New("--namesrv is empty: give the name servers to register with, e.g. --namesrv '10.0.0.1:9876;10.0.0.2:9876'")
 			}
+			if err := checkListen(o.brokerListens()...); err != nil {
+				return err
+			}
 			return runBroker(cmd.Context(), o, splitNameServers(o.namesrv), cmd.OutOrStdout(), nil)
 		},
 	}
@@ -127,6 +133,9 @@ func runServer(ctx context.Context, o *options, out io.Writer, started func()) e
 		return err
 	}
 	defer stopProfile()
+	if err := checkListen(append([]listenFlag{{"namesrv-listen", o.namesrvListen}}, o.brokerListens()...)...); err != nil {
+		return err
+	}
 	ns, err := daemon.StartNameServer(o.namesrvListen, namesrv.Options{Logger: logger})
 	if err != nil {
 		return err
