@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"os"
 	"os/signal"
@@ -15,6 +16,10 @@ import (
 // namesrvEnv names the environment variable that sets --namesrv's default.
 const namesrvEnv = "PETREL_NAMESRV"
 
+// defaultNameServer is the default of every --namesrv that names servers to
+// ask: $PETREL_NAMESRV, else the local default.
+func defaultNameServer() string { return cmp.Or(os.Getenv(namesrvEnv), cli.DefaultNameServer) }
+
 // adminFlags are the flags every operator command shares.
 type adminFlags struct {
 	namesrv string
@@ -25,12 +30,8 @@ type adminFlags struct {
 // addAdminFlags puts the shared flags on a top-level operator command, for
 // it and its subcommands.
 func addAdminFlags(cmd *cobra.Command, f *adminFlags) {
-	def := os.Getenv(namesrvEnv)
-	if def == "" {
-		def = cli.DefaultNameServer
-	}
 	fl := cmd.PersistentFlags()
-	fl.StringVar(&f.namesrv, "namesrv", def, "name servers, semicolon-separated host:port; "+namesrvEnv+" sets the default")
+	fl.StringVar(&f.namesrv, "namesrv", defaultNameServer(), "name servers, semicolon-separated host:port; "+namesrvEnv+" sets the default")
 	fl.StringVarP(&f.output, "output", "o", cli.OutputTable, "output format: table or json (fields in docs/cli.md)")
 	fl.DurationVar(&f.timeout, "timeout", cli.DefaultTimeout, "how long to wait for each answer of a name server or broker")
 }

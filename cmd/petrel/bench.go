@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/petrelmq/petrel/internal/cli"
 	"github.com/petrelmq/petrel/internal/loadgen"
 )
 
@@ -211,7 +212,7 @@ with long polling, committing offsets, until --count messages arrived,
 }
 
 func addBenchCommonFlags(fl *pflag.FlagSet, namesrv, topic *string, count *int64, duration *time.Duration, maxErrors *int64, allowRemote *bool, scenario *string, defScenario string) {
-	fl.StringVar(namesrv, "namesrv", "127.0.0.1:9876", "name servers, semicolon-separated ip:port")
+	fl.StringVar(namesrv, "namesrv", defaultNameServer(), "name servers, semicolon-separated host:port; "+namesrvEnv+" sets the default")
 	fl.StringVar(topic, "topic", loadgen.DefaultTopic, "topic")
 	fl.Int64Var(count, "count", loadgen.DefaultCount, "messages to send or receive")
 	fl.DurationVar(duration, "duration", loadgen.DefaultDuration, "stop after this long; given without --count, run for this long")
@@ -231,20 +232,22 @@ func countOrDuration(cmd *cobra.Command, count *int64) {
 
 // benchOutput holds the output flags of a bench subcommand.
 type benchOutput struct {
-	format   string // -o: text or json
+	format   string // -o: table (the one result line; "text" is accepted too) or json
 	progress string // --progress: auto, on or off
 }
 
 func (o *benchOutput) addFlags(fl *pflag.FlagSet) {
-	fl.StringVarP(&o.format, "output", "o", "text", "result format: text (one line) or json (one object)")
+	fl.StringVarP(&o.format, "output", "o", cli.OutputTable, "result format: table (one result line) or json (one object)")
 	fl.StringVar(&o.progress, "progress", "auto", "progress line once a second on stderr: auto (when stderr is a terminal), on or off")
 }
 
 // run runs one load until it ends or SIGINT/SIGTERM stops it, showing
 // progress, and prints its result.
 func (o *benchOutput) run(cmd *cobra.Command, run func(context.Context, func(loadgen.Progress)) (*loadgen.Result, error)) error {
-	if o.format != "text" && o.format != "json" {
-		return fmt.Errorf("-o %q: want text or json", o.format)
+	switch o.format {
+	case cli.OutputTable, "text", cli.OutputJSON:
+	default:
+		return fmt.Errorf("-o %q: want table or json", o.format)
 	}
 	stderr := cmd.ErrOrStderr()
 	var show bool
@@ -269,7 +272,7 @@ func (o *benchOutput) run(cmd *cobra.Command, run func(context.Context, func(loa
 	if pp != nil {
 		pp.end()
 	}
-	return printBenchResult(cmd, res, err, o.format == "json")
+	return printBenchResult(cmd, res, err, o.format == cli.OutputJSON)
 }
 
 // progressPrinter writes progress lines: on a terminal it rewrites one
