@@ -1,7 +1,7 @@
 // Package metrics owns Petrel's Prometheus registry, its collectors and the
 // operator HTTP endpoints:
 //
-//	/metrics  Prometheus text exposition (client_golang's promhttp)
+//	/metrics  Prometheus text exposition (format 0.0.4), values in plain decimals
 //	/healthz  200 "ok" while the process serves HTTP
 //	/readyz   200 "ready" once Options.Ready returns nil, else 503 and why
 //
@@ -12,6 +12,10 @@
 // via ObserveSend and ObserveGroupCommit). A prometheus Histogram's Observe
 // is lock-free and does not allocate, and the store calls its hook once per
 // group commit, not per message.
+//
+// The per-topic traffic counters exist from the start at zero for every
+// topic (up to 1,000 topics without traffic), so the first put is seen by
+// rate().
 //
 // Everything else is read when Prometheus scrapes, by a collector over the
 // broker's and store's accessors (Attach gives it them): per-topic traffic,

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"bytes"
 	"log/slog"
 	"net/http"
 	"sync/atomic"
@@ -8,7 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/expfmt"
 
 	"github.com/petrelmq/petrel/internal/broker"
 	"github.com/petrelmq/petrel/internal/store"
@@ -109,13 +110,32 @@ func (m *Metrics) Attach(src Source) { m.src.Store(&src) }
 // Registry is the registry, for tests and for adding collectors.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
+// serveMetrics writes the text exposition with plain decimal values (see
+// plainNumbers). A collector that fails is logged and the rest is served,
+// as promhttp's ContinueOnError does.
+func (m *Metrics) serveMetrics(w http.ResponseWriter, _ *http.Request) {
+	mfs, err := m.reg.Gather()
+	if err != nil {
+		m.opts.Logger.Warn("gathering metrics failed; serving the rest", "err", err)
+	}
+	format := expfmt.NewFormat(expfmt.TypeTextPlain)
+	var buf bytes.Buffer
+	enc := expfmt.NewEncoder(&buf, format)
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			m.opts.Logger.Warn("encoding a metric family failed", "family", mf.GetName(), "err", err)
+			http.Error(w, "encoding the metrics failed; see the server's log", http.StatusInternalServerError)
+			return
+		}
+	}
+	w.Header().Set("Content-Type", string(format))
+	w.Write(plainNumbers(buf.Bytes()))
+}
+
 // Handler serves /metrics, /healthz and /readyz.
 func (m *Metrics) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
-		ErrorLog:      slog.NewLogLogger(m.opts.Logger.Handler(), slog.LevelWarn),
-		ErrorHandling: promhttp.ContinueOnError,
-	}))
+	mux.HandleFunc("GET /metrics", m.serveMetrics)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Write([]byte("ok\n"))

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -416,5 +417,61 @@ func TestServerListensAndCloses(t *testing.T) {
 	}
 	if _, err := Listen("127.0.0.1:-1", m.Handler()); err == nil {
 		t.Fatal("listening on port -1 succeeded")
+	}
+}
+
+func TestTrafficCountersExistAtZeroAndValuesArePlain(t *testing.T) {
+	e := newEnv(t)
+	e.m.Attach(Source{Broker: e.b, Store: e.st})
+	if err := e.b.CreateTopic(meta.Topic{Name: "Idle", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6}); err != nil {
+		t.Fatal(err)
+	}
+	fams := e.scrape()
+	for _, name := range []string{"petrel_put_messages_total", "petrel_put_bytes_total", "petrel_get_messages_total", "petrel_get_bytes_total"} {
+		var found bool
+		for _, m := range fams[name].GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "topic" && l.GetValue() == "Idle" {
+					found = true
+					if v := m.GetCounter().GetValue(); v != 0 {
+						t.Fatalf("%s{topic=Idle} = %v before any traffic, want 0", name, v)
+					}
+				}
+			}
+		}
+		if !found {
+			t.Fatalf("%s has no series for a topic without traffic", name)
+		}
+	}
+	resp, err := http.Get(e.http.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(body), "\n") {
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		fields := strings.Fields(line[strings.LastIndexByte(line, '}')+1:])
+		if len(fields) == 0 {
+			t.Fatalf("sample line without a value: %q", line)
+		}
+		if strings.ContainsAny(fields[len(fields)-1], "eE") && !strings.Contains(fields[len(fields)-1], "Inf") {
+			t.Fatalf("value in exponent notation: %q", line)
+		}
+	}
+}
+
+func TestIdleTopicSeriesAreBounded(t *testing.T) {
+	e := newEnv(t)
+	e.m.Attach(Source{Broker: e.b, Store: e.st})
+	for i := range maxIdleTopicSeries + 10 {
+		if err := e.b.CreateTopic(meta.Topic{Name: "T" + strconv.Itoa(i), ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(e.scrape()["petrel_put_messages_total"].GetMetric()); n != maxIdleTopicSeries {
+		t.Fatalf("%d put series for idle topics, want the bound %d", n, maxIdleTopicSeries)
 	}
 }
