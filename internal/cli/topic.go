@@ -315,7 +315,8 @@ func formatAttrs(m map[string]string) string {
 // timer and transaction topics.
 func IsSystemTopic(name string) bool {
 	return name == templateTopic || strings.HasPrefix(name, "%RETRY%") || strings.HasPrefix(name, "%DLQ%") ||
-		strings.HasPrefix(name, "rmq_sys_") || strings.HasPrefix(name, "RMQ_SYS_") || strings.HasPrefix(name, "SCHEDULE_TOPIC_")
+		strings.HasPrefix(name, "rmq_sys_") || strings.HasPrefix(name, "RMQ_SYS_") || strings.HasPrefix(name, "SCHEDULE_TOPIC_") ||
+		name == "TRANS_CHECK_MAX_TIME_TOPIC"
 }
 
 // TopicInfo is one topic of `topic list` and the head of `topic describe`.

@@ -63,6 +63,9 @@ func (f *Front) allGroups(_ context.Context, _ *remoting.Conn, req *remoting.Com
 
 func (f *Front) allTopics(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	table := map[string]meta.Topic{}
+	for _, t := range f.b.SystemTopics() {
+		table[t.Name] = t
+	}
 	for _, t := range f.b.Topics() {
 		table[t.Name] = t
 	}
