@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"fmt"
 	"log/slog"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/petrelmq/petrel/internal/clock"
 	"github.com/petrelmq/petrel/internal/vfs"
@@ -202,5 +206,37 @@ func TestHighWaterLeavesReservedBlocksOut(t *testing.T) {
 	}
 	if rep.UsedFraction < 0.72 || rep.UsedFraction > 0.74 {
 		t.Fatalf("UsedFraction %.4f, want ≈ 0.73 (used / (used + available))", rep.UsedFraction)
+	}
+}
+
+// TestRetentionReadsTheInjectedStatfs: a store on the OS FS with a fake
+// statfs (5% reserved, df's 74%) acts on df's figure, and still locks its
+// directory.
+func TestRetentionReadsTheInjectedStatfs(t *testing.T) {
+	var full atomic.Bool
+	fsys := vfs.OSWithStatfs(func(_ string, st *unix.Statfs_t) error {
+		*st = unix.Statfs_t{Bsize: 4096, Blocks: 100_000, Bfree: 30_000, Bavail: 25_000} // 70,000 / 95,000
+		if full.Load() {
+			st.Bfree, st.Bavail = 8_000, 3_000 // 92,000 / 95,000
+		}
+		return nil
+	})
+	cfg := smallConfig(fsys, clock.NewManual(t0))
+	cfg.Dir = t.TempDir()
+	s := mustOpen(t, cfg)
+	defer s.Close()
+	if _, err := Open(cfg); err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("second open of the directory: %v, want it locked", err)
+	}
+	rep, err := s.RunRetention()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(rep.UsedFraction-70_000.0/95_000) > 1e-9 || rep.WritesRefused {
+		t.Fatalf("report %+v, want UsedFraction %.4f and writes accepted", rep, 70_000.0/95_000)
+	}
+	full.Store(true)
+	if rep, err := s.RunRetention(); err != nil || !rep.WritesRefused {
+		t.Fatalf("at df's 97%%: %+v %v, want writes refused", rep, err)
 	}
 }

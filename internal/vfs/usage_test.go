@@ -113,3 +113,9 @@ func TestMemReservedIsNeitherUsedNorFree(t *testing.T) {
 		t.Fatalf("crash clone usage %+v: capacity or reserve lost", cu)
 	}
 }
+
+func TestIsOS(t *testing.T) {
+	if !IsOS(OS) || !IsOS(OSWithStatfs(ext4Like)) || IsOS(NewMem()) {
+		t.Fatal("IsOS: want true for OS and OSWithStatfs, false for MemFS")
+	}
+}
