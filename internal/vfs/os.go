@@ -20,8 +20,14 @@ type StatfsFunc func(path string, st *unix.Statfs_t) error
 
 // OSWithStatfs returns the FS of the operating system whose Usage takes its
 // figures from statfs instead of the statfs(2) system call: tests use it to
-// give the OS FS a device with reserved blocks or nearly full.
-func OSWithStatfs(statfs StatfsFunc) FS { return &osFS{statfs: statfs} }
+// give the OS FS a device with reserved blocks or nearly full. A nil statfs
+// is unix.Statfs.
+func OSWithStatfs(statfs StatfsFunc) FS {
+	if statfs == nil {
+		statfs = unix.Statfs
+	}
+	return &osFS{statfs: statfs}
+}
 
 // IsOS reports whether fsys is the operating system's FS (OS or one made
 // by OSWithStatfs): its paths are real ones.

@@ -68,7 +68,7 @@ func TestOSWithStatfsReportsItsErrors(t *testing.T) {
 
 func TestOSUsageMatchesStatfs(t *testing.T) {
 	dir := t.TempDir()
-	u, err := OS.Usage(dir)
+	u, err := OSWithStatfs(nil).Usage(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestMemReservedIsNeitherUsedNorFree(t *testing.T) {
 }
 
 func TestIsOS(t *testing.T) {
-	if !IsOS(OS) || !IsOS(OSWithStatfs(ext4Like)) || IsOS(NewMem()) {
+	if !IsOS(OS) || !IsOS(OSWithStatfs(ext4Like)) || !IsOS(OSWithStatfs(nil)) || IsOS(NewMem()) {
 		t.Fatal("IsOS: want true for OS and OSWithStatfs, false for MemFS")
 	}
 }
