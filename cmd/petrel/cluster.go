@@ -22,9 +22,11 @@ func newClusterCmd() *cobra.Command {
 		Short: "List the brokers per cluster: address, role, version, uptime, put/get rates, disk use",
 		Long: `List every broker the name servers know, per cluster: name, id and role
 (MASTER for id 0, else SLAVE), address, version, uptime, messages put and
-got per second over the last 10 seconds, and the used share of the disk
-that holds the broker's data directory. A broker that does not answer is
-listed as unreachable.`,
+got per second over the last 10 seconds, the used share of the disk
+that holds the broker's data directory (as df computes it: used / (used +
+available)), and how many messages retention removed before their reserve
+time (disk above --disk-max-used-ratio) while a group had not consumed
+them. A broker that does not answer is listed as unreachable.`,
 		Example: `  petrel cluster list
   petrel cluster list --namesrv 10.0.0.5:9876 -o json`,
 		Args: cobra.NoArgs,

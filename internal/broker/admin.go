@@ -188,8 +188,8 @@ func (b *Broker) ResetOffset(group, topic string, timestampMS int64) (map[int32]
 	return out, nil
 }
 
-// DiskUsage reports the capacity and free space of the device holding the
-// broker's data directory.
+// DiskUsage reports the size, use and free space of the device holding the
+// broker's data directory; its UsedFraction is the figure retention acts on.
 func (b *Broker) DiskUsage() (vfs.Usage, error) {
 	cfg := b.st.Config()
 	u, err := cfg.FS.Usage(cfg.Dir)

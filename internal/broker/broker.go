@@ -49,6 +49,7 @@ type Broker struct {
 	dedup  *dedup.Window // resends answered from memory, dedup.go
 	stats  stats         // traffic counters, stats.go
 	pops   *popState     // pop consumption, pop.go
+	jumps  offsetJumps   // logged offset jumps, offsetjump.go
 }
 
 // New returns a broker over st, an open store the caller keeps owning

@@ -552,6 +552,7 @@ func (p *popper) readNew(k pop.Key, from int64, n, maxBytes int) ([]message.Reco
 		case store.OffsetTooSmall:
 			// Retention removed messages the group never received.
 			res.Release()
+			b.noteOffsetJump(k.Group, k.Topic, k.QueueID, from, res.NextOffset)
 			from = res.NextOffset
 			continue
 		case store.OffsetOverflowBadly:

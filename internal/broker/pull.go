@@ -190,6 +190,9 @@ func (p *puller) read(offset int64) (*store.GetResult, error) {
 	if err != nil {
 		return nil, errorf(KindSystemError, err, "reading queue %d of topic %q at offset %d failed; retry", r.QueueID, r.Topic, offset)
 	}
+	if res.Status == store.OffsetTooSmall {
+		p.b.noteOffsetJump(r.Group, r.Topic, r.QueueID, offset, res.NextOffset)
+	}
 	return res, nil
 }
 

@@ -29,10 +29,17 @@ type BrokerStatus struct {
 	PutTPS        float64 `json:"putTps"`
 	GetTPS        float64 `json:"getTps"`
 	// DiskUsedRatio is the used fraction (0..1) of the data directory's
-	// device; DiskTotalBytes and DiskFreeBytes its size and free space.
+	// device, used / (used + free) as df computes it (blocks reserved for
+	// root count neither way); DiskTotalBytes, DiskUsedBytes and
+	// DiskFreeBytes its size, use and space available to the broker.
 	DiskUsedRatio  float64 `json:"diskUsedRatio"`
 	DiskTotalBytes uint64  `json:"diskTotalBytes"`
+	DiskUsedBytes  uint64  `json:"diskUsedBytes"`
 	DiskFreeBytes  uint64  `json:"diskFreeBytes"`
+	// RemovedUnconsumed counts the messages retention removed before their
+	// reserve time (disk above the high-water mark) while a group had not
+	// consumed them, since the broker started.
+	RemovedUnconsumed uint64 `json:"removedUnconsumed"`
 	// Error says why the broker did not answer; the other measures are 0.
 	Error string `json:"error,omitempty"`
 }
@@ -76,14 +83,14 @@ func (c *CLI) ClusterList(ctx context.Context) error {
 		_, err := fmt.Fprintln(c.cfg.Out, "no broker is registered with the name server; start one with `petrel server`")
 		return err
 	}
-	t := newTable("CLUSTER", "BROKER", "ID", "ROLE", "ADDRESS", "VERSION", "UPTIME", "PUT/S", "GET/S", "DISK USED")
+	t := newTable("CLUSTER", "BROKER", "ID", "ROLE", "ADDRESS", "VERSION", "UPTIME", "PUT/S", "GET/S", "DISK USED", "REMOVED UNCONSUMED")
 	for _, s := range out {
 		if s.Error != "" {
-			t.add(s.Cluster, s.Broker, s.ID, s.Role, s.Address, "unreachable", "-", "-", "-", "-")
+			t.add(s.Cluster, s.Broker, s.ID, s.Role, s.Address, "unreachable", "-", "-", "-", "-", "-")
 			continue
 		}
 		t.add(s.Cluster, s.Broker, s.ID, s.Role, s.Address, s.Version, formatUptime(time.Duration(s.UptimeSeconds)*time.Second),
-			formatFloat(s.PutTPS), formatFloat(s.GetTPS), fmt.Sprintf("%.1f%%", s.DiskUsedRatio*100))
+			formatFloat(s.PutTPS), formatFloat(s.GetTPS), fmt.Sprintf("%.1f%%", s.DiskUsedRatio*100), s.RemovedUnconsumed)
 	}
 	return t.write(c.cfg.Out)
 }
@@ -113,6 +120,8 @@ func (c *CLI) fillRuntime(ctx context.Context, s *BrokerStatus) {
 	s.DiskUsedRatio, _ = strconv.ParseFloat(t["commitLogDiskRatio"], 64)
 	s.DiskTotalBytes, _ = strconv.ParseUint(t["commitLogDirTotalBytes"], 10, 64)
 	s.DiskFreeBytes, _ = strconv.ParseUint(t["commitLogDirFreeBytes"], 10, 64)
+	s.DiskUsedBytes, _ = strconv.ParseUint(t["commitLogDirUsedBytes"], 10, 64)
+	s.RemovedUnconsumed, _ = strconv.ParseUint(t["removedUnconsumedMsgs"], 10, 64)
 }
 
 // firstFloat reads the first of RocketMQ's space-separated rates.

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -396,6 +397,36 @@ type QueueInfo struct {
 type TopicDescription struct {
 	TopicInfo
 	Queues []QueueInfo `json:"queues"`
+	// RemovedUnconsumed counts, per group, the messages of the topic that
+	// retention removed before their reserve time (disk above the
+	// high-water mark) while the group had not consumed them, summed over
+	// the brokers since they started; empty when none.
+	RemovedUnconsumed map[string]uint64 `json:"removedUnconsumed"`
+}
+
+// decodeRemovedUnconsumed reads Petrel's removedUnconsumed field (group →
+// messages) of a topic stats answer into into; a broker without it adds
+// nothing.
+func decodeRemovedUnconsumed(body []byte, into map[string]uint64) error {
+	key := []byte(`"removedUnconsumed":`)
+	i := bytes.Index(body, key)
+	if i < 0 {
+		return nil
+	}
+	p := &scan{b: body[i+len(key):]}
+	p.ws()
+	v, err := p.value()
+	if err != nil {
+		return err
+	}
+	var m map[string]uint64
+	if err := json.Unmarshal(v, &m); err != nil {
+		return fmt.Errorf("removedUnconsumed: %w", err)
+	}
+	for g, n := range m {
+		into[g] += n
+	}
+	return nil
 }
 
 type topicOffset struct {
@@ -410,7 +441,7 @@ func (c *CLI) TopicDescribe(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	d := TopicDescription{TopicInfo: TopicInfo{Topic: name, Attributes: map[string]string{}}, Queues: []QueueInfo{}}
+	d := TopicDescription{TopicInfo: TopicInfo{Topic: name, Attributes: map[string]string{}}, Queues: []QueueInfo{}, RemovedUnconsumed: map[string]uint64{}}
 	for _, b := range rt {
 		ts, err := c.brokerTopics(ctx, b.addr)
 		if err != nil {
@@ -439,6 +470,9 @@ func (c *CLI) TopicDescribe(ctx context.Context, name string) error {
 		if err != nil {
 			return fmt.Errorf("%w: topic stats of %s from %s: %w", ErrRefused, name, b.addr, err)
 		}
+		if err := decodeRemovedUnconsumed(resp.Body, d.RemovedUnconsumed); err != nil {
+			return fmt.Errorf("%w: topic stats of %s from %s: %w", ErrRefused, name, b.addr, err)
+		}
 		for _, e := range entries {
 			var o topicOffset
 			if err := json.Unmarshal(e.value, &o); err != nil {
@@ -460,13 +494,41 @@ func (c *CLI) TopicDescribe(ctx context.Context, name string) error {
 	if c.json() {
 		return c.writeJSON(d)
 	}
-	fmt.Fprintf(c.cfg.Out, "Topic:       %s\nBrokers:     %s\nQueues:      %d read / %d write\nPerm:        %s\nOrder:       %v\nAttributes:  %s\n\n",
-		d.Topic, strings.Join(d.Brokers, ", "), d.ReadQueues, d.WriteQueues, d.Perm, d.Order, formatAttrs(d.Attributes))
+	fmt.Fprintf(c.cfg.Out, "Topic:       %s\nBrokers:     %s\nQueues:      %d read / %d write\nPerm:        %s\nOrder:       %v\nAttributes:  %s\nRemoved:     %s\n\n",
+		d.Topic, strings.Join(d.Brokers, ", "), d.ReadQueues, d.WriteQueues, d.Perm, d.Order, formatAttrs(d.Attributes), formatRemoved(d.RemovedUnconsumed))
 	t := newTable("BROKER", "QUEUE", "MIN OFFSET", "MAX OFFSET", "MESSAGES", "LAST STORED")
 	for _, q := range d.Queues {
 		t.add(q.Broker, q.QueueID, q.MinOffset, q.MaxOffset, q.Messages, formatTime(q.LastStoreTimestamp))
 	}
 	return t.write(c.cfg.Out)
+}
+
+// formatRemoved renders the unconsumed messages removed early: "0
+// unconsumed messages" or "15 unconsumed messages early (billing 10,
+// audit 5)", largest first.
+func formatRemoved(m map[string]uint64) string {
+	var total uint64
+	groups := make([]string, 0, len(m))
+	for g, n := range m {
+		total += n
+		groups = append(groups, g)
+	}
+	if total == 0 {
+		return "0 unconsumed messages"
+	}
+	sort.Slice(groups, func(i, j int) bool {
+		if m[groups[i]] != m[groups[j]] {
+			return m[groups[i]] > m[groups[j]]
+		}
+		return groups[i] < groups[j]
+	})
+	parts := make([]string, 0, len(groups))
+	for _, g := range groups {
+		if m[g] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", g, m[g]))
+		}
+	}
+	return fmt.Sprintf("%d unconsumed messages early (%s)", total, strings.Join(parts, ", "))
 }
 
 // TopicDelete deletes a topic on its brokers and the name servers.

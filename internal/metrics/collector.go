@@ -30,6 +30,14 @@ var (
 		"Size of the device that holds the data directory.", nil, nil)
 	descDiskFree = prometheus.NewDesc("petrel_disk_free_bytes",
 		"Free bytes on the device that holds the data directory (available to the broker).", nil, nil)
+	descDiskUsed = prometheus.NewDesc("petrel_disk_used_bytes",
+		"Bytes in use on the device that holds the data directory (blocks − free blocks, as df counts them).", nil, nil)
+	descDiskUsedRatio = prometheus.NewDesc("petrel_disk_used_ratio",
+		"Used fraction of the device that holds the data directory, used / (used + available) as df and RocketMQ compute it; "+
+			"retention's high-water mark and the hard limit act on it.", nil, nil)
+	descRemovedUnconsumed = prometheus.NewDesc("petrel_retention_removed_unconsumed_messages_total",
+		"Messages retention removed before their reserve time (disk above the high-water mark) that a group had not consumed, per topic and group.",
+		[]string{"topic", "group"}, nil)
 	descCommitLog = prometheus.NewDesc("petrel_commitlog_bytes",
 		"Bytes of commit log kept: from the oldest kept segment to the durable end.", nil, nil)
 	descConns = prometheus.NewDesc("petrel_connections",
@@ -56,7 +64,7 @@ type brokerCollector struct{ m *Metrics }
 func (c *brokerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descPutMsgs, descPutBytes, descGetMsgs, descGetBytes, descParked, descLag,
 		descLagOmitted, descDiskTotal, descDiskFree, descCommitLog, descConns, descDedupHits, descDedupEntries,
-		descTimers, descDLQ, descStart} {
+		descTimers, descDLQ, descStart, descDiskUsed, descDiskUsedRatio, descRemovedUnconsumed} {
 		ch <- d
 	}
 }
@@ -102,6 +110,11 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	if u, err := cfg.FS.Usage(cfg.Dir); err == nil {
 		gauge(descDiskTotal, float64(u.TotalBytes))
 		gauge(descDiskFree, float64(u.FreeBytes))
+		gauge(descDiskUsed, float64(u.UsedBytes))
+		gauge(descDiskUsedRatio, u.UsedFraction())
+	}
+	for _, r := range st.RemovedUnconsumed() {
+		counter(descRemovedUnconsumed, float64(r.Messages), r.Topic, r.Group)
 	}
 	gauge(descCommitLog, float64(max(0, st.Durable()-st.CommitLogMinOffset())))
 	if src.Conns != nil {

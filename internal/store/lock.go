@@ -13,7 +13,7 @@ import (
 // lockDir takes an exclusive lock on dir/lock so that two processes never
 // open one store. Only the OS file system needs it.
 func lockDir(fsys vfs.FS, dir string) (func() error, error) {
-	if fsys != vfs.OS {
+	if !vfs.IsOS(fsys) {
 		return func() error { return nil }, nil
 	}
 	p := filepath.Join(dir, "lock")

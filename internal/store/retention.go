@@ -1,8 +1,10 @@
 package store
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/petrelmq/petrel/internal/clock"
@@ -48,6 +50,9 @@ type RetentionReport struct {
 	SegmentsRemoved int
 	UsedFraction    float64
 	WritesRefused   bool
+	// RemovedUnconsumed counts, per topic and group, the messages this pass
+	// removed before their reserve time that the group had not consumed.
+	RemovedUnconsumed []RemovedUnconsumed
 }
 
 // RunRetention checks disk use and deletes old data: commit-log segments
@@ -57,6 +62,10 @@ type RetentionReport struct {
 // It never removes the segment being written, nor data not yet durable or
 // not yet dispatched. Above DiskHardLimit puts are refused until a later
 // pass finds usage below it again.
+//
+// Each segment removed early is logged at Warn with the messages of each
+// topic that each group had not consumed yet (RemovedUnconsumed keeps the
+// running totals).
 func (s *Store) RunRetention() (RetentionReport, error) {
 	var rep RetentionReport
 	usage, err := s.cfg.FS.Usage(s.cfg.Dir)
@@ -87,27 +96,43 @@ func (s *Store) RunRetention() (RetentionReport, error) {
 	}
 	// Under disk pressure: oldest first, one at a time, until usage is
 	// below the high-water mark or only the tail is left.
+	var errs []error
 	for rep.UsedFraction >= s.cfg.DiskHighWater {
 		segs = s.clog.Segments()
 		if len(segs) < 2 || segs[0].End > limit {
 			break
 		}
+		// The queues' min offsets must reflect what is already gone, so
+		// that only this segment's messages are counted against it.
+		if _, err := s.queues.deleteBefore(s.clog.MinOffset()); err != nil {
+			errs = append(errs, err)
+		}
+		before := s.queues.minOffsets()
 		n, err := s.clog.RemoveSegmentsBefore(segs[0].End)
 		rep.SegmentsRemoved += n
 		if err != nil {
-			return rep, err
+			return rep, errors.Join(append(errs, err)...)
 		}
 		if n == 0 {
 			break
 		}
-		s.log.Warn("disk above the high-water mark; removed the oldest segment early", "used", rep.UsedFraction, "high_water", s.cfg.DiskHighWater)
+		if _, err := s.queues.deleteBefore(s.clog.MinOffset()); err != nil {
+			errs = append(errs, err)
+		}
+		lost := s.unconsumedSince(before)
+		s.lost.add(lost)
+		rep.RemovedUnconsumed = mergePairs(rep.RemovedUnconsumed, lost)
+		pairs, total := describePairs(lost)
+		s.log.Warn("disk above the high-water mark; removed the oldest commit-log segment before its reserve time",
+			"used", rep.UsedFraction, "high_water", s.cfg.DiskHighWater,
+			"segment_start", segs[0].Start, "segment_end", segs[0].End,
+			"unconsumed_messages", total, "unconsumed_by_topic_group", pairs)
 		if usage, err = s.cfg.FS.Usage(s.cfg.Dir); err != nil {
-			return rep, fmt.Errorf("store: disk usage: %w", err)
+			return rep, errors.Join(append(errs, fmt.Errorf("store: disk usage: %w", err))...)
 		}
 		rep.UsedFraction = usage.UsedFraction()
 	}
 	minOff := s.clog.MinOffset()
-	var errs []error
 	if _, err := s.queues.deleteBefore(minOff); err != nil {
 		errs = append(errs, err)
 	}
@@ -124,6 +149,24 @@ func (s *Store) RunRetention() (RetentionReport, error) {
 	}
 	rep.WritesRefused = full
 	return rep, errors.Join(errs...)
+}
+
+// mergePairs adds b's counts into a (both sorted by topic then group).
+func mergePairs(a, b []RemovedUnconsumed) []RemovedUnconsumed {
+	if len(a) == 0 {
+		return b
+	}
+	for _, p := range b {
+		i, found := slices.BinarySearchFunc(a, p, func(x, y RemovedUnconsumed) int {
+			return cmp.Or(cmp.Compare(x.Topic, y.Topic), cmp.Compare(x.Group, y.Group))
+		})
+		if found {
+			a[i].Messages += p.Messages
+		} else {
+			a = slices.Insert(a, i, p)
+		}
+	}
+	return a
 }
 
 func (s *Store) diskFullError() error {

@@ -58,6 +58,7 @@ type Store struct {
 
 	diskFull  atomic.Bool
 	retention retention
+	lost      lostCounts
 
 	closeOnce sync.Once
 	closeErr  error

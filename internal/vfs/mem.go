@@ -41,6 +41,7 @@ type MemFS struct {
 	mu       sync.RWMutex
 	root     *memNode
 	capacity int64 // 0: unlimited
+	reserved int64 // of capacity, for the superuser only (SetReserved)
 	used     int64
 
 	inject atomic.Pointer[func(op Op, path string) error]
@@ -147,10 +148,24 @@ func (m *MemFS) SetCapacity(bytes int64) {
 	m.mu.Unlock()
 }
 
+// SetReserved sets aside bytes of the capacity for the superuser, as ext4
+// reserves 5% of its blocks for root: Usage reports them neither as used
+// nor as free, and writes fail with ErrNoSpace once only they are left (as
+// for an unprivileged process). It has no effect without a capacity.
+func (m *MemFS) SetReserved(bytes int64) {
+	m.mu.Lock()
+	m.reserved = max(0, bytes)
+	m.mu.Unlock()
+}
+
+// limit is the most the files may take. Must hold m.mu; only meaningful
+// with a capacity.
+func (m *MemFS) limit() int64 { return max(0, m.capacity-m.reserved) }
+
 // reserve accounts delta more bytes of use, or fails with ErrNoSpace when a
-// growth would pass the capacity. Must hold m.mu.
+// growth would pass the capacity less the reserved bytes. Must hold m.mu.
 func (m *MemFS) reserve(op, name string, delta int64) error {
-	if delta > 0 && m.capacity > 0 && m.used+delta > m.capacity {
+	if delta > 0 && m.capacity > 0 && m.used+delta > m.limit() {
 		return &fs.PathError{Op: op, Path: name, Err: ErrNoSpace}
 	}
 	m.used += delta
@@ -330,7 +345,7 @@ func (m *MemFS) Create(name string) (File, error) {
 			n.log = append(n.log, fileOp{size: 0})
 		}
 	default:
-		if m.capacity > 0 && m.used >= m.capacity {
+		if m.capacity > 0 && m.used >= m.limit() {
 			return nil, pe(ErrNoSpace)
 		}
 		n = &memNode{links: 1}
@@ -545,8 +560,9 @@ func (m *MemFS) SyncDir(dir string) error {
 	return nil
 }
 
-// Usage reports the capacity (1 TiB when unlimited) as TotalBytes and what is
-// left of it as FreeBytes. path must exist.
+// Usage reports the capacity (1 TiB when unlimited) as TotalBytes, the bytes
+// the files take as UsedBytes and what is left of the capacity less the
+// reserved bytes (SetReserved) as FreeBytes. path must exist.
 func (m *MemFS) Usage(name string) (Usage, error) {
 	clean, parts := split(name)
 	m.mu.RLock()
@@ -554,11 +570,11 @@ func (m *MemFS) Usage(name string) (Usage, error) {
 	if _, err := m.walk(parts); err != nil {
 		return Usage{}, &fs.PathError{Op: "usage", Path: clean, Err: err}
 	}
-	total := int64(unlimitedBytes)
+	total, limit := int64(unlimitedBytes), int64(unlimitedBytes)
 	if m.capacity > 0 {
-		total = m.capacity
+		total, limit = m.capacity, m.limit()
 	}
-	return Usage{TotalBytes: uint64(total), FreeBytes: uint64(max(0, total-m.used))}, nil
+	return Usage{TotalBytes: uint64(total), UsedBytes: uint64(min(m.used, total)), FreeBytes: uint64(max(0, limit-m.used))}, nil
 }
 
 // CrashClone returns a new MemFS holding what the disk would hold after a
@@ -566,12 +582,12 @@ func (m *MemFS) Usage(name string) (Usage, error) {
 // root through durable entries, and for every file its synced data (plus,
 // with opts.Rand, a random prefix of its later changes; see CrashOptions).
 // In the clone everything is durable and no handle is open. It keeps the
-// capacity but not the InjectError hook, and shares no mutable state with m,
+// capacity and reserved bytes but not the InjectError hook, and shares no mutable state with m,
 // which stays usable.
 func (m *MemFS) CrashClone(opts CrashOptions) *MemFS {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	c := &MemFS{capacity: m.capacity}
+	c := &MemFS{capacity: m.capacity, reserved: m.reserved}
 	files := map[*memNode]*memNode{} // hard links stay shared
 	dirs := map[*memNode]bool{}      // a directory appears once (renames may leave two durable names)
 	var cloneDir func(src *memNode) *memNode

@@ -13,9 +13,30 @@ import (
 )
 
 // OS is the FS of the operating system.
-var OS FS = osFS{}
+var OS FS = &osFS{statfs: unix.Statfs}
 
-type osFS struct{}
+// StatfsFunc fills st for the file system holding path, as unix.Statfs does.
+type StatfsFunc func(path string, st *unix.Statfs_t) error
+
+// OSWithStatfs returns the FS of the operating system whose Usage takes its
+// figures from statfs instead of the statfs(2) system call: tests use it to
+// give the OS FS a device with reserved blocks or nearly full. A nil statfs
+// is unix.Statfs.
+func OSWithStatfs(statfs StatfsFunc) FS {
+	if statfs == nil {
+		statfs = unix.Statfs
+	}
+	return &osFS{statfs: statfs}
+}
+
+// IsOS reports whether fsys is the operating system's FS (OS or one made
+// by OSWithStatfs): its paths are real ones.
+func IsOS(fsys FS) bool {
+	_, ok := fsys.(*osFS)
+	return ok
+}
+
+type osFS struct{ statfs StatfsFunc }
 
 type osFile struct{ *os.File }
 
@@ -128,15 +149,25 @@ func (osFS) SyncDir(dir string) error {
 	return nil
 }
 
-func (osFS) Usage(path string) (Usage, error) {
+func (o *osFS) Usage(path string) (Usage, error) {
 	var st unix.Statfs_t
-	if err := unix.Statfs(path, &st); err != nil {
+	if err := o.statfs(path, &st); err != nil {
 		return Usage{}, fmt.Errorf("statfs %s: %w", path, err)
 	}
+	return UsageOfStatfs(&st), nil
+}
+
+// UsageOfStatfs turns statfs(2) figures into a Usage: the device is f_blocks,
+// used is f_blocks − f_bfree and available f_bavail, each in f_bsize units
+// (df's figures; f_bfree − f_bavail are the blocks reserved for the
+// superuser).
+func UsageOfStatfs(st *unix.Statfs_t) Usage {
+	bs := uint64(st.Bsize)
 	return Usage{
-		TotalBytes: st.Blocks * uint64(st.Bsize),
-		FreeBytes:  st.Bavail * uint64(st.Bsize),
-	}, nil
+		TotalBytes: st.Blocks * bs,
+		UsedBytes:  (st.Blocks - min(st.Bfree, st.Blocks)) * bs,
+		FreeBytes:  min(st.Bavail, st.Blocks) * bs,
+	}
 }
 
 // ZeroFiller is implemented by file systems that can write zeros into a

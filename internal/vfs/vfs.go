@@ -42,18 +42,29 @@ type File interface {
 	DropCache(off, n int64) error
 }
 
-// Usage describes the space of the device that holds a path.
+// Usage describes the space of the device that holds a path, as statfs(2)
+// reports it. Some of the device may be reserved for the superuser (5% on a
+// default ext4): those blocks are neither used nor available, so
+// UsedBytes+FreeBytes can be less than TotalBytes.
 type Usage struct {
+	// TotalBytes is the size of the device (f_blocks).
 	TotalBytes uint64
-	FreeBytes  uint64 // available to this process
+	// UsedBytes is what files take: f_blocks − f_bfree.
+	UsedBytes uint64
+	// FreeBytes is what is left for an unprivileged process (f_bavail).
+	FreeBytes uint64
 }
 
-// UsedFraction returns the fraction of the device in use, 0..1.
+// UsedFraction returns the fraction of the device in use, 0..1, as df and
+// RocketMQ (getDiskPartitionSpaceUsedPercent) compute it:
+// used / (used + available), so blocks reserved for the superuser count
+// neither way. Everything in Petrel that reports or acts on disk use goes
+// through it.
 func (u Usage) UsedFraction() float64 {
-	if u.TotalBytes == 0 {
+	if u.UsedBytes+u.FreeBytes == 0 {
 		return 0
 	}
-	return float64(u.TotalBytes-u.FreeBytes) / float64(u.TotalBytes)
+	return float64(u.UsedBytes) / float64(u.UsedBytes+u.FreeBytes)
 }
 
 // FS is a file system. All methods are safe for concurrent use.

@@ -170,7 +170,15 @@ func (f *Front) runtimeInfo(_ context.Context, _ *remoting.Conn, req *remoting.C
 		table["commitLogDirCapacity"] = fmt.Sprintf("Total : %s, Free : %s.", humanBytes(u.TotalBytes), humanBytes(u.FreeBytes))
 		table["commitLogDirTotalBytes"] = strconv.FormatUint(u.TotalBytes, 10)
 		table["commitLogDirFreeBytes"] = strconv.FormatUint(u.FreeBytes, 10)
+		table["commitLogDirUsedBytes"] = strconv.FormatUint(u.UsedBytes, 10)
 	}
+	// Petrel's own: messages retention removed early (disk above the
+	// high-water mark) before a group consumed them, since start.
+	var lost uint64
+	for _, r := range f.b.RemovedUnconsumed() {
+		lost += r.Messages
+	}
+	table["removedUnconsumedMsgs"] = strconv.FormatUint(lost, 10)
 	return jsonResponse(req, struct {
 		Table map[string]string `json:"table"`
 	}{table})
@@ -207,7 +215,15 @@ func (f *Front) topicStats(_ context.Context, _ *remoting.Conn, req *remoting.Co
 		}{s.MinOffset, s.MaxOffset, s.LastStoreTime})
 	}
 	// Per-topic rates are not sampled (the broker's are, in runtime info).
-	body, err := mqMapBody(&m, map[string]any{"topicPutTps": 0})
+	// removedUnconsumed is Petrel's own: per group, the messages of the
+	// topic retention removed early before the group consumed them.
+	lost := map[string]uint64{}
+	for _, r := range f.b.RemovedUnconsumed() {
+		if r.Topic == topic {
+			lost[r.Group] += r.Messages
+		}
+	}
+	body, err := mqMapBody(&m, map[string]any{"topicPutTps": 0, "removedUnconsumed": lost})
 	return bodyResponse(req, body, err)
 }
 
