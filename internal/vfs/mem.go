@@ -36,6 +36,10 @@ import (
 // until it is both unlinked and closed (as POSIX does). Directories take no
 // space.
 //
+// Faults: InjectError fails chosen operations; HoldSync makes File.Sync
+// wait until released, so a test can look at what is written but not yet
+// durable.
+//
 // All methods of MemFS and of its files are safe for concurrent use.
 type MemFS struct {
 	mu       sync.RWMutex
@@ -44,6 +48,9 @@ type MemFS struct {
 	used     int64
 
 	inject atomic.Pointer[func(op Op, path string) error]
+
+	holdMu sync.Mutex
+	holds  []*SyncHold // see HoldSync
 }
 
 var _ FS = (*MemFS)(nil)
@@ -566,8 +573,9 @@ func (m *MemFS) Usage(name string) (Usage, error) {
 // root through durable entries, and for every file its synced data (plus,
 // with opts.Rand, a random prefix of its later changes; see CrashOptions).
 // In the clone everything is durable and no handle is open. It keeps the
-// capacity but not the InjectError hook, and shares no mutable state with m,
-// which stays usable.
+// capacity but not the InjectError hook nor the sync holds (HoldSync), and
+// shares no mutable state with m, which stays usable; a Sync held in m
+// does not hold CrashClone.
 func (m *MemFS) CrashClone(opts CrashOptions) *MemFS {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -760,8 +768,10 @@ func (f *memFile) Preallocate(size int64) error {
 }
 
 // Sync makes the current contents durable. It costs the bytes changed since
-// the last Sync, not the size of the file.
+// the last Sync, not the size of the file. A HoldSync that matches the file
+// makes it wait first.
 func (f *memFile) Sync() error {
+	f.m.waitHolds(f.name)
 	if err := f.m.injected(OpSync, f.name); err != nil {
 		return err
 	}
