@@ -3,6 +3,7 @@ package vfs
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -194,4 +195,71 @@ func TestHoldSyncWaitsForEveryMatchingHold(t *testing.T) {
 	}
 	h2.Release()
 	awaitSync(t, done)
+}
+
+func TestKillCloneKeepsWritesButNotTheirDurability(t *testing.T) {
+	m, fs := memFiles(t, "/d/a", "/d/gone")
+	a := fs[0]
+	mustWrite(t, a, "one", 0)
+	if err := a.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, a, "two", 3)
+	if err := m.Remove("/d/gone"); err != nil { // not SyncDir'd
+		t.Fatal(err)
+	}
+	nf, err := m.Create("/d/new") // not SyncDir'd, not synced
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nf.Close()
+	mustWrite(t, nf, "fresh", 0)
+	// A held Sync does not hold the clone.
+	hold := m.HoldSync(nil)
+	t.Cleanup(hold.Release)
+	held := goSync(a)
+	if err := hold.WaitBlocked(holdCtx(t), 1); err != nil {
+		t.Fatal(err)
+	}
+
+	k := m.KillClone()
+	if names, _ := k.ReadDir("/d"); strings.Join(names, ",") != "a,new" {
+		t.Fatalf("after a kill /d holds %v, want a,new (current entries)", names)
+	}
+	for name, want := range map[string]string{"/d/a": "onetwo", "/d/new": "fresh"} {
+		if b, ok, err := ReadFile(k, name); err != nil || !ok || string(b) != want {
+			t.Fatalf("after a kill %s = %q (%v %v), want %q", name, b, ok, err, want)
+		}
+	}
+	// A power loss after the restart drops what m never made durable.
+	p := k.CrashClone(CrashOptions{})
+	if names, _ := p.ReadDir("/d"); strings.Join(names, ",") != "a,gone" {
+		t.Fatalf("after a kill and a power loss /d holds %v, want a,gone (durable entries)", names)
+	}
+	if got := crashRead(t, k, "/d/a"); got != "one" {
+		t.Fatalf("after a kill and a power loss a = %q, want one", got)
+	}
+	// Unless the restarted process syncs it.
+	ka, err := k.Open("/d/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ka.Close()
+	if err := ka.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if got := crashRead(t, k, "/d/a"); got != "onetwo" {
+		t.Fatalf("after a kill, a Sync and a power loss a = %q, want onetwo", got)
+	}
+	// The clone shares nothing with m.
+	mustWrite(t, ka, "X", 0)
+	buf := make([]byte, 3)
+	if _, err := a.ReadAt(buf, 0); err != nil || string(buf) != "one" {
+		t.Fatalf("a write to the clone changed m: %q %v", buf, err)
+	}
+	if u, _ := k.Usage("/d"); u.TotalBytes-u.FreeBytes != uint64(len("onetwo")+len("fresh")) {
+		t.Fatalf("the clone counts %d bytes used, want %d", u.TotalBytes-u.FreeBytes, len("onetwo")+len("fresh"))
+	}
+	hold.Release()
+	awaitSync(t, held)
 }

@@ -16,7 +16,8 @@ import (
 
 // MemFS is an in-memory FS for tests. It keeps, next to the current state,
 // what a disk would still hold after a power loss, and CrashClone returns
-// that state as a new MemFS.
+// that state as a new MemFS; KillClone returns what a process restarted
+// after kill -9 finds (everything written, durable only as far as synced).
 //
 // Durability model (strict):
 //   - File data: each file keeps its current bytes and its durable bytes (as
@@ -611,6 +612,62 @@ func (m *MemFS) CrashClone(opts CrashOptions) *MemFS {
 		return dst
 	}
 	c.root = cloneDir(m.root)
+	return c
+}
+
+// KillClone returns a new MemFS holding what a process restarted after
+// kill -9 finds now: every current directory entry and every file's
+// current contents, synced or not (the OS page cache outlives the
+// process), with m's durability: what m had not synced or SyncDir'd is
+// not durable in the clone either, so a CrashClone of the clone (a power
+// loss after the restart) drops it unless the restarted process syncs it.
+// No handle is open in the clone; files m had unlinked are gone (those
+// whose removal was not synced come back in a CrashClone of the clone). It
+// keeps the capacity but not the InjectError hook nor the sync holds, and
+// shares no mutable state with m.
+func (m *MemFS) KillClone() *MemFS {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	c := &MemFS{capacity: m.capacity}
+	nodes := map[*memNode]*memNode{} // each node once: hard links and unsynced renames stay shared
+	var clone func(src *memNode) *memNode
+	clone = func(src *memNode) *memNode {
+		if dn, ok := nodes[src]; ok {
+			return dn
+		}
+		if !src.isDir {
+			dn := &memNode{data: slices.Clone(src.data), synced: slices.Clone(src.synced)}
+			for _, op := range src.log {
+				op.data = slices.Clone(op.data) // nil stays nil: a truncation
+				dn.log = append(dn.log, op)
+			}
+			nodes[src] = dn
+			return dn
+		}
+		dn := newDirNode()
+		nodes[src] = dn
+		for _, name := range slices.Sorted(maps.Keys(src.children)) {
+			cn := clone(src.children[name])
+			if !cn.isDir {
+				cn.links++
+			}
+			dn.children[name] = cn
+		}
+		for _, name := range slices.Sorted(maps.Keys(src.durable)) {
+			dn.durable[name] = clone(src.durable[name])
+		}
+		return dn
+	}
+	c.root = clone(m.root)
+	for _, n := range nodes {
+		switch {
+		case n.isDir:
+		case n.links > 0:
+			c.used += int64(len(n.data))
+		default:
+			n.released = true // reachable only through an unsynced removal
+		}
+	}
 	return c
 }
 
