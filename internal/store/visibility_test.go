@@ -171,3 +171,95 @@ func TestNothingIsVisibleBeforeItsFsyncUnderSyncFlush(t *testing.T) {
 		t.Fatalf("after the fsync listeners heard %q, want %q", got, want)
 	}
 }
+
+// TestRestartAfterKillServesOnlyDurableRecords: after kill -9 the restarted
+// store finds in the OS page cache records whose fsync never returned. It
+// may serve them only once they are durable: whatever the restarted store
+// serves must survive a power loss after the restart. The group here
+// straddles a segment end, so recovery scans a rolled segment that the
+// writer had not synced and a new one.
+func TestRestartAfterKillServesOnlyDurableRecords(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	fsys := vfs.NewMem()
+	cfg := smallConfig(fsys, clock.NewManual(t0))
+	s := mustOpen(t, cfg)
+	t.Cleanup(func() { s.Close() })
+	for i := 0; s.Written() < cfg.SegmentBytes-3<<10; i++ {
+		if err := s.Put(sizedMsg(fmt.Sprintf("synced-%d", i), 500)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The first record fits before the segment end, the second does not.
+	room := cfg.SegmentBytes - s.Written()
+	first := sizedMsg("tail", int(room)/2)
+	second := sizedMsg("next", int(room))
+
+	hold := holdCommitLogSyncs(t, fsys, cfg.Dir)
+	s.PutAsync([]*message.Message{first, second}, func(error) {})
+	if err := hold.WaitBlocked(ctx, 1); err != nil {
+		t.Fatalf("the group's fsync never started: %v", err)
+	}
+	if s.Written() <= cfg.SegmentBytes {
+		t.Fatalf("the group ends at %d, within the first segment of %d bytes: it does not straddle", s.Written(), cfg.SegmentBytes)
+	}
+
+	// kill -9 now, and restart.
+	restartCfg := cfg
+	restartCfg.FS = fsys.KillClone()
+	r := mustOpen(t, restartCfg)
+	t.Cleanup(func() { r.Close() })
+	waitDispatched(t, r)
+	served := map[int64]string{}
+	for off := int64(0); off < r.MaxOffset("T", 0); off++ {
+		if m, _ := getOne(t, r, "T", 0, off); m != nil {
+			served[off] = string(m.Body)
+		}
+	}
+
+	// A power loss after the restart keeps everything the restarted store
+	// served.
+	lossCfg := cfg
+	lossCfg.FS = restartCfg.FS.(*vfs.MemFS).CrashClone(vfs.CrashOptions{})
+	p := mustOpen(t, lossCfg)
+	defer p.Close()
+	waitDispatched(t, p)
+	for off := range int64(len(served) + 1) {
+		body, ok := served[off]
+		if !ok {
+			continue
+		}
+		if got := readBody(t, p, "T", 0, off); got != body {
+			t.Errorf("T/0 at %d (%.12s…) was served after the restart; after a power loss that followed it: %s", off, body, got)
+		}
+	}
+	if p.MaxOffset("T", 0) < r.MaxOffset("T", 0) {
+		t.Errorf("max offset of T/0: %d after the restart, %d after a power loss that followed it", r.MaxOffset("T", 0), p.MaxOffset("T", 0))
+	}
+}
+
+// sizedMsg is a message of T/0 whose body is name and n more bytes.
+func sizedMsg(name string, n int) *message.Message {
+	m := newMsg("T", 0, name+strings.Repeat("-", n), "")
+	m.SetProperty(message.PropertyUniqKey, name)
+	return m
+}
+
+// readBody returns the body of the message at off of a queue, or says
+// what the read found instead.
+func readBody(t *testing.T, s *Store, topic string, qid int32, off int64) string {
+	t.Helper()
+	res, err := s.GetMessages(topic, qid, off, 1, 0, nil)
+	if err != nil {
+		return fmt.Sprintf("read error %v", err)
+	}
+	defer res.Release()
+	if res.Status != Found {
+		return fmt.Sprintf("status %v", res.Status)
+	}
+	m, _, err := message.Decode(res.Body)
+	if err != nil {
+		return fmt.Sprintf("a record that does not decode (%v)", err)
+	}
+	return string(m.Body)
+}

@@ -118,3 +118,44 @@ func TestFlushSyncDurableWaitsForTheFsync(t *testing.T) {
 		t.Fatalf("after the fsync %d records are readable below Durable, want 4", len(got))
 	}
 }
+
+// TestRecoveryMakesWhatItAdoptsDurable: after kill -9 the page cache holds
+// a group whose fsync never returned, here straddling a segment end.
+// Recovery adopts it (Durable covers it), so it must be on disk: a power
+// loss after the restart keeps every record the restarted log serves.
+func TestRecoveryMakesWhatItAdoptsDurable(t *testing.T) {
+	fsys := vfs.NewMem()
+	opts := Options{SegmentBytes: 4096, FlushMode: FlushSync, Clock: clock.NewManual(time.Unix(1e9, 0))}
+	l := openLog(t, fsys, opts)
+	t.Cleanup(func() { l.Close() })
+	for l.Written() < opts.SegmentBytes-1500 {
+		if _, err := l.Append(testMsg("T", 0, strings.Repeat("s", 300))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hold := fsys.HoldSync(func(name string) bool { return strings.HasPrefix(name, "log/") })
+	t.Cleanup(hold.Release)
+	l.AppendAsync([]*message.Message{testMsg("T", 0, strings.Repeat("a", 600)), testMsg("T", 0, strings.Repeat("b", 1200))}, func(Result, error) {})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := hold.WaitBlocked(ctx, 1); err != nil {
+		t.Fatalf("the group's fsync never started: %v", err)
+	}
+	if l.Written() <= opts.SegmentBytes {
+		t.Fatalf("the group ends at %d, inside the first segment: it does not straddle", l.Written())
+	}
+
+	killed := fsys.KillClone()
+	r := openLog(t, killed, Options{SegmentBytes: opts.SegmentBytes, RecoverFrom: 0})
+	defer r.Close()
+	served := readAll(t, r)
+	if r.Durable() != l.Written() {
+		t.Fatalf("the restarted log is durable to %d, want the written end %d (the page cache kept it all)", r.Durable(), l.Written())
+	}
+	lost := openLog(t, killed.CrashClone(vfs.CrashOptions{}), Options{SegmentBytes: opts.SegmentBytes, RecoverFrom: 0})
+	defer lost.Close()
+	if got := readAll(t, lost); len(got) != len(served) || lost.Written() != r.Durable() {
+		t.Fatalf("the restarted log served %d records up to %d; after a power loss that followed, %d up to %d remain",
+			len(served), r.Durable(), len(got), lost.Written())
+	}
+}
