@@ -29,7 +29,8 @@ type SyncHold struct {
 // once released it makes the file's current contents durable as usual,
 // including writes made while it waited (a real fsync may keep them too).
 // A Sync sees the holds installed when it starts and waits for each one
-// that matches it. SyncDir is never held. Tests wait for a Sync to be held
+// that matches it. SyncDir is never held, and neither are CrashClone and
+// KillClone, whose clones have no holds. Tests wait for a Sync to be held
 // with WaitBlocked, and must Release every hold (t.Cleanup(h.Release)), or
 // what waits for the Sync waits for ever.
 func (m *MemFS) HoldSync(match func(name string) bool) *SyncHold {

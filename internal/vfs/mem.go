@@ -574,9 +574,8 @@ func (m *MemFS) Usage(name string) (Usage, error) {
 // root through durable entries, and for every file its synced data (plus,
 // with opts.Rand, a random prefix of its later changes; see CrashOptions).
 // In the clone everything is durable and no handle is open. It keeps the
-// capacity but not the InjectError hook nor the sync holds (HoldSync), and
-// shares no mutable state with m, which stays usable; a Sync held in m
-// does not hold CrashClone.
+// capacity but not the InjectError hook, and shares no mutable state with m,
+// which stays usable.
 func (m *MemFS) CrashClone(opts CrashOptions) *MemFS {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
