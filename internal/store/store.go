@@ -308,6 +308,12 @@ func (s *Store) FlushDeferred() { s.clog.Flush() }
 // Durable is the commit-log offset below which messages are readable.
 func (s *Store) Durable() int64 { return s.clog.Durable() }
 
+// Written is the commit-log offset below which records were handed to the
+// OS, durable or not: under sync flush it runs ahead of Durable while a
+// group's fsync is in flight. For tests and diagnostics; nothing between
+// Durable and Written may be served.
+func (s *Store) Written() int64 { return s.clog.Written() }
+
 // Dispatched is the commit-log offset below which messages are in their
 // consume queues and the index.
 func (s *Store) Dispatched() int64 { return s.disp.Load().Dispatched() }

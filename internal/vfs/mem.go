@@ -16,7 +16,8 @@ import (
 
 // MemFS is an in-memory FS for tests. It keeps, next to the current state,
 // what a disk would still hold after a power loss, and CrashClone returns
-// that state as a new MemFS.
+// that state as a new MemFS; KillClone returns what a process restarted
+// after kill -9 finds (everything written, durable only as far as synced).
 //
 // Durability model (strict):
 //   - File data: each file keeps its current bytes and its durable bytes (as
@@ -36,6 +37,10 @@ import (
 // until it is both unlinked and closed (as POSIX does). Directories take no
 // space.
 //
+// Faults: InjectError fails chosen operations; HoldSync makes File.Sync
+// wait until released, so a test can look at what is written but not yet
+// durable.
+//
 // All methods of MemFS and of its files are safe for concurrent use.
 type MemFS struct {
 	mu       sync.RWMutex
@@ -45,6 +50,9 @@ type MemFS struct {
 	used     int64
 
 	inject atomic.Pointer[func(op Op, path string) error]
+
+	holdMu sync.Mutex
+	holds  []*SyncHold // see HoldSync
 }
 
 var _ FS = (*MemFS)(nil)
@@ -622,6 +630,62 @@ func (m *MemFS) CrashClone(opts CrashOptions) *MemFS {
 	return c
 }
 
+// KillClone returns a new MemFS holding what a process restarted after
+// kill -9 finds now: every current directory entry and every file's
+// current contents, synced or not (the OS page cache outlives the
+// process), with m's durability: what m had not synced or SyncDir'd is
+// not durable in the clone either, so a CrashClone of the clone (a power
+// loss after the restart) drops it unless the restarted process syncs it.
+// No handle is open in the clone; files m had unlinked are gone (those
+// whose removal was not synced come back in a CrashClone of the clone). It
+// keeps the capacity but not the InjectError hook nor the sync holds, and
+// shares no mutable state with m.
+func (m *MemFS) KillClone() *MemFS {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	c := &MemFS{capacity: m.capacity}
+	nodes := map[*memNode]*memNode{} // each node once: hard links and unsynced renames stay shared
+	var clone func(src *memNode) *memNode
+	clone = func(src *memNode) *memNode {
+		if dn, ok := nodes[src]; ok {
+			return dn
+		}
+		if !src.isDir {
+			dn := &memNode{data: slices.Clone(src.data), synced: slices.Clone(src.synced)}
+			for _, op := range src.log {
+				op.data = slices.Clone(op.data) // nil stays nil: a truncation
+				dn.log = append(dn.log, op)
+			}
+			nodes[src] = dn
+			return dn
+		}
+		dn := newDirNode()
+		nodes[src] = dn
+		for _, name := range slices.Sorted(maps.Keys(src.children)) {
+			cn := clone(src.children[name])
+			if !cn.isDir {
+				cn.links++
+			}
+			dn.children[name] = cn
+		}
+		for _, name := range slices.Sorted(maps.Keys(src.durable)) {
+			dn.durable[name] = clone(src.durable[name])
+		}
+		return dn
+	}
+	c.root = clone(m.root)
+	for _, n := range nodes {
+		switch {
+		case n.isDir:
+		case n.links > 0:
+			c.used += int64(len(n.data))
+		default:
+			n.released = true // reachable only through an unsynced removal
+		}
+	}
+	return c
+}
+
 // crashData returns the contents of file n after a crash.
 func crashData(n *memNode, r *rand.Rand) []byte {
 	b := slices.Clone(n.synced)
@@ -776,8 +840,10 @@ func (f *memFile) Preallocate(size int64) error {
 }
 
 // Sync makes the current contents durable. It costs the bytes changed since
-// the last Sync, not the size of the file.
+// the last Sync, not the size of the file. A HoldSync that matches the file
+// makes it wait first.
 func (f *memFile) Sync() error {
+	f.m.waitHolds(f.name)
 	if err := f.m.injected(OpSync, f.name); err != nil {
 		return err
 	}

@@ -1,7 +1,9 @@
 // Package vfs puts all of Petrel's disk I/O behind a small interface so that
 // storage code can be driven by the real operating system (OS) or by an
 // in-memory file system (MemFS) that can simulate a crash (CrashClone drops
-// whatever was not synced) and inject write and sync errors.
+// whatever was not synced; KillClone keeps it, not yet durable, as a
+// process restarted after kill -9 finds it), inject write and sync errors,
+// and hold syncs (HoldSync) to look between a write and its fsync.
 //
 // Paths are slash-separated and interpreted by the FS: the OS FS passes them
 // to the operating system, MemFS keeps its own tree. Durability follows POSIX

@@ -71,6 +71,13 @@ func (l *Log) recover() (int64, error) {
 					if at+int64(k) != segEnd {
 						return l.cut(at, "blank record does not reach the segment end")
 					}
+					// After kill -9 the page cache may still hold records
+					// whose fsync never returned; the log serves them from
+					// now on, so make them durable first (cut syncs the
+					// last segment).
+					if err := s.f.Sync(); err != nil {
+						return 0, fmt.Errorf("commitlog: sync segment %s: %w", s.name, err)
+					}
 					pos = segEnd
 				case errors.Is(err, message.ErrShort):
 					if at+int64(len(chunk)-off) >= fileEnd {
