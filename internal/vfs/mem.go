@@ -643,7 +643,7 @@ func (m *MemFS) CrashClone(opts CrashOptions) *MemFS {
 func (m *MemFS) KillClone() *MemFS {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	c := &MemFS{capacity: m.capacity}
+	c := &MemFS{capacity: m.capacity, reserved: m.reserved}
 	nodes := map[*memNode]*memNode{} // each node once: hard links and unsynced renames stay shared
 	var clone func(src *memNode) *memNode
 	clone = func(src *memNode) *memNode {
