@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -198,4 +200,89 @@ func BenchmarkCreateTopics10k(b *testing.B) {
 			b.Errorf("%d of %d topics have no route", len(m), len(names))
 		}
 	}
+}
+
+// TestTopicCreateAnswersWhileTheRouteIsStillPropagating: with a name server
+// that accepts connections but never answers, a create answers success after
+// RouteWait with a remark saying the route is still propagating; with the
+// name server gone, at once after the failed registration, the same way.
+func TestTopicCreateAnswersWhileTheRouteIsStillPropagating(t *testing.T) {
+	hole, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held []net.Conn
+	var heldMu sync.Mutex
+	go func() {
+		for {
+			c, err := hole.Accept()
+			if err != nil {
+				return
+			}
+			heldMu.Lock()
+			held = append(held, c) // read nothing, answer nothing
+			heldMu.Unlock()
+		}
+	}()
+	const wait = 300 * time.Millisecond
+	b := startBrokerWith(t, hole.Addr().String(), wait)
+	t.Cleanup(func() { // before the broker's Close, which unregisters
+		hole.Close()
+		heldMu.Lock()
+		for _, c := range held {
+			c.Close()
+		}
+		heldMu.Unlock()
+	})
+	cl := remoting.NewClient(remoting.ClientOptions{})
+	t.Cleanup(func() { cl.Close() })
+	create := func(b *Broker, name string) (*remoting.Command, time.Duration) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		start := time.Now()
+		resp, err := cl.Invoke(ctx, b.Advertised(), createTopicRequest(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp, time.Since(start)
+	}
+	resp, took := create(b, "Slow")
+	if resp.Code != 0 || !strings.Contains(resp.Remark, "still propagating") || took < wait || took > 10*wait {
+		t.Fatalf("create with a silent name server: code %d remark %q after %v, want success naming the propagation after %v", resp.Code, resp.Remark, took, wait)
+	}
+	if _, ok := b.Core().Topic("Slow"); !ok {
+		t.Fatal("the topic was not created")
+	}
+
+	// No name server listens: the registration fails, the answer follows
+	// without waiting for the bound.
+	gone, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone.Close()
+	b2 := startBrokerWith(t, gone.Addr().String(), time.Minute)
+	resp, took = create(b2, "Gone")
+	if resp.Code != 0 || !strings.Contains(resp.Remark, "still propagating") || took > 30*time.Second {
+		t.Fatalf("create with the name server down: code %d remark %q after %v", resp.Code, resp.Remark, took)
+	}
+}
+
+// startBrokerWith starts a broker on an in-memory store registering with
+// nsAddr, not waiting for its first registration.
+func startBrokerWith(t *testing.T, nsAddr string, routeWait time.Duration) *Broker {
+	t.Helper()
+	scfg := store.DefaultConfig("/data")
+	scfg.FS = vfs.NewMem()
+	bcfg := broker.DefaultConfig()
+	bcfg.BrokerName, bcfg.ClusterName = "broker-a", "DefaultCluster"
+	b, err := StartBroker(BrokerConfig{Store: scfg, Broker: bcfg, Listen: "127.0.0.1:0",
+		NameServers: []string{nsAddr}, RegisterWait: -1, RouteWait: routeWait,
+		Registrar: namesrv.RegistrarOptions{Timeout: 20 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
 }
