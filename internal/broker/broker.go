@@ -28,6 +28,7 @@ type Broker struct {
 
 	hooksMu       sync.Mutex
 	topicHooks    []func()
+	changeHooks   []func(TopicChange)
 	consumerHooks []func(group string, conns []uint64)
 
 	// topicMu serialises create-if-missing of topics and groups, so two
@@ -171,10 +172,18 @@ func (b *Broker) OnConsumerIDsChanged(fn func(group string, conns []uint64)) {
 	b.consumerHooks = append(b.consumerHooks, fn)
 }
 
-func (b *Broker) topicsChanged() {
+// topicsChanged runs the topic hooks after a change of topic name.
+func (b *Broker) topicsChanged(name string) {
 	b.hooksMu.Lock()
-	hooks := b.topicHooks
+	hooks, changeHooks := b.topicHooks, b.changeHooks
 	b.hooksMu.Unlock()
+	if len(changeHooks) > 0 {
+		t, ok, v := b.meta.TopicAt(name)
+		c := TopicChange{Name: name, Topic: t, Deleted: !ok, Version: v}
+		for _, fn := range changeHooks {
+			fn(c)
+		}
+	}
 	for _, fn := range hooks {
 		fn()
 	}

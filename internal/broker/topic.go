@@ -75,7 +75,7 @@ func (b *Broker) CreateTopic(t meta.Topic) error {
 	}
 	if changed {
 		b.log.Info("topic saved", "topic", t.Name, "read_queues", t.ReadQueueNums, "write_queues", t.WriteQueueNums, "perm", t.Perm)
-		b.topicsChanged()
+		b.topicsChanged(t.Name)
 	}
 	return nil
 }
@@ -108,7 +108,7 @@ func (b *Broker) DeleteTopic(name string) error {
 	}
 	if existed {
 		b.log.Info("topic deleted", "topic", name)
-		b.topicsChanged()
+		b.topicsChanged(name)
 	}
 	return nil
 }
@@ -144,7 +144,7 @@ func (b *Broker) ensureTopic(t meta.Topic) (meta.Topic, error) {
 	}
 	if !ok {
 		b.log.Info("topic created", "topic", t.Name, "queues", t.WriteQueueNums, "perm", t.Perm)
-		b.topicsChanged()
+		b.topicsChanged(t.Name)
 	}
 	return cur, nil
 }

@@ -67,6 +67,11 @@ type BrokerConfig struct {
 	// RegisterWait bounds how long StartBroker waits for the first
 	// registration; 0 means 5 s, negative not at all.
 	RegisterWait time.Duration
+	// RouteWait bounds how long a topic create or delete (admin request)
+	// waits for the name servers to accept the change before it answers
+	// anyway, with a remark that the route is still propagating; 0 means
+	// 3 s, negative not at all.
+	RouteWait time.Duration
 	// HTTPListen is the address of the operator HTTP listener (/metrics,
 	// /healthz, /readyz), e.g. ":8080"; empty disables it. It starts before
 	// the store is opened, so /healthz answers during recovery while
@@ -154,11 +159,14 @@ func StartBroker(cfg BrokerConfig) (_ *Broker, err error) {
 		return nil, err
 	}
 	d.st, d.b, d.advertise = st, b, adv
-	d.front = brokerfront.New(b, brokerfront.Options{Logger: cfg.Logger})
+	d.front = brokerfront.New(b, brokerfront.Options{Logger: cfg.Logger, AwaitRoutes: d.awaitRoutes, RouteWait: cfg.RouteWait})
 	d.srv = remoting.NewServer(remoting.ServerOptions{Logger: cfg.Logger, OnConnClose: d.front.ConnClosed})
 	d.front.Register(d.srv)
 	d.client = remoting.NewClient(remoting.ClientOptions{Logger: cfg.Logger})
 	bc := cfg.Broker
+	if cfg.Registrar.Snapshot == nil {
+		cfg.Registrar.Snapshot = d.topicTable
+	}
 	d.reg = namesrv.NewRegistrar(d.client, cfg.NameServers, namesrv.BrokerInfo{
 		Cluster: bc.ClusterName, Name: bc.BrokerName, ID: bc.BrokerID, Addr: adv,
 	}, cfg.Registrar)
@@ -170,8 +178,8 @@ func StartBroker(cfg BrokerConfig) (_ *Broker, err error) {
 			return nil, err
 		}
 	}
-	b.OnTopicsChanged(d.publishTopics)
-	d.publishTopics()
+	b.OnTopicChanged(d.publishTopic)
+	d.reg.Update(d.topicTable())
 	d.reg.Start()
 	go func() { d.done <- d.srv.Serve(ln) }()
 	d.watchReadiness(len(cfg.NameServers) > 0)
@@ -279,16 +287,27 @@ func (d *Broker) GRPCAddr() net.Addr {
 // grpcStopWait bounds how long Close waits for gRPC calls in flight.
 const grpcStopWait = 5 * time.Second
 
-// publishTopics hands the current topic table to the registrar.
-func (d *Broker) publishTopics() {
-	topics := d.b.Topics()
+// topicTable reads the topic table and its version at once, for the
+// registrar.
+func (d *Broker) topicTable() (map[string]namesrv.TopicConfig, namesrv.DataVersion) {
+	topics, v := d.b.TopicsAt()
 	table := make(map[string]namesrv.TopicConfig, len(topics))
 	for _, t := range topics {
 		table[t.Name] = topicConfig(t)
 	}
-	v := d.b.TopicsVersion()
-	d.reg.Update(table, namesrv.DataVersion{Timestamp: v.Timestamp, Counter: v.Counter})
+	return table, namesrv.DataVersion{Timestamp: v.Timestamp, Counter: v.Counter}
 }
+
+// publishTopic hands one topic change to the registrar (O(1): the
+// registrar sends the changed topics, not the table).
+func (d *Broker) publishTopic(c broker.TopicChange) {
+	d.reg.Apply(namesrv.TopicChange{Name: c.Name, Config: topicConfig(c.Topic), Deleted: c.Deleted,
+		Version: namesrv.DataVersion{Timestamp: c.Version.Timestamp, Counter: c.Version.Counter}})
+}
+
+// awaitRoutes waits until the name servers accepted the topic changes made
+// so far (the admin front answers a topic change after it).
+func (d *Broker) awaitRoutes(ctx context.Context) error { return d.reg.WaitPublished(ctx) }
 
 func topicConfig(t meta.Topic) namesrv.TopicConfig {
 	return namesrv.TopicConfig{TopicName: t.Name, ReadQueueNums: t.ReadQueueNums, WriteQueueNums: t.WriteQueueNums,

@@ -54,7 +54,12 @@
 //	  "writeQueueNums","perm","topicFilterType","topicSysFlag","order"}},"dataVersion":{"timestamp","counter"}},
 //	 "filterServerList":[]}
 //
-// It replaces all the name server knows about that broker process. The
+// It replaces all the name server knows about that broker process, unless
+// the name server holds that process (same address) at a newer data
+// version — counter lower and timestamp not later than the held one: a
+// registration delayed in the network — which is ignored (answered code 0
+// with the held version; nothing changes). A broker restarted with a fresh
+// topic table registers with a later timestamp and is taken. The
 // answer (code 0) carries ext masterAddr and haServerAddr (of the master,
 // for a slave), ext dataVersion (Petrel) and, when the ORDER_TOPIC_CONFIG
 // namespace is not empty, body {"table":{..}}.
@@ -77,6 +82,16 @@
 // full registration. A heartbeat is a delta with no changes (about 460 bytes
 // on the wire); the Registrar sends a full registration every
 // RegistrarOptions.FullEvery heartbeats (default 10) as a safety net.
+//
+// The Registrar holds each topic with the data version it was read at and
+// keeps the newer of two states of a topic, so topic changes handed in by
+// concurrent goroutines in any order (Apply, O(1) each) and whole tables
+// (Update, Options.Snapshot before each periodic full registration) never
+// move a topic back. A change marks its topic pending for every name server;
+// one registration carries every change made while the previous one was in
+// flight. WaitPublished returns once every name server acknowledged the
+// changes made before the call (or failed a registration carrying them).
+//
 // Either body may be zlib-compressed, marked by ext petrelZlib "true"
 // (bodyCrc32 covers the compressed bytes); the Registrar compresses bodies
 // over 64 KiB, which keeps a 100,000-topic full registration well under

@@ -231,8 +231,13 @@ func (s *Server) registerBroker(_ context.Context, c *remoting.Conn, req *remoti
 		resp.SetExt(ExtNeedFull, "true")
 		return resp
 	}
-	s.log.Debug("broker registered", "broker", r.Broker.Name, "broker_id", r.Broker.ID, "broker_addr", r.Addr,
-		"delta", delta, "topics", nTopics, "version", res.Version.String())
+	if res.Stale {
+		s.log.Info("stale full registration ignored", "broker", r.Broker.Name, "broker_id", r.Broker.ID,
+			"broker_addr", r.Addr, "version", r.Version.String(), "held_version", res.Version.String())
+	} else {
+		s.log.Debug("broker registered", "broker", r.Broker.Name, "broker_id", r.Broker.ID, "broker_addr", r.Addr,
+			"delta", delta, "topics", nTopics, "version", res.Version.String())
+	}
 	resp := remoting.NewResponse(req, remoting.CodeSuccess, "")
 	resp.SetExt(extHAServerAddr, res.MasterHAAddr)
 	resp.SetExt(extMasterAddr, res.MasterAddr)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"log/slog"
 	"net"
-	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -390,16 +389,6 @@ func TestRegistrarFullAfterNameServerRestart(t *testing.T) {
 	}
 	if _, ok := routeOf(t, ns2b, "U"); !ok {
 		t.Fatal("restarted name server has no route")
-	}
-}
-
-func TestDiffTopics(t *testing.T) {
-	old := map[string]TopicConfig{"A": topic("A", 4, 6), "B": topic("B", 4, 6), "C": topic("C", 4, 6)}
-	cur := map[string]TopicConfig{"A": topic("A", 4, 6), "B": topic("B", 8, 6), "D": topic("D", 1, 6)}
-	changed, removed := diffTopics(old, cur)
-	if !reflect.DeepEqual(changed, map[string]TopicConfig{"B": topic("B", 8, 6), "D": topic("D", 1, 6)}) ||
-		!reflect.DeepEqual(removed, []string{"C"}) {
-		t.Fatalf("changed %v removed %v", changed, removed)
 	}
 }
 

@@ -42,6 +42,11 @@ type RegistrarOptions struct {
 	// OnSent, if set, is called after each registration attempt, from the
 	// name server's goroutine (for metrics and tests).
 	OnSent func(Sent)
+	// Snapshot, if set, returns the broker's whole topic table and the
+	// version it was read at (atomically); it is merged (see Update)
+	// before each periodic full registration, so that a change whose
+	// Apply went missing is registered all the same.
+	Snapshot func() (map[string]TopicConfig, DataVersion)
 }
 
 // Sent describes one registration attempt.
@@ -64,11 +69,17 @@ const (
 // or restarted name server affects no other.
 //
 // Protocol (a Petrel extension of REGISTER_BROKER, see doc.go): the first
-// registration is full; afterwards each heartbeat, and each Update, sends a
-// delta against the data version that name server last acknowledged — empty
-// when nothing changed. Every FullEvery-th heartbeat, and whenever a name
-// server refuses a delta (ext petrelNeedFull, e.g. after it restarted), a
-// full registration follows.
+// registration is full; afterwards each heartbeat, and each change, sends a
+// delta against the data version that name server last acknowledged: the
+// topics changed since its last registration — empty when nothing changed.
+// Every FullEvery-th heartbeat, and whenever a name server refuses a delta
+// (ext petrelNeedFull, e.g. after it restarted), a full registration
+// follows. Changes made while a registration is in flight go out together
+// in the next one.
+//
+// The topic set is monotonic: every topic is held with the data version
+// it was read at, and a change or table older than what is held for a
+// topic is ignored, so changes and tables may be handed in in any order.
 type Registrar struct {
 	client *remoting.Client
 	broker BrokerInfo
@@ -79,20 +90,36 @@ type Registrar struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu      sync.Mutex // guards the fields below and nsState.ticks/forceFull
-	topics  map[string]TopicConfig
-	version DataVersion
-	timer   clock.Timer
-	started bool
-	closed  bool
-	ns      []*nsState
+	mu sync.Mutex // guards the fields below and those of every nsState
+	// entries holds the topics, and the deleted topics newer than floor,
+	// each with the version it was read at. A name without an entry is
+	// absent at floor.
+	entries map[string]entry
+	floor   DataVersion // version of the newest table merged (Update)
+	version DataVersion // newest version handed in
+	seq     uint64      // topic changes taken in
+	// published is closed and replaced whenever a name server's state
+	// changes (WaitPublished).
+	published chan struct{}
+	timer     clock.Timer
+	started   bool
+	closed    bool
+	ns        []*nsState
 
 	registered     chan struct{} // closed at the first registration a name server accepts
 	registeredOnce sync.Once
 
 	cacheMu          sync.Mutex // guards the full-registration cache; held while encoding
 	fullCache        *remoting.Command
+	fullCacheSeq     uint64
 	fullCacheVersion DataVersion
+}
+
+// entry is one topic as the Registrar holds it.
+type entry struct {
+	cfg     TopicConfig
+	deleted bool
+	version DataVersion
 }
 
 type nsState struct {
@@ -102,11 +129,33 @@ type nsState struct {
 	// Guarded by Registrar.mu.
 	ticks     int // heartbeats since the last full registration
 	forceFull bool
-
-	// Owned by the name server's goroutine.
+	// pending names the topics changed since the last registration sent
+	// (put back when that one fails).
+	pending      map[string]struct{}
 	acked        bool
 	ackedVersion DataVersion
-	ackedTopics  map[string]TopicConfig
+	ackedSeq     uint64 // every change up to this one is acknowledged
+	failedSeq    uint64 // the last attempt failed, carrying the changes up to this one
+	failing      bool
+}
+
+// ErrNotPublished is returned by WaitPublished when some name server could
+// not be reached with the changes, or the Registrar is closed.
+var ErrNotPublished = errors.New("namesrv: not every name server has accepted the topic changes")
+
+// TopicChange is the state of one topic, read together with the data
+// version of the broker's topic table at which it holds.
+type TopicChange struct {
+	Name    string
+	Config  TopicConfig // zero when Deleted
+	Deleted bool
+	Version DataVersion
+}
+
+// older reports whether version a precedes b. The counter orders the
+// changes of one topic table; the timestamp breaks ties.
+func older(a, b DataVersion) bool {
+	return a.Counter < b.Counter || (a.Counter == b.Counter && a.Timestamp < b.Timestamp)
 }
 
 // NewRegistrar returns a Registrar for broker; nothing is sent until Start.
@@ -138,11 +187,12 @@ func NewRegistrar(client *remoting.Client, nameServers []string, broker BrokerIn
 		log:        opts.Logger.With("component", "registrar", "broker", broker.Name, "broker_id", broker.ID),
 		ctx:        ctx,
 		cancel:     cancel,
-		topics:     map[string]TopicConfig{},
+		entries:    map[string]entry{},
+		published:  make(chan struct{}),
 		registered: make(chan struct{}),
 	}
 	for _, addr := range nameServers {
-		r.ns = append(r.ns, &nsState{addr: addr, wake: make(chan struct{}, 1)})
+		r.ns = append(r.ns, &nsState{addr: addr, wake: make(chan struct{}, 1), pending: map[string]struct{}{}})
 	}
 	return r
 }
@@ -176,17 +226,140 @@ func (r *Registrar) WaitRegistered(ctx context.Context) error {
 	}
 }
 
-// Update replaces the broker's topic set and data version and sends the
-// change to every name server at once. The version must change whenever
-// the topics do. Update keeps topics: the caller must not modify the map
-// afterwards (pass a fresh map each time).
+// Update merges the broker's whole topic table, read at version, and sends
+// what changed to every name server at once. For every topic the newer of
+// what is held and what the table says wins: a table older than a change
+// handed in before does not undo that change. Update does not keep topics.
 func (r *Registrar) Update(topics map[string]TopicConfig, version DataVersion) {
-	if topics == nil {
-		topics = map[string]TopicConfig{}
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.topics, r.version = topics, version
+	if r.mergeLocked(topics, version) {
+		r.wakeAllLocked()
+	}
+}
+
+// mergeLocked merges a whole table read at version and reports whether
+// anything changed; r.mu must be held.
+func (r *Registrar) mergeLocked(topics map[string]TopicConfig, version DataVersion) bool {
+	if older(version, r.floor) {
+		return false // a newer table was merged: this one holds nothing newer
+	}
+	changed := false
+	for name, tc := range topics {
+		changed = r.applyLocked(TopicChange{Name: name, Config: tc, Version: version}) || changed
+	}
+	for name, e := range r.entries {
+		if _, ok := topics[name]; !ok && !e.deleted {
+			changed = r.applyLocked(TopicChange{Name: name, Deleted: true, Version: version}) || changed
+		}
+	}
+	if older(r.version, version) {
+		r.version = version
+		changed = true
+	}
+	r.floor = version
+	for name, e := range r.entries {
+		if e.deleted && !older(r.floor, e.version) {
+			delete(r.entries, name) // absent at floor anyway
+		}
+	}
+	return changed
+}
+
+// Apply takes in topic changes (each the topic's state at its version) and
+// sends them to every name server at once, together with other changes
+// in flight. A change older than what is held for its topic is ignored.
+// Cost: O(len(changes)), whatever the number of topics.
+func (r *Registrar) Apply(changes ...TopicChange) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	changed := false
+	for _, c := range changes {
+		changed = r.applyLocked(c) || changed
+	}
+	if changed {
+		r.wakeAllLocked()
+	}
+}
+
+// applyLocked takes in one change and reports whether it changed the held
+// topic or version; r.mu must be held.
+func (r *Registrar) applyLocked(c TopicChange) bool {
+	cur, ok := r.entries[c.Name]
+	held := r.floor
+	if ok {
+		held = cur.version
+	}
+	if older(c.Version, held) {
+		return false
+	}
+	if c.Deleted {
+		c.Config = TopicConfig{}
+	}
+	r.entries[c.Name] = entry{cfg: c.Config, deleted: c.Deleted, version: c.Version}
+	changed := false
+	if older(r.version, c.Version) {
+		r.version = c.Version
+		changed = true
+	}
+	wasLive := ok && !cur.deleted
+	if wasLive != !c.Deleted || (wasLive && cur.cfg != c.Config) {
+		r.seq++
+		for _, st := range r.ns {
+			st.pending[c.Name] = struct{}{}
+		}
+		changed = true
+	}
+	return changed
+}
+
+// WaitPublished returns once every name server has acknowledged the topic
+// changes taken in before the call (nil), once each that has not has
+// failed a registration carrying them (ErrNotPublished), or with ctx's
+// error.
+func (r *Registrar) WaitPublished(ctx context.Context) error {
+	r.mu.Lock()
+	target := r.seq
+	for {
+		if r.closed {
+			r.mu.Unlock()
+			return fmt.Errorf("%w: the registrar is closed", ErrNotPublished)
+		}
+		behind, failed := 0, 0
+		for _, st := range r.ns {
+			switch {
+			case st.ackedSeq >= target:
+			case st.failing && st.failedSeq >= target:
+				failed++
+			default:
+				behind++
+			}
+		}
+		if behind == 0 {
+			r.mu.Unlock()
+			if failed > 0 {
+				return fmt.Errorf("%w: %d of %d name servers did not answer", ErrNotPublished, failed, len(r.ns))
+			}
+			return nil
+		}
+		ch := r.published
+		r.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		r.mu.Lock()
+	}
+}
+
+// notifyLocked wakes WaitPublished callers; r.mu must be held.
+func (r *Registrar) notifyLocked() {
+	close(r.published)
+	r.published = make(chan struct{})
+}
+
+func (r *Registrar) wakeAllLocked() {
 	if r.started && !r.closed {
 		for _, st := range r.ns {
 			wake(st)
@@ -204,6 +377,7 @@ func (r *Registrar) Close() {
 		return
 	}
 	r.closed = true
+	r.notifyLocked()
 	started := r.started
 	if r.timer != nil {
 		r.timer.Stop()
@@ -236,14 +410,34 @@ func wake(st *nsState) {
 	}
 }
 
+// tick is a heartbeat: it wakes every name server's goroutine, after
+// merging a fresh table from Snapshot when a full registration is due.
 func (r *Registrar) tick() {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return
+	}
+	due := false
+	for _, st := range r.ns {
+		st.ticks++
+		due = due || st.ticks >= r.opts.FullEvery
+	}
+	r.mu.Unlock()
+	var topics map[string]TopicConfig
+	var v DataVersion
+	if due && r.opts.Snapshot != nil {
+		topics, v = r.opts.Snapshot()
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return
 	}
+	if topics != nil {
+		r.mergeLocked(topics, v)
+	}
 	for _, st := range r.ns {
-		st.ticks++
 		wake(st)
 	}
 	r.timer = r.opts.Clock.AfterFunc(r.opts.HeartbeatInterval, r.tick)
@@ -267,33 +461,44 @@ func (r *Registrar) run(st *nsState) {
 // sync sends one registration to st and records what it acknowledged.
 func (r *Registrar) sync(st *nsState) error {
 	r.mu.Lock()
-	topics, version := r.topics, r.version
 	full := !st.acked || st.forceFull || st.ticks >= r.opts.FullEvery
+	seq, version, base := r.seq, r.version, st.ackedVersion
+	names := st.pending
+	st.pending = map[string]struct{}{}
+	var topics, changed map[string]TopicConfig
+	var removed []string
+	if full {
+		topics = r.liveTopicsLocked()
+	} else {
+		changed, removed = r.deltaLocked(names)
+	}
 	r.mu.Unlock()
 
 	var req *remoting.Command
 	if full {
-		req = r.fullRequest(topics, version)
+		req = r.fullRequest(topics, seq, version)
 	} else {
-		var changed map[string]TopicConfig
-		var removed []string
-		if version != st.ackedVersion {
-			changed, removed = diffTopics(st.ackedTopics, topics)
-		}
-		req = r.deltaRequest(st.ackedVersion, version, changed, removed)
+		req = r.deltaRequest(base, version, changed, removed)
 	}
 	err := r.send(st.addr, req)
 	r.mu.Lock()
 	switch {
 	case err == nil:
-		st.acked, st.ackedVersion, st.ackedTopics = true, version, topics
+		st.acked, st.ackedVersion, st.failing = true, version, false
+		st.ackedSeq = max(st.ackedSeq, seq)
 		r.registeredOnce.Do(func() { close(r.registered) })
 		if full {
 			st.ticks, st.forceFull = 0, false
 		}
 	case errors.Is(err, ErrNeedFull):
-		st.forceFull = true
+		st.forceFull = true // the full registration carries every topic
+	default:
+		st.failing, st.failedSeq = true, seq
+		for name := range names {
+			st.pending[name] = struct{}{}
+		}
 	}
+	r.notifyLocked()
 	r.mu.Unlock()
 	if err != nil && !errors.Is(err, ErrNeedFull) && r.ctx.Err() == nil {
 		r.log.Warn("registration failed", "namesrv", st.addr, "full", full, "err", err)
@@ -302,6 +507,33 @@ func (r *Registrar) sync(st *nsState) error {
 		f(Sent{NameServer: st.addr, Full: full, BodyBytes: len(req.Body), Err: err})
 	}
 	return err
+}
+
+// liveTopicsLocked returns the topics held (not deleted); r.mu must be held.
+func (r *Registrar) liveTopicsLocked() map[string]TopicConfig {
+	out := make(map[string]TopicConfig, len(r.entries))
+	for name, e := range r.entries {
+		if !e.deleted {
+			out[name] = e.cfg
+		}
+	}
+	return out
+}
+
+// deltaLocked returns the current state of the named topics: those held,
+// and the others (sorted) as removed; r.mu must be held.
+func (r *Registrar) deltaLocked(names map[string]struct{}) (map[string]TopicConfig, []string) {
+	changed := make(map[string]TopicConfig, len(names))
+	var removed []string
+	for name := range names {
+		if e, ok := r.entries[name]; ok && !e.deleted {
+			changed[name] = e.cfg
+		} else {
+			removed = append(removed, name)
+		}
+	}
+	slices.Sort(removed)
+	return changed, removed
 }
 
 func (r *Registrar) send(addr string, req *remoting.Command) error {
@@ -341,14 +573,14 @@ func (r *Registrar) request(ext map[string]string, body []byte) *remoting.Comman
 }
 
 // fullRequest builds a Java-compatible full registration (plus petrelZlib
-// when compressed). The encoded body is cached per data version, so that
+// when compressed). The encoded body is cached per topic set, so that
 // several name servers share one encoding (100,000 topics take ~140 ms).
-func (r *Registrar) fullRequest(topics map[string]TopicConfig, v DataVersion) *remoting.Command {
+func (r *Registrar) fullRequest(topics map[string]TopicConfig, seq uint64, v DataVersion) *remoting.Command {
 	r.cacheMu.Lock()
 	defer r.cacheMu.Unlock()
-	if r.fullCache == nil || r.fullCacheVersion != v {
+	if r.fullCache == nil || r.fullCacheSeq != seq || r.fullCacheVersion != v {
 		r.fullCache = r.request(r.identityExt(), encodeRegisterBody(topics, v))
-		r.fullCacheVersion = v
+		r.fullCacheSeq, r.fullCacheVersion = seq, v
 	}
 	c := r.fullCache
 	ext := make(map[string]string, len(c.ExtFields))
@@ -364,23 +596,4 @@ func (r *Registrar) deltaRequest(base, v DataVersion, changed map[string]TopicCo
 	ext[ExtDelta] = "true"
 	ext[ExtBaseVersion] = base.String()
 	return r.request(ext, encodeDeltaBody(v, changed, removed))
-}
-
-// diffTopics returns the topics of cur that are new or differ from old,
-// and the names in old missing from cur (sorted).
-func diffTopics(old, cur map[string]TopicConfig) (map[string]TopicConfig, []string) {
-	changed := map[string]TopicConfig{}
-	for name, tc := range cur {
-		if o, ok := old[name]; !ok || o != tc {
-			changed[name] = tc
-		}
-	}
-	var removed []string
-	for name := range old {
-		if _, ok := cur[name]; !ok {
-			removed = append(removed, name)
-		}
-	}
-	slices.Sort(removed)
-	return changed, removed
 }

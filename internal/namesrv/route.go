@@ -78,6 +78,18 @@ type RegisterResult struct {
 	// name, when one is registered.
 	MasterAddr   string
 	MasterHAAddr string
+	// Stale reports a full registration ignored because the table holds
+	// the same broker process at a newer version (a registration that
+	// was delayed in the network). Nothing was changed.
+	Stale bool
+}
+
+// staleVersion reports whether a full registration at v is older than the
+// version held for the same broker process: both its counter and its
+// timestamp are behind. A broker that restarted with a new topic table
+// (counter reset) registers with a later timestamp and is not stale.
+func staleVersion(v, held DataVersion) bool {
+	return v.Counter < held.Counter && v.Timestamp <= held.Timestamp
 }
 
 // QueueData is a route's entry for one broker's queues of a topic.
@@ -174,9 +186,12 @@ func NewTable() *Table {
 }
 
 // Register applies a full or delta registration received at now. A full
-// registration replaces everything known about the broker process; a delta
-// applies only when the table holds the broker at r.BaseVersion and from
-// r.Addr, otherwise it changes nothing and the result asks for a full one.
+// registration replaces everything known about the broker process, unless
+// the table holds that process (same address) at a newer version (see
+// RegisterResult.Stale): an older version never replaces a newer one. A
+// delta applies only when the table holds the broker at r.BaseVersion and
+// from r.Addr, otherwise it changes nothing and the result asks for a full
+// one.
 func (t *Table) Register(r Registration, now time.Time) RegisterResult {
 	b := t.brokers[r.Broker.Name][r.Broker.ID]
 	if r.Delta {
@@ -200,6 +215,9 @@ func (t *Table) Register(r Registration, now time.Time) RegisterResult {
 			}
 		}
 	} else {
+		if b != nil && b.addr == r.Addr && b.Cluster == r.Broker.Cluster && staleVersion(r.Version, b.version) {
+			return RegisterResult{Version: b.version, Stale: true}
+		}
 		// Another process that used this address is gone (renamed or
 		// re-numbered broker): drop it so its address is not routed twice.
 		for _, ids := range t.brokers {

@@ -118,3 +118,43 @@ func TestAdminCreateDeleteTopic(t *testing.T) {
 		t.Fatalf("send to the deleted topic %s succeeded: %v", topic, res)
 	}
 }
+
+// TestAdminCreateThenDeleteAtOnce is the official Go client's own admin
+// example (examples/admin/topic), 50 times in a row: CreateTopic, then at
+// once DeleteTopic with neither broker nor name server address, which makes
+// the client look the broker up in the new topic's route. The broker
+// answers a create only once the name server routes the topic, so the route
+// is there without waiting; after the delete it is gone and the broker
+// refuses sends to the topic.
+func TestAdminCreateThenDeleteAtOnce(t *testing.T) {
+	t.Parallel()
+	off := false
+	p := startPetrel(t, serverOptions{autoCreateTopics: &off})
+	for run := range 50 {
+		topic := uniqueName(t, "t")
+		adm, err := admin.NewAdmin(admin.WithResolver(p.resolver()))
+		if err != nil {
+			t.Fatalf("run %d: new admin: %v", run, err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := adm.CreateTopic(ctx, admin.WithTopicCreate(topic), admin.WithBrokerAddrCreate(p.brAddr)); err != nil {
+			t.Fatalf("run %d: CreateTopic %s: %v", run, topic, err)
+		}
+		if r, found, err := queryRoute(p.nsAddr, topic); err != nil || !found || r.writeQueues() != 8 {
+			t.Fatalf("run %d: right after CreateTopic the route of %s: found %v err %v route %+v, want 8 write queues", run, topic, found, err, r)
+		}
+		if err := adm.DeleteTopic(ctx, admin.WithTopicDelete(topic)); err != nil {
+			t.Fatalf("run %d: DeleteTopic %s right after its creation: %v", run, topic, err)
+		}
+		if _, found, err := queryRoute(p.nsAddr, topic); err != nil || found {
+			t.Fatalf("run %d: right after DeleteTopic the name server still routes %s (err %v)", run, topic, err)
+		}
+		if resp := rawSend(t, p.brAddr, topic, []byte("after delete")); resp.Code == codeSuccess {
+			t.Fatalf("run %d: the broker still stores messages for the deleted topic %s", run, topic)
+		}
+		cancel()
+		if err := adm.Close(); err != nil {
+			t.Fatalf("run %d: close admin: %v", run, err)
+		}
+	}
+}

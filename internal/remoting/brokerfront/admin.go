@@ -5,7 +5,10 @@ package brokerfront
 // attributes (RocketMQ 5: "+key=value,-key", changes to the topic's
 // current attributes; e.g. "+persistent=false" for an in-memory topic); the broker
 // registers the change with the name servers before answering, so the route
-// is there when the client moves on. 215 DELETE_TOPIC_IN_BROKER: ext topic.
+// is there when the client moves on (bounded by Options.RouteWait; after
+// it the answer is success with a remark that the route is still
+// propagating). 215 DELETE_TOPIC_IN_BROKER: ext topic; likewise answered
+// once the name servers dropped the route.
 // 201 GET_ALL_SUBSCRIPTIONGROUP_CONFIG and 21 GET_ALL_TOPIC_CONFIG: JSON
 // tables with a dataVersion, decoded by clients with strict types.
 
@@ -16,7 +19,7 @@ import (
 	"github.com/petrelmq/petrel/internal/store/meta"
 )
 
-func (f *Front) createTopic(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (f *Front) createTopic(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	ext := req.ExtFields
 	t := meta.Topic{
 		Name:            ext["topic"],
@@ -40,12 +43,29 @@ func (f *Front) createTopic(_ context.Context, _ *remoting.Conn, req *remoting.C
 	if err := f.b.CreateTopic(t); err != nil {
 		return errorResponse(req, err)
 	}
-	return remoting.NewResponse(req, respSuccess, "")
+	return f.routed(ctx, req, t.Name, "created")
 }
 
-func (f *Front) deleteTopic(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	if err := f.b.DeleteTopic(req.ExtFields["topic"]); err != nil {
+func (f *Front) deleteTopic(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	topic := req.ExtFields["topic"]
+	if err := f.b.DeleteTopic(topic); err != nil {
 		return errorResponse(req, err)
+	}
+	return f.routed(ctx, req, topic, "deleted")
+}
+
+// routed answers a topic change once the name servers have accepted it,
+// or, after RouteWait, with a success whose remark says the route is still
+// propagating.
+func (f *Front) routed(ctx context.Context, req *remoting.Command, topic, done string) *remoting.Command {
+	if f.awaitRoutes == nil {
+		return remoting.NewResponse(req, respSuccess, "")
+	}
+	ctx, cancel := context.WithTimeout(ctx, f.routeWait)
+	defer cancel()
+	if err := f.awaitRoutes(ctx); err != nil {
+		f.log.Warn("topic change not yet accepted by every name server", "topic", topic, "change", done, "waited", f.routeWait, "err", err)
+		return remoting.NewResponse(req, respSuccess, "topic "+done+"; its route is still propagating to the name servers")
 	}
 	return remoting.NewResponse(req, respSuccess, "")
 }

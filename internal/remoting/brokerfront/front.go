@@ -1,12 +1,14 @@
 package brokerfront
 
 import (
+	"context"
 	"log/slog"
 	"net"
 	"net/netip"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/petrelmq/petrel/internal/broker"
 	"github.com/petrelmq/petrel/internal/remoting"
@@ -16,7 +18,17 @@ import (
 type Options struct {
 	// Logger; default discard.
 	Logger *slog.Logger
+	// AwaitRoutes, if set, returns once the name servers have accepted the
+	// topic changes made so far; a topic create or delete answers after
+	// it, so that the route is there (or gone) when the client moves on.
+	AwaitRoutes func(ctx context.Context) error
+	// RouteWait bounds that wait; 0 means 3 s, negative: do not wait.
+	RouteWait time.Duration
 }
+
+// defaultRouteWait bounds how long a topic change waits for the name
+// servers by default.
+const defaultRouteWait = 3 * time.Second
 
 // Front serves the broker over remoting.
 type Front struct {
@@ -26,6 +38,9 @@ type Front struct {
 	nextID atomic.Uint64
 	mu     sync.Mutex
 	conns  map[uint64]*remoting.Conn
+
+	awaitRoutes func(context.Context) error // nil: topic changes do not wait
+	routeWait   time.Duration
 }
 
 type connIDKey struct{}
@@ -37,6 +52,12 @@ func New(b *broker.Broker, opts Options) *Front {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	f := &Front{b: b, log: opts.Logger.With("component", "brokerfront"), conns: make(map[uint64]*remoting.Conn)}
+	if opts.RouteWait == 0 {
+		opts.RouteWait = defaultRouteWait
+	}
+	if opts.AwaitRoutes != nil && opts.RouteWait > 0 {
+		f.awaitRoutes, f.routeWait = opts.AwaitRoutes, opts.RouteWait
+	}
 	b.OnConsumerIDsChanged(f.notifyConsumerIDsChanged)
 	b.OnTransactionCheck(f.sendCheck)
 	return f

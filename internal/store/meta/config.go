@@ -237,6 +237,29 @@ func (t *configTable[T]) all() []T {
 	return out
 }
 
+// allAt returns every entry (sorted by key) and the table's version, read
+// under one lock: the entries are the table at exactly that version.
+func (t *configTable[T]) allAt() ([]T, DataVersion) {
+	t.mu.RLock()
+	out := make([]T, 0, len(t.m))
+	for _, v := range t.m {
+		out = append(out, v)
+	}
+	v := t.version
+	t.mu.RUnlock()
+	slices.SortFunc(out, func(a, b T) int { return strings.Compare(a.key(), b.key()) })
+	return out, v
+}
+
+// getAt returns the entry of name and the table's version, read under one
+// lock.
+func (t *configTable[T]) getAt(name string) (T, bool, DataVersion) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	v, ok := t.m[name]
+	return v, ok, t.version
+}
+
 func (t *configTable[T]) dataVersion() DataVersion {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
@@ -323,6 +346,15 @@ func (s *Store) Topics() []Topic { return s.topics.all() }
 // TopicsVersion returns the version of the topic table; it changes with
 // every topic change and is persisted with the table.
 func (s *Store) TopicsVersion() DataVersion { return s.topics.dataVersion() }
+
+// TopicsAt returns every topic config sorted by name together with the
+// version of the topic table they are, read atomically (Topics and
+// TopicsVersion called one after the other may straddle a change).
+func (s *Store) TopicsAt() ([]Topic, DataVersion) { return s.topics.allAt() }
+
+// TopicAt returns the config of a topic (false when there is none) and
+// the version of the topic table at which that holds, read atomically.
+func (s *Store) TopicAt(name string) (Topic, bool, DataVersion) { return s.topics.getAt(name) }
 
 // PutGroup adds or replaces the subscription group g.Name and returns once
 // the change is durable. Errors and concurrency as PutTopic.
