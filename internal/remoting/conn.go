@@ -49,7 +49,10 @@ const (
 	// connection closes, and any write in progress at that moment.
 	closeFlushTimeout = 2 * time.Second
 	readBufferBytes   = 64 << 10
-	maxPooledHead     = 64 << 10
+	// readerWriteMaxBytes: a server connection's reader writes the queued
+	// answers itself only while they are at most this many bytes.
+	readerWriteMaxBytes = 256 << 10
+	maxPooledHead       = 64 << 10
 )
 
 // pendingCall waits for the response to one request: Invoke's channel or
@@ -600,7 +603,9 @@ func (c *Conn) idle() {
 	if !queued {
 		return
 	}
-	if c.wio.TryLock() {
+	// Large answers go to the writer: a peer slow to read them would
+	// block the reader in its write, where it notices no limit.
+	if c.wbytes.Load() <= readerWriteMaxBytes && c.wio.TryLock() {
 		c.writeOut(false)
 		c.wio.Unlock()
 		return

@@ -218,13 +218,13 @@ func (s *Server) Serve(ln net.Listener) error {
 		switch {
 		case lim.MaxConns > 0 && len(s.conns) >= lim.MaxConns:
 			s.mu.Unlock()
-			_ = nc.Close()
 			lim.hit(hitMaxConns, s.log, "refused a connection: the server has as many as it takes", "remote", nc.RemoteAddr().String(), "max_conns", lim.MaxConns)
+			_ = nc.Close()
 			continue
 		case lim.MaxConnsPerIP > 0 && s.perIP[ip] >= lim.MaxConnsPerIP:
 			s.mu.Unlock()
-			_ = nc.Close()
 			lim.hit(hitMaxConnsPerIP, s.log, "refused a connection: its address has as many as the server takes from one", "remote", nc.RemoteAddr().String(), "max_conns_per_ip", lim.MaxConnsPerIP)
+			_ = nc.Close()
 			continue
 		}
 		c := newConn(s.ctx, nc, &s.own)
