@@ -18,14 +18,18 @@ import (
 
 func (f *Front) createTopic(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	ext := req.ExtFields
+	var n numbers
 	t := meta.Topic{
 		Name:            ext["topic"],
-		ReadQueueNums:   parseInt32(ext["readQueueNums"]),
-		WriteQueueNums:  parseInt32(ext["writeQueueNums"]),
-		Perm:            parseInt32(ext["perm"]),
+		ReadQueueNums:   n.int32("readQueueNums", ext["readQueueNums"]),
+		WriteQueueNums:  n.int32("writeQueueNums", ext["writeQueueNums"]),
+		Perm:            n.int32("perm", ext["perm"]),
 		TopicFilterType: ext["topicFilterType"],
-		TopicSysFlag:    parseInt32(ext["topicSysFlag"]),
+		TopicSysFlag:    n.int32("topicSysFlag", ext["topicSysFlag"]),
 		Order:           ext["order"] == "true",
+	}
+	if resp := n.refused(req, respSystemError); resp != nil {
+		return resp
 	}
 	if a := ext["attributes"]; a != "" {
 		cur, _ := f.b.Topic(t.Name)
@@ -38,14 +42,14 @@ func (f *Front) createTopic(_ context.Context, _ *remoting.Conn, req *remoting.C
 		t.Attributes = cur.Attributes
 	}
 	if err := f.b.CreateTopic(t); err != nil {
-		return errorResponse(req, err)
+		return f.errorResponse(req, err)
 	}
 	return remoting.NewResponse(req, respSuccess, "")
 }
 
 func (f *Front) deleteTopic(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	if err := f.b.DeleteTopic(req.ExtFields["topic"]); err != nil {
-		return errorResponse(req, err)
+		return f.errorResponse(req, err)
 	}
 	return remoting.NewResponse(req, respSuccess, "")
 }
