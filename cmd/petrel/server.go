@@ -45,6 +45,7 @@ with the name server).`,
 	addCommonFlags(cmd.Flags(), o)
 	addNamesrvFlags(cmd.Flags(), o)
 	addBrokerFlags(cmd.Flags(), o)
+	addRemotingFlags(cmd.Flags(), &o.remoting)
 	return cmd
 }
 
@@ -66,7 +67,11 @@ with all of them.`,
 			if err != nil {
 				return err
 			}
-			ns, err := daemon.StartNameServer(o.namesrvListen, namesrv.Options{Logger: logger})
+			limits, err := o.remoting.limits()
+			if err != nil {
+				return err
+			}
+			ns, err := daemon.StartNameServer(o.namesrvListen, namesrv.Options{Logger: logger, Limits: limits})
 			if err != nil {
 				return err
 			}
@@ -78,6 +83,7 @@ with all of them.`,
 	}
 	addCommonFlags(cmd.Flags(), o)
 	addNamesrvFlags(cmd.Flags(), o)
+	addRemotingFlags(cmd.Flags(), &o.remoting)
 	return cmd
 }
 
@@ -105,6 +111,7 @@ consumers on --broker-listen and registers with every name server in
 	}
 	addCommonFlags(cmd.Flags(), o)
 	addBrokerFlags(cmd.Flags(), o)
+	addRemotingFlags(cmd.Flags(), &o.remoting)
 	cmd.Flags().StringVar(&o.namesrv, "namesrv", "", "name servers to register with, semicolon-separated ip:port")
 	return cmd
 }
@@ -127,7 +134,11 @@ func runServer(ctx context.Context, o *options, out io.Writer, started func()) e
 		return err
 	}
 	defer stopProfile()
-	ns, err := daemon.StartNameServer(o.namesrvListen, namesrv.Options{Logger: logger})
+	limits, err := o.remoting.limits()
+	if err != nil {
+		return err
+	}
+	ns, err := daemon.StartNameServer(o.namesrvListen, namesrv.Options{Logger: logger, Limits: limits})
 	if err != nil {
 		return err
 	}
@@ -155,6 +166,10 @@ func runBroker(ctx context.Context, o *options, nameServers []string, out io.Wri
 	if err != nil {
 		return err
 	}
+	limits, err := o.remoting.limits()
+	if err != nil {
+		return err
+	}
 	dcfg := daemon.BrokerConfig{
 		Store:       scfg,
 		Broker:      bcfg,
@@ -163,6 +178,7 @@ func runBroker(ctx context.Context, o *options, nameServers []string, out io.Wri
 		NameServers: nameServers,
 		HTTPListen:  o.httpListen,
 		Logger:      logger,
+		Remoting:    limits,
 	}
 	if err := o.grpc.apply(&dcfg); err != nil {
 		return err
