@@ -24,8 +24,8 @@ func await(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// prefix is a frame's length prefix declaring n bytes, and the first bytes
-// of its header word.
+// declaredFrame is a length prefix declaring n bytes followed by sent of
+// them.
 func declaredFrame(n uint32, sent int) []byte {
 	b := binary.BigEndian.AppendUint32(nil, n)
 	return append(b, make([]byte, sent)...)
@@ -67,7 +67,8 @@ func TestDeclaredFramesDoNotTakeMemory(t *testing.T) {
 
 // TestServerReadBudgetMakesReadersWait: with the server's budget spent by
 // frames that are arriving, another connection's frame waits for it (the
-// wait is logged and counted) and is read once the budget comes free.
+// wait is logged and counted) rather than allocate past it, and is read
+// once the budget comes free; the server then serves others as before.
 func TestServerReadBudgetMakesReadersWait(t *testing.T) {
 	const frame = 1 << 20
 	srv := startServer(t, ServerOptions{MaxFrameBytes: frame, Limits: Limits{ServerReadBudgetBytes: frame, ConnReadBudgetBytes: frame}}, nil)
@@ -97,6 +98,7 @@ func TestServerReadBudgetMakesReadersWait(t *testing.T) {
 		t.Fatalf("waiting connection answered %+v", resp)
 	}
 	await(t, "the budget to come free", func() bool { return srv.Stats().ReadBudgetBytes == 0 })
+	invokeEcho(t, newClient(t, ClientOptions{}), srv.addr, 8)
 	if lines := srv.logs.lines("WARN"); len(lines) == 0 || !strings.Contains(strings.Join(lines, "\n"), "limit=server_read_budget") {
 		t.Fatalf("no Warn for the budget wait: %q", lines)
 	}
@@ -121,6 +123,8 @@ func TestConnReadBudgetWaitsForItsHandlers(t *testing.T) {
 	next.Opaque = 2
 	r.send(t, next)
 	await(t, "the reader to wait for its connection's budget", func() bool { return srv.Stats().ConnReadBudgetWaits == 1 })
+	// Only that connection waits.
+	invokeEcho(t, newClient(t, ClientOptions{}), srv.addr, 3)
 	close(release)
 	got := map[int32]string{}
 	for range 2 {
