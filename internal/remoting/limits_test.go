@@ -57,7 +57,9 @@ func TestDeclaredFramesDoNotTakeMemory(t *testing.T) {
 	want := int64(conns * minFrameChunk)
 	await(t, "every connection to reserve its first chunk", func() bool { return srv.Stats().ReadBudgetBytes == want })
 	invokeEcho(t, cl, srv.addr, 1)
-	if grown := int64(heapInuse()) - int64(before); grown > 32<<20 {
+	grown := int64(heapInuse()) - int64(before)
+	t.Logf("heap in use grew by %d KiB; read budget in use %d KiB", grown>>10, srv.Stats().ReadBudgetBytes>>10)
+	if grown > 32<<20 {
 		t.Fatalf("heap grew by %d MiB for %d declared but unsent 16 MiB frames", grown>>20, conns)
 	}
 	if got := srv.Stats().ReadBudgetBytes; got != want {
@@ -331,4 +333,40 @@ func TestLimitsValidate(t *testing.T) {
 	if err := (Limits{ConnReadBudgetBytes: -1, ServerReadBudgetBytes: -1}).Validate(0); err != nil {
 		t.Fatalf("budgets off: %v", err)
 	}
+}
+
+// TestReadBudgetWaitIsBounded: a reader that cannot get read budget within
+// FrameReadTimeout closes its connection (freeing what it held), so
+// readers cannot wait on each other's partial frames for good.
+func TestReadBudgetWaitIsBounded(t *testing.T) {
+	const frame = 1 << 20
+	release := make(chan struct{})
+	srv := startServer(t, ServerOptions{MaxFrameBytes: frame, Limits: Limits{ServerReadBudgetBytes: frame, ConnReadBudgetBytes: frame,
+		FrameReadTimeout: 200 * time.Millisecond}}, map[int16]Handler{
+		codeBlock: func(ctx context.Context, _ *Conn, req *Command) *Command {
+			<-release
+			return NewResponse(req, CodeSuccess, "released")
+		},
+	})
+	hog := dialRaw(t, srv.addr)
+	held := NewRequest(codeBlock, nil, make([]byte, frame-200))
+	held.Opaque = 1
+	hog.send(t, held)
+	await(t, "the blocked request to hold most of the budget", func() bool { return srv.Stats().ReadBudgetBytes > frame/2 })
+	other := dialRaw(t, srv.addr)
+	start := time.Now()
+	other.send(t, NewRequest(codeEcho, nil, make([]byte, frame/2)))
+	other.expectClosed(t)
+	if took := time.Since(start); took < 180*time.Millisecond {
+		t.Fatalf("closed after %v, before the 200ms frame timeout", took)
+	}
+	if s := srv.Stats(); s.ServerReadBudgetWaits != 1 || s.FrameTimeouts != 1 {
+		t.Fatalf("stats %+v, want one budget wait and one frame timeout", s)
+	}
+	close(release)
+	if resp := hog.read(t); resp.Remark != "released" {
+		t.Fatalf("blocked request answered %+v", resp)
+	}
+	await(t, "the budget to come free", func() bool { return srv.Stats().ReadBudgetBytes == 0 })
+	invokeEcho(t, newClient(t, ClientOptions{}), srv.addr, 1)
 }
