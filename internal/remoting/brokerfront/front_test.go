@@ -1,8 +1,11 @@
 package brokerfront_test
 
 import (
+	"bufio"
 	"context"
+	"encoding/binary"
 	"maps"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -131,5 +134,46 @@ func TestSeparatorInPropertyValueIsRefused(t *testing.T) {
 	}
 	if got := f.maxOffset(t, "Tags"); got != "1" {
 		t.Fatalf("queue 0 of Tags holds %s messages, want only the well-formed one", got)
+	}
+}
+
+// TestPopMessageCodeOverRemoting: RocketMQ 5's POP_MESSAGE (200050) in a
+// JSON header, which int16 cannot hold, is answered
+// REQUEST_CODE_NOT_SUPPORTED by the broker and its connection serves the
+// next request (it used to be closed as a malformed frame).
+func TestPopMessageCodeOverRemoting(t *testing.T) {
+	f := startFront(t)
+	nc, err := net.Dial("tcp", f.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
+	header := `{"code":200050,"language":"JAVA","version":401,"opaque":41,"flag":0,"extFields":{"consumerGroup":"g","topic":"T","queueId":"-1","maxMsgNums":"32","invisibleTime":"60000","pollTime":"0","bornTime":"1","initMode":"0"}}`
+	frame := binary.BigEndian.AppendUint32(nil, uint32(4+len(header)))
+	frame = binary.BigEndian.AppendUint32(frame, uint32(len(header)))
+	frame = append(frame, header...)
+	if _, err := nc.Write(frame); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(nc)
+	resp, err := remoting.ReadFrame(br, 0)
+	if err != nil {
+		t.Fatalf("no answer to code 200050: %v", err)
+	}
+	if resp.Code != remoting.CodeRequestCodeNotSupported || resp.Opaque != 41 || !strings.Contains(resp.Remark, "200050") {
+		t.Fatalf("answer %+v", resp)
+	}
+	next := remoting.NewRequest(codeGetMaxOffset, map[string]string{"topic": "T", "queueId": "0"}, nil)
+	next.Opaque = 42
+	enc, err := remoting.EncodeFrame(nil, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nc.Write(enc); err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := remoting.ReadFrame(br, 0); err != nil || resp.Opaque != 42 || resp.Code != 0 {
+		t.Fatalf("next request on the connection: %+v, %v", resp, err)
 	}
 }
