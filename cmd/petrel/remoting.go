@@ -29,7 +29,7 @@ func addRemotingFlags(fl *pflag.FlagSet, o *remotingOptions) {
 	fl.DurationVar(&o.frameTimeout, "remoting-frame-timeout", remoting.DefaultFrameReadTimeout,
 		"close a remoting connection whose started frame has not fully arrived in this long; 0 turns it off")
 	fl.DurationVar(&o.idleTimeout, "remoting-idle-timeout", remoting.DefaultIdleTimeout,
-		"close a remoting connection that sends nothing for this long (RocketMQ's channel idle time; clients send a heartbeat every 30 s); 0 turns it off")
+		"close a remoting connection that sends nothing, or reads none of its answers, for this long (RocketMQ's channel idle time; clients send a heartbeat every 30 s); 0 turns it off")
 	fl.IntVar(&o.maxConns, "remoting-max-conns", remoting.DefaultMaxConns,
 		"refuse remoting connections beyond this many open at once; 0 turns it off")
 	fl.IntVar(&o.maxConnsPerIP, "remoting-max-conns-per-ip", remoting.DefaultMaxConnsPerIP,

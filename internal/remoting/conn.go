@@ -138,6 +138,7 @@ type Conn struct {
 	wbatch  []outFrame  // guarded by wio
 	wbufs   net.Buffers // guarded by wio
 	wfailed bool        // guarded by wio: a write failed, drop the rest
+	wdlAt   time.Time   // guarded by wio: when armWrite last set the write deadline
 	// readerWrites is set (owner.readerWrites only) while the reader
 	// handles what it read, up to and including its idle hook: frames
 	// queued meanwhile do not wake the writer, because the reader writes
@@ -557,9 +558,14 @@ func (c *Conn) writeOut(closing bool) {
 			bufs = append(bufs, f.parts...)
 		}
 		w := bufs
+		c.armWrite()
 		if _, err := w.WriteTo(c.nc); err != nil {
 			c.wfailed = true
-			if !closing {
+			switch {
+			case closing:
+			case errors.Is(err, os.ErrDeadlineExceeded) && c.own.limits != nil && !c.isClosing():
+				c.own.limits.hit(hitIdleTimeout, c.log, "closing a connection that reads none of its answers", "idle_timeout", c.own.limits.IdleTimeout)
+			default:
 				c.log.Debug("write failed; closing connection", "err", err)
 			}
 			c.Close()
@@ -582,6 +588,35 @@ func (c *Conn) writeOut(closing bool) {
 			}
 			c.wmu.Unlock()
 		}
+	}
+}
+
+// armWrite bounds the write about to start by IdleTimeout (server
+// connections): a peer that takes none of it for that long is gone, as one
+// that sends nothing is. A deadline armed less than 1/16 of the timeout ago
+// is kept, and one Close set is never replaced. The caller holds wio.
+func (c *Conn) armWrite() {
+	lim := c.own.limits
+	if lim == nil || lim.IdleTimeout <= 0 || c.isClosing() {
+		return
+	}
+	now := time.Now()
+	if now.Sub(c.wdlAt) < lim.IdleTimeout/16 {
+		return
+	}
+	c.wdlAt = now
+	_ = c.nc.SetWriteDeadline(now.Add(lim.IdleTimeout))
+	if c.isClosing() {
+		_ = c.nc.SetWriteDeadline(now.Add(closeFlushTimeout))
+	}
+}
+
+func (c *Conn) isClosing() bool {
+	select {
+	case <-c.closing:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -92,7 +92,8 @@
 //     wait outlasts the frame timeout;
 //   - frame timeout: a frame whose first byte arrived must be whole in
 //     FrameReadTimeout; idle timeout: a connection that sends no frame for
-//     IdleTimeout (RocketMQ's 120 s channel idle) is closed;
+//     IdleTimeout (RocketMQ's 120 s channel idle), or takes none of a write
+//     of its answers for that long, is closed;
 //   - connections, in total and per source address: one more is closed as
 //     soon as it is accepted;
 //   - write queue: while more than ConnWriteQueueBytes of answers wait for a

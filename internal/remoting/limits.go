@@ -45,8 +45,9 @@ type Limits struct {
 	// too (which frees what it held). Default DefaultFrameReadTimeout (60 s).
 	FrameReadTimeout time.Duration
 	// IdleTimeout: a connection that sends no frame for this long is
-	// closed. Default DefaultIdleTimeout (120 s, RocketMQ's channel idle;
-	// clients send a heartbeat every 30 s).
+	// closed, and so is one that takes none of a write of its answers for
+	// this long. Default DefaultIdleTimeout (120 s, RocketMQ's channel
+	// idle; clients send a heartbeat every 30 s).
 	IdleTimeout time.Duration
 	// MaxConns bounds the open connections; one more is closed as soon as
 	// it is accepted. Default DefaultMaxConns (10,000).

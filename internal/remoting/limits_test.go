@@ -370,3 +370,53 @@ func TestReadBudgetWaitIsBounded(t *testing.T) {
 	await(t, "the budget to come free", func() bool { return srv.Stats().ReadBudgetBytes == 0 })
 	invokeEcho(t, newClient(t, ClientOptions{}), srv.addr, 1)
 }
+
+// TestClientThatReadsNothingClosedAtIdleTimeout: a client that keeps
+// sending but takes none of a large answer for IdleTimeout is closed, as a
+// silent one is: the write of its answer is bounded too.
+func TestClientThatReadsNothingClosedAtIdleTimeout(t *testing.T) {
+	const idle = 500 * time.Millisecond
+	const codeHuge int16 = 103
+	body := make([]byte, 8<<20)
+	srv := startServer(t, ServerOptions{Limits: Limits{IdleTimeout: idle}}, map[int16]Handler{
+		codeHuge: func(_ context.Context, _ *Conn, req *Command) *Command {
+			resp := NewResponse(req, CodeSuccess, "")
+			resp.Body = body
+			return resp
+		},
+	})
+	r := dialRaw(t, srv.addr)
+	_ = r.Conn.(*net.TCPConn).SetReadBuffer(64 << 10)
+	huge := NewRequest(codeHuge, nil, nil)
+	huge.Opaque = 1
+	r.send(t, huge)
+	ping, err := EncodeFrame(nil, &Command{Code: codeEcho, Flag: FlagOneway, Opaque: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	pinged := make(chan struct{})
+	go func() {
+		// Traffic, not synchronisation: the connection is not read-idle.
+		defer close(pinged)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				if _, err := r.Write(ping); err != nil {
+					return
+				}
+			}
+		}
+	}()
+	defer func() { close(stop); <-pinged }()
+	await(t, "the server to close the connection that reads nothing", func() bool { return srv.Stats().IdleTimeouts == 1 })
+	await(t, "the connection to be gone", func() bool { return srv.ConnCount() == 0 })
+	if lines := srv.logs.lines("WARN"); len(lines) != 1 || !strings.Contains(lines[0], "reads none of its answers") {
+		t.Fatalf("Warn lines %q", lines)
+	}
+	invokeEcho(t, newClient(t, ClientOptions{}), srv.addr, 1)
+}
