@@ -50,6 +50,7 @@ type options struct {
 	httpListen    string
 	cpuProfile    string
 	grpc          grpcOptions
+	remoting      remotingOptions
 }
 
 func addCommonFlags(fl *pflag.FlagSet, o *options) {

@@ -45,6 +45,7 @@ with the name server).`,
 	addCommonFlags(cmd.Flags(), o)
 	addNamesrvFlags(cmd.Flags(), o)
 	addBrokerFlags(cmd.Flags(), o)
+	addRemotingFlags(cmd.Flags(), &o.remoting)
 	return cmd
 }
 
@@ -69,7 +70,11 @@ with all of them.`,
 			if err := checkListen(listenFlag{"namesrv-listen", o.namesrvListen}); err != nil {
 				return err
 			}
-			ns, err := daemon.StartNameServer(o.namesrvListen, namesrv.Options{Logger: logger})
+			limits, err := o.remoting.limits()
+			if err != nil {
+				return err
+			}
+			ns, err := daemon.StartNameServer(o.namesrvListen, namesrv.Options{Logger: logger, Limits: limits})
 			if err != nil {
 				return err
 			}
@@ -81,6 +86,7 @@ with all of them.`,
 	}
 	addCommonFlags(cmd.Flags(), o)
 	addNamesrvFlags(cmd.Flags(), o)
+	addRemotingFlags(cmd.Flags(), &o.remoting)
 	return cmd
 }
 
@@ -111,6 +117,7 @@ consumers on --broker-listen and registers with every name server in
 	}
 	addCommonFlags(cmd.Flags(), o)
 	addBrokerFlags(cmd.Flags(), o)
+	addRemotingFlags(cmd.Flags(), &o.remoting)
 	cmd.Flags().StringVar(&o.namesrv, "namesrv", "", "name servers to register with, semicolon-separated ip:port")
 	return cmd
 }
@@ -136,7 +143,11 @@ func runServer(ctx context.Context, o *options, out io.Writer, started func()) e
 	if err := checkListen(append([]listenFlag{{"namesrv-listen", o.namesrvListen}}, o.brokerListens()...)...); err != nil {
 		return err
 	}
-	ns, err := daemon.StartNameServer(o.namesrvListen, namesrv.Options{Logger: logger})
+	limits, err := o.remoting.limits()
+	if err != nil {
+		return err
+	}
+	ns, err := daemon.StartNameServer(o.namesrvListen, namesrv.Options{Logger: logger, Limits: limits})
 	if err != nil {
 		return err
 	}
@@ -164,6 +175,10 @@ func runBroker(ctx context.Context, o *options, nameServers []string, out io.Wri
 	if err != nil {
 		return err
 	}
+	limits, err := o.remoting.limits()
+	if err != nil {
+		return err
+	}
 	dcfg := daemon.BrokerConfig{
 		Store:       scfg,
 		Broker:      bcfg,
@@ -172,6 +187,7 @@ func runBroker(ctx context.Context, o *options, nameServers []string, out io.Wri
 		NameServers: nameServers,
 		HTTPListen:  o.httpListen,
 		Logger:      logger,
+		Remoting:    limits,
 	}
 	if err := o.grpc.apply(&dcfg); err != nil {
 		return err

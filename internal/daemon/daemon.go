@@ -33,6 +33,9 @@ type NameServer struct {
 
 // StartNameServer listens on addr and serves.
 func StartNameServer(addr string, opts namesrv.Options) (*NameServer, error) {
+	if err := opts.Limits.Validate(opts.MaxFrameBytes); err != nil {
+		return nil, fmt.Errorf("name server: %w", err)
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("name server: listen on %s: %w", addr, err)
@@ -82,6 +85,9 @@ type BrokerConfig struct {
 	// GRPCListen is the address of the RocketMQ 5.x gRPC front, e.g.
 	// ":8081"; empty: no gRPC front.
 	GRPCListen string
+	// Remoting bounds what clients of the remoting port can make the broker
+	// hold (zero fields: remoting's defaults; see remoting.Limits).
+	Remoting remoting.Limits
 	// GRPC configures the gRPC front. Defaults: Advertise = Advertise's
 	// host with the gRPC port when Advertise is set (else routes echo the
 	// address the client dialled); CertDir = the store's directory (on
@@ -118,6 +124,9 @@ type Broker struct {
 func StartBroker(cfg BrokerConfig) (_ *Broker, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if err := cfg.Remoting.Validate(0); err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -160,7 +169,7 @@ func StartBroker(cfg BrokerConfig) (_ *Broker, err error) {
 	}
 	d.st, d.b, d.advertise = st, b, adv
 	d.front = brokerfront.New(b, brokerfront.Options{Logger: cfg.Logger, AwaitRoutes: d.awaitRoutes, RouteWait: cfg.RouteWait})
-	d.srv = remoting.NewServer(remoting.ServerOptions{Logger: cfg.Logger, OnConnClose: d.front.ConnClosed})
+	d.srv = remoting.NewServer(remoting.ServerOptions{Logger: cfg.Logger, OnConnClose: d.front.ConnClosed, Limits: cfg.Remoting})
 	d.front.Register(d.srv)
 	d.client = remoting.NewClient(remoting.ClientOptions{Logger: cfg.Logger})
 	bc := cfg.Broker
@@ -231,6 +240,7 @@ func (d *Broker) startHTTP(cfg *BrokerConfig) error {
 func (d *Broker) watchReadiness(hasNameServers bool) {
 	if d.metrics != nil {
 		d.metrics.Attach(metrics.Source{Broker: d.b, Store: d.st, Conns: d.srv.ConnCount})
+		d.metrics.AttachRemoting(d.srv.Stats)
 	}
 	d.ready.SetRecovered()
 	ctx, cancel := context.WithCancel(context.Background())

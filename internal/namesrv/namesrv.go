@@ -54,6 +54,9 @@ type Options struct {
 	// 16 MiB). A full registration of a very large broker can exceed it
 	// unless compressed (the Registrar compresses).
 	MaxFrameBytes int
+	// Limits are passed to the remoting server (zero fields: its
+	// defaults).
+	Limits remoting.Limits
 }
 
 func (o *Options) setDefaults() {
@@ -104,6 +107,7 @@ func New(opts Options) *Server {
 		MaxFrameBytes: opts.MaxFrameBytes,
 		Logger:        opts.Logger,
 		OnConnClose:   s.connClosed,
+		Limits:        opts.Limits,
 	})
 	s.rs.Handle(CodeRegisterBroker, s.registerBroker)
 	s.rs.Handle(CodeUnregisterBroker, s.unregisterBroker)

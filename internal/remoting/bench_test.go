@@ -1,6 +1,8 @@
 package remoting
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"testing"
 	"time"
@@ -72,5 +74,52 @@ func BenchmarkInvokeLoopback(b *testing.B) {
 			}
 			cancel()
 		}
+	})
+}
+
+// benchReadFrames reads SEND_MESSAGE frames (1 KiB body) from a buffered
+// stream as a server connection's reader does: lazily (no ext map), each
+// frame whole in the read buffer. read returns what to give back.
+func benchReadFrames(b *testing.B, read func(br *bufio.Reader) (*Command, error)) {
+	frame, err := EncodeFrame(nil, sendRequest())
+	if err != nil {
+		b.Fatal(err)
+	}
+	stream := bytes.Repeat(frame, 64)
+	r := bytes.NewReader(stream)
+	br := bufio.NewReaderSize(r, readBufferBytes)
+	b.SetBytes(int64(len(frame)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if br.Buffered() == 0 && r.Len() == 0 {
+			r.Reset(stream)
+		}
+		if _, err := read(br); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkReadFrame: the read path without limits (a Client's reader).
+func BenchmarkReadFrame(b *testing.B) {
+	benchReadFrames(b, func(br *bufio.Reader) (*Command, error) {
+		c, _, err := readFrame(br, 0, true, nil)
+		return c, err
+	})
+}
+
+// BenchmarkReadFrameBudget: the read path of a server connection, each
+// frame reserved from the connection's and the server's read budgets and
+// given back once handled.
+func BenchmarkReadFrameBudget(b *testing.B) {
+	c := &Conn{own: &owner{limits: newLimitState(Limits{})}, closing: make(chan struct{})}
+	c.rbudget = &budget{limit: c.own.limits.ConnReadBudgetBytes}
+	benchReadFrames(b, func(br *bufio.Reader) (*Command, error) {
+		cmd, held, err := readFrame(br, 0, true, c)
+		if err == nil {
+			cmd.held = held
+			c.unreserveCmd(cmd)
+		}
+		return cmd, err
 	})
 }

@@ -108,32 +108,98 @@ func DecodeFrame(frame []byte, maxFrame int) (*Command, int, error) {
 // ReadFrame reads one frame from r. It returns io.EOF when r ends at a frame
 // boundary, io.ErrUnexpectedEOF when it ends inside a frame, and codec
 // errors as DecodeFrame does. The frame is read into one new buffer that the
-// returned Body aliases.
-func ReadFrame(r *bufio.Reader, maxFrame int) (*Command, error) { return readFrame(r, maxFrame, false) }
+// returned Body aliases; the buffer grows as the frame's bytes arrive, so a
+// length prefix costs no memory before its bytes do.
+func ReadFrame(r *bufio.Reader, maxFrame int) (*Command, error) {
+	c, _, err := readFrame(r, maxFrame, false, nil)
+	return c, err
+}
+
+// minFrameChunk is the first buffer of a frame whose bytes are not all
+// buffered yet; it doubles as they arrive.
+const minFrameChunk = 4 << 10
+
+// frameBudget is what readFrame reserves a frame's memory from: a server
+// connection's read budgets. reserve may wait; it fails when the
+// connection closes or the wait times out.
+type frameBudget interface {
+	reserve(n int) error
+	unreserve(n int)
+}
 
 // readFrame is ReadFrame; with lazy, JSON ext fields stay listed (see
-// Command.ext) instead of filling ExtFields.
-func readFrame(r *bufio.Reader, maxFrame int, lazy bool) (*Command, error) {
+// Command.ext) instead of filling ExtFields. With fb, the frame's buffer is
+// reserved from it as it grows; held is what stays reserved for the
+// returned command (0 on error).
+func readFrame(r *bufio.Reader, maxFrame int, lazy bool, fb frameBudget) (c *Command, held int, err error) {
 	prefix, err := r.Peek(4)
 	if err != nil {
 		if err == io.EOF && len(prefix) > 0 {
 			err = io.ErrUnexpectedEOF
 		}
-		return nil, err
+		return nil, 0, err
 	}
 	n := binary.BigEndian.Uint32(prefix)
 	if err := checkLength(n, maxFrame); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	_, _ = r.Discard(4)
-	buf := make([]byte, n)
-	if _, err := io.ReadFull(r, buf); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
+	size := int(n)
+	if b := r.Buffered(); b < size {
+		if b == 0 {
+			// Allocate nothing until the rest of the frame starts.
+			if _, err := r.Peek(1); err != nil {
+				return nil, 0, unexpectedEOF(err)
+			}
+			b = r.Buffered()
 		}
-		return nil, err
+		size = min(size, max(b, minFrameChunk))
 	}
-	return decodeFrameBody(buf, lazy)
+	if fb != nil {
+		if err := fb.reserve(size); err != nil {
+			return nil, 0, err
+		}
+	}
+	buf := make([]byte, size)
+	got := 0
+	for {
+		m, err := io.ReadFull(r, buf[got:])
+		got += m
+		if err != nil {
+			if fb != nil {
+				fb.unreserve(len(buf))
+			}
+			return nil, 0, unexpectedEOF(err)
+		}
+		if got == int(n) {
+			break
+		}
+		next := min(int(n), 2*len(buf))
+		if fb != nil {
+			if err := fb.reserve(next - len(buf)); err != nil {
+				fb.unreserve(len(buf))
+				return nil, 0, err
+			}
+		}
+		grown := make([]byte, next)
+		copy(grown, buf)
+		buf = grown
+	}
+	c, err = decodeFrameBody(buf, lazy)
+	if err != nil {
+		if fb != nil {
+			fb.unreserve(len(buf))
+		}
+		return nil, 0, err
+	}
+	return c, len(buf), nil
+}
+
+func unexpectedEOF(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }
 
 // decodeFrameBody decodes what follows the length prefix: header word,

@@ -37,7 +37,7 @@ func sameCommand(a, b *Command) bool {
 	if lb == "" {
 		lb = LanguageGo
 	}
-	return a.Code == b.Code && la == lb && a.Version == b.Version && a.Opaque == b.Opaque &&
+	return a.Code == b.Code && a.wideCode == b.wideCode && la == lb && a.Version == b.Version && a.Opaque == b.Opaque &&
 		a.Flag == b.Flag && a.Remark == b.Remark && maps.Equal(a.ExtFields, b.ExtFields) &&
 		bytes.Equal(a.Body, b.Body) && a.SerializeType == b.SerializeType
 }
@@ -250,7 +250,7 @@ func TestDecodeJavaStyleHeaders(t *testing.T) {
 func TestDecodeMalformed(t *testing.T) {
 	headers := []string{
 		``, `null`, `[]`, `{`, `{"code":1`, `{"code":1,}`, `{"code":}`, `{code:1}`,
-		`{"code":1.5}`, `{"code":1e2}`, `{"code":40000}`, `{"opaque":2147483648}`, `{"code":"x"}`, `{"code":true}`,
+		`{"code":1.5}`, `{"code":1e2}`, `{"code":2147483648}`, `{"opaque":2147483648}`, `{"code":"x"}`, `{"code":true}`,
 		`{"language":true}`, `{"language":1.5}`, `{"remark":5}`, `{"extFields":[]}`, `{"extFields":"a"}`,
 		`{"extFields":{"a":}}`, `{"extFields":{"a":"b",}}`, `{"x":tru}`, `{"x":nul}`, `{"x":01}`, `{"x":-}`,
 		`{"x":1.}`, `{"x":1e}`, `{"x":"\q"}`, `{"x":"\u12"}`, "{\"x\":\"a\x01\"}", `{"x":"abc}`,

@@ -101,6 +101,24 @@ type Command struct {
 	// AsyncHandler (building a map costs more than the send it carries).
 	// Ext reads all three.
 	ext []extPair
+
+	// wideCode is the code of a JSON header that does not fit Code (which
+	// is then 0); 0 when it fits.
+	wideCode int32
+	// held is the read budget the request's frame holds until its handler
+	// is done (server connections).
+	held int
+}
+
+// FullCode is the code as the header carried it: Code, or a JSON header's
+// code that does not fit int16 (RocketMQ 5 numbers some requests above
+// 32767, e.g. 200050 POP_MESSAGE). A Server answers requests with such a
+// code REQUEST_CODE_NOT_SUPPORTED itself.
+func (c *Command) FullCode() int32 {
+	if c.wideCode != 0 {
+		return c.wideCode
+	}
+	return int32(c.Code)
 }
 
 // extPair is one ext field of Command.ext; null marks a JSON null, which

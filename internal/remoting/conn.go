@@ -9,6 +9,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"sync"
@@ -47,7 +49,10 @@ const (
 	// connection closes, and any write in progress at that moment.
 	closeFlushTimeout = 2 * time.Second
 	readBufferBytes   = 64 << 10
-	maxPooledHead     = 64 << 10
+	// readerWriteMaxBytes: a server connection's reader writes the queued
+	// answers itself only while they are at most this many bytes.
+	readerWriteMaxBytes = 256 << 10
+	maxPooledHead       = 64 << 10
 )
 
 // pendingCall waits for the response to one request: Invoke's channel or
@@ -80,6 +85,9 @@ type owner struct {
 	// lazyResponses: responses keep their ext fields as received
 	// (ClientOptions.LazyResponses).
 	lazyResponses bool
+	// limits: the server's Limits, counters and read budget; nil for a
+	// Client's connections, which have none.
+	limits *limitState
 }
 
 // outFrame is one encoded frame waiting for the writer, or a response the
@@ -91,6 +99,8 @@ type outFrame struct {
 
 	build func() *Command // builds the response to req
 	req   *Command
+
+	size int64 // bytes counted in Conn.wbytes
 }
 
 var headPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
@@ -128,6 +138,7 @@ type Conn struct {
 	wbatch  []outFrame  // guarded by wio
 	wbufs   net.Buffers // guarded by wio
 	wfailed bool        // guarded by wio: a write failed, drop the rest
+	wdlAt   time.Time   // guarded by wio: when armWrite last set the write deadline
 	// readerWrites is set (owner.readerWrites only) while the reader
 	// handles what it read, up to and including its idle hook: frames
 	// queued meanwhile do not wake the writer, because the reader writes
@@ -136,11 +147,25 @@ type Conn struct {
 
 	vmu    sync.Mutex
 	values map[any]any
+
+	// rbudget is the connection's read budget (nil without one); ip its
+	// source address, counted against MaxConnsPerIP.
+	rbudget *budget
+	ip      netip.Addr
+	// wbytes counts the bytes of frames queued or being written; above
+	// ConnWriteQueueBytes the reader waits on wdrain (made under wmu),
+	// which the writer closes once wbytes is down to half of it.
+	wbytes  atomic.Int64
+	wpaused atomic.Bool
+	wdrain  chan struct{}
+	// rdl is the kind of read deadline armed and rdlAt when (reader only).
+	rdl   int
+	rdlAt time.Time
 }
 
 func newConn(parent context.Context, nc net.Conn, own *owner) *Conn {
 	ctx, cancel := context.WithCancel(parent)
-	return &Conn{
+	c := &Conn{
 		nc:         nc,
 		own:        own,
 		log:        own.log.With("remote", nc.RemoteAddr().String()),
@@ -153,6 +178,10 @@ func newConn(parent context.Context, nc net.Conn, own *owner) *Conn {
 		pending:    make(map[int32]pendingCall),
 		wsignal:    make(chan struct{}, 1),
 	}
+	if own.limits != nil && own.limits.ConnReadBudgetBytes > 0 {
+		c.rbudget = &budget{limit: own.limits.ConnReadBudgetBytes}
+	}
+	return c
 }
 
 // start runs the reader and the writer. The owner calls it under its lock,
@@ -405,6 +434,7 @@ func (c *Conn) send(ctx context.Context, cmd *Command) error {
 		f.parts = cmd.BodyParts
 	}
 	*hp = buf
+	f.size = f.bytes()
 	var done <-chan struct{}
 	if ctx != nil {
 		done = ctx.Done()
@@ -418,6 +448,7 @@ func (c *Conn) send(ctx context.Context, cmd *Command) error {
 		}
 		if len(c.wq) < maxQueuedFrames {
 			c.wq = append(c.wq, f)
+			c.wbytes.Add(f.size)
 			c.wmu.Unlock()
 			if !c.readerWrites.Load() {
 				select {
@@ -443,6 +474,15 @@ func (c *Conn) send(ctx context.Context, cmd *Command) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// bytes is the length of the encoded frame.
+func (f *outFrame) bytes() int64 {
+	n := int64(len(*f.head))
+	for _, p := range f.parts {
+		n += int64(len(p))
+	}
+	return n
 }
 
 func releaseFrame(f outFrame) {
@@ -497,20 +537,35 @@ func (c *Conn) writeOut(closing bool) {
 		c.wspace = nil
 	}
 	c.wmu.Unlock()
+	var queued int64 // what the batch counts in wbytes
+	for i := range batch {
+		queued += batch[i].size
+	}
 	if len(batch) > 0 && !c.wfailed {
 		bufs := c.wbufs[:0]
 		for i := range batch {
 			f := &batch[i]
-			if f.build != nil && !c.buildFrame(f) {
-				continue
+			if f.build != nil {
+				if !c.buildFrame(f) {
+					continue
+				}
+				// Built now: it counts while it is being written.
+				f.size = f.bytes()
+				queued += f.size
+				c.wbytes.Add(f.size)
 			}
 			bufs = append(bufs, *f.head)
 			bufs = append(bufs, f.parts...)
 		}
 		w := bufs
+		c.armWrite()
 		if _, err := w.WriteTo(c.nc); err != nil {
 			c.wfailed = true
-			if !closing {
+			switch {
+			case closing:
+			case errors.Is(err, os.ErrDeadlineExceeded) && c.own.limits != nil && !c.isClosing():
+				c.own.limits.hit(hitIdleTimeout, c.log, "closing a connection that reads none of its answers", "idle_timeout", c.own.limits.IdleTimeout)
+			default:
 				c.log.Debug("write failed; closing connection", "err", err)
 			}
 			c.Close()
@@ -523,6 +578,46 @@ func (c *Conn) writeOut(closing bool) {
 		batch[i] = outFrame{}
 	}
 	c.wbatch = batch[:0]
+	if queued != 0 {
+		c.wbytes.Add(-queued)
+		if c.wpaused.Load() {
+			c.wmu.Lock()
+			if c.wdrain != nil && c.wbytes.Load() <= c.own.limits.ConnWriteQueueBytes/2 {
+				close(c.wdrain)
+				c.wdrain = nil
+			}
+			c.wmu.Unlock()
+		}
+	}
+}
+
+// armWrite bounds the write about to start by IdleTimeout (server
+// connections): a peer that takes none of it for that long is gone, as one
+// that sends nothing is. A deadline armed less than 1/16 of the timeout ago
+// is kept, and one Close set is never replaced. The caller holds wio.
+func (c *Conn) armWrite() {
+	lim := c.own.limits
+	if lim == nil || lim.IdleTimeout <= 0 || c.isClosing() {
+		return
+	}
+	now := time.Now()
+	if now.Sub(c.wdlAt) < lim.IdleTimeout/16 {
+		return
+	}
+	c.wdlAt = now
+	_ = c.nc.SetWriteDeadline(now.Add(lim.IdleTimeout))
+	if c.isClosing() {
+		_ = c.nc.SetWriteDeadline(now.Add(closeFlushTimeout))
+	}
+}
+
+func (c *Conn) isClosing() bool {
+	select {
+	case <-c.closing:
+		return true
+	default:
+		return false
+	}
 }
 
 // idle runs the owner's idle hook, then (owner.readerWrites) writes what
@@ -543,7 +638,9 @@ func (c *Conn) idle() {
 	if !queued {
 		return
 	}
-	if c.wio.TryLock() {
+	// Large answers go to the writer: a peer slow to read them would
+	// block the reader in its write, where it notices no limit.
+	if c.wbytes.Load() <= readerWriteMaxBytes && c.wio.TryLock() {
 		c.writeOut(false)
 		c.wio.Unlock()
 		return
@@ -560,26 +657,47 @@ func (c *Conn) idle() {
 func (c *Conn) readLoop() {
 	defer c.own.wg.Done()
 	br := bufio.NewReaderSize(c.nc, readBufferBytes)
+	lim := c.own.limits
+	var fb frameBudget
+	if lim != nil && (c.rbudget != nil || lim.budget != nil) {
+		fb = c
+	}
 	for {
+		if lim != nil && lim.ConnWriteQueueBytes > 0 && c.wbytes.Load() > lim.ConnWriteQueueBytes {
+			if !c.waitDrained() {
+				break
+			}
+		}
 		if !frameBuffered(br) {
 			c.idle()
+			if err := c.awaitFrame(br); err != nil {
+				c.readFailed(err)
+				break
+			}
 		}
-		cmd, err := readFrame(br, c.own.maxFrame, true)
+		cmd, held, err := readFrame(br, c.own.maxFrame, true, fb)
 		if err != nil {
 			c.readFailed(err)
+			break
+		}
+		cmd.held = held
+		if cmd.wideCode != 0 && cmd.IsResponse() {
+			c.unreserveCmd(cmd)
+			c.readFailed(fmt.Errorf("%w: response code %d does not fit int16", ErrMalformed, cmd.wideCode))
 			break
 		}
 		if c.own.readerWrites {
 			c.readerWrites.Store(true)
 		}
 		var async AsyncHandler
-		if !cmd.IsResponse() && c.own.async != nil {
+		if !cmd.IsResponse() && c.own.async != nil && cmd.wideCode == 0 {
 			async = c.own.async(cmd.Code)
 		}
 		if async == nil && !(c.own.lazyResponses && cmd.IsResponse()) {
 			cmd.materialize()
 		}
 		if cmd.IsResponse() {
+			c.unreserveCmd(cmd) // the caller owns it now
 			c.pmu.Lock()
 			p, ok := c.pending[cmd.Opaque]
 			delete(c.pending, cmd.Opaque)
@@ -615,6 +733,7 @@ func (c *Conn) readLoop() {
 			go c.handle(cmd)
 			continue
 		}
+		c.unreserveCmd(cmd)
 		break
 	}
 	c.idle() // what this reader deferred is not left behind
@@ -626,6 +745,155 @@ func (c *Conn) readLoop() {
 	if c.own.onClose != nil {
 		c.own.onClose(c)
 	}
+}
+
+var (
+	errIdleTimeout   = errors.New("remoting: connection idle")
+	errBudgetTimeout = errors.New("remoting: no read budget in time")
+)
+
+// awaitFrame waits for the first byte of the next frame under the idle
+// timeout, then arms the frame timeout unless the whole frame is buffered
+// already (server connections with those limits).
+func (c *Conn) awaitFrame(br *bufio.Reader) error {
+	lim := c.own.limits
+	if lim == nil || (lim.IdleTimeout <= 0 && lim.FrameReadTimeout <= 0) {
+		return nil
+	}
+	if br.Buffered() == 0 {
+		c.armRead(rdlIdle, lim.IdleTimeout)
+		if _, err := br.Peek(1); err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) && lim.IdleTimeout > 0 {
+				return errIdleTimeout
+			}
+			return err
+		}
+		if frameBuffered(br) {
+			return nil
+		}
+	}
+	c.armRead(rdlFrame, lim.FrameReadTimeout)
+	return nil
+}
+
+// Kinds of read deadline armed (Conn.rdl).
+const (
+	rdlNone = iota
+	rdlIdle
+	rdlFrame
+)
+
+// armRead sets the read deadline to d from now (none for d ≤ 0). An idle
+// deadline armed less than 1/16 of it ago is left as it is: it costs a
+// timer update per wait otherwise. A deadline never replaces the one Close
+// set to wake the reader.
+func (c *Conn) armRead(kind int, d time.Duration) {
+	now := time.Now()
+	if kind == rdlIdle && c.rdl == rdlIdle && d > 0 && now.Sub(c.rdlAt) < d/16 {
+		return
+	}
+	var t time.Time
+	if d > 0 {
+		t = now.Add(d)
+	}
+	c.rdl, c.rdlAt = kind, now
+	_ = c.nc.SetReadDeadline(t)
+	select {
+	case <-c.closing:
+		_ = c.nc.SetReadDeadline(now)
+	default:
+	}
+}
+
+// reserve takes n bytes of read budget for a frame, from the connection's
+// budget and then the server's, waiting (logged and counted) while they are
+// spent, up to FrameReadTimeout.
+func (c *Conn) reserve(n int) error {
+	if n <= 0 {
+		return nil
+	}
+	lim := c.own.limits
+	waited := false
+	take := func(b *budget, kind int, msg string) error {
+		if b == nil || b.tryAcquire(int64(n)) {
+			return nil
+		}
+		waited = true
+		lim.hit(kind, c.log, msg, "bytes", n, "budget_bytes", b.limit)
+		if ok, _ := b.acquire(int64(n), c.closing, lim.FrameReadTimeout); !ok {
+			select {
+			case <-c.closing:
+				return ErrConnClosed
+			default:
+				return errBudgetTimeout
+			}
+		}
+		return nil
+	}
+	if err := take(c.rbudget, hitConnReadBudget, "connection waits for its read budget: its requests in flight hold it"); err != nil {
+		return err
+	}
+	if err := take(lim.budget, hitServerReadBudget, "connection waits for the server's read budget"); err != nil {
+		if c.rbudget != nil {
+			c.rbudget.release(int64(n))
+		}
+		return err
+	}
+	if waited && lim.FrameReadTimeout > 0 {
+		c.armRead(rdlFrame, lim.FrameReadTimeout) // the wait was ours, not the peer's
+	}
+	return nil
+}
+
+func (c *Conn) unreserve(n int) {
+	if c.own.limits == nil {
+		return
+	}
+	if c.rbudget != nil {
+		c.rbudget.release(int64(n))
+	}
+	if b := c.own.limits.budget; b != nil {
+		b.release(int64(n))
+	}
+}
+
+// unreserveCmd gives back what cmd's frame holds of the read budget.
+func (c *Conn) unreserveCmd(cmd *Command) {
+	if n := cmd.held; n > 0 {
+		cmd.held = 0
+		c.unreserve(n)
+	}
+}
+
+// waitDrained stops reading while the answers queued for the peer exceed
+// ConnWriteQueueBytes, until they are down to half of it. It reports false
+// when the connection closed meanwhile.
+func (c *Conn) waitDrained() bool {
+	lim := c.own.limits
+	lim.hit(hitWriteQueue, c.log, "connection does not read its answers; stopped reading from it until they drain",
+		"queued_bytes", c.wbytes.Load(), "limit_bytes", lim.ConnWriteQueueBytes)
+	c.idle() // write what is queued, or wake the writer
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.wpaused.Store(true)
+	defer c.wpaused.Store(false)
+	for c.wbytes.Load() > lim.ConnWriteQueueBytes/2 && !c.wclosed {
+		ch := make(chan struct{})
+		c.wdrain = ch
+		c.wmu.Unlock()
+		select {
+		case <-ch:
+		case <-c.closing:
+		}
+		c.wmu.Lock()
+		c.wdrain = nil
+		select {
+		case <-c.closing:
+			return false
+		default:
+		}
+	}
+	return true
 }
 
 // frameBuffered reports whether br holds a whole frame, so that reading it
@@ -646,6 +914,12 @@ func (c *Conn) readFailed(err error) {
 	default:
 	}
 	switch {
+	case errors.Is(err, errIdleTimeout):
+		c.own.limits.hit(hitIdleTimeout, c.log, "closing a connection that sent nothing", "idle_timeout", c.own.limits.IdleTimeout)
+	case errors.Is(err, errBudgetTimeout):
+		c.own.limits.hit(hitFrameTimeout, c.log, "closing a connection whose reader waited too long for read budget", "frame_timeout", c.own.limits.FrameReadTimeout)
+	case errors.Is(err, os.ErrDeadlineExceeded) && c.own.limits != nil && c.own.limits.FrameReadTimeout > 0:
+		c.own.limits.hit(hitFrameTimeout, c.log, "closing a connection whose frame did not arrive in time", "frame_timeout", c.own.limits.FrameReadTimeout)
 	case errors.Is(err, ErrMalformed) || errors.Is(err, ErrFrameTooLarge):
 		c.log.Warn("closing connection after a bad frame", "err", err)
 	case errors.Is(err, io.EOF):
@@ -659,6 +933,7 @@ func (c *Conn) handle(req *Command) {
 	defer c.own.wg.Done()
 	defer c.handlers.Done()
 	defer func() { <-c.sem }()
+	defer c.unreserveCmd(req)
 	resp := c.call(req)
 	if resp == nil {
 		return
@@ -676,6 +951,9 @@ func (c *Conn) call(req *Command) (resp *Command) {
 			resp = NewResponse(req, CodeSystemError, fmt.Sprintf("internal error handling request code %d", req.Code))
 		}
 	}()
+	if req.wideCode != 0 {
+		return notSupported(c.ctx, c, req)
+	}
 	return c.own.handler(req.Code)(c.ctx, c, req)
 }
 
@@ -706,6 +984,7 @@ func (a *asyncCall) reply(build func() *Command) {
 			}
 		}
 	}
+	c.unreserveCmd(a.req)
 	<-c.sem
 	c.handlers.Done()
 }
@@ -759,5 +1038,5 @@ func (c *Conn) buildFrame(f *outFrame) bool {
 
 // notSupported is the default handler for codes without one.
 func notSupported(_ context.Context, _ *Conn, req *Command) *Command {
-	return NewResponse(req, CodeRequestCodeNotSupported, fmt.Sprintf("request code %d is not supported", req.Code))
+	return NewResponse(req, CodeRequestCodeNotSupported, fmt.Sprintf("request code %d is not supported", req.FullCode()))
 }

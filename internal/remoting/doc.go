@@ -17,6 +17,8 @@
 //
 // LENGTH is checked against the frame limit (DefaultMaxFrameBytes, 16 MiB)
 // as soon as the prefix is read, so an oversized frame is never buffered.
+// A reader allocates a frame's buffer as its bytes arrive (4 KiB, then
+// doubling), so a declared length costs nothing until it is sent.
 //
 // # JSON header
 //
@@ -78,6 +80,31 @@
 // that answers when its ctx is cancelled is still heard on Server.Close.
 // Responses sent later with Conn.Respond (deferred answers) must be queued
 // before Close.
+//
+// # Limits
+//
+// A Server bounds what its peers can make it hold (ServerOptions.Limits;
+// each hit is logged at Warn, rate-limited, and counted in Server.Stats):
+//
+//   - read budget: the bytes of frames being read plus requests whose
+//     handlers run, per connection and over the server; a reader waits for
+//     room rather than allocate past it, and closes its connection if the
+//     wait outlasts the frame timeout;
+//   - frame timeout: a frame whose first byte arrived must be whole in
+//     FrameReadTimeout; idle timeout: a connection that sends no frame for
+//     IdleTimeout (RocketMQ's 120 s channel idle), or takes none of a write
+//     of its answers for that long, is closed;
+//   - connections, in total and per source address: one more is closed as
+//     soon as it is accepted;
+//   - write queue: while more than ConnWriteQueueBytes of answers wait for a
+//     peer that does not read them, its connection is not read until half
+//     are written (the reader then also leaves large queues to the writer
+//     instead of blocking in a write itself).
+//
+// A JSON header may carry a code that does not fit int16 (Java's code is
+// an int; RocketMQ 5 numbers some requests above 32767): a request with
+// one is answered REQUEST_CODE_NOT_SUPPORTED, a response with one is a
+// malformed frame.
 //
 // Every goroutine belongs to a Server or a Client; their Close waits for
 // all of them.

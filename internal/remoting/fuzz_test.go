@@ -40,6 +40,9 @@ var seedHeaders = []string{
 	`{"code":"12","extFields":{"n":5,"b":true,"o":{"a":[1,2.5e3]},"z":null},"x":[{},[]]}`,
 	`{"remark":"\ud83d\ude00 \u00e9 \\ \" \/ \b\f\n\r\t","extFields":{"k\u00e9":"\ud800"}}`,
 	`{}`,
+	// Codes beyond int16 (RocketMQ 5's POP_MESSAGE), as number and string.
+	`{"code":200050,"language":"JAVA","version":401,"opaque":5,"flag":0,"extFields":{"topic":"T"}}`,
+	`{"code":"-40000","flag":1}`,
 }
 
 func seedFrames() [][]byte {
@@ -59,6 +62,10 @@ func seedFrames() [][]byte {
 		out = append(out, f2, append(append([]byte(nil), f...), f2...))
 	}
 	out = append(out, []byte{0, 0, 0, 6, 0, 0, 0, 9, '{', '}'}, []byte{0xff, 0xff, 0xff, 0xff}, []byte{0, 0, 0, 4, 1, 0, 0, 0})
+	// A frame declaring far more than it carries (the reader grows its
+	// buffer as bytes arrive), and one a whole chunk long.
+	out = append(out, append([]byte{0, 0x0f, 0xff, 0xff, 0, 0, 0, 2, '{', '}'}, make([]byte, 100)...),
+		jsonFrame(`{"code":10}`, make([]byte, 3*minFrameChunk)))
 	return out
 }
 

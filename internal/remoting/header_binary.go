@@ -118,6 +118,9 @@ func binaryExtLookup(block, key string) (value string, ok bool) {
 // appendBinaryHeader appends c's header in the ROCKETMQ binary layout: ext
 // fields listed with AppendExt in their order, a map's in key order.
 func appendBinaryHeader(dst []byte, c *Command) ([]byte, error) {
+	if c.wideCode != 0 {
+		return dst, fmt.Errorf("%w: code %d does not fit the binary header", ErrInvalidCommand, c.wideCode)
+	}
 	start := len(dst)
 	be := binary.BigEndian
 	dst = be.AppendUint16(dst, uint16(c.Code))

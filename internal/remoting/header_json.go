@@ -15,7 +15,7 @@ import (
 // invalid UTF-8 as U+FFFD).
 func appendJSONHeader(dst []byte, c *Command) []byte {
 	dst = append(dst, `{"code":`...)
-	dst = strconv.AppendInt(dst, int64(c.Code), 10)
+	dst = strconv.AppendInt(dst, int64(c.FullCode()), 10)
 	dst = append(dst, `,"language":`...)
 	lang := c.Language
 	if lang == "" {
@@ -506,11 +506,17 @@ func decodeJSONHeader(h []byte, c *Command) error {
 		}
 		switch string(key) {
 		case "code":
-			v, err := d.intField("code", math.MinInt16, math.MaxInt16)
+			// Java's code is an int: RocketMQ 5 numbers some requests
+			// above int16 (200050 POP_MESSAGE). Such a code is kept aside
+			// (Command.wideCode) for the server to refuse.
+			v, err := d.intField("code", math.MinInt32, math.MaxInt32)
 			if err != nil {
 				return err
 			}
-			c.Code = int16(v)
+			c.Code, c.wideCode = int16(v), 0
+			if v != int64(int16(v)) {
+				c.Code, c.wideCode = 0, int32(v)
+			}
 		case "version":
 			v, err := d.intField("version", math.MinInt16, math.MaxInt16)
 			if err != nil {

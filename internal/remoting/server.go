@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"maps"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,6 +27,10 @@ type ServerOptions struct {
 	// OnConnClose, if set, is called once per connection after it closed
 	// and all its handlers returned, from a goroutine of the connection.
 	OnConnClose func(*Conn)
+	// Limits bound the memory, time and connections peers can take; zero
+	// fields take the defaults (see Limits). NewServer does not check
+	// them: call Limits.Validate first.
+	Limits Limits
 }
 
 // Server accepts connections and dispatches their requests by code.
@@ -48,7 +53,10 @@ type Server struct {
 	closed    bool
 	listeners map[net.Listener]struct{}
 	conns     map[*Conn]struct{}
+	perIP     map[netip.Addr]int
 	closeErr  error
+
+	limits *limitState
 }
 
 // NewServer returns a Server; register handlers, then call Serve.
@@ -73,6 +81,8 @@ func NewServer(opts ServerOptions) *Server {
 		done:      make(chan struct{}),
 		listeners: make(map[net.Listener]struct{}),
 		conns:     make(map[*Conn]struct{}),
+		perIP:     make(map[netip.Addr]int),
+		limits:    newLimitState(opts.Limits),
 	}
 	empty := map[int16]Handler{}
 	s.handlers.Store(&empty)
@@ -90,6 +100,7 @@ func NewServer(opts ServerOptions) *Server {
 		// The peers are clients whose readers only read (or other
 		// RocketMQ clients, whose readers do not wait on their writes).
 		readerWrites: true,
+		limits:       s.limits,
 	}
 	return s
 }
@@ -202,8 +213,24 @@ func (s *Server) Serve(ln net.Listener) error {
 			_ = nc.Close()
 			return nil
 		}
+		ip := remoteIP(nc.RemoteAddr())
+		lim := s.limits
+		switch {
+		case lim.MaxConns > 0 && len(s.conns) >= lim.MaxConns:
+			s.mu.Unlock()
+			lim.hit(hitMaxConns, s.log, "refused a connection: the server has as many as it takes", "remote", nc.RemoteAddr().String(), "max_conns", lim.MaxConns)
+			_ = nc.Close()
+			continue
+		case lim.MaxConnsPerIP > 0 && s.perIP[ip] >= lim.MaxConnsPerIP:
+			s.mu.Unlock()
+			lim.hit(hitMaxConnsPerIP, s.log, "refused a connection: its address has as many as the server takes from one", "remote", nc.RemoteAddr().String(), "max_conns_per_ip", lim.MaxConnsPerIP)
+			_ = nc.Close()
+			continue
+		}
 		c := newConn(s.ctx, nc, &s.own)
+		c.ip = ip
 		s.conns[c] = struct{}{}
+		s.perIP[ip]++
 		c.start()
 		s.mu.Unlock()
 		c.log.Debug("connection accepted")
@@ -213,6 +240,9 @@ func (s *Server) Serve(ln net.Listener) error {
 func (s *Server) connClosed(c *Conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
+	if s.perIP[c.ip]--; s.perIP[c.ip] <= 0 {
+		delete(s.perIP, c.ip)
+	}
 	s.mu.Unlock()
 	if f := s.opts.OnConnClose; f != nil {
 		f(c)
@@ -229,6 +259,9 @@ func (s *Server) Conns() []*Conn {
 	}
 	return out
 }
+
+// Stats returns the limit counters and the read budget in use.
+func (s *Server) Stats() Stats { return s.limits.stats() }
 
 // ConnCount is the number of open connections; unlike Conns it does not
 // copy them.

@@ -21,14 +21,18 @@ import (
 
 func (f *Front) createTopic(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	ext := req.ExtFields
+	var n numbers
 	t := meta.Topic{
 		Name:            ext["topic"],
-		ReadQueueNums:   parseInt32(ext["readQueueNums"]),
-		WriteQueueNums:  parseInt32(ext["writeQueueNums"]),
-		Perm:            parseInt32(ext["perm"]),
+		ReadQueueNums:   n.int32("readQueueNums", ext["readQueueNums"]),
+		WriteQueueNums:  n.int32("writeQueueNums", ext["writeQueueNums"]),
+		Perm:            n.int32("perm", ext["perm"]),
 		TopicFilterType: ext["topicFilterType"],
-		TopicSysFlag:    parseInt32(ext["topicSysFlag"]),
+		TopicSysFlag:    n.int32("topicSysFlag", ext["topicSysFlag"]),
 		Order:           ext["order"] == "true",
+	}
+	if resp := n.refused(req, respSystemError); resp != nil {
+		return resp
 	}
 	if a := ext["attributes"]; a != "" {
 		cur, _ := f.b.Topic(t.Name)
@@ -41,7 +45,7 @@ func (f *Front) createTopic(ctx context.Context, _ *remoting.Conn, req *remoting
 		t.Attributes = cur.Attributes
 	}
 	if err := f.b.CreateTopic(t); err != nil {
-		return errorResponse(req, err)
+		return f.errorResponse(req, err)
 	}
 	return f.routed(ctx, req, t.Name, "created")
 }
@@ -49,7 +53,7 @@ func (f *Front) createTopic(ctx context.Context, _ *remoting.Conn, req *remoting
 func (f *Front) deleteTopic(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	topic := req.ExtFields["topic"]
 	if err := f.b.DeleteTopic(topic); err != nil {
-		return errorResponse(req, err)
+		return f.errorResponse(req, err)
 	}
 	return f.routed(ctx, req, topic, "deleted")
 }

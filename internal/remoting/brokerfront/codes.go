@@ -2,6 +2,7 @@ package brokerfront
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/petrelmq/petrel/internal/broker"
 	"github.com/petrelmq/petrel/internal/remoting"
@@ -67,14 +68,24 @@ var kindCodes = map[broker.Kind]int16{
 }
 
 // errorResponse maps a broker error to a response code and remark. The
-// remark says what happened and what to do; the broker wrote it.
-func errorResponse(req *remoting.Command, err error) *remoting.Command {
-	code := respSystemError
+// remark is the broker's sentence for the client (what happened, what to
+// do), never the cause behind it (file paths, Go error chains): that goes
+// to the log, at Warn when the broker failed and at Debug when it refused
+// the request.
+func (f *Front) errorResponse(req *remoting.Command, err error) *remoting.Command {
 	var be *broker.Error
-	if errors.As(err, &be) {
-		if c, ok := kindCodes[be.Kind]; ok {
-			code = c
-		}
+	if !errors.As(err, &be) {
+		f.log.Warn("request failed", "code", req.Code, "err", err)
+		return remoting.NewResponse(req, respSystemError, fmt.Sprintf("request code %d failed inside the broker; retry, and report it if it persists", req.Code))
 	}
-	return remoting.NewResponse(req, code, err.Error())
+	code, ok := kindCodes[be.Kind]
+	if !ok {
+		code = respSystemError
+	}
+	if code == respSystemError || be.Kind == broker.KindServiceUnavailable {
+		f.log.Warn("request failed", "code", req.Code, "err", err)
+	} else {
+		f.log.Debug("request refused", "code", req.Code, "err", err)
+	}
+	return remoting.NewResponse(req, code, be.Msg)
 }

@@ -203,7 +203,7 @@ func (f *Front) topicStats(_ context.Context, _ *remoting.Conn, req *remoting.Co
 	topic := req.ExtFields["topic"]
 	stats, err := f.b.TopicStats(topic)
 	if err != nil {
-		return errorResponse(req, err)
+		return f.errorResponse(req, err)
 	}
 	name := f.b.Config().BrokerName
 	var m mqMap
@@ -292,7 +292,7 @@ func (f *Front) consumerConnections(_ context.Context, _ *remoting.Conn, req *re
 func (f *Front) consumeStats(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	stats, err := f.b.ConsumeStats(req.ExtFields["consumerGroup"], req.ExtFields["topic"])
 	if err != nil {
-		return errorResponse(req, err)
+		return f.errorResponse(req, err)
 	}
 	name := f.b.Config().BrokerName
 	var m mqMap
@@ -313,11 +313,15 @@ func (f *Front) resetOffset(_ context.Context, _ *remoting.Conn, req *remoting.C
 	topic, group := ext["topic"], ext["group"]
 	ts := resetOffsetLatest
 	if v := ext["timestamp"]; v != "" {
-		ts = parseInt64(v)
+		var n numbers
+		ts = n.int64("timestamp", v)
+		if resp := n.refused(req, respSystemError); resp != nil {
+			return resp
+		}
 	}
 	offsets, err := f.b.ResetOffset(group, topic, ts)
 	if err != nil {
-		return errorResponse(req, err)
+		return f.errorResponse(req, err)
 	}
 	name := f.b.Config().BrokerName
 	var m mqMap

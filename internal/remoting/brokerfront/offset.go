@@ -22,7 +22,12 @@ func offsetResponse(req *remoting.Command, off int64) *remoting.Command {
 
 func (f *Front) queryConsumerOffset(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	ext := req.ExtFields
-	off, ok := f.b.QueryConsumerOffset(ext["consumerGroup"], ext["topic"], parseInt32(ext["queueId"]))
+	var n numbers
+	qid := n.int32("queueId", ext["queueId"])
+	if resp := n.refused(req, respSystemError); resp != nil {
+		return resp
+	}
+	off, ok := f.b.QueryConsumerOffset(ext["consumerGroup"], ext["topic"], qid)
 	if !ok {
 		return remoting.NewResponse(req, respQueryNotFound, "no offset stored for this group and queue; start by the consumer's ConsumeFromWhere")
 	}
@@ -31,19 +36,39 @@ func (f *Front) queryConsumerOffset(_ context.Context, _ *remoting.Conn, req *re
 
 func (f *Front) updateConsumerOffset(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	ext := req.ExtFields
-	f.b.UpdateConsumerOffset(ext["consumerGroup"], ext["topic"], parseInt32(ext["queueId"]), parseInt64(ext["commitOffset"]))
+	var n numbers
+	qid, off := n.int32("queueId", ext["queueId"]), n.int64("commitOffset", ext["commitOffset"])
+	if resp := n.refused(req, respSystemError); resp != nil {
+		return resp
+	}
+	f.b.UpdateConsumerOffset(ext["consumerGroup"], ext["topic"], qid, off)
 	return remoting.NewResponse(req, respSuccess, "")
 }
 
 func (f *Front) maxOffset(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	return offsetResponse(req, f.b.MaxOffset(req.ExtFields["topic"], parseInt32(req.ExtFields["queueId"])))
+	var n numbers
+	qid := n.int32("queueId", req.ExtFields["queueId"])
+	if resp := n.refused(req, respSystemError); resp != nil {
+		return resp
+	}
+	return offsetResponse(req, f.b.MaxOffset(req.ExtFields["topic"], qid))
 }
 
 func (f *Front) minOffset(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	return offsetResponse(req, f.b.MinOffset(req.ExtFields["topic"], parseInt32(req.ExtFields["queueId"])))
+	var n numbers
+	qid := n.int32("queueId", req.ExtFields["queueId"])
+	if resp := n.refused(req, respSystemError); resp != nil {
+		return resp
+	}
+	return offsetResponse(req, f.b.MinOffset(req.ExtFields["topic"], qid))
 }
 
 func (f *Front) searchOffset(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	ext := req.ExtFields
-	return offsetResponse(req, f.b.SearchOffset(ext["topic"], parseInt32(ext["queueId"]), parseInt64(ext["timestamp"])))
+	var n numbers
+	qid, ts := n.int32("queueId", ext["queueId"]), n.int64("timestamp", ext["timestamp"])
+	if resp := n.refused(req, respSystemError); resp != nil {
+		return resp
+	}
+	return offsetResponse(req, f.b.SearchOffset(ext["topic"], qid, ts))
 }

@@ -23,26 +23,30 @@ const maxSuspend = 25 * time.Second
 
 func (f *Front) pull(ctx context.Context, c *remoting.Conn, req *remoting.Command) *remoting.Command {
 	ext := req.ExtFields
-	suspend := time.Duration(parseInt64(ext["suspendTimeoutMillis"])) * time.Millisecond
+	var n numbers
+	suspend := time.Duration(n.int64("suspendTimeoutMillis", ext["suspendTimeoutMillis"])) * time.Millisecond
 	if suspend > maxSuspend {
 		suspend = maxSuspend
 	}
 	pr := &broker.PullRequest{
 		Group:          ext["consumerGroup"],
 		Topic:          ext["topic"],
-		QueueID:        parseInt32(ext["queueId"]),
-		Offset:         parseInt64(ext["queueOffset"]),
-		MaxMsgs:        parseInt32(ext["maxMsgNums"]),
-		CommitOffset:   parseInt64(ext["commitOffset"]),
-		SysFlag:        parseInt32(ext["sysFlag"]),
+		QueueID:        n.int32("queueId", ext["queueId"]),
+		Offset:         n.int64("queueOffset", ext["queueOffset"]),
+		MaxMsgs:        n.int32("maxMsgNums", ext["maxMsgNums"]),
+		CommitOffset:   n.int64("commitOffset", ext["commitOffset"]),
+		SysFlag:        n.int32("sysFlag", ext["sysFlag"]),
 		SuspendTimeout: suspend,
 		Subscription:   ext["subscription"],
 		ExpressionType: ext["expressionType"],
 		Conn:           f.id(c),
 	}
+	if resp := n.refused(req, respSystemError); resp != nil {
+		return resp
+	}
 	res, err := f.b.Pull(ctx, pr)
 	if err != nil {
-		return errorResponse(req, err)
+		return f.errorResponse(req, err)
 	}
 	code := respPullNotFound
 	switch res.Status {

@@ -14,17 +14,22 @@ import (
 
 func (f *Front) queryMessage(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	ext := req.ExtFields
-	limit := int(parseInt32(ext["maxNum"]))
+	var n numbers
+	limit := int(n.int32("maxNum", ext["maxNum"]))
 	if limit <= 0 {
 		limit = 32
 	}
-	end := parseInt64(ext["endTimestamp"])
+	end := n.int64("endTimestamp", ext["endTimestamp"])
 	if end == 0 {
 		end = 1<<63 - 1
 	}
-	recs, err := f.b.QueryByKey(ext["topic"], ext["key"], parseInt64(ext["beginTimestamp"]), end, limit)
+	begin := n.int64("beginTimestamp", ext["beginTimestamp"])
+	if resp := n.refused(req, respSystemError); resp != nil {
+		return resp
+	}
+	recs, err := f.b.QueryByKey(ext["topic"], ext["key"], begin, end, limit)
 	if err != nil {
-		return errorResponse(req, err)
+		return f.errorResponse(req, err)
 	}
 	if len(recs) == 0 {
 		return remoting.NewResponse(req, respQueryNotFound, "no message of topic "+ext["topic"]+" has key "+ext["key"]+" in that time range")
@@ -40,9 +45,15 @@ func (f *Front) queryMessage(_ context.Context, _ *remoting.Conn, req *remoting.
 }
 
 func (f *Front) viewMessage(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	r, err := f.b.ViewByOffset(parseInt64(req.ExtFields["offset"]))
+	var n numbers
+	off := n.int64("offset", req.ExtFields["offset"])
+	if resp := n.refused(req, respSystemError); resp != nil {
+		return resp
+	}
+	r, err := f.b.ViewByOffset(off)
 	if err != nil {
-		return remoting.NewResponse(req, respSystemError, "no message at commit-log offset "+req.ExtFields["offset"]+": "+err.Error())
+		f.log.Debug("view message failed", "offset", off, "err", err)
+		return remoting.NewResponse(req, respSystemError, "no message at commit-log offset "+req.ExtFields["offset"])
 	}
 	resp := remoting.NewResponse(req, respSuccess, "")
 	resp.Body = r

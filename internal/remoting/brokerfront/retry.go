@@ -16,16 +16,21 @@ const codeConsumerSendMsgBack int16 = 36
 
 func (f *Front) sendBack(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	ext := req.ExtFields
-	_, err := f.b.SendBack(ctx, &broker.SendBackRequest{
-		Offset:            parseInt64(ext["offset"]),
+	var n numbers
+	sb := &broker.SendBackRequest{
+		Offset:            n.int64("offset", ext["offset"]),
 		Group:             ext["group"],
-		DelayLevel:        parseInt32(ext["delayLevel"]),
+		DelayLevel:        n.int32("delayLevel", ext["delayLevel"]),
 		OriginMsgID:       ext["originMsgId"],
 		OriginTopic:       ext["originTopic"],
-		MaxReconsumeTimes: parseInt32(ext["maxReconsumeTimes"]),
-	})
+		MaxReconsumeTimes: n.int32("maxReconsumeTimes", ext["maxReconsumeTimes"]),
+	}
+	if resp := n.refused(req, respSystemError); resp != nil {
+		return resp
+	}
+	_, err := f.b.SendBack(ctx, sb)
 	if err != nil {
-		return errorResponse(req, err)
+		return f.errorResponse(req, err)
 	}
 	return remoting.NewResponse(req, respSuccess, "")
 }
@@ -39,7 +44,11 @@ const codePetrelResendDLQ int16 = 10101
 
 func (f *Front) resendDLQ(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	ext := req.ExtFields
-	off := parseInt64(ext["offset"])
+	var n numbers
+	off := n.int64("offset", ext["offset"])
+	if resp := n.refused(req, respSystemError); resp != nil {
+		return resp
+	}
 	if id := ext["msgId"]; id != "" {
 		_, phys, err := message.ParseOffsetID(id)
 		if err != nil {
@@ -49,9 +58,9 @@ func (f *Front) resendDLQ(ctx context.Context, _ *remoting.Conn, req *remoting.C
 	}
 	res, err := f.b.ResendDLQ(ctx, ext["group"], off)
 	if err != nil {
-		return errorResponse(req, err)
+		return f.errorResponse(req, err)
 	}
-	return sendResponse(req, res, nil)
+	return f.sendResponse(req, res, nil)
 }
 
 // codePetrelCancelDelayed is Petrel's admin request that cancels a delayed
@@ -62,7 +71,7 @@ const codePetrelCancelDelayed int16 = 10102
 
 func (f *Front) cancelDelayed(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	if err := f.b.CancelDelayed(ctx, req.ExtFields["msgId"]); err != nil {
-		return errorResponse(req, err)
+		return f.errorResponse(req, err)
 	}
 	return remoting.NewResponse(req, respSuccess, "")
 }

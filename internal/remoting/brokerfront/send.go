@@ -23,7 +23,7 @@ import (
 
 // sendRequest decodes a send's header in one pass over its fields, V1
 // names and V2 letters alike (a send handler is async: no ExtFields map).
-func sendRequest(c *remoting.Conn, req *remoting.Command) *broker.SendRequest {
+func sendRequest(c *remoting.Conn, req *remoting.Command, n *numbers) *broker.SendRequest {
 	sr := &broker.SendRequest{BornHost: addrPort(c.RemoteAddr()), Body: req.Body, Batch: req.Code == codeSendBatchMessage}
 	req.EachExt(func(k, v string) {
 		switch k {
@@ -34,21 +34,21 @@ func sendRequest(c *remoting.Conn, req *remoting.Command) *broker.SendRequest {
 		case "c", "defaultTopic":
 			sr.DefaultTopic = v
 		case "d", "defaultTopicQueueNums":
-			sr.DefaultTopicQueueNums = parseInt32(v)
+			sr.DefaultTopicQueueNums = n.int32("defaultTopicQueueNums", v)
 		case "e", "queueId":
-			sr.QueueID = parseInt32(v)
+			sr.QueueID = n.int32("queueId", v)
 		case "f", "sysFlag":
-			sr.SysFlag = parseInt32(v)
+			sr.SysFlag = n.int32("sysFlag", v)
 		case "g", "bornTimestamp":
-			sr.BornTimestamp = parseInt64(v)
+			sr.BornTimestamp = n.int64("bornTimestamp", v)
 		case "h", "flag":
-			sr.Flag = parseInt32(v)
+			sr.Flag = n.int32("flag", v)
 		case "i", "properties":
 			sr.Properties = v
 		case "j", "reconsumeTimes":
-			sr.ReconsumeTimes = parseInt32(v)
+			sr.ReconsumeTimes = n.int32("reconsumeTimes", v)
 		case "l", "maxReconsumeTimes":
-			sr.MaxReconsumeTimes = parseInt32(v)
+			sr.MaxReconsumeTimes = n.int32("maxReconsumeTimes", v)
 		case "m", "batch":
 			sr.Batch = sr.Batch || v == "true"
 		}
@@ -60,9 +60,18 @@ func sendRequest(c *remoting.Conn, req *remoting.Command) *broker.SendRequest {
 // the response is built on the connection's writer. A send to a topic that
 // must be created first runs on a goroutine of its own.
 func (f *Front) send(ctx context.Context, c *remoting.Conn, req *remoting.Command, reply func(func() *remoting.Command)) {
-	sr := sendRequest(c, req)
+	var n numbers
+	sr := sendRequest(c, req, &n)
+	if resp := n.refused(req, respMessageIllegal); resp != nil {
+		reply(func() *remoting.Command { return resp })
+		return
+	}
+	if resp := checkSendProperties(req, sr); resp != nil {
+		reply(func() *remoting.Command { return resp })
+		return
+	}
 	done := func(res broker.SendResult, err error) {
-		reply(func() *remoting.Command { return sendResponse(req, res, err) })
+		reply(func() *remoting.Command { return f.sendResponse(req, res, err) })
 	}
 	sr.Deferred = true // written at ReadIdle, with the rest of this read
 	if f.b.SendAsync(ctx, sr, done) {
@@ -75,9 +84,9 @@ func (f *Front) send(ctx context.Context, c *remoting.Conn, req *remoting.Comman
 // readIdle writes the sends deferred by the connection readers.
 func (f *Front) readIdle(*remoting.Conn) { f.b.FlushSends() }
 
-func sendResponse(req *remoting.Command, res broker.SendResult, err error) *remoting.Command {
+func (f *Front) sendResponse(req *remoting.Command, res broker.SendResult, err error) *remoting.Command {
 	if err != nil {
-		return errorResponse(req, err)
+		return f.errorResponse(req, err)
 	}
 	code := respSuccess
 	if res.Status == broker.SendFlushDiskTimeout {

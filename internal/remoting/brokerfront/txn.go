@@ -21,18 +21,24 @@ const (
 
 func (f *Front) endTransaction(_ context.Context, c *remoting.Conn, req *remoting.Command) *remoting.Command {
 	ext := req.ExtFields
-	err := f.b.EndTransaction(broker.EndTransactionRequest{
+	var n numbers
+	et := broker.EndTransactionRequest{
 		ProducerGroup:        ext["producerGroup"],
-		TranStateTableOffset: parseInt64(ext["tranStateTableOffset"]),
-		CommitLogOffset:      parseInt64(ext["commitLogOffset"]),
-		CommitOrRollback:     parseInt32(ext["commitOrRollback"]),
+		TranStateTableOffset: n.int64("tranStateTableOffset", ext["tranStateTableOffset"]),
+		CommitLogOffset:      n.int64("commitLogOffset", ext["commitLogOffset"]),
+		CommitOrRollback:     n.int32("commitOrRollback", ext["commitOrRollback"]),
 		FromTransactionCheck: ext["fromTransactionCheck"] == "true",
 		MsgID:                ext["msgId"],
 		TransactionID:        ext["transactionId"],
-	})
+	}
+	if resp := n.refused(req, respSystemError); resp != nil {
+		f.log.Warn("END_TRANSACTION refused", "remote", c.RemoteAddr().String(), "group", ext["producerGroup"], "remark", resp.Remark)
+		return resp // dropped for oneway requests
+	}
+	err := f.b.EndTransaction(et)
 	if err != nil {
 		f.log.Warn("END_TRANSACTION failed", "remote", c.RemoteAddr().String(), "group", ext["producerGroup"], "err", err)
-		return errorResponse(req, err) // dropped for oneway requests
+		return f.errorResponse(req, err) // dropped for oneway requests
 	}
 	return remoting.NewResponse(req, respSuccess, "")
 }

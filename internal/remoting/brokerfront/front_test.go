@@ -1,0 +1,179 @@
+package brokerfront_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"maps"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/petrelmq/petrel/internal/daemon/daemontest"
+	"github.com/petrelmq/petrel/internal/message"
+	"github.com/petrelmq/petrel/internal/remoting"
+)
+
+const (
+	codeSendMessage      int16 = 10
+	codePullMessage      int16 = 11
+	codeGetMaxOffset     int16 = 30
+	codeSendMessageV2    int16 = 310
+	codeSendBatchMessage int16 = 320
+
+	respMessageIllegal int16 = 13
+	respSystemError    int16 = 1
+)
+
+type front struct {
+	addr   string
+	client *remoting.Client
+}
+
+func startFront(t *testing.T) *front {
+	t.Helper()
+	c := daemontest.Start(t)
+	cl := remoting.NewClient(remoting.ClientOptions{})
+	t.Cleanup(func() { cl.Close() })
+	return &front{addr: c.Broker.Addr().String(), client: cl}
+}
+
+func (f *front) invoke(t *testing.T, code int16, ext map[string]string, body []byte) *remoting.Command {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := f.client.Invoke(ctx, f.addr, remoting.NewRequest(code, ext, body))
+	if err != nil {
+		t.Fatalf("invoke code %d: %v", code, err)
+	}
+	return resp
+}
+
+func sendExt(topic, props string, edit map[string]string) map[string]string {
+	ext := map[string]string{
+		"producerGroup": "pg", "topic": topic, "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
+		"queueId": "0", "sysFlag": "0", "bornTimestamp": "1", "flag": "0",
+		"properties": props, "reconsumeTimes": "0", "unitMode": "false",
+		"maxReconsumeTimes": "0", "batch": "false",
+	}
+	maps.Copy(ext, edit)
+	return ext
+}
+
+// maxOffset is the queue's max offset: how many messages it stored.
+func (f *front) maxOffset(t *testing.T, topic string) string {
+	t.Helper()
+	return f.invoke(t, codeGetMaxOffset, map[string]string{"topic": topic, "queueId": "0"}, nil).Ext("offset")
+}
+
+// TestNumericHeaderFieldsAreRefused: a numeric header field that does not
+// parse is refused with a remark that names it; the request does nothing
+// (before, "abc" became 0: a send to queue 0, a pull from offset 0).
+func TestNumericHeaderFieldsAreRefused(t *testing.T) {
+	f := startFront(t)
+	if resp := f.invoke(t, codeSendMessage, sendExt("Orders", "", nil), []byte("ok")); resp.Code != 0 {
+		t.Fatalf("good send: code %d remark %q", resp.Code, resp.Remark)
+	}
+	for _, tc := range []struct {
+		name  string
+		code  int16
+		ext   map[string]string
+		want  int16
+		field string
+	}{
+		{"send queueId", codeSendMessage, sendExt("Orders", "", map[string]string{"queueId": "abc"}), respMessageIllegal, "queueId"},
+		{"send V2 e", codeSendMessageV2, map[string]string{"a": "pg", "b": "Orders", "c": "TBW102", "d": "4", "e": "0", "f": "0", "g": "12x", "h": "0", "i": ""}, respMessageIllegal, "bornTimestamp"},
+		{"send sysFlag out of range", codeSendMessage, sendExt("Orders", "", map[string]string{"sysFlag": "99999999999"}), respMessageIllegal, "sysFlag"},
+		{"pull queueOffset", codePullMessage, map[string]string{"consumerGroup": "cg", "topic": "Orders", "queueId": "0", "queueOffset": "x",
+			"maxMsgNums": "32", "sysFlag": "0", "commitOffset": "0", "suspendTimeoutMillis": "0", "subscription": "*", "expressionType": "TAG"}, respSystemError, "queueOffset"},
+		{"max offset queueId", codeGetMaxOffset, map[string]string{"topic": "Orders", "queueId": "one"}, respSystemError, "queueId"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := f.invoke(t, tc.code, tc.ext, []byte("refused"))
+			if resp.Code != tc.want || !strings.Contains(resp.Remark, "field "+tc.field+" ") {
+				t.Fatalf("code %d remark %q, want code %d naming %s", resp.Code, resp.Remark, tc.want, tc.field)
+			}
+		})
+	}
+	if got := f.maxOffset(t, "Orders"); got != "1" {
+		t.Fatalf("queue 0 holds %s messages, want only the good one", got)
+	}
+}
+
+// TestSeparatorInPropertyValueIsRefused: a value holding 0x02 or 0x01
+// cannot rewrite other properties (here the tag); such sends, single or
+// batched, are refused and store nothing.
+func TestSeparatorInPropertyValueIsRefused(t *testing.T) {
+	f := startFront(t)
+	for _, tc := range []struct {
+		name, props, want string
+	}{
+		{"injected tag", "TAGS\x01A\x02k\x01x\x02TAGS\x01injected\x02", `property "TAGS" appears twice`},
+		{"injected tag, no tag of its own", "k\x01x\x02\x02KEYS\x01y", `without a name`},
+		{"0x01 in a value", "k\x01a\x01b\x02", `value of property "k" contains 0x01`},
+		{"empty name", "\x01v\x02", `without a name`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := f.invoke(t, codeSendMessage, sendExt("Tags", tc.props, nil), []byte("x"))
+			if resp.Code != respMessageIllegal || !strings.Contains(resp.Remark, tc.want) {
+				t.Fatalf("code %d remark %q, want %d with %q", resp.Code, resp.Remark, respMessageIllegal, tc.want)
+			}
+		})
+	}
+	batch := message.EncodeBatch([]message.BatchItem{
+		{Body: []byte("a"), Properties: "TAGS\x01A\x02"},
+		{Body: []byte("b"), Properties: "TAGS\x01A\x02k\x01x\x02TAGS\x01injected\x02"},
+	})
+	resp := f.invoke(t, codeSendBatchMessage, sendExt("Tags", "", map[string]string{"batch": "true"}), batch)
+	if resp.Code != respMessageIllegal || !strings.Contains(resp.Remark, "batch item 1") {
+		t.Fatalf("batch: code %d remark %q", resp.Code, resp.Remark)
+	}
+	if resp := f.invoke(t, codeSendMessage, sendExt("Tags", "TAGS\x01A\x02KEYS\x01k1 k2\x02", nil), []byte("ok")); resp.Code != 0 {
+		t.Fatalf("well-formed properties: code %d remark %q", resp.Code, resp.Remark)
+	}
+	if got := f.maxOffset(t, "Tags"); got != "1" {
+		t.Fatalf("queue 0 of Tags holds %s messages, want only the well-formed one", got)
+	}
+}
+
+// TestPopMessageCodeOverRemoting: RocketMQ 5's POP_MESSAGE (200050) in a
+// JSON header, which int16 cannot hold, is answered
+// REQUEST_CODE_NOT_SUPPORTED by the broker and its connection serves the
+// next request (it used to be closed as a malformed frame).
+func TestPopMessageCodeOverRemoting(t *testing.T) {
+	f := startFront(t)
+	nc, err := net.Dial("tcp", f.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
+	header := `{"code":200050,"language":"JAVA","version":401,"opaque":41,"flag":0,"extFields":{"consumerGroup":"g","topic":"T","queueId":"-1","maxMsgNums":"32","invisibleTime":"60000","pollTime":"0","bornTime":"1","initMode":"0"}}`
+	frame := binary.BigEndian.AppendUint32(nil, uint32(4+len(header)))
+	frame = binary.BigEndian.AppendUint32(frame, uint32(len(header)))
+	frame = append(frame, header...)
+	if _, err := nc.Write(frame); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(nc)
+	resp, err := remoting.ReadFrame(br, 0)
+	if err != nil {
+		t.Fatalf("no answer to code 200050: %v", err)
+	}
+	if resp.Code != remoting.CodeRequestCodeNotSupported || resp.Opaque != 41 || !strings.Contains(resp.Remark, "200050") {
+		t.Fatalf("answer %+v", resp)
+	}
+	next := remoting.NewRequest(codeGetMaxOffset, map[string]string{"topic": "T", "queueId": "0"}, nil)
+	next.Opaque = 42
+	enc, err := remoting.EncodeFrame(nil, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nc.Write(enc); err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := remoting.ReadFrame(br, 0); err != nil || resp.Opaque != 42 || resp.Code != 0 {
+		t.Fatalf("next request on the connection: %+v, %v", resp, err)
+	}
+}
