@@ -21,7 +21,7 @@
 //	session.go  Heartbeat, Telemetry (Settings handshake, check-backs), NotifyClientTermination, expiry
 //	route.go    QueryRoute, QueryAssignment, names and namespaces
 //	send.go     SendMessage: normal, FIFO, delay, transactional
-//	txn.go      EndTransaction; the transaction id layout
+//	txn.go      EndTransaction; the transaction id
 //	receive.go  ReceiveMessage, AckMessage, ChangeInvisibleDuration, ForwardMessageToDeadLetterQueue
 //	convert.go  stored record -> gRPC message
 //	validate.go message id, tag, key, group and property checks
@@ -80,8 +80,10 @@
 // The client's message id is stored as UNIQ_KEY, so the broker's dedup
 // window answers a retried send with the original result. Delays use the
 // broker's timer (TIMER_DELIVER_MS); transactional messages are the
-// broker's half messages (TRAN_MSG, prepared sysflag), and their
-// transaction id names the half (see txn.go).
+// broker's half messages (TRAN_MSG, prepared sysflag). Every send's
+// transaction id is its message id, as RocketMQ's proxy answers; a half
+// is found by it (see txn.go). Deliveries hand __SHARDINGKEY and
+// __transactionId__ back as user properties, as RocketMQ's do.
 //
 // # Receiving
 //

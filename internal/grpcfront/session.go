@@ -554,10 +554,17 @@ func (s *Server) sendCheck(chk broker.TransactionCheck) bool {
 		s.log.Warn("cannot build a transaction check-back", "group", chk.Group, "err", err)
 		return false
 	}
+	// The transaction id is the half's __transactionId__ (its UNIQ_KEY),
+	// the one the send answered; a half stored without it is named by
+	// its message id.
+	id := chk.Header.TransactionID
+	if id == "" {
+		id = msg.GetSystemProperties().GetMessageId()
+	}
 	cmd := &v2.TelemetryCommand{Status: okStatus(), Command: &v2.TelemetryCommand_RecoverOrphanedTransactionCommand{
 		RecoverOrphanedTransactionCommand: &v2.RecoverOrphanedTransactionCommand{
 			Message:       msg,
-			TransactionId: encodeTransactionID(chk.Header.CommitLogOffset, chk.Header.TranStateTableOffset),
+			TransactionId: id,
 		}}}
 	select {
 	case ts.outbox <- cmd:
