@@ -69,9 +69,12 @@
 // A resource with a namespace is stored as "namespace%name". QueryRoute
 // lists queues 0..n-1 (n = the topic's larger queue count) as READ_WRITE
 // at one endpoint: Config.Advertise, else the address the client used.
-// It creates an unknown topic from the auto-create template when the
-// broker auto-creates topics (never %RETRY% or %DLQ% topics). A topic
-// accepts every message type unless its attribute message.type names one.
+// An unknown topic is TOPIC_NOT_FOUND with RocketMQ's text, also when the
+// broker auto-creates topics: RocketMQ's proxy never creates a topic on a
+// route query. A send creates an unknown topic from the auto-create
+// template when the broker auto-creates topics (never %RETRY% or %DLQ%
+// topics). A topic accepts every message type unless its attribute
+// message.type names one.
 //
 // # Sending
 //
