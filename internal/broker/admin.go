@@ -163,10 +163,12 @@ func (b *Broker) errNoGroup(group string) *Error {
 // ResetOffset moves the group's committed offset on every read queue of
 // topic to the first message stored at or after timestampMS (the max
 // offset when there is none), or to the max offset when timestampMS is
-// negative, and returns the new offsets by queue id. Running members are
-// not told: the front sends them RESET_CONSUMER_CLIENT_OFFSET, since a
-// member keeps its own position and would otherwise commit it again.
-// Errors: KindTopicNotExist, KindGroupNotExist.
+// negative, and returns the new offsets by queue id. The group's pop
+// position (simple consumers) moves with it and what it has in flight
+// there is forgotten. Running 4.x members are not told: the front sends
+// them RESET_CONSUMER_CLIENT_OFFSET, since a member keeps its own position
+// and would otherwise commit it again. Errors: KindTopicNotExist,
+// KindGroupNotExist, KindSystemError (the pop state could not be written).
 func (b *Broker) ResetOffset(group, topic string, timestampMS int64) (map[int32]int64, error) {
 	t, ok := b.meta.Topic(topic)
 	if !ok {
@@ -181,9 +183,14 @@ func (b *Broker) ResetOffset(group, topic string, timestampMS int64) (map[int32]
 		if timestampMS >= 0 {
 			off = b.SearchOffset(topic, q, timestampMS)
 		}
-		b.meta.CommitOffset(group, topic, q, off)
+		// A pop (5.x simple-consumer) group's position moves too, or its
+		// next receive would put the old offset back.
+		if err := b.resetPopQueue(group, topic, q, off); err != nil {
+			return nil, err
+		}
 		out[q] = off
 	}
+	b.wakePops(topic)
 	b.log.Info("consumer offsets reset", "group", group, "topic", topic, "timestamp", timestampMS, "queues", len(out))
 	return out, nil
 }

@@ -44,6 +44,10 @@ package broker
 // recorded with the first pop of the queue. As pops and acks go, the
 // group's consumer offset for each queue is set to the lowest offset not
 // yet acknowledged, so ConsumerLag and the admin tools see pop groups too.
+// An offset reset (ResetOffset: the CLI's reset-offset,
+// INVOKE_BROKER_TO_RESET_OFFSET) sets the queue's cursor to the new
+// offset and forgets what was in flight there, so the next pop reads from
+// it, as 4.x members re-read from a reset offset.
 //
 // Long polling: a Pop that finds nothing and may wait registers a waiter
 // for (group, topic) and tries once more (so a message that arrived in
@@ -125,6 +129,11 @@ type popState struct {
 
 	lockMu sync.Mutex
 	locks  map[pop.Key]chan struct{} // one-slot: a queue's pop lock
+
+	// commitMu makes reading a queue's low offset and committing it as
+	// the group's offset one step, so that an offset reset is never
+	// overwritten by a pop or an ack that read the low before it.
+	commitMu sync.Mutex
 
 	mu      sync.Mutex
 	waiters map[string]map[*popWaiter]struct{} // by topic
@@ -611,9 +620,33 @@ func (b *Broker) popStart(k pop.Key) int64 {
 // commitPopOffset sets the group's consumer offset of the queue to the
 // lowest offset not yet acknowledged.
 func (b *Broker) commitPopOffset(k pop.Key) {
+	b.pops.commitMu.Lock()
+	defer b.pops.commitMu.Unlock()
 	if low, ok := b.pops.st.Low(k); ok {
 		b.meta.CommitOffset(k.Group, k.Topic, k.QueueID, low)
 	}
+}
+
+// resetPopQueue moves the group's position on a queue to off (an offset
+// reset) and commits off as its offset: the pop state's cursor is set
+// and its in-flight messages there are forgotten, durably, before the
+// commit.
+func (b *Broker) resetPopQueue(group, topic string, queueID int32, off int64) error {
+	k := pop.Key{Group: group, Topic: topic, QueueID: queueID}
+	b.pops.commitMu.Lock()
+	defer b.pops.commitMu.Unlock()
+	t, ok, err := b.pops.st.ResetQueue(k, max(off, 0))
+	if err == nil && ok {
+		err = b.pops.st.Sync(t)
+	}
+	if errors.Is(err, pop.ErrClosed) {
+		return b.errClosed()
+	}
+	if err != nil {
+		return b.popStateError(group, "offset reset", err)
+	}
+	b.meta.CommitOffset(group, topic, queueID, off)
+	return nil
 }
 
 // popToDLQ stores a copy of a popped record in %DLQ%<group>, with the

@@ -263,3 +263,29 @@ func (s *Store) ResetTopic(topic string) (Ticket, error) {
 	}
 	return t, nil
 }
+
+// ResetQueue moves k's cursor to cursor (back or forward: a reset of the
+// group's offsets) and forgets what is in flight there, so that the next
+// pop reads from cursor and the handles issued before no longer
+// acknowledge anything. ok is false for a queue with no state (its first
+// pop starts at the committed offset anyway); nothing is recorded then.
+// The returned ticket is durable after Sync.
+func (s *Store) ResetQueue(k Key, cursor int64) (t Ticket, ok bool, err error) {
+	if cursor < 0 {
+		return 0, false, fmt.Errorf("pop: reset of %s/%s/%d to the negative offset %d", k.Group, k.Topic, k.QueueID, cursor)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usable(); err != nil {
+		return 0, false, err
+	}
+	q := s.queues[k]
+	if q == nil {
+		return 0, false, nil
+	}
+	c := &change{key: k, cursor: cursor}
+	for off := range q.inflight {
+		c.del = append(c.del, off)
+	}
+	return s.record(c), true, nil
+}
