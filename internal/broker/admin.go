@@ -11,6 +11,7 @@ import (
 	"cmp"
 	"slices"
 
+	"github.com/petrelmq/petrel/internal/broker/pop"
 	"github.com/petrelmq/petrel/internal/message"
 	"github.com/petrelmq/petrel/internal/vfs"
 )
@@ -97,6 +98,11 @@ type ConsumeStat struct {
 	// LastTimestamp is when the last consumed message (the one before
 	// ConsumerOffset) was stored; 0 when none was consumed.
 	LastTimestamp int64
+	// PullOffset is how far the group's reads reached: for a pop
+	// (simple-consumer) group the next offset never received, else
+	// ConsumerOffset. InFlight is, for a pop group, the messages received
+	// and neither acknowledged nor past their invisible time.
+	PullOffset, InFlight int64
 }
 
 // ConsumeStats returns the group's position on every queue of topic, or,
@@ -134,8 +140,12 @@ func (b *Broker) ConsumeStats(group, topic string) ([]ConsumeStat, error) {
 		}
 		for q := range t.ReadQueueNums {
 			off := offsets[name][q]
-			out = append(out, ConsumeStat{Topic: name, QueueID: q, BrokerOffset: b.st.MaxOffset(name, q),
-				ConsumerOffset: off, LastTimestamp: b.storeTimeAt(name, q, off-1)})
+			cs := ConsumeStat{Topic: name, QueueID: q, BrokerOffset: b.st.MaxOffset(name, q),
+				ConsumerOffset: off, LastTimestamp: b.storeTimeAt(name, q, off-1), PullOffset: off}
+			if n, cursor, ok := b.pops.st.QueueInFlight(pop.Key{Group: group, Topic: name, QueueID: q}, b.now()); ok {
+				cs.InFlight, cs.PullOffset = int64(n), max(cursor, off)
+			}
+			out = append(out, cs)
 		}
 	}
 	slices.SortFunc(out, func(x, y ConsumeStat) int {

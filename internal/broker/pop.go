@@ -201,6 +201,11 @@ func (b *Broker) closePops() {
 	}
 }
 
+// PopInFlight returns, per pop group and topic, the messages received and
+// neither acknowledged nor past their invisible time, sorted by group and
+// topic (0 for a group that has popped the topic and holds none).
+func (b *Broker) PopInFlight() []pop.TopicInFlight { return b.pops.st.InFlightByTopic(b.now()) }
+
 // ParkedPops returns the number of pops waiting for messages.
 func (b *Broker) ParkedPops() int { return int(b.pops.parked.Load()) }
 

@@ -1,7 +1,9 @@
 package pop
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -288,4 +290,45 @@ func (s *Store) ResetQueue(k Key, cursor int64) (t Ticket, ok bool, err error) {
 		c.del = append(c.del, off)
 	}
 	return s.record(c), true, nil
+}
+
+// QueueInFlight returns how many messages of k are in flight at now —
+// delivered, neither acknowledged nor past their invisible time — and
+// k's cursor (the next offset never popped); ok is false for a queue
+// with no state.
+func (s *Store) QueueInFlight(k Key, now time.Time) (n int, cursor int64, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.queues[k]
+	if q == nil {
+		return 0, 0, false
+	}
+	return q.invisible(ms(now)), q.cursor, true
+}
+
+// TopicInFlight is the in-flight count of a group on a topic.
+type TopicInFlight struct {
+	Group, Topic string
+	Messages     int
+}
+
+// InFlightByTopic returns, for every (group, topic) with pop state, the
+// messages in flight at now (see QueueInFlight) over its queues (0 when
+// none), sorted by group and topic.
+func (s *Store) InFlightByTopic(now time.Time) []TopicInFlight {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	nowMS := ms(now)
+	var out []TopicInFlight
+	for gt, qs := range s.byTopic {
+		n := 0
+		for _, q := range qs {
+			n += q.invisible(nowMS)
+		}
+		out = append(out, TopicInFlight{Group: gt[0], Topic: gt[1], Messages: n})
+	}
+	slices.SortFunc(out, func(a, b TopicInFlight) int {
+		return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Topic, b.Topic))
+	})
+	return out
 }
