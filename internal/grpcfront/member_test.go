@@ -54,3 +54,16 @@ func TestClientLanguageAndVersionCodes(t *testing.T) {
 		}
 	}
 }
+
+// FuzzClientVersion: any user-agent version maps to an MQVersion ordinal
+// of a 5.x release (V5_0_0..V5_9_9) without panicking.
+func FuzzClientVersion(f *testing.F) {
+	for _, s := range []string{"5.1.2", "5.0.1-rc1", "", "5..", "5.9.9+meta", "-1.-1.-1", "5.00000000000000000001.1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		if got := clientVersion(v); got < mqVersion500 || got > mqVersion500+198 || (got-mqVersion500)%2 != 0 {
+			t.Fatalf("version %q: ordinal %d outside the 5.x releases", v, got)
+		}
+	})
+}
