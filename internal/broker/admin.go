@@ -11,6 +11,7 @@ import (
 	"cmp"
 	"slices"
 
+	"github.com/petrelmq/petrel/internal/broker/pop"
 	"github.com/petrelmq/petrel/internal/message"
 	"github.com/petrelmq/petrel/internal/vfs"
 )
@@ -97,6 +98,11 @@ type ConsumeStat struct {
 	// LastTimestamp is when the last consumed message (the one before
 	// ConsumerOffset) was stored; 0 when none was consumed.
 	LastTimestamp int64
+	// PullOffset is how far the group's reads reached: for a pop
+	// (simple-consumer) group the next offset never received, else
+	// ConsumerOffset. InFlight is, for a pop group, the messages received
+	// and neither acknowledged nor past their invisible time.
+	PullOffset, InFlight int64
 }
 
 // ConsumeStats returns the group's position on every queue of topic, or,
@@ -134,8 +140,12 @@ func (b *Broker) ConsumeStats(group, topic string) ([]ConsumeStat, error) {
 		}
 		for q := range t.ReadQueueNums {
 			off := offsets[name][q]
-			out = append(out, ConsumeStat{Topic: name, QueueID: q, BrokerOffset: b.st.MaxOffset(name, q),
-				ConsumerOffset: off, LastTimestamp: b.storeTimeAt(name, q, off-1)})
+			cs := ConsumeStat{Topic: name, QueueID: q, BrokerOffset: b.st.MaxOffset(name, q),
+				ConsumerOffset: off, LastTimestamp: b.storeTimeAt(name, q, off-1), PullOffset: off}
+			if n, cursor, ok := b.pops.st.QueueInFlight(pop.Key{Group: group, Topic: name, QueueID: q}, b.now()); ok {
+				cs.InFlight, cs.PullOffset = int64(n), max(cursor, off)
+			}
+			out = append(out, cs)
 		}
 	}
 	slices.SortFunc(out, func(x, y ConsumeStat) int {
@@ -163,10 +173,12 @@ func (b *Broker) errNoGroup(group string) *Error {
 // ResetOffset moves the group's committed offset on every read queue of
 // topic to the first message stored at or after timestampMS (the max
 // offset when there is none), or to the max offset when timestampMS is
-// negative, and returns the new offsets by queue id. Running members are
-// not told: the front sends them RESET_CONSUMER_CLIENT_OFFSET, since a
-// member keeps its own position and would otherwise commit it again.
-// Errors: KindTopicNotExist, KindGroupNotExist.
+// negative, and returns the new offsets by queue id. The group's pop
+// position (simple consumers) moves with it and what it has in flight
+// there is forgotten. Running 4.x members are not told: the front sends
+// them RESET_CONSUMER_CLIENT_OFFSET, since a member keeps its own position
+// and would otherwise commit it again. Errors: KindTopicNotExist,
+// KindGroupNotExist, KindSystemError (the pop state could not be written).
 func (b *Broker) ResetOffset(group, topic string, timestampMS int64) (map[int32]int64, error) {
 	t, ok := b.meta.Topic(topic)
 	if !ok {
@@ -181,9 +193,14 @@ func (b *Broker) ResetOffset(group, topic string, timestampMS int64) (map[int32]
 		if timestampMS >= 0 {
 			off = b.SearchOffset(topic, q, timestampMS)
 		}
-		b.meta.CommitOffset(group, topic, q, off)
+		// A pop (5.x simple-consumer) group's position moves too, or its
+		// next receive would put the old offset back.
+		if err := b.resetPopQueue(group, topic, q, off); err != nil {
+			return nil, err
+		}
 		out[q] = off
 	}
+	b.wakePops(topic)
 	b.log.Info("consumer offsets reset", "group", group, "topic", topic, "timestamp", timestampMS, "queues", len(out))
 	return out, nil
 }

@@ -61,7 +61,7 @@ func TestConsumeStatsAndGroupNotKnown(t *testing.T) {
 	// The member's subscription to T and the retry topic the heartbeat
 	// created have no offsets; only T was subscribed.
 	want := []ConsumeStat{
-		{Topic: "T", QueueID: 0, BrokerOffset: 3, ConsumerOffset: 1, LastTimestamp: e.clk.Now().UnixMilli()},
+		{Topic: "T", QueueID: 0, BrokerOffset: 3, ConsumerOffset: 1, LastTimestamp: e.clk.Now().UnixMilli(), PullOffset: 1},
 		{Topic: "T", QueueID: 1},
 	}
 	if !slices.Equal(got, want) {

@@ -36,6 +36,13 @@ type ConsumerData struct {
 	// CONSUME_FROM_TIMESTAMP. Kept as given.
 	ConsumeType, MessageModel, ConsumeFromWhere string
 	Subscriptions                               []Subscription
+	// Language (RocketMQ's LanguageCode name), Version (its MQVersion
+	// ordinal) and ClientAddr (host:port) describe the member's client
+	// when its front knows them apart from a remoting connection (the gRPC
+	// front); empty otherwise.
+	Language   string
+	Version    int32
+	ClientAddr string
 }
 
 // Subscription is one topic subscription of a consumer group.

@@ -27,6 +27,15 @@ package broker
 // deliveries), so ResendDLQ works on it. Expired messages the filter no
 // longer matches, or that retention removed, are dropped from the set.
 //
+// The group's retry topic: a non-FIFO pop also reads %RETRY%<group>, where
+// the group's 4.x members send back what they failed
+// (CONSUMER_SEND_MSG_BACK), as RocketMQ's broker pops it beside the asked
+// topic: after the topic's queues (before them one pop in
+// popRetryFirstEvery), from its first message, without the subscription's
+// filter. Such a message goes out under the asked topic (the front names
+// it so), its delivery attempt counts its 4.x attempts (reconsume times),
+// and its handle is accepted with the asked topic.
+//
 // FIFO: a queue with an in-flight message that is still invisible gives
 // nothing to the group's FIFO pops; once all are acknowledged or expired
 // the queue delivers again, expired ones first, in offset order. FIFO
@@ -44,9 +53,13 @@ package broker
 // recorded with the first pop of the queue. As pops and acks go, the
 // group's consumer offset for each queue is set to the lowest offset not
 // yet acknowledged, so ConsumerLag and the admin tools see pop groups too.
+// An offset reset (ResetOffset: the CLI's reset-offset,
+// INVOKE_BROKER_TO_RESET_OFFSET) sets the queue's cursor to the new
+// offset and forgets what was in flight there, so the next pop reads from
+// it, as 4.x members re-read from a reset offset.
 //
 // Long polling: a Pop that finds nothing and may wait registers a waiter
-// for (group, topic) and tries once more (so a message that arrived in
+// for (group, topic) — and for the group's retry topic — and tries once more (so a message that arrived in
 // between is not missed), then sleeps until a message of the topic is
 // dispatched (the store listener signals every waiter of the topic), an
 // in-flight message of the group becomes visible again (a clock timer
@@ -61,6 +74,7 @@ import (
 	"errors"
 	"path"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -126,6 +140,11 @@ type popState struct {
 	lockMu sync.Mutex
 	locks  map[pop.Key]chan struct{} // one-slot: a queue's pop lock
 
+	// commitMu makes reading a queue's low offset and committing it as
+	// the group's offset one step, so that an offset reset is never
+	// overwritten by a pop or an ack that read the low before it.
+	commitMu sync.Mutex
+
 	mu      sync.Mutex
 	waiters map[string]map[*popWaiter]struct{} // by topic
 	parked  atomic.Int64
@@ -182,6 +201,11 @@ func (b *Broker) closePops() {
 	}
 }
 
+// PopInFlight returns, per pop group and topic, the messages received and
+// neither acknowledged nor past their invisible time, sorted by group and
+// topic (0 for a group that has popped the topic and holds none).
+func (b *Broker) PopInFlight() []pop.TopicInFlight { return b.pops.st.InFlightByTopic(b.now()) }
+
 // ParkedPops returns the number of pops waiting for messages.
 func (b *Broker) ParkedPops() int { return int(b.pops.parked.Load()) }
 
@@ -214,7 +238,9 @@ func (b *Broker) wakeFIFOPops(group, topic string) {
 	ps.mu.Unlock()
 }
 
-func (ps *popState) register(topic string, w *popWaiter, limit int) error {
+// register parks w on topics (a message dispatched to any wakes it); it
+// counts once against limit.
+func (ps *popState) register(topics []string, w *popWaiter, limit int) error {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	if ps.closed {
@@ -223,28 +249,36 @@ func (ps *popState) register(topic string, w *popWaiter, limit int) error {
 	if int(ps.parked.Load()) >= limit {
 		return errFullPops
 	}
-	ws := ps.waiters[topic]
-	if ws == nil {
-		ws = make(map[*popWaiter]struct{})
-		ps.waiters[topic] = ws
+	for _, topic := range topics {
+		ws := ps.waiters[topic]
+		if ws == nil {
+			ws = make(map[*popWaiter]struct{})
+			ps.waiters[topic] = ws
+		}
+		ws[w] = struct{}{}
 	}
-	ws[w] = struct{}{}
 	ps.parked.Add(1)
 	return nil
 }
 
-func (ps *popState) unregister(topic string, w *popWaiter) {
+func (ps *popState) unregister(topics []string, w *popWaiter) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	ws := ps.waiters[topic]
-	if _, ok := ws[w]; !ok {
-		return
+	found := false
+	for _, topic := range topics {
+		ws := ps.waiters[topic]
+		if _, ok := ws[w]; !ok {
+			continue
+		}
+		found = true
+		delete(ws, w)
+		if len(ws) == 0 {
+			delete(ps.waiters, topic)
+		}
 	}
-	delete(ws, w)
-	if len(ws) == 0 {
-		delete(ps.waiters, topic)
+	if found {
+		ps.parked.Add(-1)
 	}
-	ps.parked.Add(-1)
 }
 
 var errFullPops = errors.New("broker: too many parked pops")
@@ -293,6 +327,30 @@ type popper struct {
 	spec        *filterSpec
 	tag         store.TagFilter
 	rec         store.RecordFilter
+	// retryTopic is the group's %RETRY% topic, read too (not by FIFO pops);
+	// "" when the asked topic is a retry or dead-letter topic itself.
+	retryTopic string
+}
+
+// popRetryFirstEvery: one pop in this many visits the retry topic before
+// the asked one (RocketMQ's popFromRetryProbability of 20%), so that a busy
+// topic does not starve the group's retries.
+const popRetryFirstEvery = 5
+
+// popQueue is one queue a pop visits, and whether it is of the group's
+// retry topic (read without the subscription's filter, as RocketMQ pops
+// %RETRY%<group> with SUB_ALL).
+type popQueue struct {
+	k     pop.Key
+	retry bool
+}
+
+// topics are the topics a pop reads, for its long-poll registration.
+func (p *popper) topics() []string {
+	if p.retryTopic == "" {
+		return []string{p.req.Topic}
+	}
+	return []string{p.req.Topic, p.retryTopic}
 }
 
 // Pop receives up to MaxMsgs visible messages of the topic for the group.
@@ -326,6 +384,9 @@ func (b *Broker) Pop(ctx context.Context, req *PopRequest) ([]PoppedMessage, err
 	}
 	p := &popper{b: b, req: req, queues: t.ReadQueueNums, spec: spec, tag: spec.tagFilter(), rec: spec.recordFilter(),
 		maxMsgs: min(max(req.MaxMsgs, 1), popMaxMsgs), invisible: req.Invisible, maxAttempts: int32(req.MaxAttempts)}
+	if !req.FIFO && !strings.HasPrefix(req.Topic, RetryGroupTopicPrefix) && !strings.HasPrefix(req.Topic, DLQGroupTopicPrefix) {
+		p.retryTopic = RetryGroupTopicPrefix + req.Group
+	}
 	if p.invisible <= 0 {
 		p.invisible = popDefaultInvisible
 	}
@@ -356,8 +417,9 @@ func (p *popper) done(out []PoppedMessage, err error) ([]PoppedMessage, error) {
 func (p *popper) wait(ctx context.Context, deadline time.Time) ([]PoppedMessage, error) {
 	b, ps := p.b, p.b.pops
 	w := &popWaiter{group: p.req.Group, fifo: p.req.FIFO, ch: make(chan struct{}, 1)}
+	topics := p.topics()
 	for {
-		if err := ps.register(p.req.Topic, w, b.cfg.LongPollMaxTotal); err != nil {
+		if err := ps.register(topics, w, b.cfg.LongPollMaxTotal); err != nil {
 			if errors.Is(err, errFullPops) {
 				return nil, errorf(KindServiceUnavailable, err, "too many receives are waiting on broker %s (limit LongPollMaxTotal=%d); retry later", b.cfg.BrokerName, b.cfg.LongPollMaxTotal)
 			}
@@ -365,17 +427,19 @@ func (p *popper) wait(ctx context.Context, deadline time.Time) ([]PoppedMessage,
 		}
 		out, err := p.once(ctx)
 		if err != nil || len(out) > 0 {
-			ps.unregister(p.req.Topic, w)
+			ps.unregister(topics, w)
 			return out, err
 		}
 		now := b.now()
 		if !now.Before(deadline) {
-			ps.unregister(p.req.Topic, w)
+			ps.unregister(topics, w)
 			return nil, nil
 		}
 		at := deadline
-		if next, ok := ps.st.NextVisible(p.req.Group, p.req.Topic, now); ok && next.Before(at) {
-			at = next
+		for _, topic := range topics {
+			if next, ok := ps.st.NextVisible(p.req.Group, topic, now); ok && next.Before(at) {
+				at = next
+			}
 		}
 		timer := b.clk.AfterFunc(at.Sub(now), w.wake)
 		if h := ps.testHookParked; h != nil {
@@ -386,7 +450,7 @@ func (p *popper) wait(ctx context.Context, deadline time.Time) ([]PoppedMessage,
 		case <-ctx.Done():
 		}
 		timer.Stop()
-		ps.unregister(p.req.Topic, w)
+		ps.unregister(topics, w)
 		if ctx.Err() != nil || b.closed.Load() {
 			return nil, nil
 		}
@@ -412,23 +476,20 @@ func (p *popper) once(ctx context.Context) ([]PoppedMessage, error) {
 	want := min(p.maxMsgs, b.cfg.PopMaxInFlight-inflight)
 	var out []PoppedMessage
 	budget := popMaxBytes
-	n := max(p.queues, 0)
-	start := int32(b.pops.seq.Add(1) % uint32(max(n, 1)))
-	// take pops queue k, whose lock the caller took.
-	take := func(k pop.Key) error {
-		got, err := p.queue(k, want-len(out), &budget)
-		b.pops.unlockQueue(k)
+	// take pops queue q, whose lock the caller took.
+	take := func(q popQueue) error {
+		got, err := p.queue(q, want-len(out), &budget)
+		b.pops.unlockQueue(q.k)
 		out = append(out, got...)
 		return err
 	}
-	var busy []pop.Key
-	for i := range n {
-		k := pop.Key{Group: p.req.Group, Topic: p.req.Topic, QueueID: (start + i) % n}
-		if !b.pops.lockQueue(ctx, k, false) {
-			busy = append(busy, k)
+	var busy []popQueue
+	for _, q := range p.visits() {
+		if !b.pops.lockQueue(ctx, q.k, false) {
+			busy = append(busy, q)
 			continue
 		}
-		if err := take(k); err != nil {
+		if err := take(q); err != nil {
 			return p.partial(out, err)
 		}
 		if len(out) >= want || budget <= 0 {
@@ -437,15 +498,44 @@ func (p *popper) once(ctx context.Context) ([]PoppedMessage, error) {
 	}
 	// Only when nothing was found elsewhere: wait for the queues other pops
 	// held, which may hold more than they took.
-	for _, k := range busy {
-		if len(out) > 0 || !b.pops.lockQueue(ctx, k, true) {
+	for _, q := range busy {
+		if len(out) > 0 || !b.pops.lockQueue(ctx, q.k, true) {
 			break
 		}
-		if err := take(k); err != nil {
+		if err := take(q); err != nil {
 			return p.partial(out, err)
 		}
 	}
 	return out, nil
+}
+
+// visits lists the queues a pop tries, in order: the asked topic's from a
+// rotating start, then those of the group's retry topic when it exists
+// and is readable (first, one pop in popRetryFirstEvery).
+func (p *popper) visits() []popQueue {
+	b := p.b
+	n := max(p.queues, 0)
+	seq := b.pops.seq.Add(1)
+	start := int32(seq % uint32(max(n, 1)))
+	qs := make([]popQueue, 0, n+1)
+	for i := range n {
+		qs = append(qs, popQueue{k: pop.Key{Group: p.req.Group, Topic: p.req.Topic, QueueID: (start + i) % n}})
+	}
+	if p.retryTopic == "" {
+		return qs
+	}
+	rt, ok := b.meta.Topic(p.retryTopic)
+	if !ok || rt.Perm&meta.PermRead == 0 {
+		return qs
+	}
+	var rqs []popQueue
+	for i := range max(rt.ReadQueueNums, 0) {
+		rqs = append(rqs, popQueue{k: pop.Key{Group: p.req.Group, Topic: p.retryTopic, QueueID: i}, retry: true})
+	}
+	if seq%popRetryFirstEvery == 0 {
+		return append(rqs, qs...)
+	}
+	return append(qs, rqs...)
 }
 
 // partial answers the messages already claimed when a later queue fails:
@@ -459,9 +549,18 @@ func (p *popper) partial(out []PoppedMessage, err error) ([]PoppedMessage, error
 }
 
 // queue pops up to want messages of one queue; the queue's pop lock is
-// held. Delivered messages are durable in the state when it returns.
-func (p *popper) queue(k pop.Key, want int, budget *int) ([]PoppedMessage, error) {
-	b := p.b
+// held. Delivered messages are durable in the state when it returns. A
+// message of the retry topic counts the attempts its 4.x consumers made
+// (its reconsume times) in its delivery attempt and against MaxAttempts.
+func (p *popper) queue(pq popQueue, want int, budget *int) ([]PoppedMessage, error) {
+	b, k := p.b, pq.k
+	// earlier is the deliveries a record had before it came to this pop.
+	earlier := func(r message.Record) int32 {
+		if pq.retry {
+			return max(r.ReconsumeTimes(), 0)
+		}
+		return 0
+	}
 	now := b.now()
 	v := b.pops.st.Peek(k, now, p.req.FIFO, want)
 	if v.Blocked {
@@ -480,10 +579,10 @@ func (p *popper) queue(k pop.Key, want int, budget *int) ([]PoppedMessage, error
 			return nil, err
 		}
 		switch {
-		case rec == nil || !p.matches(rec):
+		case rec == nil || !p.matches(pq, rec):
 			c.Drop = append(c.Drop, e)
-		case e.Attempt >= p.maxAttempts:
-			if err := b.popToDLQ(rec, k.Group, e.Attempt); err != nil {
+		case e.Attempt+earlier(rec) >= p.maxAttempts:
+			if err := b.popToDLQ(rec, k.Group, e.Attempt+earlier(rec)); err != nil {
 				b.log.Warn("moving a message to the dead-letter queue failed; it is tried again at the next receive",
 					"group", k.Group, "topic", k.Topic, "queue_id", k.QueueID, "offset", e.Offset, "err", err)
 				held = true
@@ -497,7 +596,7 @@ func (p *popper) queue(k pop.Key, want int, budget *int) ([]PoppedMessage, error
 		}
 	}
 	if room := want - len(c.Again); room > 0 && *budget > 0 && !(held && p.req.FIFO) {
-		got, next, err := p.readNew(k, c.From, room, *budget)
+		got, next, err := p.readNew(pq, c.From, room, *budget)
 		if err != nil {
 			return nil, err
 		}
@@ -525,17 +624,21 @@ func (p *popper) queue(k pop.Key, want int, budget *int) ([]PoppedMessage, error
 	b.commitPopOffset(k)
 	out := make([]PoppedMessage, len(entries))
 	for i, e := range entries {
-		out[i] = PoppedMessage{Record: recs[i], Handle: pop.HandleOf(k, e), Attempt: e.Attempt, InvisibleUntil: time.UnixMilli(e.Until)}
+		out[i] = PoppedMessage{Record: recs[i], Handle: pop.HandleOf(k, e), Attempt: e.Attempt + earlier(recs[i]), InvisibleUntil: time.UnixMilli(e.Until)}
 	}
 	return out, nil
 }
 
 // readNew reads up to n matching messages from offset and returns copies
 // and the offset to continue at.
-func (p *popper) readNew(k pop.Key, from int64, n, maxBytes int) ([]message.Record, int64, error) {
-	b := p.b
+func (p *popper) readNew(pq popQueue, from int64, n, maxBytes int) ([]message.Record, int64, error) {
+	b, k := p.b, pq.k
+	tag, rec := p.tag, p.rec
+	if pq.retry {
+		tag, rec = nil, nil
+	}
 	for range 2 {
-		res, err := b.st.GetMessagesFiltered(k.Topic, k.QueueID, from, n, maxBytes, p.tag, p.rec)
+		res, err := b.st.GetMessagesFiltered(k.Topic, k.QueueID, from, n, maxBytes, tag, rec)
 		if err != nil {
 			return nil, from, errorf(KindSystemError, err, "reading queue %d of topic %q at offset %d failed; retry", k.QueueID, k.Topic, from)
 		}
@@ -585,8 +688,12 @@ func (b *Broker) readQueueOffset(k pop.Key, off int64) (message.Record, error) {
 	return rec, nil
 }
 
-// matches applies the subscription to a record read without the filters.
-func (p *popper) matches(r message.Record) bool {
+// matches applies the subscription to a record read without the filters
+// (every record of the retry topic matches).
+func (p *popper) matches(pq popQueue, r message.Record) bool {
+	if pq.retry {
+		return true
+	}
 	if p.rec != nil && !p.rec(r) {
 		return false
 	}
@@ -603,7 +710,9 @@ func (b *Broker) popStart(k pop.Key) int64 {
 		return off
 	}
 	minOff := b.st.MinOffset(k.Topic, k.QueueID)
-	if minOff <= 0 {
+	// A retry topic is read from its first message (RocketMQ's
+	// getInitOffset): everything in it was sent back for the group.
+	if minOff <= 0 || strings.HasPrefix(k.Topic, RetryGroupTopicPrefix) {
 		return 0
 	}
 	return max(b.st.MaxOffset(k.Topic, k.QueueID)-1, minOff)
@@ -612,9 +721,33 @@ func (b *Broker) popStart(k pop.Key) int64 {
 // commitPopOffset sets the group's consumer offset of the queue to the
 // lowest offset not yet acknowledged.
 func (b *Broker) commitPopOffset(k pop.Key) {
+	b.pops.commitMu.Lock()
+	defer b.pops.commitMu.Unlock()
 	if low, ok := b.pops.st.Low(k); ok {
 		b.meta.CommitOffset(k.Group, k.Topic, k.QueueID, low)
 	}
+}
+
+// resetPopQueue moves the group's position on a queue to off (an offset
+// reset) and commits off as its offset: the pop state's cursor is set
+// and its in-flight messages there are forgotten, durably, before the
+// commit.
+func (b *Broker) resetPopQueue(group, topic string, queueID int32, off int64) error {
+	k := pop.Key{Group: group, Topic: topic, QueueID: queueID}
+	b.pops.commitMu.Lock()
+	defer b.pops.commitMu.Unlock()
+	t, ok, err := b.pops.st.ResetQueue(k, max(off, 0))
+	if err == nil && ok {
+		err = b.pops.st.Sync(t)
+	}
+	if errors.Is(err, pop.ErrClosed) {
+		return b.errClosed()
+	}
+	if err != nil {
+		return b.popStateError(group, "offset reset", err)
+	}
+	b.meta.CommitOffset(group, topic, queueID, off)
+	return nil
 }
 
 // popToDLQ stores a copy of a popped record in %DLQ%<group>, with the
@@ -646,6 +779,21 @@ func (b *Broker) popToDLQ(rec message.Record, group string, attempts int32) erro
 	b.log.Info("message moved to the dead-letter queue", "group", group, "topic", origTopic,
 		"offset", rec.PhysicalOffset(), "attempts", attempts, "dlq", dlq)
 	return nil
+}
+
+// popTopic is the topic a receipt handle of group names: topic, or the
+// group's retry topic for a message received from it (the consumer
+// acknowledges it with the topic it asked for, as RocketMQ hands retry
+// messages out under the asked topic).
+func popTopic(group, topic, handle string) string {
+	h, err := pop.DecodeHandle(handle)
+	if err != nil || h.TopicHash == pop.NameHash(topic) {
+		return topic
+	}
+	if rt := RetryGroupTopicPrefix + group; h.TopicHash == pop.NameHash(rt) {
+		return rt
+	}
+	return topic
 }
 
 // popHandleError turns a pop state error into the client's error; what
@@ -693,6 +841,7 @@ func (b *Broker) AckPop(group, topic, handle string) error {
 	if b.closed.Load() {
 		return b.errClosed()
 	}
+	topic = popTopic(group, topic, handle)
 	k, ticket, err := b.pops.st.Ack(group, topic, handle, b.now())
 	if err == nil {
 		err = b.pops.st.Sync(ticket)
@@ -713,6 +862,7 @@ func (b *Broker) ChangeInvisible(group, topic, handle string, d time.Duration) (
 		return "", b.errClosed()
 	}
 	now := b.now()
+	topic = popTopic(group, topic, handle)
 	h, _, ticket, err := b.pops.st.Change(group, topic, handle, now.Add(max(d, 0)), now)
 	if err == nil {
 		err = b.pops.st.Sync(ticket)
@@ -731,6 +881,7 @@ func (b *Broker) ForwardPopToDLQ(group, topic, handle string) error {
 	if b.closed.Load() {
 		return b.errClosed()
 	}
+	topic = popTopic(group, topic, handle)
 	k, e, err := b.pops.st.Check(group, topic, handle, b.now())
 	if err != nil {
 		return b.popHandleError(group, topic, "move to the dead-letter queue", err)

@@ -6,6 +6,9 @@ package broker
 // group through the front's CHECK_TRANSACTION_STATE sender.
 
 import (
+	"context"
+	"errors"
+	"math"
 	"sync/atomic"
 
 	"github.com/petrelmq/petrel/internal/broker/txn"
@@ -93,6 +96,65 @@ func (b *Broker) EndTransaction(req EndTransactionRequest) error {
 		return errorf(KindSystemError, err, "ending the transaction of half message at offset %d failed", req.CommitLogOffset)
 	}
 	return nil
+}
+
+// maxHalfCopies bounds the half records FindHalf reads for one id (a
+// transaction's checked copies share it).
+const maxHalfCopies = 16
+
+// FindHalf finds the half message of a transaction by its transaction id
+// (the half's __transactionId__, its UNIQ_KEY: RocketMQ's transaction id
+// and what the 5.x front hands its producers) and returns the commit-log
+// and half-topic queue offsets an EndTransactionRequest names it by: the
+// newest copy of producerGroup, else the newest of any group (End then
+// refuses it as another group's). A half stored but not dispatched yet is
+// waited for (bounded by ctx). Errors (*Error): KindQueryNotFound when no
+// half has the id, KindSystemError when the index cannot be read.
+func (b *Broker) FindHalf(ctx context.Context, producerGroup, transactionID string) (commitLogOffset, queueOffset int64, err error) {
+	if b.closed.Load() {
+		return 0, 0, b.errClosed()
+	}
+	for attempt := 0; ; attempt++ {
+		recs, err := b.st.QueryByKey(txn.HalfTopic, transactionID, 0, math.MaxInt64, maxHalfCopies)
+		if err != nil {
+			return 0, 0, errorf(KindSystemError, err, "looking up transaction %q failed; retry", transactionID)
+		}
+		var other message.Record
+		for _, r := range recs {
+			if !halfOf(r, transactionID) {
+				continue
+			}
+			if g, _ := r.Property(txn.PropertyProducerGroup); string(g) == producerGroup {
+				return r.PhysicalOffset(), r.QueueOffset(), nil
+			}
+			if other == nil {
+				other = r
+			}
+		}
+		if other != nil {
+			return other.PhysicalOffset(), other.QueueOffset(), nil
+		}
+		if attempt > 0 {
+			return 0, 0, errorf(KindQueryNotFound, nil, "no half message of transaction %q is stored on broker %s", transactionID, b.cfg.BrokerName)
+		}
+		// Perhaps stored and not dispatched yet: wait for what is durable.
+		if err := b.st.WaitDispatched(ctx); err != nil {
+			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				return 0, 0, errorf(KindQueryNotFound, err, "no half message of transaction %q is stored on broker %s", transactionID, b.cfg.BrokerName)
+			}
+			return 0, 0, errorf(KindSystemError, err, "looking up transaction %q failed; retry", transactionID)
+		}
+	}
+}
+
+// halfOf reports whether half record r belongs to transaction id: its
+// __transactionId__, or (a half stored before it had one) its UNIQ_KEY.
+func halfOf(r message.Record, id string) bool {
+	if v, ok := r.Property(txn.PropertyTransactionID); ok {
+		return string(v) == id
+	}
+	v, ok := r.Property(message.PropertyUniqKey)
+	return ok && string(v) == id
 }
 
 // OpenTransactions is the number of undecided transactions as of the last

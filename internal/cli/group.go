@@ -42,6 +42,9 @@ type GroupQueue struct {
 	// LastConsumedTimestamp is when the last consumed message was stored
 	// (ms; 0 when none was).
 	LastConsumedTimestamp int64 `json:"lastConsumedTimestamp"`
+	// InFlight is, for a 5.x (simple-consumer) group, the messages received
+	// and neither acknowledged nor past their invisible time.
+	InFlight int64 `json:"inFlight"`
 }
 
 // GroupDescription is the answer of `group describe`.
@@ -56,6 +59,7 @@ type GroupDescription struct {
 	Subscriptions    []GroupSubscription `json:"subscriptions"`
 	Queues           []GroupQueue        `json:"queues"`
 	TotalLag         int64               `json:"totalLag"`
+	TotalInFlight    int64               `json:"totalInFlight"`
 }
 
 type connectionList struct {
@@ -79,6 +83,7 @@ type offsetWrapper struct {
 	BrokerOffset   int64 `json:"brokerOffset"`
 	ConsumerOffset int64 `json:"consumerOffset"`
 	LastTimestamp  int64 `json:"lastTimestamp"`
+	InFlight       int64 `json:"inFlight"`
 }
 
 // describeGroup gathers members and positions from every master; known
@@ -126,9 +131,11 @@ func (c *CLI) describeGroup(ctx context.Context, ms []masterBroker, group string
 					return d, false, fmt.Errorf("%w: consume stats of %s from %s: %w", ErrRefused, group, m.addr, err)
 				}
 				q := GroupQueue{Topic: e.Topic, Broker: m.name, QueueID: e.QueueID, BrokerOffset: o.BrokerOffset,
-					ConsumerOffset: o.ConsumerOffset, Lag: max(0, o.BrokerOffset-o.ConsumerOffset), LastConsumedTimestamp: o.LastTimestamp}
+					ConsumerOffset: o.ConsumerOffset, Lag: max(0, o.BrokerOffset-o.ConsumerOffset), LastConsumedTimestamp: o.LastTimestamp,
+					InFlight: o.InFlight}
 				d.Queues = append(d.Queues, q)
 				d.TotalLag += q.Lag
+				d.TotalInFlight += q.InFlight
 			}
 		case respSubscriptionGroupNotExist:
 		default:
@@ -203,6 +210,15 @@ func (c *CLI) GroupDescribe(ctx context.Context, group string) error {
 		}
 	}
 	fmt.Fprintln(w, "\nLag:")
+	if d.ConsumeType == consumePop || d.TotalInFlight > 0 {
+		// A 5.x group: what its simple consumers hold unacknowledged.
+		t := newTable("TOPIC", "BROKER", "QUEUE", "BROKER OFFSET", "CONSUMER OFFSET", "LAG", "IN FLIGHT", "LAST CONSUMED")
+		for _, q := range d.Queues {
+			t.add(q.Topic, q.Broker, q.QueueID, q.BrokerOffset, q.ConsumerOffset, q.Lag, q.InFlight, formatTime(q.LastConsumedTimestamp))
+		}
+		t.add("TOTAL", "", "", "", "", d.TotalLag, d.TotalInFlight, "")
+		return t.write(w)
+	}
 	t := newTable("TOPIC", "BROKER", "QUEUE", "BROKER OFFSET", "CONSUMER OFFSET", "LAG", "LAST CONSUMED")
 	for _, q := range d.Queues {
 		t.add(q.Topic, q.Broker, q.QueueID, q.BrokerOffset, q.ConsumerOffset, q.Lag, formatTime(q.LastConsumedTimestamp))
@@ -210,6 +226,10 @@ func (c *CLI) GroupDescribe(ctx context.Context, group string) error {
 	t.add("TOTAL", "", "", "", "", d.TotalLag, "")
 	return t.write(w)
 }
+
+// consumePop is the consume type the gRPC front registers 5.x simple
+// consumers with.
+const consumePop = "CONSUME_POP"
 
 func dash(s string) string {
 	if s == "" {

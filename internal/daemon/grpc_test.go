@@ -53,6 +53,12 @@ func TestBrokerServesGRPCOverTLS(t *testing.T) {
 	c := v2.NewMessagingServiceClient(conn)
 	ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(context.Background(), "x-mq-client-id", "c1"), 10*time.Second)
 	defer cancel()
+	// The send creates T1 (auto-create); a route query never does.
+	resp, err := c.SendMessage(ctx, &v2.SendMessageRequest{Messages: []*v2.Message{{Topic: &v2.Resource{Name: "T1"}, Body: []byte("hi"),
+		SystemProperties: &v2.SystemProperties{MessageId: "ID-1", MessageType: v2.MessageType_NORMAL}}}})
+	if err != nil || resp.Status.GetCode() != v2.Code_OK {
+		t.Fatalf("send: %v %v", resp, err)
+	}
 	route, err := c.QueryRoute(ctx, &v2.QueryRouteRequest{Topic: &v2.Resource{Name: "T1"}})
 	if err != nil || route.Status.GetCode() != v2.Code_OK || len(route.MessageQueues) == 0 {
 		t.Fatalf("route: %v %v", route, err)
@@ -61,11 +67,6 @@ func TestBrokerServesGRPCOverTLS(t *testing.T) {
 	a := route.MessageQueues[0].Broker.Endpoints.Addresses[0]
 	if a.Host != "127.0.0.1" || strconv.Itoa(int(a.Port)) != port {
 		t.Fatalf("route endpoint %v, want 127.0.0.1:%s", a, port)
-	}
-	resp, err := c.SendMessage(ctx, &v2.SendMessageRequest{Messages: []*v2.Message{{Topic: &v2.Resource{Name: "T1"}, Body: []byte("hi"),
-		SystemProperties: &v2.SystemProperties{MessageId: "ID-1", MessageType: v2.MessageType_NORMAL}}}})
-	if err != nil || resp.Status.GetCode() != v2.Code_OK {
-		t.Fatalf("send: %v %v", resp, err)
 	}
 	closed = true
 	if err := b.Close(); err != nil {

@@ -86,7 +86,7 @@ func toMessage(r message.Record, topic *v2.Resource) *v2.Message {
 	}
 	user := make(map[string]string)
 	for k, v := range props {
-		if !reservedProperty(k) {
+		if !hiddenProperty(k) {
 			user[k] = v
 		}
 	}

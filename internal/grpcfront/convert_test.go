@@ -61,6 +61,11 @@ func TestTypeInferredWhenUnspecified(t *testing.T) {
 	if len(recs) != 1 || prop(recs[0], propertyShardingKey) != "g1" {
 		t.Fatalf("queue %d holds %d records", fifoQueue("g1", 4), len(recs))
 	}
+	// RocketMQ's proxy hands __SHARDINGKEY back as a user property too
+	// (it is not one of MessageConst's system keys).
+	if got := toMessage(recs[0], &v2.Resource{Name: "T1"}); got.SystemProperties.GetMessageGroup() != "g1" || got.UserProperties[propertyShardingKey] != "g1" {
+		t.Fatalf("delivered group %q, user properties %v; want g1 and __SHARDINGKEY=g1", got.SystemProperties.GetMessageGroup(), got.UserProperties)
+	}
 	d := m.SystemProperties
 	d.MessageGroup = nil
 	d.DeliveryTimestamp = tspb(t0)

@@ -21,7 +21,7 @@
 //	session.go  Heartbeat, Telemetry (Settings handshake, check-backs), NotifyClientTermination, expiry
 //	route.go    QueryRoute, QueryAssignment, names and namespaces
 //	send.go     SendMessage: normal, FIFO, delay, transactional
-//	txn.go      EndTransaction; the transaction id layout
+//	txn.go      EndTransaction; the transaction id
 //	receive.go  ReceiveMessage, AckMessage, ChangeInvisibleDuration, ForwardMessageToDeadLetterQueue
 //	convert.go  stored record -> gRPC message
 //	validate.go message id, tag, key, group and property checks
@@ -69,9 +69,12 @@
 // A resource with a namespace is stored as "namespace%name". QueryRoute
 // lists queues 0..n-1 (n = the topic's larger queue count) as READ_WRITE
 // at one endpoint: Config.Advertise, else the address the client used.
-// It creates an unknown topic from the auto-create template when the
-// broker auto-creates topics (never %RETRY% or %DLQ% topics). A topic
-// accepts every message type unless its attribute message.type names one.
+// An unknown topic is TOPIC_NOT_FOUND with RocketMQ's text, also when the
+// broker auto-creates topics: RocketMQ's proxy never creates a topic on a
+// route query. A send creates an unknown topic from the auto-create
+// template when the broker auto-creates topics (never %RETRY% or %DLQ%
+// topics). A topic accepts every message type unless its attribute
+// message.type names one.
 //
 // # Sending
 //
@@ -80,8 +83,10 @@
 // The client's message id is stored as UNIQ_KEY, so the broker's dedup
 // window answers a retried send with the original result. Delays use the
 // broker's timer (TIMER_DELIVER_MS); transactional messages are the
-// broker's half messages (TRAN_MSG, prepared sysflag), and their
-// transaction id names the half (see txn.go).
+// broker's half messages (TRAN_MSG, prepared sysflag). Every send's
+// transaction id is its message id, as RocketMQ's proxy answers; a half
+// is found by it (see txn.go). Deliveries hand __SHARDINGKEY and
+// __transactionId__ back as user properties, as RocketMQ's do.
 //
 // # Receiving
 //

@@ -102,6 +102,21 @@ func (s *Server) topicFor(name string) (meta.Topic, *v2.Status) {
 	return t, nil
 }
 
+// noRouteText is the message of RocketMQ's proxy for the route of an
+// unknown topic (its MQClientException of TOPIC_NOT_EXIST, 17, with the FAQ
+// link), which clients show.
+const noRouteText = "CODE: 17  DESC: No topic route info in name server for the topic: %s\nFor more information, please visit the url, https://rocketmq.apache.org/docs/bestPractice/06FAQ"
+
+// existingTopic returns the topic's config, or TOPIC_NOT_FOUND with
+// RocketMQ's text: a route or assignment query never creates a topic, as
+// RocketMQ's proxy (sends still auto-create, topicFor).
+func (s *Server) existingTopic(name string) (meta.Topic, *v2.Status) {
+	if t, ok := s.b.Topic(name); ok {
+		return t, nil
+	}
+	return meta.Topic{}, status(v2.Code_TOPIC_NOT_FOUND, noRouteText, name)
+}
+
 // queueCount is how many queues a route lists.
 func queueCount(t meta.Topic) int32 { return max(t.ReadQueueNums, t.WriteQueueNums, 1) }
 
@@ -173,14 +188,15 @@ func (s *Server) queue(topic *v2.Resource, id int32, t meta.Topic, ep *v2.Endpoi
 }
 
 // QueryRoute lists the topic's queues 0..n-1, in order, at this front's
-// endpoint. An unknown topic is created when the broker auto-creates
-// topics, else TOPIC_NOT_FOUND.
+// endpoint. An unknown topic is TOPIC_NOT_FOUND, also when the broker
+// auto-creates topics (RocketMQ's proxy never creates one here; a
+// producer started for it fails as with RocketMQ).
 func (s *Server) QueryRoute(ctx context.Context, req *v2.QueryRouteRequest) (*v2.QueryRouteResponse, error) {
 	name, st := checkTopic(req.GetTopic())
 	if st != nil {
 		return &v2.QueryRouteResponse{Status: st}, nil
 	}
-	t, st := s.topicFor(name)
+	t, st := s.existingTopic(name)
 	if st != nil {
 		return &v2.QueryRouteResponse{Status: st}, nil
 	}
@@ -205,7 +221,7 @@ func (s *Server) QueryAssignment(ctx context.Context, req *v2.QueryAssignmentReq
 	if st != nil {
 		return &v2.QueryAssignmentResponse{Status: st}, nil
 	}
-	t, st := s.topicFor(name)
+	t, st := s.existingTopic(name)
 	if st != nil {
 		return &v2.QueryAssignmentResponse{Status: st}, nil
 	}

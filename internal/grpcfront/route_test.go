@@ -57,17 +57,42 @@ func TestQueryRouteEchoesTheClientsEndpointWithoutAdvertise(t *testing.T) {
 	}
 }
 
-func TestQueryRouteAutoCreatesAndRefuses(t *testing.T) {
+// TestQueryRouteNeverCreates: as RocketMQ's proxy, a route query of an
+// unknown topic answers TOPIC_NOT_FOUND with RocketMQ's text even when the
+// broker auto-creates topics, and creates nothing; a send still creates
+// the topic, after which the route is there.
+func TestQueryRouteNeverCreates(t *testing.T) {
 	e := newEnv(t)
+	if !e.b.Config().AutoCreateTopics {
+		t.Fatal("the test broker does not auto-create topics")
+	}
 	resp, err := e.c.QueryRoute(e.ctx("c1"), &v2.QueryRouteRequest{Topic: &v2.Resource{Name: "Fresh"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code(resp.Status) != v2.Code_OK || len(resp.MessageQueues) != autoCreateQueues {
-		t.Fatalf("auto-create: %v with %d queues, want OK and %d", resp.Status, len(resp.MessageQueues), autoCreateQueues)
+	want := "CODE: 17  DESC: No topic route info in name server for the topic: Fresh\nFor more information, please visit the url, https://rocketmq.apache.org/docs/bestPractice/06FAQ"
+	if code(resp.Status) != v2.Code_TOPIC_NOT_FOUND || resp.Status.Message != want || len(resp.MessageQueues) != 0 {
+		t.Fatalf("route of an unknown topic: %v with %d queues; want TOPIC_NOT_FOUND %q", resp.Status, len(resp.MessageQueues), want)
 	}
-	if _, ok := e.b.Topic("Fresh"); !ok {
-		t.Fatal("the topic was not created")
+	as, err := e.c.QueryAssignment(e.ctx("c1"), &v2.QueryAssignmentRequest{Topic: &v2.Resource{Name: "Fresh"}, Group: &v2.Resource{Name: "g1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code(as.Status) != v2.Code_TOPIC_NOT_FOUND {
+		t.Fatalf("assignment of an unknown topic: %v, want TOPIC_NOT_FOUND", as.Status)
+	}
+	if _, ok := e.b.Topic("Fresh"); ok {
+		t.Fatal("a route query created the topic")
+	}
+	if got := e.send("p1", msg("Fresh", "ID-F", "creates it")); code(got.Status) != v2.Code_OK {
+		t.Fatalf("send to an unknown topic with auto-create on: %v", got.Status)
+	}
+	resp, err = e.c.QueryRoute(e.ctx("c1"), &v2.QueryRouteRequest{Topic: &v2.Resource{Name: "Fresh"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code(resp.Status) != v2.Code_OK || len(resp.MessageQueues) != autoCreateQueues {
+		t.Fatalf("route after the send: %v with %d queues, want OK and %d", resp.Status, len(resp.MessageQueues), autoCreateQueues)
 	}
 	for _, c := range []struct {
 		topic *v2.Resource

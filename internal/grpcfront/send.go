@@ -11,6 +11,7 @@ package grpcfront
 //	message_group (FIFO)              __SHARDINGKEY; queue = FNV-1a(group) mod write queues
 //	delivery_timestamp (DELAY)        TIMER_DELIVER_MS (the broker's timer)
 //	message_type TRANSACTION          TRAN_MSG=true, PGROUP=<topic>, prepared sysflag
+//	                                  (the broker adds __transactionId__ = UNIQ_KEY)
 //	trace_context                     TRACE_CONTEXT
 //	born_timestamp                    born timestamp
 //	user_properties                   as given (reserved keys refused)
@@ -81,7 +82,9 @@ func bornHost(ctx context.Context) netip.AddrPort {
 	return ap
 }
 
-// sendOne validates and stores one message.
+// sendOne validates and stores one message. The entry's transaction id
+// is the message id, for every type of message, as RocketMQ's proxy
+// answers.
 func (s *Server) sendOne(ctx context.Context, clientID string, m *v2.Message, born netip.AddrPort) *v2.SendResultEntry {
 	sp := m.GetSystemProperties()
 	entry := &v2.SendResultEntry{MessageId: sp.GetMessageId()}
@@ -104,15 +107,9 @@ func (s *Server) sendOne(ctx context.Context, clientID string, m *v2.Message, bo
 	}
 	entry.Status = okStatus()
 	entry.Offset = res.QueueOffset
-	if typ == v2.MessageType_TRANSACTION {
-		_, phys, err := message.ParseOffsetID(res.MsgID)
-		if err != nil {
-			s.log.Warn("transactional send stored but its offset id does not parse", "msg_id", res.MsgID, "err", err)
-			entry.Status = status(v2.Code_INTERNAL_SERVER_ERROR, "the half message was stored but its transaction id cannot be built; it will be checked back")
-			return entry
-		}
-		entry.TransactionId = encodeTransactionID(phys, res.QueueOffset)
-	}
+	// RocketMQ answers the message id (UNIQ_KEY) as the transaction id of
+	// every send; a half is found by it again (EndTransaction).
+	entry.TransactionId = sp.GetMessageId()
 	return entry
 }
 

@@ -63,6 +63,7 @@ type client struct {
 	topics    []string // stored names: a producer's publishing topics, sorted
 	subs      []broker.Subscription
 	settings  *v2.Settings // as last received
+	addr      string       // host:port of its Telemetry stream's peer
 	lastSeen  time.Time
 	stream    *telemetryStream
 }
@@ -72,6 +73,7 @@ type client struct {
 // writer.
 type telemetryStream struct {
 	outbox chan *v2.TelemetryCommand
+	addr   string // the client's address (host:port), "" when unknown
 }
 
 type sessions struct {
@@ -226,6 +228,9 @@ func (ss *sessions) applySettings(id, namespace string, st *v2.Settings, stream 
 	c.settings = st
 	c.lastSeen = ss.s.clk.Now()
 	c.stream = stream
+	if stream != nil && stream.addr != "" {
+		c.addr = stream.addr
+	}
 	if st.ClientType != nil {
 		c.typ = *st.ClientType
 	}
@@ -285,8 +290,10 @@ func (s *Server) register(c client) {
 		if c.group == "" {
 			return
 		}
+		ua := c.settings.GetUserAgent()
 		hb.Consumers = []broker.ConsumerData{{Group: c.group, ConsumeType: "CONSUME_POP", MessageModel: "CLUSTERING",
-			ConsumeFromWhere: "CONSUME_FROM_LAST_OFFSET", Subscriptions: c.subs}}
+			ConsumeFromWhere: "CONSUME_FROM_LAST_OFFSET", Subscriptions: c.subs,
+			Language: languageCode(ua.GetLanguage()), Version: clientVersion(ua.GetVersion()), ClientAddr: c.addr}}
 	default:
 		return
 	}
@@ -337,6 +344,9 @@ func (s *Server) Telemetry(stream v2.MessagingService_TelemetryServer) error {
 	}
 	ns := header(ctx, headerNamespace)
 	ts := &telemetryStream{outbox: make(chan *v2.TelemetryCommand, outboxLen)}
+	if ap := bornHost(ctx); ap.IsValid() {
+		ts.addr = ap.String()
+	}
 
 	in := make(chan *v2.TelemetryCommand)
 	recvErr := make(chan error, 1)
@@ -554,10 +564,17 @@ func (s *Server) sendCheck(chk broker.TransactionCheck) bool {
 		s.log.Warn("cannot build a transaction check-back", "group", chk.Group, "err", err)
 		return false
 	}
+	// The transaction id is the half's __transactionId__ (its UNIQ_KEY),
+	// the one the send answered; a half stored without it is named by
+	// its message id.
+	id := chk.Header.TransactionID
+	if id == "" {
+		id = msg.GetSystemProperties().GetMessageId()
+	}
 	cmd := &v2.TelemetryCommand{Status: okStatus(), Command: &v2.TelemetryCommand_RecoverOrphanedTransactionCommand{
 		RecoverOrphanedTransactionCommand: &v2.RecoverOrphanedTransactionCommand{
 			Message:       msg,
-			TransactionId: encodeTransactionID(chk.Header.CommitLogOffset, chk.Header.TranStateTableOffset),
+			TransactionId: id,
 		}}}
 	select {
 	case ts.outbox <- cmd:

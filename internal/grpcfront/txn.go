@@ -2,61 +2,25 @@ package grpcfront
 
 // EndTransaction and the transaction id.
 //
-// A transactional send stores a half message (broker/txn); its
-// transaction id, made here, names the half for EndTransaction:
-//
-//	transaction id = 32 uppercase hex digits
-//	                 [0:16]  commit-log offset of the half (big-endian int64)
-//	                 [16:32] its queue offset in the half topic
+// A transactional send stores a half message (broker/txn) whose
+// __transactionId__ property is its UNIQ_KEY, the client's message id.
+// That id is the transaction id, as with RocketMQ: the send answers it
+// (for every send, as RocketMQ's proxy does), check-backs carry it, and
+// EndTransaction finds the half by it in the broker's index
+// (Broker.FindHalf), which also works after a restart.
 //
 // The producer group of a 5.x transaction is its topic (PGROUP), so
-// EndTransaction's topic names the group. A check-back carries the id of
-// the half the broker checked, which EndTransaction accepts like the
-// original.
+// EndTransaction's topic names the group.
 
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strconv"
 
 	v2 "github.com/apache/rocketmq-clients/golang/v5/protocol/v2"
 
 	"github.com/petrelmq/petrel/internal/broker"
 	"github.com/petrelmq/petrel/internal/broker/txn"
 )
-
-// transactionIDLen is the length of a transaction id.
-const transactionIDLen = 32
-
-// ErrTransactionID: a transaction id is not one this front made.
-var ErrTransactionID = errors.New("grpcfront: malformed transaction id")
-
-// encodeTransactionID makes the transaction id of the half at commit-log
-// offset phys and half-topic queue offset qo.
-func encodeTransactionID(phys, qo int64) string {
-	return fmt.Sprintf("%016X%016X", uint64(phys), uint64(qo))
-}
-
-// decodeTransactionID parses a transaction id (errors wrap
-// ErrTransactionID).
-func decodeTransactionID(id string) (phys, qo int64, err error) {
-	if len(id) != transactionIDLen {
-		return 0, 0, fmt.Errorf("%w: %d characters, want %d", ErrTransactionID, len(id), transactionIDLen)
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if (c < '0' || c > '9') && (c < 'A' || c > 'F') {
-			return 0, 0, fmt.Errorf("%w: character %q at %d is not an uppercase hex digit", ErrTransactionID, c, i)
-		}
-	}
-	p, err1 := strconv.ParseUint(id[:16], 16, 64)
-	q, err2 := strconv.ParseUint(id[16:], 16, 64)
-	if err1 != nil || err2 != nil || int64(p) < 0 || int64(q) < 0 {
-		return 0, 0, fmt.Errorf("%w: offsets out of range", ErrTransactionID)
-	}
-	return int64(p), int64(q), nil
-}
 
 // EndTransaction commits or rolls back a half message;
 // TRANSACTION_RESOLUTION_UNSPECIFIED leaves it open (it is checked back
@@ -66,13 +30,12 @@ func (s *Server) EndTransaction(ctx context.Context, req *v2.EndTransactionReque
 	if st != nil {
 		return &v2.EndTransactionResponse{Status: st}, nil
 	}
-	if req.GetTransactionId() == "" {
+	id := req.GetTransactionId()
+	if id == "" {
 		return &v2.EndTransactionResponse{Status: status(v2.Code_INVALID_TRANSACTION_ID, "the request has no transaction id; use the one the send returned")}, nil
 	}
-	phys, qo, err := decodeTransactionID(req.GetTransactionId())
-	if err != nil {
-		return &v2.EndTransactionResponse{Status: status(v2.Code_INVALID_TRANSACTION_ID,
-			"transaction id %q was not issued by this broker (%v); use the one the send or the check-back gave", req.GetTransactionId(), err)}, nil
+	if why := validMessageID(id); why != "" {
+		return &v2.EndTransactionResponse{Status: status(v2.Code_INVALID_TRANSACTION_ID, "%q is not a transaction id: %s", id, why)}, nil
 	}
 	var kind int32
 	switch req.GetResolution() {
@@ -81,9 +44,19 @@ func (s *Server) EndTransaction(ctx context.Context, req *v2.EndTransactionReque
 	case v2.TransactionResolution_ROLLBACK:
 		kind = txn.EndRollback
 	case v2.TransactionResolution_TRANSACTION_RESOLUTION_UNSPECIFIED:
-		kind = txn.EndUnknown
+		// Still undecided: nothing to find; it is checked back again.
+		return &v2.EndTransactionResponse{Status: okStatus()}, nil
 	default:
 		return &v2.EndTransactionResponse{Status: status(v2.Code_BAD_REQUEST, "resolution %v is not COMMIT, ROLLBACK or TRANSACTION_RESOLUTION_UNSPECIFIED", req.GetResolution())}, nil
+	}
+	phys, qo, err := s.b.FindHalf(ctx, topic, id)
+	var be *broker.Error
+	if errors.As(err, &be) && be.Kind == broker.KindQueryNotFound {
+		return &v2.EndTransactionResponse{Status: status(v2.Code_INVALID_TRANSACTION_ID,
+			"transaction %s names no half message on this broker; use the id the send or the check-back gave", id)}, nil
+	}
+	if err != nil {
+		return &v2.EndTransactionResponse{Status: s.brokerStatus(err, "end transaction")}, nil
 	}
 	err = s.b.EndTransaction(broker.EndTransactionRequest{
 		ProducerGroup:        topic,
@@ -92,7 +65,7 @@ func (s *Server) EndTransaction(ctx context.Context, req *v2.EndTransactionReque
 		CommitOrRollback:     kind,
 		FromTransactionCheck: req.GetSource() == v2.TransactionSource_SOURCE_SERVER_CHECK,
 		MsgID:                req.GetMessageId(),
-		TransactionID:        req.GetTransactionId(),
+		TransactionID:        id,
 	})
 	switch {
 	case err == nil:

@@ -1,7 +1,6 @@
 package grpcfront
 
 import (
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -36,8 +35,8 @@ func TestTransactionCommitAndRollback(t *testing.T) {
 	drop := e.send("p1", txnMsg("T1", "ID-DROP", "roll me back"))
 	undecided := e.send("p1", txnMsg("T1", "ID-OPEN", "think"))
 	for _, en := range []*v2.SendResultEntry{keep, drop, undecided} {
-		if code(en.Status) != v2.Code_OK || len(en.TransactionId) != transactionIDLen {
-			t.Fatalf("transactional send: %v", en)
+		if code(en.Status) != v2.Code_OK || en.TransactionId != en.MessageId {
+			t.Fatalf("transactional send: %v, want OK with the message id as transaction id", en)
 		}
 	}
 	if n := e.st.MaxOffset("T1", 0); n != 0 {
@@ -60,8 +59,13 @@ func TestTransactionCommitAndRollback(t *testing.T) {
 	if len(recs) != 1 || string(recs[0].Body()) != "commit me" || prop(recs[0], message.PropertyUniqKey) != "ID-KEEP" {
 		t.Fatalf("topic holds %d records, first %q", len(recs), recs[0].Body())
 	}
-	if got := toMessage(recs[0], &v2.Resource{Name: "T1"}).SystemProperties.MessageType; got != v2.MessageType_TRANSACTION {
+	delivered := toMessage(recs[0], &v2.Resource{Name: "T1"})
+	if got := delivered.SystemProperties.MessageType; got != v2.MessageType_TRANSACTION {
 		t.Fatalf("committed message type %v", got)
+	}
+	// As RocketMQ delivers it: the transaction id is a user property.
+	if got := delivered.UserProperties["__transactionId__"]; got != "ID-KEEP" {
+		t.Fatalf("committed message has user properties %v, want __transactionId__=ID-KEEP", delivered.UserProperties)
 	}
 	if n := e.b.OpenTransactions(); n > 1 {
 		t.Fatalf("%d open transactions, want at most the undecided one", n)
@@ -79,8 +83,9 @@ func TestEndTransactionRefusesBadIDs(t *testing.T) {
 		says      string
 	}{
 		{"T1", "", v2.Code_INVALID_TRANSACTION_ID, "no transaction id"},
-		{"T1", "not-a-transaction", v2.Code_INVALID_TRANSACTION_ID, "not issued by this broker"},
-		{"T1", encodeTransactionID(1<<40, 7), v2.Code_INVALID_TRANSACTION_ID, "names no half message"},
+		{"T1", "not-a-transaction", v2.Code_INVALID_TRANSACTION_ID, "names no half message"},
+		{"T1", "0000000000000100" + "0000000000000007", v2.Code_INVALID_TRANSACTION_ID, "names no half message"},
+		{"T1", "bad\x01id", v2.Code_INVALID_TRANSACTION_ID, "not a transaction id"},
 		{"T2", sent.TransactionId, v2.Code_INVALID_TRANSACTION_ID, "another topic"},
 		{"", sent.TransactionId, v2.Code_ILLEGAL_TOPIC, "names no topic"},
 	} {
@@ -131,8 +136,8 @@ func TestTransactionCheckBackOverTelemetry(t *testing.T) {
 		chk.Message.Topic.GetName() != "T1" || string(chk.Message.Body) != "check me" || chk.TransactionId == "" {
 		t.Fatalf("check-back %v", chk)
 	}
-	if _, _, err := decodeTransactionID(chk.TransactionId); err != nil {
-		t.Fatalf("check-back transaction id %q: %v", chk.TransactionId, err)
+	if chk.TransactionId != "ID-CHECK" {
+		t.Fatalf("check-back transaction id %q, want the message id ID-CHECK (RocketMQ's)", chk.TransactionId)
 	}
 	// The consumer's stream was not sent the check: it is still answered.
 	if r := e.settings(other, consumerSettings("g1", "T1", 0)); code(r.Status) != v2.Code_OK {
@@ -159,41 +164,4 @@ func TestCheckBackSenderIgnoresOtherConnections(t *testing.T) {
 
 func checkFor(conn uint64) broker.TransactionCheck {
 	return broker.TransactionCheck{Conn: conn, Group: "T1"}
-}
-
-func TestTransactionIDRoundTrip(t *testing.T) {
-	for _, c := range [][2]int64{{0, 0}, {1, 2}, {1 << 40, 123456}, {1<<63 - 1, 1<<63 - 1}} {
-		id := encodeTransactionID(c[0], c[1])
-		p, q, err := decodeTransactionID(id)
-		if err != nil || p != c[0] || q != c[1] {
-			t.Errorf("%v -> %q -> %d %d %v", c, id, p, q, err)
-		}
-	}
-	for _, bad := range []string{"", "00", strings.Repeat("g", 32), strings.Repeat("a", 32), "8000000000000000" + strings.Repeat("0", 16)} {
-		if _, _, err := decodeTransactionID(bad); !errors.Is(err, ErrTransactionID) {
-			t.Errorf("%q: %v, want ErrTransactionID", bad, err)
-		}
-	}
-}
-
-func FuzzTransactionID(f *testing.F) {
-	f.Add(encodeTransactionID(123, 4))
-	f.Add("")
-	f.Add("0000000000000000FFFFFFFFFFFFFFFF")
-	f.Add("zz")
-	f.Fuzz(func(t *testing.T, id string) {
-		p, q, err := decodeTransactionID(id)
-		if err != nil {
-			if !errors.Is(err, ErrTransactionID) {
-				t.Fatalf("%q: error %v does not wrap ErrTransactionID", id, err)
-			}
-			return
-		}
-		if p < 0 || q < 0 {
-			t.Fatalf("%q decoded to negative offsets %d %d", id, p, q)
-		}
-		if again := encodeTransactionID(p, q); again != id {
-			t.Fatalf("%q decoded to %d %d, which encode as %q", id, p, q, again)
-		}
-	})
 }

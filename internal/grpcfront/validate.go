@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/petrelmq/petrel/internal/broker/txn"
 	"github.com/petrelmq/petrel/internal/message"
 )
 
@@ -115,7 +116,7 @@ var systemPropertyKeys = map[string]bool{
 	"TIMER_DEQUEUE_MS": true, "TIMER_ROLL_TIMES": true, "TIMER_DEL_UNIQKEY": true,
 	"MIN_OFFSET": true, "MAX_OFFSET": true, "BUYER_ID": true, "MSG_REGION": true, "TRACE_ON": true,
 	"TRANSACTION_CHECK_TIMES": true, "CHECK_IMMUNITY_TIME_IN_SECONDS": true, "TRAN_PREPARED_QUEUE_OFFSET": true,
-	"__transactionId__": true, "PETREL_TRAN_NEXT_CHECK": true, "CONSUME_START_TIME": true,
+	propertyTransactionID: true, "PETREL_TRAN_NEXT_CHECK": true, "CONSUME_START_TIME": true,
 	"INSTANCE_ID": true, "CORRELATION_ID": true, "REPLY_TO_CLIENT": true, "TTL": true, "ARRIVE_TIME": true,
 	"PUSH_REPLY_TIME": true, "MSG_TYPE": true, "POP_CK": true, "POP_CK_OFFSET": true, "1ST_POP_TIME": true,
 	"DLQ_ORIGIN_TOPIC": true, "DLQ_ORIGIN_MESSAGE_ID": true, "__BORNHOST": true, propertyTraceContext: true,
@@ -128,8 +129,20 @@ const (
 	// MessageConst.PROPERTY_SHARDING_KEY); message.PropertyShardingKey
 	// (the 4.x Go client's) is read too.
 	propertyShardingKey = "__SHARDINGKEY"
+	// propertyTransactionID is a half's transaction id, its UNIQ_KEY
+	// (txn.PropertyTransactionID), kept on the committed message.
+	propertyTransactionID = txn.PropertyTransactionID
 	// propertyTraceContext holds the client's trace context.
 	propertyTraceContext = "TRACE_CONTEXT"
 )
 
 func reservedProperty(k string) bool { return systemPropertyKeys[k] }
+
+// deliveredKeys are reserved keys a delivery still hands back as user
+// properties, as RocketMQ's proxy does: they are not among MessageConst's
+// system keys (STRING_HASH_SET), so its clients see them.
+var deliveredKeys = map[string]bool{propertyShardingKey: true, propertyTransactionID: true}
+
+// hiddenProperty reports whether a stored property stays out of a
+// delivery's user properties.
+func hiddenProperty(k string) bool { return systemPropertyKeys[k] && !deliveredKeys[k] }

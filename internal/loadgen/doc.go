@@ -53,9 +53,11 @@
 // accepts any certificate (the front's is self-signed) or, with
 // GRPCPlaintext, without TLS. Like the official Go client it sends the
 // headers x-mq-client-id, x-mq-language (GO), x-mq-protocol (v2) and
-// x-mq-client-version with every call, asks QueryRoute first (which
-// creates a missing topic when the broker auto-creates topics; the
-// route's endpoint, checked like any address, is where it sends), sends
+// x-mq-client-version with every call, asks QueryRoute first (the
+// route's endpoint, checked like any address, is where it sends; a route
+// query never creates a topic, so for an unknown one it sends to the
+// address given and its first send creates the topic where the broker
+// auto-creates topics), sends
 // its Settings (PRODUCER, publishing the topic) on a Telemetry stream and
 // waits for the answer, keeps the stream open for the run and sends a
 // Heartbeat every 10 s. InFlight senders then each loop one SendMessage

@@ -121,10 +121,12 @@ func endpointsOf(addr string) *v2.Endpoints {
 	return &v2.Endpoints{Scheme: scheme, Addresses: []*v2.Address{{Host: host, Port: int32(p)}}}
 }
 
-// grpcRoute asks addr for the route of topic (QueryRoute, which creates
-// the topic when the broker auto-creates topics) and returns the queues
-// and the endpoint they name, checked with checkAddr.
-func (c *grpcClient) route(ctx context.Context, topic string, allowRemote bool) ([]*v2.MessageQueue, string, error) {
+// grpcRoute asks addr for the route of topic and returns the queues and
+// the endpoint they name, checked with checkAddr. A route query never
+// creates a topic (as RocketMQ's proxy); with unknownOK an unknown topic
+// gives no queues and addr itself (a producer's first send creates the
+// topic where the broker auto-creates topics).
+func (c *grpcClient) route(ctx context.Context, topic string, allowRemote, unknownOK bool) ([]*v2.MessageQueue, string, error) {
 	cctx, cancel := context.WithTimeout(c.ctx(ctx), defaultControlTimeout)
 	defer cancel()
 	resp, err := c.stubs[0].QueryRoute(cctx, &v2.QueryRouteRequest{Topic: &v2.Resource{Name: topic}, Endpoints: endpointsOf(c.addr)})
@@ -132,6 +134,9 @@ func (c *grpcClient) route(ctx context.Context, topic string, allowRemote bool) 
 		return nil, "", fmt.Errorf("ask %s for the route of topic %q: %w", c.addr, topic, err)
 	}
 	if code := resp.GetStatus().GetCode(); code != v2.Code_OK {
+		if code == v2.Code_TOPIC_NOT_FOUND && unknownOK {
+			return nil, c.addr, nil
+		}
 		if code == v2.Code_TOPIC_NOT_FOUND {
 			return nil, "", fmt.Errorf("%w: topic %q: %s", ErrNoRoute, topic, resp.GetStatus().GetMessage())
 		}
@@ -311,8 +316,9 @@ func mergeLatencies(h *Histogram, ws []*latencyWorker) *Histogram {
 
 // connectGRPC dials the front at addr, asks it for topic's route and
 // returns a client with conns connections to the endpoint the route names
-// (normally addr itself), its queues, and the endpoint. Close the client.
-func connectGRPC(ctx context.Context, addr, topic string, conns int, plaintext, allowRemote bool) (*grpcClient, []*v2.MessageQueue, string, error) {
+// (normally addr itself), its queues, and the endpoint. With unknownOK an
+// unknown topic is no error (see route). Close the client.
+func connectGRPC(ctx context.Context, addr, topic string, conns int, plaintext, allowRemote, unknownOK bool) (*grpcClient, []*v2.MessageQueue, string, error) {
 	if err := checkAddr(addr, allowRemote); err != nil {
 		return nil, nil, "", err
 	}
@@ -320,7 +326,7 @@ func connectGRPC(ctx context.Context, addr, topic string, conns int, plaintext, 
 	if err != nil {
 		return nil, nil, "", err
 	}
-	queues, ep, err := ctl.route(ctx, topic, allowRemote)
+	queues, ep, err := ctl.route(ctx, topic, allowRemote, unknownOK)
 	if err != nil {
 		ctl.close()
 		return nil, nil, "", err

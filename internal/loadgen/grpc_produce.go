@@ -40,7 +40,7 @@ type grpcProducer struct {
 
 // produceGRPC runs Produce over the gRPC front at cfg.GRPC (cfg filled).
 func produceGRPC(ctx context.Context, cfg *ProduceConfig) (*Result, error) {
-	cl, _, ep, err := connectGRPC(ctx, cfg.GRPC, cfg.Topic, cfg.Conns, cfg.GRPCPlaintext, cfg.AllowRemote)
+	cl, _, ep, err := connectGRPC(ctx, cfg.GRPC, cfg.Topic, cfg.Conns, cfg.GRPCPlaintext, cfg.AllowRemote, true)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +67,9 @@ func produceGRPC(ctx context.Context, cfg *ProduceConfig) (*Result, error) {
 		if err != nil {
 			return nil, fmt.Errorf("connect gRPC connection %d to %s: %w", i, ep, err)
 		}
-		if resp.GetStatus().GetCode() != v2.Code_OK {
+		// An unknown topic is created by the first send where the broker
+		// auto-creates topics; sends say so where it does not.
+		if c := resp.GetStatus().GetCode(); c != v2.Code_OK && c != v2.Code_TOPIC_NOT_FOUND {
 			return nil, fmt.Errorf("route of topic %q from %s: %s", cfg.Topic, ep, statusText(resp.GetStatus()))
 		}
 	}

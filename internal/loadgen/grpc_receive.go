@@ -130,7 +130,7 @@ func Receive(ctx context.Context, cfg ReceiveConfig) (*Result, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
-	cl, queues, ep, err := connectGRPC(ctx, cfg.GRPC, cfg.Topic, 1, cfg.GRPCPlaintext, cfg.AllowRemote)
+	cl, queues, ep, err := connectGRPC(ctx, cfg.GRPC, cfg.Topic, 1, cfg.GRPCPlaintext, cfg.AllowRemote, false)
 	if err != nil {
 		return nil, err
 	}

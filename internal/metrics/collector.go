@@ -67,6 +67,7 @@ func (c *brokerCollector) Describe(ch chan<- *prometheus.Desc) {
 		descTimers, descDLQ, descStart, descDiskUsed, descDiskUsedRatio, descRemovedUnconsumed} {
 		ch <- d
 	}
+	ch <- descPopInFlight
 }
 
 func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
@@ -106,6 +107,7 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(descParked, float64(b.ParkedPulls()))
 	c.collectLag(b, gauge)
+	c.collectPopInFlight(b, gauge)
 	cfg := st.Config()
 	if u, err := cfg.FS.Usage(cfg.Dir); err == nil {
 		gauge(descDiskTotal, float64(u.TotalBytes))

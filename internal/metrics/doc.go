@@ -36,6 +36,7 @@
 //	petrel_parked_pulls                         gauge    long-polling pulls waiting for messages
 //	petrel_consumer_lag_messages{group,topic,queue_id}  gauge  max offset − committed offset
 //	petrel_consumer_lag_omitted_queues          gauge    lag series left out by the bound
+//	petrel_pop_inflight_messages{group,topic}   gauge    received by a simple-consumer group, not acked or expired
 //	petrel_disk_total_bytes, petrel_disk_free_bytes    gauges  device of the data directory
 //	petrel_disk_used_bytes, petrel_disk_used_ratio     gauges  its use; ratio = used / (used + available), as df
 //	petrel_retention_removed_unconsumed_messages_total{topic,group}  counter  removed early (disk high-water mark) before the group consumed them

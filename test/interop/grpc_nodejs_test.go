@@ -48,6 +48,7 @@ func TestNodeClientProduceReceiveAck(t *testing.T) {
 	grpcAddr := p.grpcAddr
 
 	const count = 20
+	createTopics(t, p, "NodeTopic")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", "simple.js", grpcAddr, "NodeTopic", "NodeGroup", fmt.Sprint(count))
@@ -98,5 +99,76 @@ func TestNodeClientProduceReceiveAck(t *testing.T) {
 	}
 	if res.After != 0 {
 		t.Fatalf("a receive after acknowledging everything returned %d messages", res.After)
+	}
+}
+
+// TestNodeClientSeesRocketMQsAnswers: what the Node.js client's own live
+// tests check of RocketMQ's proxy. A normal send's receipt carries its
+// message id as transaction id; a FIFO message arrives with the
+// __SHARDINGKEY user property and a committed transactional one with
+// __transactionId__ (its message id); a producer started for a topic that
+// does not exist fails with TOPIC_NOT_FOUND (40402) and RocketMQ's text,
+// although the server auto-creates topics on send.
+func TestNodeClientSeesRocketMQsAnswers(t *testing.T) {
+	ensureNodeClient(t)
+	p := startPetrel(t, serverOptions{extraArgs: []string{"--grpc-plaintext"}})
+	topic, missing := uniqueName(t, "node"), uniqueName(t, "missing")
+	createTopics(t, p, topic)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "props.js", p.grpcAddr, topic, uniqueName(t, "g"), missing)
+	cmd.Dir = nodeClientDir
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node props.js: %v\nstdout:\n%s\nstderr:\n%s", err, out, tail(stderr.String(), 4000))
+	}
+	type receipt struct {
+		MessageID     string `json:"messageId"`
+		TransactionID string `json:"transactionId"`
+	}
+	var res struct {
+		Missing struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"missing"`
+		Normal   receipt `json:"normal"`
+		Txn      receipt `json:"txn"`
+		Received []struct {
+			ID           string            `json:"id"`
+			Body         string            `json:"body"`
+			MessageGroup string            `json:"messageGroup"`
+			Properties   map[string]string `json:"properties"`
+		} `json:"received"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("node output is not the expected JSON: %v\n%s", err, out)
+	}
+	if res.Missing.Code != 40402 || !strings.Contains(res.Missing.Message, "No topic route info in name server for the topic: "+missing) {
+		t.Errorf("producer for a missing topic: code %d %q; want 40402 (TOPIC_NOT_FOUND) with RocketMQ's text", res.Missing.Code, res.Missing.Message)
+	}
+	if res.Normal.MessageID == "" || res.Normal.TransactionID != res.Normal.MessageID {
+		t.Errorf("normal send receipt %+v: the transaction id must be the message id", res.Normal)
+	}
+	if res.Txn.MessageID == "" || res.Txn.TransactionID != res.Txn.MessageID {
+		t.Errorf("transactional send receipt %+v: the transaction id must be the message id", res.Txn)
+	}
+	byBody := map[string]int{}
+	for i, m := range res.Received {
+		byBody[m.Body] = i
+	}
+	if len(res.Received) != 3 || len(byBody) != 3 {
+		t.Fatalf("received %+v, want the normal, FIFO and committed messages once each", res.Received)
+	}
+	if i, ok := byBody["fifo"]; !ok || res.Received[i].MessageGroup != "order-1" || res.Received[i].Properties["__SHARDINGKEY"] != "order-1" {
+		t.Errorf("FIFO delivery %+v: want message group order-1 and user property __SHARDINGKEY=order-1", res.Received[byBody["fifo"]])
+	}
+	if i, ok := byBody["txn"]; !ok || res.Received[i].ID != res.Txn.MessageID || res.Received[i].Properties["__transactionId__"] != res.Txn.MessageID {
+		t.Errorf("committed delivery %+v: want user property __transactionId__=%s", res.Received[byBody["txn"]], res.Txn.MessageID)
+	}
+	if i, ok := byBody["normal"]; !ok || len(res.Received[i].Properties) != 0 {
+		t.Errorf("normal delivery %+v: want no user properties", res.Received[byBody["normal"]])
 	}
 }

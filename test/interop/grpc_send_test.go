@@ -35,10 +35,11 @@ func rmq5Config(p *petrel, group string) *rmq.Config {
 	return &rmq.Config{Endpoint: p.grpcAddr, ConsumerGroup: group, Credentials: &credentials.SessionCredentials{}}
 }
 
-// newProducer5 starts a 5.x producer for topics; stopped when the test
-// ends.
+// newProducer5 creates topics and starts a 5.x producer for them; stopped
+// when the test ends.
 func newProducer5(t testing.TB, p *petrel, checker *rmq.TransactionChecker, topics ...string) rmq.Producer {
 	t.Helper()
+	createTopics(t, p, topics...)
 	opts := []rmq.ProducerOption{rmq.WithTopics(topics...)}
 	if checker != nil {
 		opts = append(opts, rmq.WithTransactionChecker(checker))

@@ -44,6 +44,10 @@ func TestMain(m *testing.M) {
 		rlog.SetLogLevel("error")
 		os.Exit(runPushChild())
 	}
+	if os.Getenv(sendBackChildEnv) != "" {
+		rlog.SetLogLevel("error")
+		os.Exit(runSendBackChild())
+	}
 	flag.Parse()
 	explicit := false
 	flag.Visit(func(f *flag.Flag) {

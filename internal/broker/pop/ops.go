@@ -1,7 +1,9 @@
 package pop
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -262,4 +264,71 @@ func (s *Store) ResetTopic(topic string) (Ticket, error) {
 		t = s.record(c)
 	}
 	return t, nil
+}
+
+// ResetQueue moves k's cursor to cursor (back or forward: a reset of the
+// group's offsets) and forgets what is in flight there, so that the next
+// pop reads from cursor and the handles issued before no longer
+// acknowledge anything. ok is false for a queue with no state (its first
+// pop starts at the committed offset anyway); nothing is recorded then.
+// The returned ticket is durable after Sync.
+func (s *Store) ResetQueue(k Key, cursor int64) (t Ticket, ok bool, err error) {
+	if cursor < 0 {
+		return 0, false, fmt.Errorf("pop: reset of %s/%s/%d to the negative offset %d", k.Group, k.Topic, k.QueueID, cursor)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usable(); err != nil {
+		return 0, false, err
+	}
+	q := s.queues[k]
+	if q == nil {
+		return 0, false, nil
+	}
+	c := &change{key: k, cursor: cursor}
+	for off := range q.inflight {
+		c.del = append(c.del, off)
+	}
+	return s.record(c), true, nil
+}
+
+// QueueInFlight returns how many messages of k are in flight at now —
+// delivered, neither acknowledged nor past their invisible time — and
+// k's cursor (the next offset never popped); ok is false for a queue
+// with no state.
+func (s *Store) QueueInFlight(k Key, now time.Time) (n int, cursor int64, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.queues[k]
+	if q == nil {
+		return 0, 0, false
+	}
+	return q.invisible(ms(now)), q.cursor, true
+}
+
+// TopicInFlight is the in-flight count of a group on a topic.
+type TopicInFlight struct {
+	Group, Topic string
+	Messages     int
+}
+
+// InFlightByTopic returns, for every (group, topic) with pop state, the
+// messages in flight at now (see QueueInFlight) over its queues (0 when
+// none), sorted by group and topic.
+func (s *Store) InFlightByTopic(now time.Time) []TopicInFlight {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	nowMS := ms(now)
+	var out []TopicInFlight
+	for gt, qs := range s.byTopic {
+		n := 0
+		for _, q := range qs {
+			n += q.invisible(nowMS)
+		}
+		out = append(out, TopicInFlight{Group: gt[0], Topic: gt[1], Messages: n})
+	}
+	slices.SortFunc(out, func(a, b TopicInFlight) int {
+		return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Topic, b.Topic))
+	})
+	return out
 }

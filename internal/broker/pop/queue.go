@@ -219,3 +219,14 @@ func (q *queue) entries() []Entry {
 }
 
 func byOffset(a, b Entry) int { return cmp.Compare(a.Offset, b.Offset) }
+
+// invisible counts the in-flight entries still invisible at now (ms).
+func (q *queue) invisible(now int64) int {
+	n := 0
+	for _, e := range q.inflight {
+		if e.Until > now {
+			n++
+		}
+	}
+	return n
+}

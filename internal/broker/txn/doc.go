@@ -15,7 +15,8 @@
 //	topic       RMQ_SYS_TRANS_HALF_TOPIC, queue 0
 //	sysFlag     transaction bits cleared (Java stores halves as "not transactional")
 //	properties  the producer's (PGROUP, TRAN_MSG=true, UNIQ_KEY, ...) plus
-//	            REAL_TOPIC, REAL_QID = the original topic and queue
+//	            REAL_TOPIC, REAL_QID = the original topic and queue,
+//	            __transactionId__ = UNIQ_KEY (kept on the committed message)
 //
 // Copy (HalfTopic, queue 0). What a check round stores in place of a half
 // it has checked (RocketMQ re-stores the half before each check, to count

@@ -92,9 +92,10 @@ func New(st *store.Store, chk Checker, cfg Config) (*Manager, error) {
 // broker then stores like any message (see IsPrepared): topic HalfTopic,
 // queue 0, REAL_TOPIC and REAL_QID set to the original topic and queue,
 // the transaction bits of SysFlag cleared (Java stores halves with type
-// "not transactional"); every other property stays, PGROUP, TRAN_MSG and
-// UNIQ_KEY included. It adds about len(topic)+25 bytes of properties:
-// validate the message after it. It does not need the manager's state.
+// "not transactional"), __transactionId__ set to the UNIQ_KEY (when it has
+// one); every other property stays, PGROUP, TRAN_MSG and UNIQ_KEY
+// included. It adds about len(topic)+len(UNIQ_KEY)+45 bytes of
+// properties: validate the message after it. It does not need the manager's state.
 func (m *Manager) Half(msg *message.Message) { toHalf(msg) }
 
 // Start begins the check rounds: one at once, then as halves fall due and

@@ -15,6 +15,12 @@ import (
 
 // toHalf rewrites msg into a half (see Manager.Half).
 func toHalf(msg *message.Message) {
+	// RocketMQ's broker names the transaction by the message's UNIQ_KEY
+	// (TransactionalMessageBridge.parseHalfMessageInner), whatever the
+	// producer set; the committed message keeps it.
+	if u := msg.Property(message.PropertyUniqKey); u != "" {
+		msg.SetProperty(PropertyTransactionID, u)
+	}
 	msg.SetProperty(PropertyRealTopic, msg.Topic)
 	msg.SetProperty(PropertyRealQueueID, strconv.FormatInt(int64(msg.QueueID), 10))
 	msg.SysFlag &^= message.SysFlagTxMask

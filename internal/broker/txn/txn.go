@@ -52,7 +52,8 @@ const (
 	// PropertyPreparedQueueOffset, on a re-stored copy, is the queue offset
 	// of the first half of the transaction (its origin).
 	PropertyPreparedQueueOffset = "TRAN_PREPARED_QUEUE_OFFSET"
-	// PropertyTransactionID is the client's transaction id, if it set one.
+	// PropertyTransactionID is the transaction id: a half's UNIQ_KEY (set
+	// by Half, as RocketMQ's broker does), kept on the committed message.
 	PropertyTransactionID = "__transactionId__"
 	// PropertyNextCheck (Petrel's own), on a re-stored copy, is when the
 	// next check is due, in ms since the epoch. Removed from the committed

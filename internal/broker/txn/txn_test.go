@@ -40,6 +40,9 @@ func TestCommitDeliversOnce(t *testing.T) {
 	if c.Property(PropertyProducerGroup) != "pg" || c.Property(message.PropertyUniqKey) != h.Property(message.PropertyUniqKey) {
 		t.Errorf("PGROUP %q / UNIQ_KEY %q not kept", c.Property(PropertyProducerGroup), c.Property(message.PropertyUniqKey))
 	}
+	if got := c.Property(PropertyTransactionID); got != h.Property(message.PropertyUniqKey) {
+		t.Errorf("committed message has __transactionId__ %q, want the UNIQ_KEY %q (as RocketMQ delivers it)", got, h.Property(message.PropertyUniqKey))
+	}
 	for _, k := range []string{PropertyRealTopic, PropertyRealQueueID, PropertyTransactionPrepared, PropertyCheckTimes, PropertyNextCheck} {
 		if _, ok := message.PropertyOf(c.Properties, k); ok {
 			t.Errorf("committed message still has property %s", k)
@@ -486,11 +489,29 @@ func TestHalfRewrite(t *testing.T) {
 		t.Fatalf("half %s/%d sysFlag %#x", m.Topic, m.QueueID, m.SysFlag)
 	}
 	want := map[string]string{PropertyRealTopic: "orders", PropertyRealQueueID: "3", PropertyProducerGroup: "pg",
-		PropertyTransactionPrepared: "true", message.PropertyUniqKey: "U"}
+		PropertyTransactionPrepared: "true", message.PropertyUniqKey: "U",
+		// As RocketMQ's broker: the transaction id of a half is its UNIQ_KEY.
+		PropertyTransactionID: "U"}
 	for k, v := range want {
 		if got := m.Property(k); got != v {
 			t.Errorf("property %s = %q, want %q", k, got, v)
 		}
+	}
+}
+
+// TestHalfTransactionIDReplacesClients: a half's __transactionId__ is its
+// UNIQ_KEY even when the producer set one (RocketMQ's broker overwrites
+// it); without a UNIQ_KEY the producer's stays.
+func TestHalfTransactionIDReplacesClients(t *testing.T) {
+	m := &message.Message{Topic: "orders", Properties: props(message.PropertyUniqKey, "U1", PropertyTransactionID, "client")}
+	toHalf(m)
+	if got := m.Property(PropertyTransactionID); got != "U1" {
+		t.Fatalf("transaction id %q, want the UNIQ_KEY U1", got)
+	}
+	m = &message.Message{Topic: "orders", Properties: props(PropertyTransactionID, "client")}
+	toHalf(m)
+	if got := m.Property(PropertyTransactionID); got != "client" {
+		t.Fatalf("without a UNIQ_KEY the transaction id is %q, want the producer's", got)
 	}
 }
 

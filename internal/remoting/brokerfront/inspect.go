@@ -262,6 +262,11 @@ func (f *Front) consumerConnections(_ context.Context, _ *remoting.Conn, req *re
 		f.mu.Lock()
 		c := f.conns[m.Conn]
 		f.mu.Unlock()
+		// A member of another front (gRPC) says what it is itself.
+		if m.Language != "" {
+			cj.Language = m.Language
+		}
+		cj.Version, cj.ClientAddr = int16(m.Version), m.ClientAddr
 		if c != nil {
 			cj.ClientAddr = c.RemoteAddr().String()
 			if ci, ok := c.Value(clientInfoKey{}).(clientInfo); ok {
@@ -297,12 +302,16 @@ func (f *Front) consumeStats(_ context.Context, _ *remoting.Conn, req *remoting.
 	name := f.b.Config().BrokerName
 	var m mqMap
 	for _, s := range stats {
+		// pullOffset − consumerOffset is what mqadmin shows as in flight;
+		// inFlight (Petrel's) counts a pop group's unacknowledged,
+		// invisible messages exactly.
 		m.add(mqKey(s.Topic, name, s.QueueID), struct {
 			BrokerOffset   int64 `json:"brokerOffset"`
 			ConsumerOffset int64 `json:"consumerOffset"`
 			PullOffset     int64 `json:"pullOffset"`
 			LastTimestamp  int64 `json:"lastTimestamp"`
-		}{s.BrokerOffset, s.ConsumerOffset, s.ConsumerOffset, s.LastTimestamp})
+			InFlight       int64 `json:"inFlight"`
+		}{s.BrokerOffset, s.ConsumerOffset, s.PullOffset, s.LastTimestamp, s.InFlight})
 	}
 	body, err := mqMapBody(&m, map[string]any{"consumeTps": 0})
 	return bodyResponse(req, body, err)
