@@ -29,6 +29,7 @@ type Broker struct {
 	hooksMu       sync.Mutex
 	topicHooks    []func()
 	consumerHooks []func(group string, conns []uint64)
+	groupHooks    []func(group string)
 
 	// topicMu serialises create-if-missing of topics and groups, so two
 	// concurrent sends auto-create a topic once, with one queue count.

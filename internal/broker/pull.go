@@ -311,6 +311,9 @@ func (p *puller) longPoll(ctx context.Context, scan int64) (*PullResult, error) 
 		if why != wakeArrived {
 			return b.noNewMsg(p.req, lr.Offset), nil
 		}
+		if !b.groupConsumable(p.req.Group) {
+			return nil, b.errConsumeDisabled(p.req.Group) // disabled while parked
+		}
 		res, err := p.read(lr.Offset)
 		if err != nil {
 			return nil, err
