@@ -245,3 +245,23 @@ func (b *Broker) groupRetryMaxTimes(group string) int32 {
 	}
 	return b.cfg.DefaultMaxReconsumeTimes
 }
+
+// broadcastRefused reports whether the pull of conn for group must be
+// refused because the connection's member consumes by broadcast and the
+// group's config has ConsumeBroadcastEnable false (as RocketMQ's pull
+// processor). Groups without a config, and connections without a
+// heartbeat for the group, are not refused.
+func (b *Broker) broadcastRefused(g meta.Group, conn uint64) bool {
+	if g.ConsumeBroadcastEnable {
+		return false
+	}
+	c := &b.clients
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	gs := c.groups[g.Name]
+	if gs == nil {
+		return false
+	}
+	m := gs.members[conn]
+	return m != nil && m.data.MessageModel == "BROADCASTING"
+}

@@ -171,3 +171,35 @@ func TestUpdateGroupRefusesBadConfigs(t *testing.T) {
 		t.Fatalf("refused configs were stored: %v", e.b.Groups())
 	}
 }
+
+// TestGroupBroadcastDisabledRefusesBroadcastMembers: consumeBroadcastEnable
+// false refuses pulls of a member that consumes by broadcast, not those of
+// a clustering member, as RocketMQ's pull processor.
+func TestGroupBroadcastDisabledRefusesBroadcastMembers(t *testing.T) {
+	e := newEnv(t)
+	e.createTopic("T", 1)
+	e.send("T", 0, "m")
+	g := DefaultGroup("g")
+	g.ConsumeBroadcastEnable = false
+	if err := e.b.UpdateGroup(g); err != nil {
+		t.Fatal(err)
+	}
+	sub := []Subscription{{Topic: "T", Expression: "*", ExpressionType: "TAG"}}
+	e.b.Heartbeat(1, Heartbeat{ClientID: "B", Consumers: []ConsumerData{{Group: "g", MessageModel: "BROADCASTING", Subscriptions: sub}}})
+	e.b.Heartbeat(2, Heartbeat{ClientID: "C", Consumers: []ConsumerData{{Group: "g", MessageModel: "CLUSTERING", Subscriptions: sub}}})
+	r := pullReq("g", "T", 0, 0)
+	_, err := e.pull(r)
+	wantKind(t, err, KindNoPermission, "broadcast")
+	r = pullReq("g", "T", 0, 0)
+	r.Conn = 2
+	if p := e.mustPull(r); len(p.bodies) != 1 {
+		t.Fatalf("clustering member got %v", p.bodies)
+	}
+	g.ConsumeBroadcastEnable = true
+	if err := e.b.UpdateGroup(g); err != nil {
+		t.Fatal(err)
+	}
+	if p := e.mustPull(pullReq("g", "T", 0, 0)); len(p.bodies) != 1 {
+		t.Fatalf("broadcast member after enabling got %v", p.bodies)
+	}
+}
