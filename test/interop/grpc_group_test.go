@@ -5,6 +5,7 @@ package interop
 // against official 5.x clients.
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/rocketmq-client-go/v2/primitive"
 	rmq "github.com/apache/rocketmq-clients/golang/v5"
 )
 
@@ -103,4 +105,67 @@ func TestGroupDeleteRemovesGroupAndOffsets(t *testing.T) {
 		bodies[string(mv.GetBody())] = true
 		ack5(t, again, mv)
 	}, func() bool { return len(bodies) == 3 })
+}
+
+// TestGroupUpdateReachesRunning5xConsumer: `petrel group update` while a
+// 5.x simple consumer runs: --retry-max 1 makes the next message
+// dead-letter after 2 deliveries (the consumer was started with 5), and
+// --consume-enable=false makes its receives fail with FORBIDDEN until the
+// group is enabled again. The new settings are also pushed to the client
+// over its Telemetry stream.
+func TestGroupUpdateReachesRunning5xConsumer(t *testing.T) {
+	t.Parallel()
+	p := startPetrel(t, serverOptions{})
+	group, topic := uniqueName(t, "g"), uniqueName(t, "t")
+	createGroup(t, p, group, "--retry-max", "5")
+	runCLI(t, p, "topic", "create", topic, "--queues", "1")
+	// A 4.x producer: the 5.x one races with its own heartbeat when it
+	// sends seconds after its start (producer.go takeMessageQueues).
+	prod := newProducer(t, p)
+	send := func(body string) string {
+		t.Helper()
+		res, err := prod.SendSync(context.Background(), primitive.NewMessage(topic, []byte(body)))
+		if err != nil || res.Status != primitive.SendOK {
+			t.Fatalf("send %s: %v %v", body, res, err)
+		}
+		return res.MsgID
+	}
+	sc := newSimpleConsumer5(t, p, group, topic, nil)
+	expectNothing(t, sc, time.Second, "nothing was sent yet")
+
+	out := runCLI(t, p, "group", "update", group, "--retry-max", "1")
+	if !strings.Contains(out, "retry max 1") {
+		t.Fatalf("group update: %s", out)
+	}
+	id := send("short-lived")
+	for attempt := int32(1); attempt <= 2; attempt++ {
+		var mv *rmq.MessageView
+		receiveUntil(t, sc, 1, time.Second, fmt.Sprintf("delivery %d", attempt), func(m *rmq.MessageView) { mv = m }, func() bool { return mv != nil })
+		if mv.GetMessageId() != id || mv.GetDeliveryAttempt() != attempt {
+			t.Fatalf("delivery %d: %s attempt %d", attempt, mv.GetMessageId(), mv.GetDeliveryAttempt())
+		}
+	}
+	expectNothing(t, sc, 4*time.Second, "retry-max 1 allows 2 deliveries")
+	waitFor(t, 20*time.Second, "the message in %DLQ%"+group, func() (bool, string) {
+		n, err := maxOffset(p.brAddr, "%DLQ%"+group, 0)
+		if err != nil {
+			return false, err.Error()
+		}
+		return n == 1, fmt.Sprintf("max offset %d", n)
+	})
+
+	runCLI(t, p, "group", "update", group, "--consume-enable=false")
+	send("held")
+	ctx, cancel := context.WithTimeout(context.Background(), receiveAwait+10*time.Second)
+	_, err := sc.Receive(ctx, 1, 10*time.Second)
+	cancel()
+	if st, ok := rmq.AsErrRpcStatus(err); !ok || st.GetCode() != 40300 /* FORBIDDEN */ {
+		t.Fatalf("receive of a disabled group: %v, want FORBIDDEN", err)
+	}
+	runCLI(t, p, "group", "update", group, "--consume-enable=true")
+	var got *rmq.MessageView
+	receiveUntil(t, sc, 1, 10*time.Second, "the held message once enabled", func(m *rmq.MessageView) { got = m }, func() bool { return got != nil })
+	if string(got.GetBody()) != "held" {
+		t.Fatalf("received %q, want held", got.GetBody())
+	}
 }
