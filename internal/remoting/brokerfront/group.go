@@ -133,7 +133,7 @@ func (f *Front) updateGroup(_ context.Context, c *remoting.Conn, req *remoting.C
 	if err := f.b.UpdateGroup(g); err != nil {
 		return f.groupErrorResponse(req, g.Name, err)
 	}
-	f.log.Info("subscription group config set by an admin request", "group", g.Name, "remote", c.RemoteAddr().String())
+	f.log.Debug("subscription group config set by an admin request", "group", g.Name, "remote", c.RemoteAddr().String())
 	return remoting.NewResponse(req, respSuccess, "")
 }
 
@@ -188,7 +188,7 @@ func (f *Front) deleteGroup(_ context.Context, c *remoting.Conn, req *remoting.C
 	if err := f.b.DeleteGroup(name, clean); err != nil {
 		return f.groupErrorResponse(req, name, err)
 	}
-	f.log.Info("subscription group deleted by an admin request", "group", name, "clean_offset", clean, "remote", c.RemoteAddr().String())
+	f.log.Debug("subscription group deleted by an admin request", "group", name, "clean_offset", clean, "remote", c.RemoteAddr().String())
 	return remoting.NewResponse(req, respSuccess, "")
 }
 
