@@ -40,6 +40,10 @@ const (
 	// MaxGroupRetryMaxTimes bounds RetryMaxTimes (RocketMQ has no limit;
 	// more than this many attempts is a typo).
 	MaxGroupRetryMaxTimes = 1000
+	// MaxGroupRetryDelayMS bounds a retry policy's delays and the
+	// exponential multiplier (a year of milliseconds), so that they fit a
+	// time.Duration.
+	MaxGroupRetryDelayMS = 365 * 24 * 3600 * 1000
 )
 
 // OnGroupChanged registers fn, called after a subscription group config
@@ -103,16 +107,17 @@ func CheckGroup(g meta.Group) error {
 		default:
 			return errorf(KindMessageIllegal, nil, "groupRetryPolicy type %.32q is neither CUSTOMIZED nor EXPONENTIAL", p.Type)
 		}
-		if e := p.Exponential; e != nil && (e.Initial < 0 || e.Max < 0 || e.Multiplier < 0) {
-			return errorf(KindMessageIllegal, nil, "exponentialRetryPolicy has a negative value")
+		if e := p.Exponential; e != nil && (e.Initial < 0 || e.Max < 0 || e.Multiplier < 0 ||
+			e.Initial > MaxGroupRetryDelayMS || e.Max > MaxGroupRetryDelayMS || e.Multiplier > MaxGroupRetryDelayMS) {
+			return errorf(KindMessageIllegal, nil, "exponentialRetryPolicy values must be within 0..%d (ms)", MaxGroupRetryDelayMS)
 		}
 		if c := p.Customized; c != nil {
 			if len(c.Next) > MaxGroupRetrySteps {
 				return errorf(KindMessageIllegal, nil, "customizedRetryPolicy has %d steps, more than the limit of %d", len(c.Next), MaxGroupRetrySteps)
 			}
 			for _, d := range c.Next {
-				if d < 0 {
-					return errorf(KindMessageIllegal, nil, "customizedRetryPolicy has a negative step %d", d)
+				if d < 0 || d > MaxGroupRetryDelayMS {
+					return errorf(KindMessageIllegal, nil, "customizedRetryPolicy step %d is outside 0..%d (ms)", d, MaxGroupRetryDelayMS)
 				}
 			}
 		}

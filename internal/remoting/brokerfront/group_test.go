@@ -66,11 +66,12 @@ func TestDecodeGroupConfigRefusalsNameTheField(t *testing.T) {
 		`{"groupName":"g","retryMaxTimes":"2"}`:  "retryMaxTimes must be a JSON number",
 		`{"groupName":"g","retryMaxTimes":1e10}`: "retryMaxTimes must be a JSON number in range",
 		`{"groupName":"g","consumeEnable":"no"}`: "consumeEnable must be a JSON boolean",
-		`{"groupName":"g","groupRetryPolicy":{"type":"LINEAR"}}`:                                 "neither CUSTOMIZED nor EXPONENTIAL",
-		`{"groupName":"g","groupRetryPolicy":{"customizedRetryPolicy":{"next":[-1]}}}`:           "negative step",
-		`{"groupName":"g","attributes":{"` + strings.Repeat("k", 2000) + `":"v"}}`:               "keys must be",
-		`{"groupName":"g","subscriptionDataSet":[{"topic":"` + strings.Repeat("t", 600) + `"}]}`: "too long",
-		`{"groupName":"g","brokerId":-1}`:                                                        "negative",
+		`{"groupName":"g","groupRetryPolicy":{"type":"LINEAR"}}`:                                                               "neither CUSTOMIZED nor EXPONENTIAL",
+		`{"groupName":"g","groupRetryPolicy":{"customizedRetryPolicy":{"next":[-1]}}}`:                                         "step -1 is outside",
+		`{"groupName":"g","attributes":{"` + strings.Repeat("k", 2000) + `":"v"}}`:                                             "keys must be",
+		`{"groupName":"g","subscriptionDataSet":[{"topic":"` + strings.Repeat("t", 600) + `"}]}`:                               "too long",
+		`{"groupName":"g","brokerId":-1}`:                                                                                      "negative",
+		`{"groupName":"g","groupRetryPolicy":{"type":"EXPONENTIAL","exponentialRetryPolicy":{"initial":9223372036854775807}}}`: "within 0..",
 	} {
 		_, _, err := decodeGroupConfig([]byte(body))
 		if !errors.Is(err, errGroupConfig) || !strings.Contains(err.Error(), want) {
