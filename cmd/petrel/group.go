@@ -13,15 +13,16 @@ func newGroupCmd() *cobra.Command {
 	var f adminFlags
 	cmd := &cobra.Command{
 		Use:   "group",
-		Short: "Inspect consumer groups and move their offsets",
-		Example: `  petrel group describe order-workers
+		Short: "Create, change, inspect and delete consumer groups and move their offsets",
+		Example: `  petrel group create order-workers --orderly --retry-max 3
+  petrel group describe order-workers
   petrel group reset-offset order-workers --topic Orders --to-earliest`,
 		Args: cobra.NoArgs,
 	}
 	addAdminFlags(cmd, &f)
 	list := &cobra.Command{
 		Use:     "list",
-		Short:   "List consumer groups with their connected members, topics and total lag",
+		Short:   "List consumer groups with their connected members, topics, total lag and config",
 		Example: `  petrel group list -o json`,
 		Args:    cobra.NoArgs,
 		RunE:    adminRun(&f, func(ctx context.Context, c *cli.CLI, _ []string) error { return c.GroupList(ctx) }),
@@ -38,6 +39,7 @@ total lag.`,
 		RunE:    adminRun(&f, func(ctx context.Context, c *cli.CLI, args []string) error { return c.GroupDescribe(ctx, args[0]) }),
 	}
 	cmd.AddCommand(list, describe, newGroupResetCmd(&f))
+	cmd.AddCommand(newGroupCreateCmd(&f), newGroupUpdateCmd(&f), newGroupDeleteCmd(&f))
 	return cmd
 }
 

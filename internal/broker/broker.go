@@ -30,6 +30,7 @@ type Broker struct {
 	topicHooks    []func()
 	changeHooks   []func(TopicChange)
 	consumerHooks []func(group string, conns []uint64)
+	groupHooks    []func(group string)
 
 	// topicMu serialises create-if-missing of topics and groups, so two
 	// concurrent sends auto-create a topic once, with one queue count.

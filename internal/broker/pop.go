@@ -468,6 +468,9 @@ func (p *popper) once(ctx context.Context) ([]PoppedMessage, error) {
 	if b.closed.Load() {
 		return nil, b.errClosed()
 	}
+	if !b.groupConsumable(p.req.Group) {
+		return nil, b.errConsumeDisabled(p.req.Group) // also when disabled while parked
+	}
 	inflight := b.pops.st.InFlight(p.req.Group)
 	if inflight >= b.cfg.PopMaxInFlight {
 		return nil, errorf(KindServiceUnavailable, nil, "consumer group %q holds %d messages unacknowledged on broker %s (limit PopMaxInFlight=%d); acknowledge them or let their invisible time pass",

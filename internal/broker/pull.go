@@ -154,6 +154,8 @@ func (b *Broker) pull(ctx context.Context, req *PullRequest) (*PullResult, error
 	}
 	if g, ok := b.meta.Group(req.Group); ok && !g.ConsumeEnable {
 		return nil, errorf(KindNoPermission, nil, "consumer group %q may not consume (consumeEnable is false)", req.Group)
+	} else if ok && b.broadcastRefused(g, req.Conn) {
+		return nil, errorf(KindNoPermission, nil, "consumer group %q may not consume by broadcast (consumeBroadcastEnable is false); allow it with `petrel group update %s --broadcast`", req.Group, req.Group)
 	}
 	spec, err := b.filterFor(req)
 	if err != nil {
@@ -313,6 +315,9 @@ func (p *puller) longPoll(ctx context.Context, scan int64) (*PullResult, error) 
 		}
 		if why != wakeArrived {
 			return b.noNewMsg(p.req, lr.Offset), nil
+		}
+		if !b.groupConsumable(p.req.Group) {
+			return nil, b.errConsumeDisabled(p.req.Group) // disabled while parked
 		}
 		res, err := p.read(lr.Offset)
 		if err != nil {

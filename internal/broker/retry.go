@@ -9,7 +9,8 @@ package broker
 // RETRY_TOPIC and the original id in ORIGIN_MESSAGE_ID. The consumers of
 // the group subscribe to their retry topic (the clients do it themselves)
 // and see the message again. After the maximum attempts (the consumer's
-// maxReconsumeTimes, else DefaultMaxReconsumeTimes) — or at once when the
+// maxReconsumeTimes, else its group config's retryMaxTimes, else
+// DefaultMaxReconsumeTimes) — or at once when the
 // consumer asks with a negative level — the copy goes to %DLQ%<group>
 // instead, due at once; it can be read like any topic and resent to its
 // original topic with ResendDLQ. Broadcasting consumers retry locally and
@@ -33,7 +34,7 @@ type SendBackRequest struct {
 	DelayLevel        int32
 	OriginMsgID       string
 	OriginTopic       string
-	MaxReconsumeTimes int32 // ≤ 0: DefaultMaxReconsumeTimes
+	MaxReconsumeTimes int32 // ≤ 0: the group's RetryMaxTimes, else DefaultMaxReconsumeTimes
 }
 
 // SendBackResult says where the failed message went.
@@ -63,9 +64,12 @@ func (b *Broker) SendBack(ctx context.Context, req *SendBackRequest) (SendBackRe
 	if err != nil {
 		return SendBackResult{}, errorf(KindSystemError, err, "the message at commit-log offset %d does not decode", req.Offset)
 	}
+	// As RocketMQ: the client's own maxReconsumeTimes wins; without one
+	// the group config's RetryMaxTimes (so `group update --retry-max`
+	// reaches running members at their next send-back).
 	maxTimes := req.MaxReconsumeTimes
 	if maxTimes <= 0 {
-		maxTimes = b.cfg.DefaultMaxReconsumeTimes
+		maxTimes = b.groupRetryMaxTimes(req.Group)
 	}
 	origTopic := m.Property(message.PropertyRetryTopic)
 	if origTopic == "" {

@@ -179,5 +179,6 @@ func DefaultGroup(name string) meta.Group {
 		BrokerID:                       0,
 		WhichBrokerWhenConsumeSlowly:   1,
 		NotifyConsumerIDsChangedEnable: true,
+		ConsumeTimeoutMinute:           15,
 	}
 }

@@ -245,10 +245,13 @@ type GroupInfo struct {
 	MessageModel string   `json:"messageModel"`
 	Topics       []string `json:"topics"`
 	TotalLag     int64    `json:"totalLag"`
+	// Config is the group's subscription group config (of the first
+	// master that has one).
+	Config GroupConfig `json:"config"`
 }
 
 // GroupList writes every subscription group the masters know, with its
-// connected members and total lag.
+// connected members, total lag and config.
 func (c *CLI) GroupList(ctx context.Context) error {
 	ms, err := c.masters(ctx)
 	if err != nil {
@@ -270,13 +273,17 @@ func (c *CLI) GroupList(ctx context.Context) error {
 			names[g] = true
 		}
 	}
+	cfgs, err := c.groupConfigs(ctx, ms)
+	if err != nil {
+		return err
+	}
 	out := []GroupInfo{}
 	for _, g := range slices.Sorted(maps.Keys(names)) {
 		d, _, err := c.describeGroup(ctx, ms, g)
 		if err != nil {
 			return err
 		}
-		gi := GroupInfo{Group: g, Members: len(d.Members), MessageModel: d.MessageModel, Topics: []string{}, TotalLag: d.TotalLag}
+		gi := GroupInfo{Group: g, Members: len(d.Members), MessageModel: d.MessageModel, Topics: []string{}, TotalLag: d.TotalLag, Config: cfgs[g]}
 		seen := map[string]bool{}
 		for _, s := range d.Subscriptions {
 			seen[s.Topic] = true
@@ -296,9 +303,10 @@ func (c *CLI) GroupList(ctx context.Context) error {
 			Groups []GroupInfo `json:"groups"`
 		}{out})
 	}
-	t := newTable("GROUP", "MEMBERS", "MODEL", "TOPICS", "LAG")
+	t := newTable("GROUP", "MEMBERS", "MODEL", "TOPICS", "LAG", "CONSUME", "ORDERLY", "RETRY MAX")
 	for _, g := range out {
-		t.add(g.Group, g.Members, g.MessageModel, strings.Join(g.Topics, ","), g.TotalLag)
+		t.add(g.Group, g.Members, g.MessageModel, strings.Join(g.Topics, ","), g.TotalLag,
+			onOff(g.Config.ConsumeEnable), g.Config.Orderly, g.Config.RetryMaxTimes)
 	}
 	return t.write(c.cfg.Out)
 }

@@ -58,11 +58,15 @@
 // # Groups
 //
 // Consumer groups are the broker's subscription groups (created on a
-// consumer's first Settings). A group consumes in order (FIFO) when its
-// config has the attribute consumeMessageOrderly=true (FIFOAttribute; it
-// stands for RocketMQ 5's consumeMessageOrderly flag); its maximum
-// delivery attempts are RetryMaxTimes + 1, after which the broker moves a
-// message to %DLQ%<group>.
+// consumer's first Settings, or by UPDATE_AND_CREATE_SUBSCRIPTIONGROUP /
+// `petrel group create`). A group consumes in order (FIFO) when its
+// config has consumeMessageOrderly (or the older attribute
+// consumeMessageOrderly=true, FIFOAttribute); its maximum delivery
+// attempts are RetryMaxTimes + 1, after which the broker moves a message
+// to %DLQ%<group>; its groupRetryPolicy is the consumers' back-off. Both
+// are read on every receive, and a change of the config (the broker's
+// OnGroupChanged) pushes new Settings to the group's connected consumers
+// over their Telemetry streams.
 //
 // # Topics and names
 //

@@ -139,6 +139,7 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 	v2.RegisterMessagingServiceServer(s.gs, s)
 	s.sessions.init(s)
 	b.OnTransactionCheck(s.sendCheck)
+	b.OnGroupChanged(s.pushGroupSettings)
 	return s, nil
 }
 

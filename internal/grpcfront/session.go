@@ -25,6 +25,7 @@ import (
 
 	"github.com/petrelmq/petrel/internal/broker"
 	"github.com/petrelmq/petrel/internal/clock"
+	"github.com/petrelmq/petrel/internal/store/meta"
 )
 
 // connBase is the first connection id of a gRPC client: far above the
@@ -48,9 +49,10 @@ const (
 	receiveBatchSize = 32
 )
 
-// FIFOAttribute, set to "true" in a subscription group's attributes, marks
-// the group as consuming in order (it stands for RocketMQ 5's
-// consumeMessageOrderly flag of the subscription group config).
+// FIFOAttribute, set to "true" in a subscription group's attributes, is
+// the old spelling of the group config's ConsumeMessageOrderly (RocketMQ
+// 5's consumeMessageOrderly, set with `petrel group create --orderly`); a
+// group with either consumes in order.
 const FIFOAttribute = "consumeMessageOrderly"
 
 // client is one client instance's session.
@@ -468,15 +470,17 @@ func (s *Server) replySettings(in *v2.Settings) *v2.Settings {
 	case *v2.Settings_Subscription:
 		sub := ps.Subscription
 		fifo, attempts := false, s.defaultMaxAttempts()
+		backoff := &v2.RetryPolicy{MaxAttempts: attempts, Strategy: &v2.RetryPolicy_CustomizedBackoff{
+			CustomizedBackoff: &v2.CustomizedBackoff{Next: consumerBackoff()}}}
 		if g := sub.GetGroup(); g.GetName() != "" {
 			fifo, attempts = s.groupPolicy(storedName(g))
+			backoff = s.groupBackoff(storedName(g), attempts)
 		}
 		longPoll := sub.GetLongPollingTimeout()
 		if longPoll == nil || longPoll.AsDuration() <= 0 {
 			longPoll = durationpb.New(defaultLongPoll)
 		}
-		out.BackoffPolicy = &v2.RetryPolicy{MaxAttempts: attempts, Strategy: &v2.RetryPolicy_CustomizedBackoff{
-			CustomizedBackoff: &v2.CustomizedBackoff{Next: consumerBackoff()}}}
+		out.BackoffPolicy = backoff
 		out.PubSub = &v2.Settings_Subscription{Subscription: &v2.Subscription{
 			Group:              sub.Group,
 			Subscriptions:      sub.Subscriptions,
@@ -524,18 +528,75 @@ func consumerBackoff() []*durationpb.Duration {
 }
 
 // groupPolicy returns whether the group consumes in order (its
-// FIFOAttribute) and its maximum delivery attempts (RetryMaxTimes + 1).
-// An unknown group has the broker's defaults.
+// ConsumeMessageOrderly, or the older FIFOAttribute) and its maximum
+// delivery attempts (RetryMaxTimes + 1, as RocketMQ's proxy: 0 retries is
+// one attempt). An unknown group has the broker's defaults. The config is
+// read on every call, so a change reaches running members at once.
 func (s *Server) groupPolicy(group string) (fifo bool, maxAttempts int32) {
 	g, ok := s.b.Group(group)
 	if !ok {
 		return false, s.defaultMaxAttempts()
 	}
-	attempts := g.RetryMaxTimes + 1
-	if g.RetryMaxTimes <= 0 {
-		attempts = s.defaultMaxAttempts()
+	return g.ConsumeMessageOrderly || g.Attributes[FIFOAttribute] == "true", max(g.RetryMaxTimes, 0) + 1
+}
+
+// groupBackoff is the consumer back-off of the group's retry policy, as
+// RocketMQ's proxy sends it: EXPONENTIAL as an exponential back-off
+// (RocketMQ's 5 s doubling up to 2 h when it names no values), otherwise
+// customized steps (the default delay levels when it names none).
+func (s *Server) groupBackoff(group string, attempts int32) *v2.RetryPolicy {
+	out := &v2.RetryPolicy{MaxAttempts: attempts}
+	g, _ := s.b.Group(group)
+	p := g.GroupRetryPolicy
+	switch {
+	case p != nil && p.Type == "EXPONENTIAL":
+		e := meta.ExponentialRetry{Initial: 5000, Max: 2 * 3600 * 1000, Multiplier: 2}
+		if p.Exponential != nil {
+			e = *p.Exponential
+		}
+		out.Strategy = &v2.RetryPolicy_ExponentialBackoff{ExponentialBackoff: &v2.ExponentialBackoff{
+			Initial: durationpb.New(time.Duration(e.Initial) * time.Millisecond), Max: durationpb.New(time.Duration(e.Max) * time.Millisecond),
+			Multiplier: float32(e.Multiplier)}}
+	case p != nil && p.Customized != nil && len(p.Customized.Next) > 0:
+		next := make([]*durationpb.Duration, len(p.Customized.Next))
+		for i, ms := range p.Customized.Next {
+			next[i] = durationpb.New(time.Duration(ms) * time.Millisecond)
+		}
+		out.Strategy = &v2.RetryPolicy_CustomizedBackoff{CustomizedBackoff: &v2.CustomizedBackoff{Next: next}}
+	default:
+		out.Strategy = &v2.RetryPolicy_CustomizedBackoff{CustomizedBackoff: &v2.CustomizedBackoff{Next: consumerBackoff()}}
 	}
-	return g.Attributes[FIFOAttribute] == "true", attempts
+	return out
+}
+
+// pushGroupSettings is the broker's OnGroupChanged hook: every connected
+// 5.x consumer of the group gets its settings again on its Telemetry
+// stream (fifo and max attempts as the new config has them), as the reply
+// to a Settings it sent would carry them. A client whose command queue is
+// full is skipped; it reads the new config at its next Settings sync.
+func (s *Server) pushGroupSettings(group string) {
+	type target struct {
+		id       string
+		settings *v2.Settings
+		stream   *telemetryStream
+	}
+	var targets []target
+	s.sessions.mu.Lock()
+	for _, c := range s.sessions.byID {
+		if c.group == group && c.stream != nil && c.settings != nil && c.settings.GetSubscription() != nil {
+			targets = append(targets, target{c.id, c.settings, c.stream})
+		}
+	}
+	s.sessions.mu.Unlock()
+	for _, t := range targets {
+		cmd := &v2.TelemetryCommand{Status: okStatus(), Command: &v2.TelemetryCommand_Settings{Settings: s.replySettings(t.settings)}}
+		select {
+		case t.stream.outbox <- cmd:
+			s.log.Debug("group settings pushed", "group", group, "client_id", t.id)
+		default:
+			s.log.Warn("group settings not pushed: the client's command queue is full", "group", group, "client_id", t.id, "limit", outboxLen)
+		}
+	}
 }
 
 func (s *Server) defaultMaxAttempts() int32 { return s.b.Config().DefaultMaxReconsumeTimes + 1 }

@@ -5,18 +5,14 @@ package interop
 // dead-letter queue, FIFO groups, and messages of a 4.x producer.
 //
 // Group settings come from the broker's subscription group configs,
-// seeded into the data directory before the server starts
-// (meta/groups.json, the file the broker keeps them in): retryMaxTimes
-// (max delivery attempts = retryMaxTimes + 1) and the attribute
-// consumeMessageOrderly=true for FIFO groups.
+// created as an operator does it, with `petrel group create` before the
+// consumers start (createGroup): --retry-max (max delivery attempts =
+// retry-max + 1) and --orderly for FIFO groups.
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -34,43 +30,6 @@ const (
 	// simpleTimeout bounds how long a test waits for deliveries.
 	simpleTimeout = 30 * time.Second
 )
-
-// seedGroup is one subscription group config to seed.
-type seedGroup struct {
-	name          string
-	retryMaxTimes int
-	fifo          bool
-}
-
-// seedGroups writes the groups into <dataDir>/meta/groups.json.
-func seedGroups(groups ...seedGroup) func(t testing.TB, dataDir string) {
-	return func(t testing.TB, dataDir string) {
-		t.Helper()
-		table := map[string]any{}
-		for _, g := range groups {
-			cfg := map[string]any{
-				"groupName": g.name, "consumeEnable": true, "consumeFromMinEnable": true, "consumeBroadcastEnable": true,
-				"retryMaxTimes": g.retryMaxTimes, "retryQueueNums": 1, "brokerId": 0, "whichBrokerWhenConsumeSlowly": 1,
-				"notifyConsumerIdsChangedEnable": true,
-			}
-			if g.fifo {
-				cfg["attributes"] = map[string]string{"consumeMessageOrderly": "true"}
-			}
-			table[g.name] = cfg
-		}
-		data, err := json.Marshal(map[string]any{"dataVersion": map[string]int64{"timestamp": 0, "counter": 1}, "subscriptionGroupTable": table})
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir := filepath.Join(dataDir, "meta")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "groups.json"), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 // newSimpleConsumer5 starts a 5.x simple consumer of group on topic with
 // filter (nil: everything); stopped when the test ends.
@@ -237,25 +196,27 @@ func TestGRPCSimpleConsumerRedeliveryAndChangeInvisible(t *testing.T) {
 	expectNothing(t, sc, 4*time.Second, "the message was acked with the handle of the last change")
 }
 
-// TestGRPCSimpleConsumerDeadLetter: after max attempts (retryMaxTimes 1 →
-// 2 deliveries) without an ack the message goes to %DLQ%<group>, where
-// another group receives it with its message id.
+// TestGRPCSimpleConsumerDeadLetter: a group created with `petrel group
+// create --retry-max 2`: after max attempts (3 deliveries) without an ack
+// the message goes to %DLQ%<group>, where another group receives it with
+// its message id.
 func TestGRPCSimpleConsumerDeadLetter(t *testing.T) {
 	t.Parallel()
 	group := uniqueName(t, "g")
-	p := startPetrel(t, serverOptions{seed: seedGroups(seedGroup{name: group, retryMaxTimes: 1})})
+	p := startPetrel(t, serverOptions{})
+	createGroup(t, p, group, "--retry-max", "2")
 	topic := uniqueName(t, "t")
 	prod := newProducer5(t, p, nil, topic)
 	id := send5(t, prod, &rmq.Message{Topic: topic, Body: []byte("doomed")}).MessageID
 	sc := newSimpleConsumer5(t, p, group, topic, nil)
-	for attempt := int32(1); attempt <= 2; attempt++ {
+	for attempt := int32(1); attempt <= 3; attempt++ {
 		var mv *rmq.MessageView
 		receiveUntil(t, sc, 1, time.Second, fmt.Sprintf("delivery %d", attempt), func(m *rmq.MessageView) { mv = m }, func() bool { return mv != nil })
 		if mv.GetMessageId() != id || mv.GetDeliveryAttempt() != attempt {
 			t.Fatalf("delivery %d: %s attempt %d", attempt, mv.GetMessageId(), mv.GetDeliveryAttempt())
 		}
 	}
-	expectNothing(t, sc, 4*time.Second, "the message had its 2 delivery attempts")
+	expectNothing(t, sc, 4*time.Second, "the message had its 3 delivery attempts")
 
 	dlq := "%DLQ%" + group
 	var reader rmq.SimpleConsumer
@@ -275,16 +236,30 @@ func TestGRPCSimpleConsumerDeadLetter(t *testing.T) {
 	}
 }
 
-// TestGRPCSimpleConsumerFIFOTwoConsumers: in a FIFO group two consumers
-// together see each message group in send order, each message once.
+// TestGRPCSimpleConsumerFIFOTwoConsumers: in a FIFO group (created with
+// `petrel group create --orderly`) two consumers together see each message
+// group in send order, each message once.
 func TestGRPCSimpleConsumerFIFOTwoConsumers(t *testing.T) {
 	t.Parallel()
+	fifoTwoConsumers(t, []string{"order-a", "order-b", "order-c"}, 8)
+}
+
+// TestGRPCSimpleConsumerFIFOOneGroup256: 256 messages of one message
+// group reach two consumers of a `--orderly` group in send order.
+func TestGRPCSimpleConsumerFIFOOneGroup256(t *testing.T) {
+	t.Parallel()
+	fifoTwoConsumers(t, []string{"order-only"}, 256)
+}
+
+// fifoTwoConsumers sends perGroup messages of each message group to a new
+// topic and has two simple consumers of a new `--orderly` group receive
+// and ack them all; each message group must be processed in send order.
+func fifoTwoConsumers(t *testing.T, msgGroups []string, perGroup int) {
 	group := uniqueName(t, "g")
-	p := startPetrel(t, serverOptions{seed: seedGroups(seedGroup{name: group, retryMaxTimes: 16, fifo: true})})
+	p := startPetrel(t, serverOptions{})
+	createGroup(t, p, group, "--orderly")
 	topic := uniqueName(t, "t")
 	prod := newProducer5(t, p, nil, topic)
-	msgGroups := []string{"order-a", "order-b", "order-c"}
-	const perGroup = 8
 	for i := range perGroup {
 		for _, g := range msgGroups {
 			m := &rmq.Message{Topic: topic, Body: []byte(fmt.Sprintf("%s/%d", g, i))}

@@ -190,7 +190,7 @@ type serverOptions struct {
 	autoCreateTopics *bool    // nil: the server's default
 	extraArgs        []string // more flags for petrel server
 	// seed, when set, prepares the fresh data directory before the first
-	// start (e.g. subscription group configs).
+	// start.
 	seed func(t testing.TB, dataDir string)
 }
 

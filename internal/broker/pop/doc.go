@@ -65,11 +65,12 @@
 // int32; an entry is offset int64, until int64 (unix ms), attempt int32,
 // gen uint64 (28 bytes).
 //
-// Log record (one per Claim, Ack or Change):
+// Log record (one per Claim, Ack or Change, and per queue of a ResetTopic
+// or ForgetGroup):
 //
 //	0  4  length   uint32  payload bytes
 //	4  4  crc      uint32  CRC of the payload
-//	8  …  payload  key, cursor int64 (-1: unchanged), count uint32 and that many
+//	8  …  payload  key, cursor int64 (-1: unchanged; -2: forget the queue), count uint32 and that many
 //	               entries (added or replaced), count uint32 and that many offsets
 //	               int64 (removed from the in-flight set)
 //

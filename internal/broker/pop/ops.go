@@ -242,6 +242,29 @@ func (s *Store) Change(group, topic, handle string, until, now time.Time) (strin
 	return HandleOf(k, ne), ne, t, nil
 }
 
+// ForgetGroup drops the state of every queue of group (deleted with its
+// offsets): its cursors and in-flight messages are gone, so a later pop of
+// the group starts as a new group's would. The returned ticket is durable
+// after Sync; 0 when the group had no state.
+func (s *Store) ForgetGroup(group string) (Ticket, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usable(); err != nil {
+		return 0, err
+	}
+	var keys []Key
+	for k := range s.queues {
+		if k.Group == group {
+			keys = append(keys, k)
+		}
+	}
+	var t Ticket
+	for _, k := range keys {
+		t = s.record(&change{key: k, cursor: cursorForget})
+	}
+	return t, nil
+}
+
 // ResetTopic forgets where every group stands on topic (deleted, and
 // perhaps created again with queues that start at 0): each of its queues
 // goes back to cursor 0 with nothing in flight. The returned ticket is

@@ -10,10 +10,14 @@ import (
 // change is one log record: the new state of some entries of one queue.
 type change struct {
 	key    Key
-	cursor int64 // new cursor; -1 leaves it
+	cursor int64 // new cursor; -1 leaves it; cursorForget drops the queue
 	put    []Entry
 	del    []int64
 }
+
+// cursorForget as a change's cursor removes the queue's state altogether
+// (its group was deleted): the key is unknown again afterwards.
+const cursorForget = -2
 
 const (
 	frameHeader = 8  // length uint32, crc uint32

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -220,6 +221,12 @@ func (s *Store) addQueue(q *queue) {
 // apply changes the in-memory state; s.mu is held (or Open runs).
 func (s *Store) apply(c *change) {
 	q := s.queues[c.key]
+	if c.cursor == cursorForget {
+		if q != nil {
+			s.dropQueue(q)
+		}
+		return
+	}
 	if q == nil {
 		q = newQueue(c.key, max(c.cursor, 0))
 		s.addQueue(q)
@@ -237,6 +244,22 @@ func (s *Store) apply(c *change) {
 		if q.del(o) {
 			s.groups[c.key.Group]--
 		}
+	}
+}
+
+// dropQueue forgets q; s.mu is held (or Open runs).
+func (s *Store) dropQueue(q *queue) {
+	delete(s.queues, q.key)
+	gt := [2]string{q.key.Group, q.key.Topic}
+	qs := slices.DeleteFunc(s.byTopic[gt], func(x *queue) bool { return x == q })
+	if len(qs) == 0 {
+		delete(s.byTopic, gt)
+	} else {
+		s.byTopic[gt] = qs
+	}
+	s.groups[q.key.Group] -= len(q.inflight)
+	if s.groups[q.key.Group] <= 0 {
+		delete(s.groups, q.key.Group)
 	}
 }
 

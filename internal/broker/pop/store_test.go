@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -579,4 +580,69 @@ func TestPeekWorkIsBoundedByTheLimit(t *testing.T) {
 	if v.Blocked || len(v.Expired) != 2 || v.Expired[0].Offset != 0 || v.Expired[1].Offset != 1 {
 		t.Fatalf("fifo peek when all expired: %+v, want offsets 0 and 1", v)
 	}
+}
+
+// TestForgetGroupDropsItsQueuesDurably: ForgetGroup removes every queue of
+// the group (cursor, in-flight, count) and nothing of other groups; the
+// removal survives a reopen that replays the log and one that loads a
+// snapshot.
+func TestForgetGroupDropsItsQueuesDurably(t *testing.T) {
+	fsys := vfs.NewMem()
+	s := mustOpen(t, fsys, Options{})
+	kB := Key{Group: "g", Topic: "u", QueueID: 1}
+	kOther := Key{Group: "h", Topic: "t", QueueID: 0}
+	popNew(t, s, kA, 3, t0, time.Minute)
+	popNew(t, s, kB, 2, t0, time.Minute)
+	popNew(t, s, kOther, 1, t0, time.Minute)
+	tk, err := s.ForgetGroup("g")
+	if err != nil || tk == 0 {
+		t.Fatalf("ForgetGroup: ticket %d, %v", tk, err)
+	}
+	if err := s.Sync(tk); err != nil {
+		t.Fatal(err)
+	}
+	check := func(s *Store, when string) {
+		t.Helper()
+		if got := dump(s); !strings.HasPrefix(got, "h/t/0 cursor=1 ") || strings.Contains(got, "\n") {
+			t.Fatalf("%s: state\n%s\nwant only the queue of group h", when, got)
+		}
+		if n := s.InFlight("g"); n != 0 {
+			t.Fatalf("%s: group g holds %d in flight, want 0", when, n)
+		}
+		if n := s.InFlight("h"); n != 1 {
+			t.Fatalf("%s: group h holds %d in flight, want 1", when, n)
+		}
+		if v := s.Peek(kA, t0, false, 32); v.Known {
+			t.Fatalf("%s: the forgotten queue is still known: %+v", when, v)
+		}
+	}
+	check(s, "after ForgetGroup")
+	if tk, err := s.ForgetGroup("g"); err != nil || tk != 0 {
+		t.Fatalf("forgetting a group without state: ticket %d, %v", tk, err)
+	}
+	s.Close()
+	s = mustOpen(t, fsys, Options{})
+	check(s, "after a reopen that replays the log")
+	// A new pop of the group starts as a fresh group's.
+	popNew(t, s, kA, 1, t0, time.Minute)
+	if v := s.Peek(kA, t0, false, 32); v.Cursor != 1 {
+		t.Fatalf("cursor after a fresh pop %d, want 1", v.Cursor)
+	}
+	s.Close()
+
+	s = mustOpen(t, fsys, Options{CompactBytes: 1})
+	tk, err = s.ForgetGroup("g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Sync(tk); err != nil {
+		t.Fatal(err)
+	}
+	gen := s.logGen
+	s.Close()
+	s = mustOpen(t, fsys, Options{})
+	if gen == 1 {
+		t.Fatal("the store did not compact; the snapshot path is not tested")
+	}
+	check(s, "after a reopen from a snapshot")
 }

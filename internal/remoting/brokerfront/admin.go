@@ -74,17 +74,6 @@ func (f *Front) routed(ctx context.Context, req *remoting.Command, topic, done s
 	return remoting.NewResponse(req, respSuccess, "")
 }
 
-func (f *Front) allGroups(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	table := map[string]meta.Group{}
-	for _, g := range f.b.Groups() {
-		table[g.Name] = g
-	}
-	return jsonResponse(req, struct {
-		SubscriptionGroupTable map[string]meta.Group `json:"subscriptionGroupTable"`
-		DataVersion            meta.DataVersion      `json:"dataVersion"`
-	}{table, f.b.GroupsVersion()})
-}
-
 func (f *Front) allTopics(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	table := map[string]meta.Topic{}
 	for _, t := range f.b.SystemTopics() {

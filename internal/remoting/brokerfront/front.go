@@ -84,6 +84,8 @@ func (f *Front) Register(s *remoting.Server) {
 	s.Handle(codeUpdateAndCreateTopic, f.createTopic)
 	s.Handle(codeDeleteTopicInBroker, f.deleteTopic)
 	s.Handle(codeGetAllSubscriptionGroup, f.allGroups)
+	s.Handle(codeUpdateAndCreateSubscriptionGroup, f.updateGroup)
+	s.Handle(codeDeleteSubscriptionGroup, f.deleteGroup)
 	s.Handle(codeGetAllTopicConfig, f.allTopics)
 	s.Handle(codeQueryMessage, f.queryMessage)
 	s.Handle(codeViewMessageByID, f.viewMessage)

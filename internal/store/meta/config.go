@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -51,8 +52,51 @@ type Group struct {
 	// consumers to.
 	WhichBrokerWhenConsumeSlowly   int64 `json:"whichBrokerWhenConsumeSlowly"`
 	NotifyConsumerIDsChangedEnable bool  `json:"notifyConsumerIdsChangedEnable"`
+	// ConsumeMessageOrderly: the group consumes in order (5.x clients get
+	// fifo in their settings; FIFO pops hold a queue while a message of it
+	// is in flight).
+	ConsumeMessageOrderly bool `json:"consumeMessageOrderly"`
+	// GroupRetryPolicy is the back-off between a 5.x push consumer's
+	// attempts; nil is RocketMQ's default (customized, 1 s 5 s 10 s ...).
+	GroupRetryPolicy *RetryPolicy `json:"groupRetryPolicy,omitempty"`
+	GroupSysFlag     int32        `json:"groupSysFlag"`
+	// ConsumeTimeoutMinute is how long a push consumer may take for one
+	// message (RocketMQ's default 15).
+	ConsumeTimeoutMinute int32 `json:"consumeTimeoutMinute"`
+	// SubscriptionDataSet is the group's declared subscriptions, as
+	// RocketMQ 5 keeps them; informational.
+	SubscriptionDataSet []SimpleSubscription `json:"subscriptionDataSet,omitempty"`
 	// Attributes: see Topic.Attributes; returned maps must not be modified.
 	Attributes map[string]string `json:"attributes,omitempty"`
+}
+
+// RetryPolicy is RocketMQ 5's GroupRetryPolicy: Type "EXPONENTIAL" uses
+// Exponential, "CUSTOMIZED" (or "") Customized; a nil policy of the type
+// chosen means RocketMQ's default of that type.
+type RetryPolicy struct {
+	Type        string            `json:"type"`
+	Exponential *ExponentialRetry `json:"exponentialRetryPolicy,omitempty"`
+	Customized  *CustomizedRetry  `json:"customizedRetryPolicy,omitempty"`
+}
+
+// ExponentialRetry waits Initial·Multiplier^attempt, at most Max (ms).
+type ExponentialRetry struct {
+	Initial    int64 `json:"initial"`
+	Max        int64 `json:"max"`
+	Multiplier int64 `json:"multiplier"`
+}
+
+// CustomizedRetry waits Next[attempt] ms (the last one beyond its end).
+type CustomizedRetry struct {
+	Next []int64 `json:"next"`
+}
+
+// SimpleSubscription is one entry of Group.SubscriptionDataSet.
+type SimpleSubscription struct {
+	Topic          string `json:"topic"`
+	ExpressionType string `json:"expressionType"`
+	Expression     string `json:"expression"`
+	Version        int64  `json:"version"`
 }
 
 // DataVersion identifies a state of the topic or group table, as RocketMQ's
@@ -70,7 +114,26 @@ func (g Group) key() string { return g.Name }
 // own returns a copy that shares no map with the caller's value, with an
 // empty Attributes map made nil so the value compares equal after a reload.
 func (t Topic) own() Topic { t.Attributes = ownAttrs(t.Attributes); return t }
-func (g Group) own() Group { g.Attributes = ownAttrs(g.Attributes); return g }
+func (g Group) own() Group {
+	g.Attributes = ownAttrs(g.Attributes)
+	if p := g.GroupRetryPolicy; p != nil {
+		c := *p
+		if p.Exponential != nil {
+			e := *p.Exponential
+			c.Exponential = &e
+		}
+		if p.Customized != nil {
+			c.Customized = &CustomizedRetry{Next: slices.Clone(p.Customized.Next)}
+		}
+		g.GroupRetryPolicy = &c
+	}
+	if len(g.SubscriptionDataSet) == 0 {
+		g.SubscriptionDataSet = nil
+	} else {
+		g.SubscriptionDataSet = slices.Clone(g.SubscriptionDataSet)
+	}
+	return g
+}
 
 func ownAttrs(m map[string]string) map[string]string {
 	if len(m) == 0 {
@@ -94,6 +157,10 @@ func (g Group) same(h Group) bool {
 		g.BrokerID == h.BrokerID &&
 		g.WhichBrokerWhenConsumeSlowly == h.WhichBrokerWhenConsumeSlowly &&
 		g.NotifyConsumerIDsChangedEnable == h.NotifyConsumerIDsChangedEnable &&
+		g.ConsumeMessageOrderly == h.ConsumeMessageOrderly && g.GroupSysFlag == h.GroupSysFlag &&
+		g.ConsumeTimeoutMinute == h.ConsumeTimeoutMinute &&
+		reflect.DeepEqual(g.GroupRetryPolicy, h.GroupRetryPolicy) &&
+		slices.Equal(g.SubscriptionDataSet, h.SubscriptionDataSet) &&
 		maps.Equal(g.Attributes, h.Attributes)
 }
 

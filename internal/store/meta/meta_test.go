@@ -78,6 +78,54 @@ func TestGroupsPutGetDeleteAcrossReopen(t *testing.T) {
 	}
 }
 
+// TestGroupRocketMQ5FieldsPersistAndAreOwned: the RocketMQ 5 fields of a
+// group survive a reopen, a change to any of them is a change (version
+// bump), and the store keeps its own copy of the policy and the set.
+func TestGroupRocketMQ5FieldsPersistAndAreOwned(t *testing.T) {
+	fsys := vfs.NewMem()
+	s := openT(t, fsys, clock.NewManual(epoch))
+	g := Group{Name: "g", ConsumeEnable: true, ConsumeMessageOrderly: true, RetryMaxTimes: 2, GroupSysFlag: 1,
+		ConsumeTimeoutMinute: 15,
+		GroupRetryPolicy: &RetryPolicy{Type: "CUSTOMIZED", Customized: &CustomizedRetry{Next: []int64{1000, 5000}},
+			Exponential: &ExponentialRetry{Initial: 1, Max: 2, Multiplier: 3}},
+		SubscriptionDataSet: []SimpleSubscription{{Topic: "T", ExpressionType: "TAG", Expression: "*", Version: 7}}}
+	must(t, s.PutGroup(g))
+	v := s.GroupsVersion()
+	g.GroupRetryPolicy.Customized.Next[0] = 9
+	g.SubscriptionDataSet[0].Topic = "U"
+	if got, _ := s.Group("g"); got.GroupRetryPolicy.Customized.Next[0] != 1000 || got.SubscriptionDataSet[0].Topic != "T" {
+		t.Fatalf("stored group follows the caller's values: %+v", got)
+	}
+	g.GroupRetryPolicy.Customized.Next[0] = 1000
+	g.SubscriptionDataSet[0].Topic = "T"
+	must(t, s.PutGroup(g))
+	if s.GroupsVersion() != v {
+		t.Fatalf("an identical group bumped the version %+v -> %+v", v, s.GroupsVersion())
+	}
+	for name, change := range map[string]func(*Group){
+		"orderly": func(h *Group) { h.ConsumeMessageOrderly = false },
+		"sysflag": func(h *Group) { h.GroupSysFlag = 0 },
+		"timeout": func(h *Group) { h.ConsumeTimeoutMinute = 1 },
+		"policy":  func(h *Group) { h.GroupRetryPolicy = &RetryPolicy{Type: "EXPONENTIAL"} },
+		"subs":    func(h *Group) { h.SubscriptionDataSet = nil },
+	} {
+		h := g.own()
+		change(&h)
+		before := s.GroupsVersion()
+		must(t, s.PutGroup(h))
+		if s.GroupsVersion() == before {
+			t.Fatalf("changing %s is not a change", name)
+		}
+		must(t, s.PutGroup(g))
+	}
+	must(t, s.Close())
+	s = openT(t, fsys, clock.NewManual(epoch))
+	defer s.Close()
+	if got, _ := s.Group("g"); !reflect.DeepEqual(got, g) {
+		t.Fatalf("after reopen %+v, want %+v", got, g)
+	}
+}
+
 func TestFileLayoutUsesRocketMQFieldNames(t *testing.T) {
 	fsys := vfs.NewMem()
 	s := openT(t, fsys, clock.NewManual(epoch))
