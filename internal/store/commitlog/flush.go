@@ -143,6 +143,15 @@ func (l *Log) Close() error {
 		l.waitMu.Unlock()
 		close(l.quit)
 		l.wg.Wait()
+		if err := l.SyncRewrites(); err != nil {
+			l.markFailed(err)
+		}
+		l.wmu.Lock()
+		for _, s := range l.spare {
+			s.release()
+		}
+		l.spare = nil
+		l.wmu.Unlock()
 		l.segMu.Lock()
 		l.closeSegments()
 		l.segMu.Unlock()
