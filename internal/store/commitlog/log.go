@@ -736,7 +736,9 @@ func (l *Log) writeBatch(batch []*request) (synced bool) {
 	var rolled []*segment
 	// fail refuses the batch after its bytes before end were written.
 	fail := func(err error, end int64) {
-		for _, u := range l.undo {
+		// Newest first, so that a queue ends at its offset before the batch.
+		for i := len(l.undo) - 1; i >= 0; i-- {
+			u := l.undo[i]
 			if u.had {
 				l.queueOffsets[u.key] = u.prev
 			} else {

@@ -234,8 +234,9 @@ func (l *Log) unwrite(start, end int64, tail *segment) {
 		}
 		p = segEnd
 	}
-	for i := len(back) - 1; i >= 0; i-- {
-		l.spare = append([]*segment{back[i]}, l.spare...)
+	// back is newest first.
+	for _, s := range back {
+		l.spare = append([]*segment{s}, l.spare...)
 	}
 	l.tail = tail
 	l.fillInPlace(tail)
