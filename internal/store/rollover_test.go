@@ -65,8 +65,9 @@ func (l *sendLedger) msgs(k, size int) []*message.Message {
 	out := make([]*message.Message, k)
 	for i := range out {
 		l.n++
-		body := fmt.Sprintf("m%04d-%s", l.n, strings.Repeat("x", size))
-		out[i] = newMsg("T", 0, body, "")
+		id := fmt.Sprintf("m%04d", l.n)
+		out[i] = newMsg("T", 0, id, "")
+		out[i].Body = []byte(id + "-" + strings.Repeat("x", size))
 	}
 	return out
 }
