@@ -147,10 +147,7 @@ func (l *Log) Close() error {
 			l.markFailed(err)
 		}
 		l.wmu.Lock()
-		for _, s := range l.spare {
-			s.release()
-		}
-		l.spare = nil
+		l.removeSpare()
 		l.wmu.Unlock()
 		l.segMu.Lock()
 		l.closeSegments()

@@ -26,9 +26,9 @@ import (
 // nothing of those requests written.
 //
 // A prepared segment is not listed in segments until the writer rolls into
-// it: readers, retention and the flusher never see it. A prepared segment
-// left on disk by a crash or Close holds only zeros, and recovery removes it
-// (or, when the log ended at a segment end, takes it as the new tail).
+// it: readers, retention and the flusher never see it. Close removes it; one
+// left on disk by a crash holds only zeros, and recovery removes it (or,
+// when the log ended at a segment end, takes it as the new tail).
 
 // spaceRetry is how often a refused append retries preparing the next
 // segment.
@@ -264,6 +264,24 @@ func (l *Log) createSegment(start int64) (*segment, error) {
 	s := &segment{start: start, f: f, name: name}
 	s.refs.Store(1)
 	return s, nil
+}
+
+// removeSpare closes and removes the prepared segments (at Close: a clean
+// shutdown leaves none for recovery to cut). Writer (wmu), or Close.
+func (l *Log) removeSpare() {
+	for _, s := range l.spare {
+		s.release()
+		if err := l.fs.Remove(path.Join(l.dir, s.name)); err != nil {
+			l.log.Warn("could not remove a prepared segment; the next open removes it", "segment", s.name, "err", err)
+		}
+	}
+	if len(l.spare) > 0 {
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			l.log.Warn("could not sync the log directory after removing the prepared segments", "err", err)
+		}
+	}
+	clear(l.spare)
+	l.spare = l.spare[:0]
 }
 
 // queueOffsetField is where a record keeps its queue offset.

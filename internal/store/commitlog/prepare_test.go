@@ -326,3 +326,34 @@ func TestOpenOnAFullDisk(t *testing.T) {
 		t.Fatalf("append once there is space: at %d, %v", m.PhysicalOffset, err)
 	}
 }
+
+// TestNextSegmentIsPreparedAheadAndCloseRemovesIt: past three quarters of
+// the tail the next segment exists (so the roll-over needs no space), and a
+// clean Close leaves no prepared segment behind; after a crash recovery
+// removes it.
+func TestNextSegmentIsPreparedAheadAndCloseRemovesIt(t *testing.T) {
+	fsys := vfs.NewMem()
+	l := openLog(t, fsys, Options{})
+	for l.Written() < 3200 {
+		if _, err := l.Append(testMsg("T", 0, strings.Repeat("a", 100))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	names, _ := fsys.ReadDir("log")
+	if len(names) != 2 || names[1] != SegmentName(4096) {
+		t.Fatalf("files past the mark: %v, want the tail and the prepared next segment", names)
+	}
+	if n := len(l.Segments()); n != 1 {
+		t.Fatalf("%d segments listed, want 1 (the prepared one is not listed)", n)
+	}
+	crashed := fsys.CrashClone(vfs.CrashOptions{})
+	l.Close()
+	if names, _ := fsys.ReadDir("log"); len(names) != 1 {
+		t.Fatalf("files after Close: %v, want the tail only", names)
+	}
+	l2 := openLog(t, crashed, Options{RecoverFrom: -1})
+	defer l2.Close()
+	if names, _ := crashed.ReadDir("log"); len(names) != 1 || len(readAll(t, l2)) == 0 {
+		t.Fatalf("files after recovering from a crash: %v, want the tail only", names)
+	}
+}
