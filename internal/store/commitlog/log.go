@@ -799,6 +799,11 @@ func (l *Log) writeBatch(batch []*request) (synced bool) {
 		fail(err, bufStart+int64(n))
 		return
 	}
+	if l.opts.FlushMode == FlushAsync && len(rolled) > 0 {
+		// Before the new end is published: the flusher syncs only the
+		// segment the end lies in.
+		l.syncSegments(rolled)
+	}
 	l.written.Store(pos)
 	l.kickFill()
 	if l.opts.FlushMode == FlushAsync {
@@ -809,9 +814,6 @@ func (l *Log) writeBatch(batch []*request) (synced bool) {
 			l.finish(r, r.res, nil)
 		}
 		l.opts.OnDurable(pos)
-		if len(rolled) > 0 {
-			l.syncSegments(rolled)
-		}
 		l.prepareAhead(pos)
 		return
 	}
@@ -884,11 +886,13 @@ func (l *Log) flusher() {
 		for {
 			select {
 			case <-l.kick:
-				l.syncTo(l.written.Load(), nil, l.currentTail())
+				end := l.written.Load()
+				l.syncTo(end, nil, l.segmentBefore(end))
 				t = l.opts.Clock.AfterFunc(l.opts.FlushInterval, l.tick)
 			case <-l.writerDone:
 				t.Stop()
-				l.syncTo(l.written.Load(), nil, l.currentTail())
+				end := l.written.Load()
+				l.syncTo(end, nil, l.segmentBefore(end))
 				return
 			}
 		}

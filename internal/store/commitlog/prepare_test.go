@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -355,5 +356,52 @@ func TestNextSegmentIsPreparedAheadAndCloseRemovesIt(t *testing.T) {
 	defer l2.Close()
 	if names, _ := crashed.ReadDir("log"); len(names) != 1 || len(readAll(t, l2)) == 0 {
 		t.Fatalf("files after recovering from a crash: %v, want the tail only", names)
+	}
+}
+
+// TestAsyncFlushSyncsTheSegmentItReportsFlushed: under async flush a
+// periodic sync that runs while the writer is half-way through a roll-over
+// (the next segment listed, the end not yet moved) syncs the segment the
+// end lies in, so that Flushed never names bytes a crash can lose.
+func TestAsyncFlushSyncsTheSegmentItReportsFlushed(t *testing.T) {
+	fsys := vfs.NewMem()
+	clk := clock.NewManual(time.Unix(1000, 0))
+	l := openLog(t, fsys, Options{FlushMode: FlushAsync, Clock: clk})
+	defer l.Close()
+	for l.Written() < 2000 {
+		if _, err := l.Append(testMsg("T", 0, strings.Repeat("a", 100))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	end := l.Written()
+	// Hold the writer in its write into the next segment.
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	fsys.InjectError(func(op vfs.Op, p string) error {
+		if op == vfs.OpWrite && p == "log/"+SegmentName(4096) {
+			once.Do(func() { close(entered); <-release })
+		}
+		return nil
+	})
+	done := make(chan error, 1)
+	go func() { _, err := l.AppendBatch(msgs(20, 100, "r")); done <- err }()
+	<-entered
+	clk.Advance(500 * time.Millisecond) // the periodic sync
+	deadline := time.Now().Add(10 * time.Second)
+	for l.Flushed() < end {
+		if time.Now().After(deadline) {
+			t.Fatalf("the periodic sync did not run: flushed %d, want %d", l.Flushed(), end)
+		}
+		runtime.Gosched()
+	}
+	crashed := fsys.CrashClone(vfs.CrashOptions{})
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	l2 := openLog(t, crashed, Options{RecoverFrom: -1})
+	defer l2.Close()
+	if l2.Written() < end {
+		t.Fatalf("after a crash the log ends at %d, but %d was reported flushed", l2.Written(), end)
 	}
 }
