@@ -118,7 +118,7 @@ func (qs *queueSet) Dispatch(r message.Record) error {
 	q := qs.topics[string(topic)][qid]
 	if q != nil {
 		err := q.Append(r.QueueOffset(), e)
-		if errors.Is(err, consumequeue.ErrMismatch) {
+		if errors.Is(err, consumequeue.ErrMismatch) || errors.Is(err, consumequeue.ErrGap) {
 			err = qs.renumber(q, r, e, err)
 		}
 		qs.mu.RUnlock()
@@ -144,9 +144,11 @@ func (qs *queueSet) Dispatch(r message.Record) error {
 }
 
 // renumber stores a record whose queue offset an earlier record of its
-// queue already has. The writer never hands out an offset twice, but a
-// roll-over that failed before roll-overs were made atomic left refused
-// records in the log and gave their offsets to the next ones. Such a record
+// queue already has, or one past the queue's end (a gap). The writer never
+// hands out an offset twice or skips one, but a roll-over that failed
+// before roll-overs were made atomic left refused records in the log and
+// gave their offsets to the next ones, and a failed write could leave its
+// queue's next offset past the end. Such a record
 // goes to the end of its queue, like any new one, and its queue offset is
 // rewritten in the log to match, so that what consumers are served agrees
 // with the queue; the earlier record keeps its place (consumers may have
@@ -172,7 +174,7 @@ func (qs *queueSet) renumber(q *consumequeue.Queue, r message.Record, e consumeq
 		qs.renumbered = make(map[*consumequeue.Queue]int)
 	}
 	if qs.renumbered[q]++; qs.renumbered[q] == 1 {
-		qs.cfg.Logger.Warn("a record repeats a queue offset another record has (left by a failed roll-over of an older version); appending it at the end of the queue and rewriting its offset",
+		qs.cfg.Logger.Warn("a record repeats a queue offset another record has, or skips offsets (left by a failed write of an older version); appending it at the end of the queue and rewriting its offset",
 			"topic", r.Topic(), "queue_id", r.QueueID(), "record_offset", from, "new_offset", to, "physical_offset", r.PhysicalOffset())
 	}
 	return nil

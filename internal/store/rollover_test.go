@@ -363,17 +363,21 @@ func TestNextSegmentThatCannotBePreparedRefusesAtAdmission(t *testing.T) {
 // TestOpenOverALogWithRepeatedQueueOffsets: a log written before failed
 // roll-overs were made atomic can hold records that repeat queue offsets
 // earlier records of their queue have (the refused records stayed, their
-// offsets were handed out again). Opening it, with a checkpoint and with a
+// offsets were handed out again), or that skip offsets (a failed write
+// restored its queue's next offset wrongly). Opening it, with a checkpoint and with a
 // rebuild, must not fail: the later records follow the earlier ones in the
 // queue, with their queue offsets rewritten to match, and new sends follow
 // on.
 func TestOpenOverALogWithRepeatedQueueOffsets(t *testing.T) {
 	for _, first := range []string{"checkpoint", "rebuild"} {
-		t.Run(first, func(t *testing.T) { repeatedOffsetsScenario(t, first) })
+		// 1 repeats offsets 1 and 2; 10 leaves a gap after 2.
+		for _, next := range []int64{1, 10} {
+			t.Run(fmt.Sprint(first, "/from-", next), func(t *testing.T) { repeatedOffsetsScenario(t, first, next) })
+		}
 	}
 }
 
-func repeatedOffsetsScenario(t *testing.T, first string) {
+func repeatedOffsetsScenario(t *testing.T, first string, next int64) {
 	fsys := vfs.NewMem()
 	clk := clock.NewManual(t0)
 	cfg := smallConfig(fsys, clk)
@@ -395,7 +399,7 @@ func repeatedOffsetsScenario(t *testing.T, first string) {
 		SegmentBytes:    cfg.SegmentBytes,
 		MaxRecordBytes:  cfg.MaxMessageBytes,
 		RecoverFrom:     -1,
-		NextQueueOffset: func(string, int32) int64 { return 1 },
+		NextQueueOffset: func(string, int32) int64 { return next },
 	})
 	if err != nil {
 		t.Fatal(err)
