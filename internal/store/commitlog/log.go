@@ -233,6 +233,7 @@ type Log struct {
 	// append may try again (prepare.go).
 	noSpace      atomic.Pointer[error]
 	spaceRetryAt atomic.Int64
+	probe        atomic.Bool // an append was admitted to retry (admitSpace)
 
 	// Segments whose records' queue offsets recovery rewrote, to sync.
 	rewriteMu sync.Mutex
@@ -717,6 +718,9 @@ func (l *Log) writeBatch(batch []*request) (synced bool) {
 			l.finish(r, Result{}, ErrFailed)
 		}
 		return
+	}
+	if l.probe.Load() {
+		l.retryForProbe()
 	}
 	start := l.written.Load()
 	if k, err := l.reserveSegments(batch, start); err != nil {

@@ -3,7 +3,6 @@ package commitlog
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 	"path"
 	"time"
 
@@ -17,10 +16,11 @@ import (
 // in the log, and its queue offsets are never handed out twice.
 //
 // The writer prepares the segment after the tail once the tail is three
-// quarters full (prepareLead). When that fails, appends are refused at
+// quarters full (prepareMark). When that fails, appends are refused at
 // admission (check) with the cause, which wraps vfs.ErrNoSpace on a full
-// disk, until a retry (at most every spaceRetry, made by the next append
-// after it) prepares the segment. Appends admitted before the failure are
+// disk, until a retry prepares the segment: once every spaceRetry one
+// append is admitted as a probe, and the writer tries again with it
+// (admitSpace). Appends admitted before the failure are
 // still written while they fit the tail; a batch that would need the
 // missing segment is refused from its first request that needs it, with
 // nothing of those requests written.
@@ -62,23 +62,43 @@ func (l *Log) prepareSegment() error {
 		return err
 	}
 	l.spare = append(l.spare, s)
-	if l.noSpace.Swap(nil) != nil {
-		l.log.Info("the next segment is prepared; accepting appends again", "segment", s.name)
-	}
+	l.acceptAgain()
 	return nil
 }
 
-// prepareAhead prepares the next segment when the tail is past its mark and
-// none is prepared; after a failure it waits for the retry time. Writer
-// (wmu), after a batch is handed on.
-func (l *Log) prepareAhead(pos int64) {
-	if len(l.spare) > 0 || l.tail == nil || pos < l.prepareMark(l.tail.start) {
-		return
+// acceptAgain ends a refusal for space (a segment is prepared). Writer
+// (wmu).
+func (l *Log) acceptAgain() {
+	l.probe.Store(false)
+	if l.noSpace.Swap(nil) != nil {
+		l.log.Info("the next commit-log segment is prepared; accepting appends again")
 	}
-	if l.noSpace.Load() != nil && l.opts.Clock.Now().UnixNano() < l.spaceRetryAt.Load() {
+}
+
+// prepareAhead prepares the next segment when the tail is past its mark and
+// none is prepared. While appends are refused for space it leaves the
+// retries to probes (retryForProbe). Writer (wmu), after a batch is handed
+// on.
+func (l *Log) prepareAhead(pos int64) {
+	if l.noSpace.Load() != nil || len(l.spare) > 0 || l.tail == nil || pos < l.prepareMark(l.tail.start) {
 		return
 	}
 	l.prepareSegment()
+}
+
+// retryForProbe tries again to prepare the next segment for the probe
+// append admitSpace let through, before the batch that holds it is
+// written, so that appends are admitted again by the time the probe is
+// answered. Writer (wmu).
+func (l *Log) retryForProbe() {
+	l.probe.Store(false)
+	switch {
+	case l.noSpace.Load() == nil:
+	case len(l.spare) > 0:
+		l.acceptAgain()
+	default:
+		l.prepareSegment()
+	}
 }
 
 // refuseForSpace makes appends fail at admission with err until the next
@@ -89,46 +109,29 @@ func (l *Log) refuseForSpace(err error) {
 		l.log.Error("cannot prepare the next commit-log segment; refusing appends", "err", err, "retry_every", spaceRetry)
 	}
 	l.spaceRetryAt.Store(l.opts.Clock.Now().Add(spaceRetry).UnixNano())
+	l.probe.Store(false)
 }
 
 // admitSpace is the admission check for a log that could not prepare its
-// next segment: it fails at once, except that one append per spaceRetry
-// tries again to prepare the segment, and is admitted when that works.
+// next segment: it fails at once, except that once per spaceRetry it admits
+// an append as a probe, and with it every append until the writer has
+// tried again. Before the writer writes the batch that holds the probe it
+// tries again to prepare the segment (retryForProbe); each request is then
+// written whole, or refused whole when it needs the segment that could not
+// be made, and appends are admitted again once the segment is made.
 func (l *Log) admitSpace() error {
 	p := l.noSpace.Load()
-	if p == nil {
+	if p == nil || l.probe.Load() {
+		// While a probe waits for the writer, appends go with it: the
+		// writer tries again before it writes them.
 		return nil
 	}
+	now := l.opts.Clock.Now()
 	at := l.spaceRetryAt.Load()
-	if l.opts.Clock.Now().UnixNano() < at || !l.spaceRetryAt.CompareAndSwap(at, math.MaxInt64) {
+	if now.UnixNano() < at || !l.spaceRetryAt.CompareAndSwap(at, now.Add(spaceRetry).UnixNano()) {
 		return *p
 	}
-	// Only try locks: an append may come from an append's callback, which
-	// the writer (or Flush) runs holding them. When they are busy, the next
-	// append retries.
-	if !l.closeMu.TryRLock() {
-		l.spaceRetryAt.Store(at)
-		return *p
-	}
-	defer l.closeMu.RUnlock()
-	if l.closed {
-		return ErrClosed
-	}
-	if !l.wmu.TryLock() {
-		l.spaceRetryAt.Store(at)
-		return *p
-	}
-	defer l.wmu.Unlock()
-	if l.noSpace.Load() == nil {
-		return nil
-	}
-	if len(l.spare) > 0 {
-		l.noSpace.Store(nil)
-		return nil
-	}
-	if err := l.prepareSegment(); err != nil {
-		return *l.noSpace.Load()
-	}
+	l.probe.Store(true)
 	return nil
 }
 

@@ -386,12 +386,15 @@ func TestAsyncFlushSyncsTheSegmentItReportsFlushed(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { _, err := l.AppendBatch(msgs(20, 100, "r")); done <- err }()
 	<-entered
-	clk.Advance(500 * time.Millisecond) // the periodic sync
 	deadline := time.Now().Add(10 * time.Second)
 	for l.Flushed() < end {
 		if time.Now().After(deadline) {
+			close(release)
 			t.Fatalf("the periodic sync did not run: flushed %d, want %d", l.Flushed(), end)
 		}
+		// The periodic sync (again, should the flusher not have armed its
+		// timer before the clock moved).
+		clk.Advance(500 * time.Millisecond)
 		runtime.Gosched()
 	}
 	crashed := fsys.CrashClone(vfs.CrashOptions{})
