@@ -18,12 +18,12 @@ import (
 // The writer prepares the segment after the tail once the tail is three
 // quarters full (prepareMark). When that fails, appends are refused at
 // admission (check) with the cause, which wraps vfs.ErrNoSpace on a full
-// disk, until a retry prepares the segment: once every spaceRetry one
-// append is admitted as a probe, and the writer tries again with it
-// (admitSpace). Appends admitted before the failure are
-// still written while they fit the tail; a batch that would need the
-// missing segment is refused from its first request that needs it, with
-// nothing of those requests written.
+// disk, until a retry prepares the segment: once every spaceRetry an
+// append is admitted as a probe (with those that come while it waits), and
+// the writer tries again before it writes them (admitSpace). Appends
+// admitted before the failure are still written while they fit the tail; a
+// batch that would need the missing segment is refused from its first
+// request that needs it, with nothing of those requests written.
 //
 // A prepared segment is not listed in segments until the writer rolls into
 // it: readers, retention and the flusher never see it. Close removes it; one
