@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/petrelmq/petrel/internal/message"
+	"github.com/petrelmq/petrel/internal/store/commitlog"
 	"github.com/petrelmq/petrel/internal/store/consumequeue"
 	"github.com/petrelmq/petrel/internal/vfs"
 )
@@ -25,6 +26,13 @@ type queueSet struct {
 
 	// dirty is owned by the dispatcher goroutine.
 	dirty map[*consumequeue.Queue]struct{}
+
+	// clog rewrites the queue offsets of records that repeat one
+	// (renumber); set once the log is open.
+	clog *commitlog.Log
+	// renumbered counts the records renumbered per queue (dispatcher).
+	renumbered map[*consumequeue.Queue]int
+	rewrote    bool // the log has rewrites to sync at the next Flush
 }
 
 func openQueueSet(cfg Config) (*queueSet, error) {
@@ -110,6 +118,9 @@ func (qs *queueSet) Dispatch(r message.Record) error {
 	q := qs.topics[string(topic)][qid]
 	if q != nil {
 		err := q.Append(r.QueueOffset(), e)
+		if errors.Is(err, consumequeue.ErrMismatch) || errors.Is(err, consumequeue.ErrGap) {
+			err = qs.renumber(q, r, e, err)
+		}
 		qs.mu.RUnlock()
 		qs.dirty[q] = struct{}{}
 		return err
@@ -132,8 +143,52 @@ func (qs *queueSet) Dispatch(r message.Record) error {
 	return nil
 }
 
-// Flush makes every queue appended since the last Flush durable.
+// renumber stores a record whose queue offset an earlier record of its
+// queue already has, or one past the queue's end (a gap). The writer never
+// hands out an offset twice or skips one, but a roll-over that failed
+// before roll-overs were made atomic left refused records in the log and
+// gave their offsets to the next ones, and a failed write could leave its
+// queue's next offset past the end. Such a record
+// goes to the end of its queue, like any new one, and its queue offset is
+// rewritten in the log to match, so that what consumers are served agrees
+// with the queue; the earlier record keeps its place (consumers may have
+// seen it). Replaying the rewritten log puts every record where this did.
+// A record the queue already holds further on, or one not past the queue's
+// last entry, is a real disagreement: cause is returned.
+func (qs *queueSet) renumber(q *consumequeue.Queue, r message.Record, e consumequeue.Entry, cause error) error {
+	if qs.clog == nil {
+		return cause
+	}
+	if _, last, ok := q.Last(); ok && e.Offset <= last.Offset {
+		return cause
+	}
+	from, to := r.QueueOffset(), q.MaxOffset()
+	if err := qs.clog.RewriteQueueOffset(r, to); err != nil {
+		return fmt.Errorf("store: renumber the record at %d: %w (after %w)", r.PhysicalOffset(), err, cause)
+	}
+	qs.rewrote = true
+	if err := q.Append(to, e); err != nil {
+		return err
+	}
+	if qs.renumbered == nil {
+		qs.renumbered = make(map[*consumequeue.Queue]int)
+	}
+	if qs.renumbered[q]++; qs.renumbered[q] == 1 {
+		qs.cfg.Logger.Warn("a record repeats a queue offset another record has, or skips offsets (left by a failed write of an older version); appending it at the end of the queue and rewriting its offset",
+			"topic", r.Topic(), "queue_id", r.QueueID(), "record_offset", from, "new_offset", to, "physical_offset", r.PhysicalOffset())
+	}
+	return nil
+}
+
+// Flush makes every queue appended since the last Flush durable (and
+// before them the queue offsets renumber rewrote in the log).
 func (qs *queueSet) Flush() error {
+	if qs.rewrote {
+		if err := qs.clog.SyncRewrites(); err != nil {
+			return err
+		}
+		qs.rewrote = false
+	}
 	var errs []error
 	for q := range qs.dirty {
 		if err := q.Flush(); err != nil && !errors.Is(err, consumequeue.ErrClosed) {

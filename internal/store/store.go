@@ -136,6 +136,7 @@ func (s *Store) open() error {
 	if err != nil {
 		return fmt.Errorf("store: open commit log: %w", err)
 	}
+	s.queues.clog = s.clog
 	end := s.clog.Written()
 	from := max(min(cp.Dispatched, end), s.clog.MinOffset())
 	if !rebuild {

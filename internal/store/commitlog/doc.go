@@ -37,6 +37,15 @@
 // under FlushSync it passes them to the writer. Close flushes what is held
 // and waits for a Flush in progress before it stops the writer.
 //
+// A roll-over does no I/O that can fail for lack of space: the writer
+// prepares (creates and preallocates) the next segment once the tail is
+// three quarters full, and writes a batch only once every segment it rolls
+// into is prepared. A batch is written whole or refused with nothing of it
+// in the log and none of its queue offsets used (see prepare.go). When the
+// next segment cannot be prepared (full disk), appends are refused at
+// admission with that error, which wraps vfs.ErrNoSpace, until a retry
+// succeeds.
+//
 // Under FlushSync a filler goroutine zero-fills the tail segment in place
 // ahead of the writer (see fill.go): an fdatasync after writing into blocks
 // that were only reserved must also commit their conversion, which costs

@@ -16,15 +16,17 @@ func wake(ch chan<- struct{}) {
 
 func (l *Log) tick() { wake(l.kick) }
 
-// currentTail returns the newest segment. Flusher side.
-func (l *Log) currentTail() *segment {
-	l.segMu.RLock()
-	defer l.segMu.RUnlock()
-	if len(l.segments) == 0 {
+// segmentBefore returns, with a reference, the segment holding the byte
+// before end (the segment to sync for the bytes below end, those before it
+// being synced when the writer rolled past them), or nil. Flusher side.
+func (l *Log) segmentBefore(end int64) *segment {
+	if end <= 0 {
 		return nil
 	}
-	s := l.segments[len(l.segments)-1]
-	s.refs.Add(1)
+	s, err := l.acquire(end - 1)
+	if err != nil {
+		return nil
+	}
 	return s
 }
 
@@ -46,7 +48,7 @@ func (l *Log) markFailed(err error) {
 // syncTo makes [.., end) durable by syncing tail (segments before it were
 // synced by syncSegments) and answers reqs.
 func (l *Log) syncTo(end int64, reqs []*request, tail *segment) {
-	// currentTail took a reference for async; the sync path passes the
+	// segmentBefore took a reference for async; the sync path passes the
 	// writer's tail, which stays listed while the writer runs.
 	var err error
 	if tail != nil {
@@ -143,6 +145,12 @@ func (l *Log) Close() error {
 		l.waitMu.Unlock()
 		close(l.quit)
 		l.wg.Wait()
+		if err := l.SyncRewrites(); err != nil {
+			l.markFailed(err)
+		}
+		l.wmu.Lock()
+		l.removeSpare()
+		l.wmu.Unlock()
 		l.segMu.Lock()
 		l.closeSegments()
 		l.segMu.Unlock()

@@ -224,6 +224,20 @@ type Log struct {
 	buf          []byte
 	tail         *segment
 	undo         []undoEntry
+	// spare holds the prepared segments after the tail, in order
+	// (prepare.go).
+	spare []*segment
+
+	// noSpace, when set, is the error appends are refused with because the
+	// next segment could not be prepared; spaceRetryAt (Unix ns) is when an
+	// append may try again (prepare.go).
+	noSpace      atomic.Pointer[error]
+	spaceRetryAt atomic.Int64
+	probe        atomic.Bool // an append was admitted to retry (admitSpace)
+
+	// Segments whose records' queue offsets recovery rewrote, to sync.
+	rewriteMu sync.Mutex
+	rewritten map[*segment]struct{}
 
 	// Flush-timeout sweeping of waiters (FlushSync).
 	waitMu  sync.Mutex
@@ -505,6 +519,11 @@ func (l *Log) check(r *request) error {
 	if l.busy.Load() {
 		return fmt.Errorf("%w: appends have waited over %v for the disk to sync; retry later or on another broker", ErrBusy, l.opts.BusyAfter)
 	}
+	if l.noSpace.Load() != nil {
+		if err := l.admitSpace(); err != nil {
+			return err
+		}
+	}
 	r.size = size
 	return nil
 }
@@ -688,7 +707,11 @@ func (l *Log) writer() {
 }
 
 // writeBatch places, encodes and writes one group of requests. It reports
-// whether it handed a sync job to the flusher.
+// whether it handed a sync job to the flusher. A request is either written
+// whole and answered once durable under the flush mode, or refused with
+// nothing of it left in the log: every segment the batch rolls into is
+// prepared first (reserveSegments), the written offset moves only once the
+// whole batch is written, and a failed write is undone (unwrite).
 func (l *Log) writeBatch(batch []*request) (synced bool) {
 	if l.failed.Load() {
 		for _, r := range batch {
@@ -696,31 +719,40 @@ func (l *Log) writeBatch(batch []*request) (synced bool) {
 		}
 		return
 	}
+	if l.probe.Load() {
+		l.retryForProbe()
+	}
+	start := l.written.Load()
+	if k, err := l.reserveSegments(batch, start); err != nil {
+		for _, r := range batch[k:] {
+			l.finish(r, Result{}, err)
+		}
+		if batch = batch[:k]; k == 0 {
+			return
+		}
+	}
 	now := l.opts.Clock.Now().UnixMilli()
-	pos := l.written.Load()
+	pos := start
 	bufStart := pos
 	l.buf = l.buf[:0]
 	l.undo = l.undo[:0]
+	tail := l.tail
 	var rolled []*segment
-	fail := func(err error) {
-		for _, u := range l.undo {
+	// fail refuses the batch after its bytes before end were written.
+	fail := func(err error, end int64) {
+		// Newest first, so that a queue ends at its offset before the batch.
+		for i := len(l.undo) - 1; i >= 0; i-- {
+			u := l.undo[i]
 			if u.had {
 				l.queueOffsets[u.key] = u.prev
 			} else {
 				delete(l.queueOffsets, u.key)
 			}
 		}
+		l.buf = l.buf[:0]
+		l.unwrite(start, end, tail)
 		for _, r := range batch {
 			l.finish(r, Result{}, err)
-		}
-		if len(rolled) > 0 {
-			// Segments that were filled still need their sync.
-			if l.syncc != nil {
-				l.syncc <- syncJob{end: l.written.Load(), segs: rolled}
-				synced = true
-			} else {
-				l.syncSegments(rolled)
-			}
 		}
 	}
 	for _, r := range batch {
@@ -734,20 +766,17 @@ func (l *Log) writeBatch(batch []*request) (synced bool) {
 				l.buf = grow(l.buf, blank)
 				message.EncodeBlank(l.buf[len(l.buf)-blank:], blank)
 				pos = segEnd
-				if err := l.flushBuf(bufStart); err != nil {
-					fail(err)
+				if n, err := l.flushBuf(bufStart); err != nil {
+					fail(err, bufStart+int64(n))
 					return
 				}
-				l.written.Store(pos)
-				if l.tail != nil {
-					rolled = append(rolled, l.tail)
-				}
+				rolled = append(rolled, l.tail)
 				l.tail = nil
 				bufStart = pos
 			}
 			if l.tail == nil {
-				if err := l.newSegment(pos); err != nil {
-					fail(err)
+				if err := l.activate(pos); err != nil {
+					fail(err, bufStart)
 					return
 				}
 			}
@@ -770,9 +799,14 @@ func (l *Log) writeBatch(batch []*request) (synced bool) {
 		}
 		r.res = Result{Offset: first, End: pos}
 	}
-	if err := l.flushBuf(bufStart); err != nil {
-		fail(err)
+	if n, err := l.flushBuf(bufStart); err != nil {
+		fail(err, bufStart+int64(n))
 		return
+	}
+	if l.opts.FlushMode == FlushAsync && len(rolled) > 0 {
+		// Before the new end is published: the flusher syncs only the
+		// segment the end lies in.
+		l.syncSegments(rolled)
 	}
 	l.written.Store(pos)
 	l.kickFill()
@@ -784,9 +818,7 @@ func (l *Log) writeBatch(batch []*request) (synced bool) {
 			l.finish(r, r.res, nil)
 		}
 		l.opts.OnDurable(pos)
-		if len(rolled) > 0 {
-			l.syncSegments(rolled)
-		}
+		l.prepareAhead(pos)
 		return
 	}
 	// The writer reuses batch at once; the flusher gets its own copy, from a
@@ -801,6 +833,8 @@ func (l *Log) writeBatch(batch []*request) (synced bool) {
 	}
 	l.waitMu.Unlock()
 	l.syncc <- syncJob{end: pos, reqs: reqs, reqsBuf: buf, segs: rolled, tail: l.tail}
+	// Prepared while the flusher syncs.
+	l.prepareAhead(pos)
 	return true
 }
 
@@ -816,14 +850,15 @@ func grow(b []byte, n int) []byte {
 // pageSize is the page size flushBuf rounds writes up to.
 const pageSize = 4096
 
-// flushBuf writes l.buf, which starts at log offset at, into the tail.
-func (l *Log) flushBuf(at int64) error {
+// flushBuf writes l.buf, which starts at log offset at, into the tail. On
+// failure it returns how many bytes it wrote.
+func (l *Log) flushBuf(at int64) (int, error) {
 	if len(l.buf) == 0 {
-		return nil
+		return 0, nil
 	}
 	s := l.tail
 	if s == nil {
-		return fmt.Errorf("commitlog: no segment for offset %d", at)
+		return 0, fmt.Errorf("commitlog: no segment for offset %d", at)
 	}
 	// Write whole pages: the bytes after the records are zeros on disk
 	// already, and a write that ends mid-page into a block that is written
@@ -835,44 +870,14 @@ func (l *Log) flushBuf(at int64) error {
 	l.buf = grow(l.buf, pad)
 	clear(l.buf[n:])
 	l.waitFill(at, at+int64(len(l.buf)))
-	if _, err := s.f.WriteAt(l.buf, at-s.start); err != nil {
-		// Undo a partial write so no half record is left for a later scan.
-		zero := make([]byte, len(l.buf))
-		s.f.WriteAt(zero, at-s.start)
+	if n, err := s.f.WriteAt(l.buf, at-s.start); err != nil {
+		// The caller undoes the write (unwrite), so that no part of it is
+		// left for a later scan.
 		l.buf = l.buf[:0]
-		return fmt.Errorf("commitlog: write segment %s: %w", s.name, err)
+		return n, fmt.Errorf("commitlog: write segment %s: %w", s.name, err)
 	}
 	l.buf = l.buf[:0]
-	return nil
-}
-
-// newSegment creates and preallocates the segment that starts at start and
-// makes it the tail.
-func (l *Log) newSegment(start int64) error {
-	name := SegmentName(start)
-	p := path.Join(l.dir, name)
-	f, err := l.fs.Create(p)
-	if err != nil {
-		return fmt.Errorf("commitlog: create segment %s: %w", name, err)
-	}
-	if err := f.Preallocate(l.opts.SegmentBytes); err != nil {
-		f.Close()
-		l.fs.Remove(p)
-		return fmt.Errorf("commitlog: preallocate segment %s: %w", name, err)
-	}
-	if err := l.fs.SyncDir(l.dir); err != nil {
-		f.Close()
-		l.fs.Remove(p)
-		return fmt.Errorf("commitlog: sync dir for segment %s: %w", name, err)
-	}
-	s := &segment{start: start, f: f, name: name}
-	s.refs.Store(1)
-	l.segMu.Lock()
-	l.segments = append(l.segments, s)
-	l.segMu.Unlock()
-	l.tail = s
-	l.fillInPlace(s)
-	return nil
+	return 0, nil
 }
 
 // flusher makes written bytes durable: under FlushSync it serves the
@@ -885,11 +890,13 @@ func (l *Log) flusher() {
 		for {
 			select {
 			case <-l.kick:
-				l.syncTo(l.written.Load(), nil, l.currentTail())
+				end := l.written.Load()
+				l.syncTo(end, nil, l.segmentBefore(end))
 				t = l.opts.Clock.AfterFunc(l.opts.FlushInterval, l.tick)
 			case <-l.writerDone:
 				t.Stop()
-				l.syncTo(l.written.Load(), nil, l.currentTail())
+				end := l.written.Load()
+				l.syncTo(end, nil, l.segmentBefore(end))
 				return
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"path"
 
 	"github.com/petrelmq/petrel/internal/message"
+	"github.com/petrelmq/petrel/internal/vfs"
 )
 
 // recover finds the end of the valid log, starting at RecoverFrom, and cuts
@@ -151,7 +152,26 @@ func (l *Log) cut(at int64, why string) (int64, error) {
 				return 0, fmt.Errorf("commitlog: cut segment %s: %w", s.name, err)
 			}
 			if err := s.f.Preallocate(l.opts.SegmentBytes); err != nil {
-				return 0, fmt.Errorf("commitlog: re-extend segment %s: %w", s.name, err)
+				if !errors.Is(err, vfs.ErrNoSpace) {
+					return 0, fmt.Errorf("commitlog: re-extend segment %s: %w", s.name, err)
+				}
+				// A full disk does not keep the store from opening.
+				if at == segStart {
+					// Nothing in it: the writer prepares it again when
+					// there is space.
+					s.release()
+					if err := l.fs.Remove(path.Join(l.dir, s.name)); err != nil {
+						return 0, fmt.Errorf("commitlog: remove segment %s after the cut: %w", s.name, err)
+					}
+					l.segments = l.segments[:n-1]
+					if err := l.fs.SyncDir(l.dir); err != nil {
+						return 0, fmt.Errorf("commitlog: sync dir: %w", err)
+					}
+					l.log.Warn("no space to re-extend the empty last segment; removed it", "segment", s.name, "err", err)
+					return at, nil
+				}
+				// Writes past its end fail until there is space again.
+				l.log.Warn("no space to re-extend the last segment after the cut; appends fail until space is freed", "segment", s.name, "err", err)
 			}
 			if err := s.f.Sync(); err != nil {
 				return 0, fmt.Errorf("commitlog: sync segment %s: %w", s.name, err)
