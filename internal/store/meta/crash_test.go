@@ -487,7 +487,7 @@ func crashRun(t *testing.T, compactBytes int64, crashAt, failAt int, r *rand.Ran
 	}
 	stateOf := func(s *Store) state { return state{s.Topics(), s.TopicsVersion()} }
 	states := []state{stateOf(s)} // after each change
-	acked := 0                        // index in states of the last acked one
+	acked := 0                    // index in states of the last acked one
 	var (
 		crashed *vfs.MemFS
 		allowed []state // states the crashed copy may hold
