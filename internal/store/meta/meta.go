@@ -198,8 +198,9 @@ func (s *Store) backgroundFlush() {
 
 // Close stops the background flush, waits for a running one, and writes
 // whatever is not durable yet: offsets changed since the last flush, and
-// topic or group changes whose write failed. It returns the write errors
-// (joined). After Close, PutTopic, DeleteTopic, PutGroup, DeleteGroup,
+// topic or group changes whose write failed; it folds the change logs into
+// topics.json and groups.json. It returns the write errors (joined); a
+// failed fold of changes that were durable in the log is only logged. After Close, PutTopic, DeleteTopic, PutGroup, DeleteGroup,
 // FlushOffsets and SyncOffsets return ErrClosed; the readers keep working on
 // the in-memory state, and CommitOffset and the offset deletions still change
 // it but are no longer persisted. Close is idempotent: later calls wait for
