@@ -472,6 +472,16 @@ func (s *Store) DeleteTopic(name string) error {
 	return s.topics.w.sync(context.Background(), seq)
 }
 
+// RemoveTopic is DeleteTopic that also reports whether the topic was there
+// (the check and the removal are one step).
+func (s *Store) RemoveTopic(name string) (existed bool, err error) {
+	if s.closed.Load() {
+		return false, ErrClosed
+	}
+	seq, existed := s.topics.del(s.clock.Now(), name)
+	return existed, s.topics.w.sync(context.Background(), seq)
+}
+
 // TopicsDurable reports whether every topic change made so far is durable.
 // A topic is visible to Topic as soon as PutTopic starts, before it is on
 // disk: a caller that must not act on a topic that a crash could take back

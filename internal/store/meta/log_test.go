@@ -276,6 +276,13 @@ func TestUpdateAndEnsureTopic(t *testing.T) {
 	if v := s.TopicsVersion().Counter; v != 3 {
 		t.Fatalf("version counter %d, want 3", v)
 	}
+	for i, want := range []bool{true, false} {
+		existed, err := s.RemoveTopic("B")
+		must(t, err)
+		if existed != want {
+			t.Fatalf("RemoveTopic #%d existed = %v, want %v", i, existed, want)
+		}
+	}
 }
 
 func TestOpenRejectsNegativeLogCompactBytes(t *testing.T) {
