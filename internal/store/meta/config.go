@@ -122,6 +122,13 @@ type configTable[T config[T]] struct {
 	// pending are the changes above w.durable, oldest first: what the next
 	// append writes to the log.
 	pending []pendingChange[T]
+	// changed are the keys stored or removed since sorted was built; when
+	// resort is set, sorted is rebuilt from m instead.
+	changed map[string]struct{}
+	resort  bool
+
+	sortMu sync.Mutex
+	sorted []T // every entry sorted by key, as of the last all(); guarded by sortMu
 
 	files tableFiles // used by the running write only (and Open, Close)
 	w     writer
@@ -133,29 +140,28 @@ func encodeConfig[T any](tableKey string, v DataVersion, m map[string]T) ([]byte
 	return json.Marshal(map[string]any{"dataVersion": v, tableKey: m})
 }
 
+// configFile is the layout of topics.json and groups.json for decoding: one
+// pass of encoding/json, the table under whichever of the two keys.
+type configFile[T any] struct {
+	DataVersion *DataVersion `json:"dataVersion"`
+	Topics      map[string]T `json:"topicConfigTable"`
+	Groups      map[string]T `json:"subscriptionGroupTable"`
+}
+
 func decodeConfig[T config[T]](tableKey string, data []byte) (DataVersion, map[string]T, error) {
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(data, &raw); err != nil {
+	var f configFile[T]
+	if err := json.Unmarshal(data, &f); err != nil {
 		return DataVersion{}, nil, err
 	}
-	rv, ok := raw["dataVersion"]
-	if !ok {
+	if f.DataVersion == nil {
 		return DataVersion{}, nil, fmt.Errorf("no dataVersion")
 	}
-	var v DataVersion
-	if err := json.Unmarshal(rv, &v); err != nil {
-		return DataVersion{}, nil, fmt.Errorf("dataVersion: %w", err)
+	m, other := f.Topics, f.Groups
+	if tableKey != "topicConfigTable" {
+		m, other = f.Groups, f.Topics
 	}
-	tab, ok := raw[tableKey]
-	if !ok {
+	if m == nil || other != nil {
 		return DataVersion{}, nil, fmt.Errorf("no %s", tableKey)
-	}
-	var m map[string]T
-	if err := json.Unmarshal(tab, &m); err != nil {
-		return DataVersion{}, nil, fmt.Errorf("%s: %w", tableKey, err)
-	}
-	if m == nil {
-		m = make(map[string]T)
 	}
 	for k, v := range m {
 		if k == "" || v.key() != k {
@@ -163,7 +169,7 @@ func decodeConfig[T config[T]](tableKey string, data []byte) (DataVersion, map[s
 		}
 		m[k] = v.own()
 	}
-	return v, m, nil
+	return *f.DataVersion, m, nil
 }
 
 // init sets up the table and its writer.
@@ -171,6 +177,7 @@ func (t *configTable[T]) init(s *Store, name, tableKey string, minLogBytes int64
 	t.tableKey = tableKey
 	t.log = s.log
 	t.m = make(map[string]T)
+	t.resort = true
 	t.files = tableFiles{fsys: s.fsys, dir: s.dir, name: name, minBytes: minLogBytes}
 	t.w = writer{name: name, write: t.write}
 }
@@ -328,6 +335,7 @@ func (t *configTable[T]) put(now time.Time, items []T) (uint64, bool) {
 		}
 		it = it.own()
 		t.m[it.key()] = it
+		t.markChanged(it.key())
 		stored = append(stored, it)
 	}
 	if len(stored) > 0 {
@@ -347,6 +355,7 @@ func (t *configTable[T]) putIfMissing(now time.Time, it T) (T, bool, uint64) {
 	}
 	it = it.own()
 	t.m[it.key()] = it
+	t.markChanged(it.key())
 	t.bump(now, change[T]{Put: []T{it}})
 	return it, true, t.seq
 }
@@ -359,6 +368,7 @@ func (t *configTable[T]) del(now time.Time, name string) (uint64, bool) {
 	_, ok := t.m[name]
 	if ok {
 		delete(t.m, name)
+		t.markChanged(name)
 		t.bump(now, change[T]{Delete: name})
 	}
 	return t.seq, ok
@@ -379,15 +389,66 @@ func (t *configTable[T]) get(name string) (T, bool) {
 	return v, ok
 }
 
-func (t *configTable[T]) all() []T {
-	t.mu.RLock()
-	out := make([]T, 0, len(t.m))
-	for _, v := range t.m {
-		out = append(out, v)
+// markChanged notes that key was stored or removed, for all; t.mu must be
+// held. Past a quarter of the table, a full sort is cheaper than the merge.
+func (t *configTable[T]) markChanged(key string) {
+	if t.resort {
+		return
 	}
-	t.mu.RUnlock()
-	slices.SortFunc(out, func(a, b T) int { return strings.Compare(a.key(), b.key()) })
-	return out
+	if t.changed == nil {
+		t.changed = make(map[string]struct{})
+	}
+	t.changed[key] = struct{}{}
+	if len(t.changed) > 64+len(t.m)/4 {
+		t.resort, t.changed = true, nil
+	}
+}
+
+// all returns every entry sorted by key, in a new slice, and the version of
+// that state. It keeps the sorted table between calls and merges in the
+// entries changed since, so a call after a few changes costs O(entries)
+// copies and no sort of the whole table.
+func (t *configTable[T]) all() ([]T, DataVersion) {
+	t.sortMu.Lock()
+	defer t.sortMu.Unlock()
+	t.mu.Lock()
+	v, resort, changed := t.version, t.resort, t.changed
+	t.resort, t.changed = false, nil
+	var fresh []T
+	if resort {
+		fresh = make([]T, 0, len(t.m))
+		for _, e := range t.m {
+			fresh = append(fresh, e)
+		}
+	} else {
+		for k := range changed {
+			if e, ok := t.m[k]; ok {
+				fresh = append(fresh, e)
+			}
+		}
+	}
+	t.mu.Unlock()
+	byKey := func(a, b T) int { return strings.Compare(a.key(), b.key()) }
+	slices.SortFunc(fresh, byKey)
+	switch {
+	case resort:
+		t.sorted = fresh
+	case len(changed) > 0:
+		merged := make([]T, 0, len(t.sorted)+len(fresh))
+		i := 0
+		for _, e := range t.sorted {
+			if _, ok := changed[e.key()]; ok {
+				continue // replaced or removed
+			}
+			for i < len(fresh) && fresh[i].key() < e.key() {
+				merged = append(merged, fresh[i])
+				i++
+			}
+			merged = append(merged, e)
+		}
+		t.sorted = append(merged, fresh[i:]...)
+	}
+	return slices.Clone(t.sorted), v
 }
 
 func (t *configTable[T]) dataVersion() DataVersion {
@@ -511,7 +572,14 @@ func (s *Store) Topic(name string) (Topic, bool) { return s.topics.get(name) }
 
 // Topics returns every topic config sorted by name, in a new slice (whose
 // Attributes maps must not be modified).
-func (s *Store) Topics() []Topic { return s.topics.all() }
+func (s *Store) Topics() []Topic {
+	ts, _ := s.topics.all()
+	return ts
+}
+
+// TopicsAndVersion returns Topics and the TopicsVersion of that same state,
+// read together.
+func (s *Store) TopicsAndVersion() ([]Topic, DataVersion) { return s.topics.all() }
 
 // TopicsVersion returns the version of the topic table; it changes with
 // every topic change and is persisted with the table.
@@ -545,7 +613,10 @@ func (s *Store) DeleteGroup(name string) error {
 func (s *Store) Group(name string) (Group, bool) { return s.groups.get(name) }
 
 // Groups returns every group config sorted by name, in a new slice.
-func (s *Store) Groups() []Group { return s.groups.all() }
+func (s *Store) Groups() []Group {
+	gs, _ := s.groups.all()
+	return gs
+}
 
 // GroupsVersion returns the version of the group table (see TopicsVersion).
 func (s *Store) GroupsVersion() DataVersion { return s.groups.dataVersion() }

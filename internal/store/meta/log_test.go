@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"math/rand"
 	"path"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -289,5 +292,40 @@ func TestOpenRejectsNegativeLogCompactBytes(t *testing.T) {
 	_, err := Open(vfs.NewMem(), testDir, Options{LogCompactBytes: -1})
 	if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "LogCompactBytes") {
 		t.Fatalf("Open: %v", err)
+	}
+}
+
+// TestTopicsStaySortedAcrossChanges checks the sorted table that Topics
+// keeps between calls against a fresh sort of the map, through random puts,
+// deletes and batches of every size (a few changes are merged, many make a
+// full sort), and that the version comes with the same state.
+func TestTopicsStaySortedAcrossChanges(t *testing.T) {
+	r := rand.New(rand.NewSource(1))
+	s := openT(t, vfs.NewMem(), clock.NewManual(epoch))
+	defer s.Close()
+	want := map[string]Topic{}
+	for round := range 300 {
+		for range r.Intn([]int{1, 5, 50, 400}[r.Intn(4)]) {
+			name := fmt.Sprintf("t%04d", r.Intn(500))
+			if r.Intn(3) == 0 {
+				must(t, s.DeleteTopic(name))
+				delete(want, name)
+				continue
+			}
+			tp := topic(name, int32(1+r.Intn(8)))
+			must(t, s.PutTopic(tp))
+			want[name] = tp
+		}
+		got, v := s.TopicsAndVersion()
+		exp := slices.SortedFunc(maps.Values(want), func(a, b Topic) int { return strings.Compare(a.Name, b.Name) })
+		if !reflect.DeepEqual(got, exp) {
+			t.Fatalf("round %d: Topics() has %d entries, want %d:\n%+v\nwant %+v", round, len(got), len(exp), got, exp)
+		}
+		if v != s.TopicsVersion() {
+			t.Fatalf("round %d: version %+v, want %+v", round, v, s.TopicsVersion())
+		}
+		if len(got) > 0 {
+			got[0].Name = "scribbled" // the caller owns the slice
+		}
 	}
 }
