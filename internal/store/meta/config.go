@@ -404,10 +404,17 @@ func (t *configTable[T]) markChanged(key string) {
 	}
 }
 
+// keyed is a changed key and its entry, if it is still there.
+type keyed[T any] struct {
+	key   string
+	entry T
+	ok    bool
+}
+
 // all returns every entry sorted by key, in a new slice, and the version of
 // that state. It keeps the sorted table between calls and merges in the
-// entries changed since, so a call after a few changes costs O(entries)
-// copies and no sort of the whole table.
+// entries changed since, so a call after a few changes costs a copy of the
+// table and no sort or hashing of all of it.
 func (t *configTable[T]) all() ([]T, DataVersion) {
 	t.sortMu.Lock()
 	defer t.sortMu.Unlock()
@@ -415,39 +422,46 @@ func (t *configTable[T]) all() ([]T, DataVersion) {
 	v, resort, changed := t.version, t.resort, t.changed
 	t.resort, t.changed = false, nil
 	var fresh []T
+	var edits []keyed[T]
 	if resort {
 		fresh = make([]T, 0, len(t.m))
 		for _, e := range t.m {
 			fresh = append(fresh, e)
 		}
 	} else {
+		edits = make([]keyed[T], 0, len(changed))
 		for k := range changed {
-			if e, ok := t.m[k]; ok {
-				fresh = append(fresh, e)
-			}
+			e, ok := t.m[k]
+			edits = append(edits, keyed[T]{k, e, ok})
 		}
 	}
 	t.mu.Unlock()
-	byKey := func(a, b T) int { return strings.Compare(a.key(), b.key()) }
-	slices.SortFunc(fresh, byKey)
-	switch {
-	case resort:
+	if resort {
+		slices.SortFunc(fresh, func(a, b T) int { return strings.Compare(a.key(), b.key()) })
 		t.sorted = fresh
-	case len(changed) > 0:
-		merged := make([]T, 0, len(t.sorted)+len(fresh))
-		i := 0
-		for _, e := range t.sorted {
-			if _, ok := changed[e.key()]; ok {
-				continue // replaced or removed
-			}
-			for i < len(fresh) && fresh[i].key() < e.key() {
-				merged = append(merged, fresh[i])
-				i++
-			}
-			merged = append(merged, e)
-		}
-		t.sorted = append(merged, fresh[i:]...)
+		return slices.Clone(t.sorted), v
 	}
+	if len(edits) == 0 {
+		return slices.Clone(t.sorted), v
+	}
+	slices.SortFunc(edits, func(a, b keyed[T]) int { return strings.Compare(a.key, b.key) })
+	old := t.sorted
+	merged := make([]T, 0, len(old)+len(edits))
+	pos := 0
+	for _, c := range edits {
+		// Copy the run of unchanged entries before c.key, drop the entry
+		// it replaces or removes, put the new one.
+		j, found := slices.BinarySearchFunc(old[pos:], c.key, func(e T, k string) int { return strings.Compare(e.key(), k) })
+		merged = append(merged, old[pos:pos+j]...)
+		pos += j
+		if found {
+			pos++
+		}
+		if c.ok {
+			merged = append(merged, c.entry)
+		}
+	}
+	t.sorted = append(merged, old[pos:]...)
 	return slices.Clone(t.sorted), v
 }
 
