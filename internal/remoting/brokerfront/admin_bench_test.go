@@ -2,7 +2,9 @@ package brokerfront_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"sync"
@@ -14,6 +16,7 @@ import (
 	"github.com/petrelmq/petrel/internal/daemon"
 	"github.com/petrelmq/petrel/internal/namesrv"
 	"github.com/petrelmq/petrel/internal/remoting"
+	"github.com/petrelmq/petrel/internal/remoting/brokerfront"
 	"github.com/petrelmq/petrel/internal/store"
 	"github.com/petrelmq/petrel/internal/vfs"
 )
@@ -38,32 +41,73 @@ func envInt(b *testing.B, name string, def int) int {
 //
 //	go test -run '^$' -bench CreateTopics -benchtime 1x ./internal/remoting/brokerfront/
 //
-// PETREL_BENCH_TOPICS (default 10000) sets the number of topics and
-// PETREL_BENCH_INFLIGHT (default 256) the requests in flight.
-// "no-namesrv" measures the broker alone; "namesrv" with a name server the
-// broker registers every change with.
+// PETREL_BENCH_TOPICS (default 10000) sets the number of topics,
+// PETREL_BENCH_INFLIGHT (default 256) the requests in flight and
+// PETREL_BENCH_CONNS (default 1) the client connections they are spread
+// over (the server runs at most 256 requests of one connection at once).
+// "front" is the remoting front over the broker and its store, with no
+// topic hook; "daemon" the daemon's broker with no name server (its hook
+// hands the whole topic table to the registrar after each batch of
+// changes); "daemon-namesrv" with a name server it registers with.
 func BenchmarkCreateTopics(b *testing.B) {
 	n := envInt(b, "PETREL_BENCH_TOPICS", 10000)
 	inflight := envInt(b, "PETREL_BENCH_INFLIGHT", 256)
-	for _, withNS := range []bool{false, true} {
-		name := "no-namesrv"
-		if withNS {
-			name = "namesrv"
-		}
-		b.Run(name, func(b *testing.B) {
+	conns := envInt(b, "PETREL_BENCH_CONNS", 1)
+	for _, mode := range []string{"front", "daemon", "daemon-namesrv"} {
+		b.Run(mode, func(b *testing.B) {
 			for b.Loop() {
-				createTopicsAndRestart(b, n, inflight, withNS)
+				createTopicsAndRestart(b, mode, n, inflight, conns)
 			}
 		})
 	}
 }
 
-func createTopicsAndRestart(b *testing.B, n, inflight int, withNS bool) {
+// benchBroker is a broker being measured: a daemon's or a bare front's.
+type benchBroker struct {
+	addr   string
+	topics func() int
+	close  func() error
+}
+
+func startBenchBroker(b *testing.B, mode string, cfg daemon.BrokerConfig) *benchBroker {
+	if mode != "front" {
+		d, err := daemon.StartBroker(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return &benchBroker{addr: d.Addr().String(), topics: func() int { return len(d.Core().Topics()) }, close: d.Close}
+	}
+	st, err := store.Open(cfg.Store)
+	if err != nil {
+		b.Fatal(err)
+	}
+	br, err := broker.New(st, cfg.Broker)
+	if err != nil {
+		b.Fatal(err)
+	}
+	front := brokerfront.New(br, brokerfront.Options{})
+	srv := remoting.NewServer(remoting.ServerOptions{OnConnClose: front.ConnClosed})
+	front.Register(srv)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	return &benchBroker{addr: ln.Addr().String(), topics: func() int { return len(br.Topics()) }, close: func() error {
+		br.Close()
+		err := srv.Close()
+		<-done
+		return errors.Join(err, st.Close())
+	}}
+}
+
+func createTopicsAndRestart(b *testing.B, mode string, n, inflight, conns int) {
 	dir := b.TempDir()
 	cfg := daemon.BrokerConfig{Store: store.DefaultConfig(dir), Broker: broker.DefaultConfig(), Listen: "127.0.0.1:0"}
 	cfg.Store.FS = vfs.OS
 	cfg.Broker.BrokerName, cfg.Broker.ClusterName = "broker-a", "DefaultCluster"
-	if withNS {
+	if mode == "daemon-namesrv" {
 		ns, err := daemon.StartNameServer("127.0.0.1:0", namesrv.Options{})
 		if err != nil {
 			b.Fatal(err)
@@ -71,13 +115,12 @@ func createTopicsAndRestart(b *testing.B, n, inflight int, withNS bool) {
 		defer ns.Close()
 		cfg.NameServers = []string{ns.Addr().String()}
 	}
-	d, err := daemon.StartBroker(cfg)
-	if err != nil {
-		b.Fatal(err)
+	d := startBenchBroker(b, mode, cfg)
+	clients := make([]*remoting.Client, conns)
+	for i := range clients {
+		clients[i] = remoting.NewClient(remoting.ClientOptions{})
+		defer clients[i].Close()
 	}
-	addr := d.Addr().String()
-	cl := remoting.NewClient(remoting.ClientOptions{})
-	defer cl.Close()
 
 	start := time.Now()
 	var (
@@ -85,7 +128,8 @@ func createTopicsAndRestart(b *testing.B, n, inflight int, withNS bool) {
 		failed atomic.Int64
 		wg     sync.WaitGroup
 	)
-	for range inflight {
+	for w := range inflight {
+		cl := clients[w%conns]
 		wg.Go(func() {
 			for {
 				i := next.Add(1) - 1
@@ -97,7 +141,7 @@ func createTopicsAndRestart(b *testing.B, n, inflight int, withNS bool) {
 					"perm": "6", "topicFilterType": "SINGLE_TAG", "topicSysFlag": "0", "order": "false",
 				}, nil)
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-				resp, err := cl.Invoke(ctx, addr, req)
+				resp, err := cl.Invoke(ctx, d.addr, req)
 				cancel()
 				if err != nil || resp.Code != 0 {
 					if failed.Add(1) == 1 {
@@ -112,28 +156,26 @@ func createTopicsAndRestart(b *testing.B, n, inflight int, withNS bool) {
 	if f := failed.Load(); f > 0 {
 		b.Fatalf("%d of %d creates failed", f, n)
 	}
-	if got := len(d.Core().Topics()); got < n {
+	if got := d.topics(); got < n {
 		b.Fatalf("%d topics after %d creates", got, n)
 	}
 	b.ReportMetric(took.Seconds(), "create-s")
 	b.ReportMetric(float64(n)/took.Seconds(), "topics/s")
 
 	closeStart := time.Now()
-	if err := d.Close(); err != nil {
+	if err := d.close(); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportMetric(time.Since(closeStart).Seconds(), "close-s")
 
 	restart := time.Now()
-	d, err = daemon.StartBroker(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ReportMetric(time.Since(restart).Seconds(), "restart-s")
-	defer d.Close()
-	if got := len(d.Core().Topics()); got < n {
+	d = startBenchBroker(b, mode, cfg)
+	restarted := time.Since(restart)
+	b.ReportMetric(restarted.Seconds(), "restart-s")
+	defer d.close()
+	if got := d.topics(); got < n {
 		b.Fatalf("%d topics after the restart, want %d", got, n)
 	}
-	b.Logf("%d topics, %d in flight, name server %v: created in %v, restarted in %v",
-		n, inflight, withNS, took.Round(time.Millisecond), time.Since(restart).Round(time.Millisecond))
+	b.Logf("%s: %d topics, %d in flight over %d connections: created in %v, restarted in %v",
+		mode, n, inflight, conns, took.Round(time.Millisecond), restarted.Round(time.Millisecond))
 }
