@@ -31,9 +31,11 @@ type Broker struct {
 	changeHooks   []func(TopicChange)
 	consumerHooks []func(group string, conns []uint64)
 	groupHooks    []func(group string)
+	topicRuns     hookRuns
 
-	// topicMu serialises create-if-missing of topics and groups, so two
-	// concurrent sends auto-create a topic once, with one queue count.
+	// topicMu serialises create-if-missing of groups, so two concurrent
+	// heartbeats create a group once. (Topics need no lock: the meta store's
+	// EnsureTopic and UpdateTopic check and change in one step.)
 	topicMu sync.Mutex
 	sendSeq atomic.Uint32 // queue choice for sends without a queue id
 
@@ -150,8 +152,12 @@ func (b *Broker) errClosed() *Error {
 // OnTopicsChanged registers fn, called after a topic is created, changed or
 // deleted (by CreateTopic, DeleteTopic, auto-creation on send or the
 // %RETRY% topic a heartbeat creates), once the change is durable. fn runs
-// on the caller's goroutine with no broker lock held; it must not block for
-// long.
+// on the goroutine of one of the changing callers with no broker lock held;
+// it must not block for long. Runs are never concurrent, and are shared: a
+// change returns after a run that began after it ended, and all the
+// changes that end while one run is under way share the next run. (A hook
+// that reads the whole topic table thus costs O(topics) per batch of
+// concurrent changes, not per change.)
 func (b *Broker) OnTopicsChanged(fn func()) {
 	b.hooksMu.Lock()
 	defer b.hooksMu.Unlock()
@@ -173,10 +179,13 @@ func (b *Broker) OnConsumerIDsChanged(fn func(group string, conns []uint64)) {
 	b.consumerHooks = append(b.consumerHooks, fn)
 }
 
-// topicsChanged runs the topic hooks after a change of topic name.
+// topicsChanged runs the hooks after a change of topic name has become
+// durable: the OnTopicChanged hooks with that change, then the
+// OnTopicsChanged hooks, or a wait for a run of them that begins after this
+// call (see OnTopicsChanged).
 func (b *Broker) topicsChanged(name string) {
 	b.hooksMu.Lock()
-	hooks, changeHooks := b.topicHooks, b.changeHooks
+	changeHooks := b.changeHooks
 	b.hooksMu.Unlock()
 	if len(changeHooks) > 0 {
 		t, ok, v := b.meta.TopicAt(name)
@@ -185,9 +194,58 @@ func (b *Broker) topicsChanged(name string) {
 			fn(c)
 		}
 	}
+	r := &b.topicRuns
+	r.mu.Lock()
+	want := r.started + 1 // the first run that starts after this call
+	for r.finished < want {
+		if r.running {
+			done := r.done
+			r.waiting++
+			r.mu.Unlock()
+			<-done
+			r.mu.Lock()
+			r.waiting--
+			continue
+		}
+		r.running = true
+		r.started++
+		run, done := r.started, make(chan struct{})
+		r.done = done
+		r.mu.Unlock()
+		b.runTopicHooks(run, done)
+		r.mu.Lock()
+	}
+	r.mu.Unlock()
+}
+
+// runTopicHooks runs the OnTopicsChanged hooks as run number run, and marks it ended even
+// if a hook panics (a front that recovers must not leave later changes
+// waiting for it).
+func (b *Broker) runTopicHooks(run uint64, done chan struct{}) {
+	r := &b.topicRuns
+	defer func() {
+		r.mu.Lock()
+		r.running = false
+		r.finished = run
+		close(done)
+		r.mu.Unlock()
+	}()
+	b.hooksMu.Lock()
+	hooks := b.topicHooks
+	b.hooksMu.Unlock()
 	for _, fn := range hooks {
 		fn()
 	}
+}
+
+// hookRuns numbers the runs of the topic hooks, for topicsChanged.
+type hookRuns struct {
+	mu       sync.Mutex
+	running  bool
+	done     chan struct{} // closed when the running run ends
+	started  uint64        // runs begun
+	finished uint64        // the number of the last run that ended
+	waiting  int           // callers parked on done (tests watch it)
 }
 
 type idsChange struct {

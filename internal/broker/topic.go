@@ -5,8 +5,6 @@ package broker
 // TBW102 template) and heartbeat (%RETRY%<group>).
 
 import (
-	"maps"
-
 	"github.com/petrelmq/petrel/internal/message"
 	"github.com/petrelmq/petrel/internal/store/meta"
 )
@@ -62,14 +60,10 @@ func (b *Broker) CreateTopic(t meta.Topic) error {
 	if t.TopicFilterType == "" {
 		t.TopicFilterType = "SINGLE_TAG"
 	}
-	b.topicMu.Lock()
-	old, existed := b.meta.Topic(t.Name)
-	changed := !existed || !sameTopic(old, t)
-	var err error
-	if changed {
-		err = b.meta.PutTopic(t)
-	}
-	b.topicMu.Unlock()
+	// The meta store compares and stores in one step and shares its file
+	// writes among concurrent creates: no lock here, so a create costs an
+	// append to the change log shared with the others in flight.
+	changed, err := b.meta.UpdateTopic(t)
 	if err != nil {
 		return errorf(KindSystemError, err, "storing topic %q failed; retry", t.Name)
 	}
@@ -80,21 +74,12 @@ func (b *Broker) CreateTopic(t meta.Topic) error {
 	return nil
 }
 
-func sameTopic(a, b meta.Topic) bool {
-	return a.Name == b.Name && a.ReadQueueNums == b.ReadQueueNums && a.WriteQueueNums == b.WriteQueueNums &&
-		a.Perm == b.Perm && a.TopicFilterType == b.TopicFilterType && a.TopicSysFlag == b.TopicSysFlag &&
-		a.Order == b.Order && maps.Equal(a.Attributes, b.Attributes)
-}
-
 // DeleteTopic removes a topic's config, its consume queues and every
 // group's offsets on it (its records stay in the commit log until
 // retention). Deleting a missing topic is not an error. Pulls parked on the
 // topic are answered at their timeout.
 func (b *Broker) DeleteTopic(name string) error {
-	b.topicMu.Lock()
-	_, existed := b.meta.Topic(name)
-	err := b.meta.DeleteTopic(name)
-	b.topicMu.Unlock()
+	existed, err := b.meta.RemoveTopic(name)
 	if err != nil {
 		return errorf(KindSystemError, err, "deleting topic %q failed; retry", name)
 	}
@@ -131,18 +116,12 @@ func (b *Broker) ensureTopic(t meta.Topic) (meta.Topic, error) {
 	if cur, ok := b.meta.Topic(t.Name); ok {
 		return cur, nil
 	}
-	b.topicMu.Lock()
-	cur, ok := b.meta.Topic(t.Name)
-	var err error
-	if !ok {
-		cur = t
-		err = b.meta.PutTopic(t)
-	}
-	b.topicMu.Unlock()
+	// Of concurrent callers exactly one creates (and runs the hooks).
+	cur, created, err := b.meta.EnsureTopic(t)
 	if err != nil {
 		return meta.Topic{}, errorf(KindSystemError, err, "creating topic %q failed; retry", t.Name)
 	}
-	if !ok {
+	if created {
 		b.log.Info("topic created", "topic", t.Name, "queues", t.WriteQueueNums, "perm", t.Perm)
 		b.topicsChanged(t.Name)
 	}

@@ -2,8 +2,11 @@ package broker
 
 import (
 	"fmt"
+	"maps"
 	"sync"
 	"testing"
+
+	"github.com/petrelmq/petrel/internal/store/meta"
 )
 
 // TestOnTopicChangedCarriesTheTopicAtItsVersion: creates, a change and a
@@ -62,4 +65,10 @@ func TestOnTopicChangedCarriesTheTopicAtItsVersion(t *testing.T) {
 	if v := e.b.TopicsVersion(); got["H00"].Version != v {
 		t.Fatalf("the delete came last at %+v, the table is at %+v", got["H00"].Version, v)
 	}
+}
+
+func sameTopic(a, b meta.Topic) bool {
+	return a.Name == b.Name && a.ReadQueueNums == b.ReadQueueNums && a.WriteQueueNums == b.WriteQueueNums &&
+		a.Perm == b.Perm && a.TopicFilterType == b.TopicFilterType && a.TopicSysFlag == b.TopicSysFlag &&
+		a.Order == b.Order && maps.Equal(a.Attributes, b.Attributes)
 }

@@ -3,13 +3,18 @@ package meta
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
+	"path"
 	"reflect"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/petrelmq/petrel/internal/vfs"
 )
 
 // Topic permission bits (Topic.Perm), as in RocketMQ's PermName.
@@ -171,17 +176,29 @@ type config[T any] interface {
 	same(T) bool
 }
 
-// configTable is the in-memory table of one config kind plus the writer of
-// its file.
+// configTable is the in-memory table of one config kind plus its files: a
+// snapshot and a change log (see the package doc).
 type configTable[T config[T]] struct {
 	tableKey string // JSON name of the table in the file
+	log      *slog.Logger
 
 	mu      sync.RWMutex
 	m       map[string]T
 	version DataVersion
-	seq     uint64 // changes made; the file holds changes ≤ w.durable
+	seq     uint64 // changes made; the files hold changes ≤ w.durable
+	// pending are the changes above w.durable, oldest first: what the next
+	// append writes to the log.
+	pending []pendingChange[T]
+	// changed are the keys stored or removed since sorted was built; when
+	// resort is set, sorted is rebuilt from m instead.
+	changed map[string]struct{}
+	resort  bool
 
-	w writer
+	sortMu sync.Mutex
+	sorted []T // every entry sorted by key, as of the last all(); guarded by sortMu
+
+	files tableFiles // used by the running write only (and Open, Close)
+	w     writer
 }
 
 // encodeConfig writes the layout of topics.json and groups.json; only the
@@ -190,29 +207,28 @@ func encodeConfig[T any](tableKey string, v DataVersion, m map[string]T) ([]byte
 	return json.Marshal(map[string]any{"dataVersion": v, tableKey: m})
 }
 
+// configFile is the layout of topics.json and groups.json for decoding: one
+// pass of encoding/json, the table under whichever of the two keys.
+type configFile[T any] struct {
+	DataVersion *DataVersion `json:"dataVersion"`
+	Topics      map[string]T `json:"topicConfigTable"`
+	Groups      map[string]T `json:"subscriptionGroupTable"`
+}
+
 func decodeConfig[T config[T]](tableKey string, data []byte) (DataVersion, map[string]T, error) {
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(data, &raw); err != nil {
+	var f configFile[T]
+	if err := json.Unmarshal(data, &f); err != nil {
 		return DataVersion{}, nil, err
 	}
-	rv, ok := raw["dataVersion"]
-	if !ok {
+	if f.DataVersion == nil {
 		return DataVersion{}, nil, fmt.Errorf("no dataVersion")
 	}
-	var v DataVersion
-	if err := json.Unmarshal(rv, &v); err != nil {
-		return DataVersion{}, nil, fmt.Errorf("dataVersion: %w", err)
+	m, other := f.Topics, f.Groups
+	if tableKey != "topicConfigTable" {
+		m, other = f.Groups, f.Topics
 	}
-	tab, ok := raw[tableKey]
-	if !ok {
+	if m == nil || other != nil {
 		return DataVersion{}, nil, fmt.Errorf("no %s", tableKey)
-	}
-	var m map[string]T
-	if err := json.Unmarshal(tab, &m); err != nil {
-		return DataVersion{}, nil, fmt.Errorf("%s: %w", tableKey, err)
-	}
-	if m == nil {
-		m = make(map[string]T)
 	}
 	for k, v := range m {
 		if k == "" || v.key() != k {
@@ -220,70 +236,217 @@ func decodeConfig[T config[T]](tableKey string, data []byte) (DataVersion, map[s
 		}
 		m[k] = v.own()
 	}
-	return v, m, nil
+	return *f.DataVersion, m, nil
 }
 
 // init sets up the table and its writer.
-func (t *configTable[T]) init(s *Store, name, tableKey string) {
+func (t *configTable[T]) init(s *Store, name, tableKey string, minLogBytes int64) {
 	t.tableKey = tableKey
+	t.log = s.log
 	t.m = make(map[string]T)
-	t.w = writer{fsys: s.fsys, dir: s.dir, name: name, snapshot: t.snapshot}
+	t.resort = true
+	t.files = tableFiles{fsys: s.fsys, dir: s.dir, name: name, minBytes: minLogBytes}
+	t.w = writer{name: name, write: t.write}
 }
 
-// load reads the table from data.
-func (t *configTable[T]) load(data []byte) error {
-	v, m, err := decodeConfig[T](t.tableKey, data)
+// open loads the snapshot file, then replays the change log over it and
+// keeps the log open for appends.
+func (t *configTable[T]) open() error {
+	p := path.Join(t.files.dir, t.files.name)
+	data, ok, err := vfs.ReadFile(t.files.fsys, p)
+	if err != nil {
+		return fmt.Errorf("meta: %w", err)
+	}
+	if ok {
+		v, m, err := decodeConfig[T](t.tableKey, data)
+		if err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrCorrupt, p, err)
+		}
+		t.version, t.m = v, m
+		t.files.snapBytes = int64(len(data))
+	}
+	logData, err := t.files.openLog()
 	if err != nil {
 		return err
 	}
-	t.version, t.m = v, m
+	if t.files.log == nil {
+		return nil
+	}
+	v, good, err := replay(logData, t.version, t.m)
+	if err != nil {
+		t.files.close()
+		return fmt.Errorf("%w: %s: %w", ErrCorrupt, t.files.logPath(), err)
+	}
+	t.version = v
+	t.files.logSize = int64(good)
+	if good < len(logData) {
+		// An append a crash cut short: never acknowledged. The first write
+		// rewrites the snapshot and empties the log instead of appending
+		// after the tear.
+		t.files.compact = true
+		t.log.Info("ignoring the unfinished end of a meta change log", "file", t.files.logPath(),
+			"good_bytes", good, "ignored_bytes", len(logData)-good)
+	}
 	return nil
 }
 
-func (t *configTable[T]) snapshot() (uint64, func() ([]byte, error)) {
+// write is the writer's write: it appends the pending changes to the log,
+// or rewrites the snapshot when the log has grown as large as it (or must
+// not be appended to).
+func (t *configTable[T]) write() (uint64, error) {
+	t.mu.RLock()
+	seq, pend := t.seq, t.pending
+	t.mu.RUnlock()
+	f := &t.files
+	if f.closed {
+		return seq, ErrClosed
+	}
+	if len(pend) == 0 {
+		return seq, nil
+	}
+	if !f.compact && f.log != nil {
+		buf := f.buf[:0]
+		for _, p := range pend {
+			payload, err := json.Marshal(p.c)
+			if err != nil {
+				return seq, fmt.Errorf("meta: encode a change of %s: %w", f.name, err)
+			}
+			buf = appendRecord(buf, payload)
+		}
+		f.buf = buf
+		if cap(f.buf) > 1<<20 {
+			f.buf = nil // do not keep a large burst's buffer
+		}
+		if !f.shouldCompact(len(buf)) {
+			err := f.appendChanges(buf)
+			if err == nil {
+				t.trim(seq)
+			}
+			return seq, err
+		}
+	}
+	return t.compactNow()
+}
+
+// compactNow writes the whole table as the snapshot and empties the log.
+func (t *configTable[T]) compactNow() (uint64, error) {
 	t.mu.RLock()
 	seq, v, m := t.seq, t.version, maps.Clone(t.m)
 	t.mu.RUnlock()
 	// Values are never modified once stored (own copies their maps), so the
 	// shallow clone is a stable snapshot.
-	return seq, func() ([]byte, error) { return encodeConfig(t.tableKey, v, m) }
+	data, err := encodeConfig(t.tableKey, v, m)
+	if err != nil {
+		return seq, fmt.Errorf("meta: encode %s: %w", t.files.name, err)
+	}
+	resetErr, err := t.files.replaceSnapshot(data)
+	if err != nil {
+		return seq, err
+	}
+	if resetErr != nil {
+		// The snapshot holds every change: nothing is lost, the next
+		// write compacts again.
+		t.log.Warn("emptying a meta change log failed; the next change rewrites the table", "err", resetErr)
+	}
+	t.trim(seq)
+	return seq, nil
+}
+
+// trim drops the pending changes ≤ seq, now durable.
+func (t *configTable[T]) trim(seq uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	i := 0
+	for i < len(t.pending) && t.pending[i].seq <= seq {
+		i++
+	}
+	n := copy(t.pending, t.pending[i:])
+	clear(t.pending[n:])
+	t.pending = t.pending[:n]
+}
+
+// closeFiles makes every change durable and, if the log holds records,
+// folds them into the snapshot, so a cleanly closed table is one file. It
+// returns the error of a failed write only if changes were not durable
+// before; a failed fold is logged (the log still holds the changes).
+func (t *configTable[T]) closeFiles() error {
+	var wasDirty bool
+	err := t.w.exclusive(func() (uint64, error) {
+		t.mu.RLock()
+		seq := t.seq
+		t.mu.RUnlock()
+		wasDirty = seq > t.w.durableSeq()
+		if t.files.closed || !wasDirty && t.files.logSize == 0 && !t.files.compact {
+			return seq, nil
+		}
+		return t.compactNow()
+	})
+	if err != nil && !wasDirty {
+		t.log.Warn("folding a meta change log into its table at close failed; the next open replays it", "file", t.files.name, "err", err)
+		err = nil
+	}
+	return errors.Join(err, t.files.close())
 }
 
 // put stores items and returns the change number to wait for: the new
 // change, or the current one if every item was already there as is (so the
-// caller still waits for a write that failed earlier to be redone).
-func (t *configTable[T]) put(now time.Time, items []T) uint64 {
+// caller still waits for a write that failed earlier to be redone), and
+// whether it changed the table.
+func (t *configTable[T]) put(now time.Time, items []T) (uint64, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	changed := false
+	var stored []T
 	for _, it := range items {
 		if old, ok := t.m[it.key()]; ok && old.same(it) {
 			continue
 		}
-		t.m[it.key()] = it.own()
-		changed = true
+		it = it.own()
+		t.m[it.key()] = it
+		t.markChanged(it.key())
+		stored = append(stored, it)
 	}
-	if changed {
-		t.bump(now)
+	if len(stored) > 0 {
+		t.bump(now, change[T]{Put: stored})
 	}
-	return t.seq
+	return t.seq, len(stored) > 0
 }
 
-// del removes name and returns the change number to wait for (see put).
-func (t *configTable[T]) del(now time.Time, name string) uint64 {
+// putIfMissing stores it unless an entry of its name exists. It returns the
+// entry now stored, whether it was created, and the change number to wait
+// for (see put).
+func (t *configTable[T]) putIfMissing(now time.Time, it T) (T, bool, uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if _, ok := t.m[name]; ok {
-		delete(t.m, name)
-		t.bump(now)
+	if cur, ok := t.m[it.key()]; ok {
+		return cur, false, t.seq
 	}
-	return t.seq
+	it = it.own()
+	t.m[it.key()] = it
+	t.markChanged(it.key())
+	t.bump(now, change[T]{Put: []T{it}})
+	return it, true, t.seq
 }
 
-// bump records a change; t.mu must be held.
-func (t *configTable[T]) bump(now time.Time) {
+// del removes name and returns the change number to wait for (see put) and
+// whether name was there.
+func (t *configTable[T]) del(now time.Time, name string) (uint64, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.m[name]
+	if ok {
+		delete(t.m, name)
+		t.markChanged(name)
+		t.bump(now, change[T]{Delete: name})
+	}
+	return t.seq, ok
+}
+
+// bump records change c; t.mu must be held.
+func (t *configTable[T]) bump(now time.Time, c change[T]) {
 	t.seq++
 	t.version = DataVersion{Timestamp: now.UnixMilli(), Counter: t.version.Counter + 1}
+	c.Version = t.version
+	t.pending = append(t.pending, pendingChange[T]{seq: t.seq, c: c})
 }
 
 func (t *configTable[T]) get(name string) (T, bool) {
@@ -293,29 +456,80 @@ func (t *configTable[T]) get(name string) (T, bool) {
 	return v, ok
 }
 
-func (t *configTable[T]) all() []T {
-	t.mu.RLock()
-	out := make([]T, 0, len(t.m))
-	for _, v := range t.m {
-		out = append(out, v)
+// markChanged notes that key was stored or removed, for all; t.mu must be
+// held. Past a quarter of the table, a full sort is cheaper than the merge.
+func (t *configTable[T]) markChanged(key string) {
+	if t.resort {
+		return
 	}
-	t.mu.RUnlock()
-	slices.SortFunc(out, func(a, b T) int { return strings.Compare(a.key(), b.key()) })
-	return out
+	if t.changed == nil {
+		t.changed = make(map[string]struct{})
+	}
+	t.changed[key] = struct{}{}
+	if len(t.changed) > 64+len(t.m)/4 {
+		t.resort, t.changed = true, nil
+	}
 }
 
-// allAt returns every entry (sorted by key) and the table's version, read
-// under one lock: the entries are the table at exactly that version.
-func (t *configTable[T]) allAt() ([]T, DataVersion) {
-	t.mu.RLock()
-	out := make([]T, 0, len(t.m))
-	for _, v := range t.m {
-		out = append(out, v)
+// keyed is a changed key and its entry, if it is still there.
+type keyed[T any] struct {
+	key   string
+	entry T
+	ok    bool
+}
+
+// all returns every entry sorted by key, in a new slice, and the version of
+// that state. It keeps the sorted table between calls and merges in the
+// entries changed since, so a call after a few changes costs a copy of the
+// table and no sort or hashing of all of it.
+func (t *configTable[T]) all() ([]T, DataVersion) {
+	t.sortMu.Lock()
+	defer t.sortMu.Unlock()
+	t.mu.Lock()
+	v, resort, changed := t.version, t.resort, t.changed
+	t.resort, t.changed = false, nil
+	var fresh []T
+	var edits []keyed[T]
+	if resort {
+		fresh = make([]T, 0, len(t.m))
+		for _, e := range t.m {
+			fresh = append(fresh, e)
+		}
+	} else {
+		edits = make([]keyed[T], 0, len(changed))
+		for k := range changed {
+			e, ok := t.m[k]
+			edits = append(edits, keyed[T]{k, e, ok})
+		}
 	}
-	v := t.version
-	t.mu.RUnlock()
-	slices.SortFunc(out, func(a, b T) int { return strings.Compare(a.key(), b.key()) })
-	return out, v
+	t.mu.Unlock()
+	if resort {
+		slices.SortFunc(fresh, func(a, b T) int { return strings.Compare(a.key(), b.key()) })
+		t.sorted = fresh
+		return slices.Clone(t.sorted), v
+	}
+	if len(edits) == 0 {
+		return slices.Clone(t.sorted), v
+	}
+	slices.SortFunc(edits, func(a, b keyed[T]) int { return strings.Compare(a.key, b.key) })
+	old := t.sorted
+	merged := make([]T, 0, len(old)+len(edits))
+	pos := 0
+	for _, c := range edits {
+		// Copy the run of unchanged entries before c.key, drop the entry
+		// it replaces or removes, put the new one.
+		j, found := slices.BinarySearchFunc(old[pos:], c.key, func(e T, k string) int { return strings.Compare(e.key(), k) })
+		merged = append(merged, old[pos:pos+j]...)
+		pos += j
+		if found {
+			pos++
+		}
+		if c.ok {
+			merged = append(merged, c.entry)
+		}
+	}
+	t.sorted = append(merged, old[pos:]...)
+	return slices.Clone(t.sorted), v
 }
 
 // getAt returns the entry of name and the table's version, read under one
@@ -364,8 +578,38 @@ func (s *Store) PutTopics(ts []Topic) error {
 			return fmt.Errorf("%w: empty topic name", ErrInvalidName)
 		}
 	}
-	seq := s.topics.put(s.clock.Now(), ts)
+	seq, _ := s.topics.put(s.clock.Now(), ts)
 	return s.topics.w.sync(context.Background(), seq)
+}
+
+// UpdateTopic is PutTopic that also reports whether t differed from the
+// stored topic (or there was none): the check and the change are one step,
+// so of concurrent callers storing the same config one sees changed.
+func (s *Store) UpdateTopic(t Topic) (changed bool, err error) {
+	if s.closed.Load() {
+		return false, ErrClosed
+	}
+	if t.Name == "" {
+		return false, fmt.Errorf("%w: empty topic name", ErrInvalidName)
+	}
+	seq, changed := s.topics.put(s.clock.Now(), []Topic{t})
+	return changed, s.topics.w.sync(context.Background(), seq)
+}
+
+// EnsureTopic stores t unless a topic named t.Name exists, and returns the
+// topic now stored and whether this call created it. The check and the
+// creation are one step: of concurrent callers exactly one creates. It
+// returns once the stored topic is durable (also when it existed: its
+// creation may still be being written). Errors as PutTopic.
+func (s *Store) EnsureTopic(t Topic) (cur Topic, created bool, err error) {
+	if s.closed.Load() {
+		return Topic{}, false, ErrClosed
+	}
+	if t.Name == "" {
+		return Topic{}, false, fmt.Errorf("%w: empty topic name", ErrInvalidName)
+	}
+	cur, created, seq := s.topics.putIfMissing(s.clock.Now(), t)
+	return cur, created, s.topics.w.sync(context.Background(), seq)
 }
 
 // DeleteTopic removes a topic config and returns once that is durable;
@@ -375,8 +619,18 @@ func (s *Store) DeleteTopic(name string) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
-	seq := s.topics.del(s.clock.Now(), name)
+	seq, _ := s.topics.del(s.clock.Now(), name)
 	return s.topics.w.sync(context.Background(), seq)
+}
+
+// RemoveTopic is DeleteTopic that also reports whether the topic was there
+// (the check and the removal are one step).
+func (s *Store) RemoveTopic(name string) (existed bool, err error) {
+	if s.closed.Load() {
+		return false, ErrClosed
+	}
+	seq, existed := s.topics.del(s.clock.Now(), name)
+	return existed, s.topics.w.sync(context.Background(), seq)
 }
 
 // TopicsDurable reports whether every topic change made so far is durable.
@@ -408,7 +662,10 @@ func (s *Store) Topic(name string) (Topic, bool) { return s.topics.get(name) }
 
 // Topics returns every topic config sorted by name, in a new slice (whose
 // Attributes maps must not be modified).
-func (s *Store) Topics() []Topic { return s.topics.all() }
+func (s *Store) Topics() []Topic {
+	ts, _ := s.topics.all()
+	return ts
+}
 
 // TopicsVersion returns the version of the topic table; it changes with
 // every topic change and is persisted with the table.
@@ -417,7 +674,7 @@ func (s *Store) TopicsVersion() DataVersion { return s.topics.dataVersion() }
 // TopicsAt returns every topic config sorted by name together with the
 // version of the topic table they are, read atomically (Topics and
 // TopicsVersion called one after the other may straddle a change).
-func (s *Store) TopicsAt() ([]Topic, DataVersion) { return s.topics.allAt() }
+func (s *Store) TopicsAt() ([]Topic, DataVersion) { return s.topics.all() }
 
 // TopicAt returns the config of a topic (false when there is none) and
 // the version of the topic table at which that holds, read atomically.
@@ -432,7 +689,7 @@ func (s *Store) PutGroup(g Group) error {
 	if g.Name == "" {
 		return fmt.Errorf("%w: empty group name", ErrInvalidName)
 	}
-	seq := s.groups.put(s.clock.Now(), []Group{g})
+	seq, _ := s.groups.put(s.clock.Now(), []Group{g})
 	return s.groups.w.sync(context.Background(), seq)
 }
 
@@ -442,7 +699,7 @@ func (s *Store) DeleteGroup(name string) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
-	seq := s.groups.del(s.clock.Now(), name)
+	seq, _ := s.groups.del(s.clock.Now(), name)
 	return s.groups.w.sync(context.Background(), seq)
 }
 
@@ -451,7 +708,10 @@ func (s *Store) DeleteGroup(name string) error {
 func (s *Store) Group(name string) (Group, bool) { return s.groups.get(name) }
 
 // Groups returns every group config sorted by name, in a new slice.
-func (s *Store) Groups() []Group { return s.groups.all() }
+func (s *Store) Groups() []Group {
+	gs, _ := s.groups.all()
+	return gs
+}
 
 // GroupsVersion returns the version of the group table (see TopicsVersion).
 func (s *Store) GroupsVersion() DataVersion { return s.groups.dataVersion() }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand"
 	"path"
 	"reflect"
@@ -60,7 +61,9 @@ func TestCrashAfterSyncOffsetsReturns(t *testing.T) {
 
 // TestInjectedWriteErrors fails each step of a file replacement in turn: the
 // caller gets the error, memory keeps the change, a crash then shows the old
-// file (never a broken one), and the next write or Close persists it.
+// file (never a broken one), and the next write or Close persists it. The
+// topic change is made to rewrite topics.json (as a compaction does); the
+// appends to the change log are TestInjectedAppendErrors.
 func TestInjectedWriteErrors(t *testing.T) {
 	fail := errors.New("injected")
 	steps := []vfs.Op{vfs.OpCreate, vfs.OpWrite, vfs.OpSync, vfs.OpRename, vfs.OpSyncDir}
@@ -74,11 +77,12 @@ func TestInjectedWriteErrors(t *testing.T) {
 			must(t, s.SyncOffsets(context.Background()))
 
 			h.setHook(func(op vfs.Op, name string) error {
-				if op == step {
+				if op == step && !strings.HasSuffix(name, logSuffix) {
 					return fail
 				}
 				return nil
 			})
+			s.topics.files.compact = true // no writer runs: the next write rewrites topics.json
 			if err := s.PutTopic(topic("new", 1)); !errors.Is(err, fail) {
 				t.Fatalf("PutTopic with failing %s: %v", step, err)
 			}
@@ -114,6 +118,108 @@ func TestInjectedWriteErrors(t *testing.T) {
 			}
 			if off, _ := c.Offset("g", "t", 0); off != 2 {
 				t.Fatalf("after retry and crash offset %d, want 2", off)
+			}
+		})
+	}
+}
+
+// TestInjectedAppendErrors fails the append of a topic change to the change
+// log: the caller gets the error, a crash shows the state before it, and the
+// next change rewrites topics.json instead of appending after bytes whose
+// fate is unknown; later changes append again.
+func TestInjectedAppendErrors(t *testing.T) {
+	fail := errors.New("injected")
+	for _, step := range []vfs.Op{vfs.OpWrite, vfs.OpSync} {
+		t.Run(step.String(), func(t *testing.T) {
+			mem := vfs.NewMem()
+			h := &hookFS{FS: mem}
+			s := openT(t, h, clock.NewManual(epoch))
+			defer s.Close()
+			must(t, s.PutTopic(topic("first", 1))) // makes topics.json and the log
+			must(t, s.PutTopic(topic("second", 1)))
+			var cnt opCounter
+			h.setHook(func(op vfs.Op, name string) error {
+				cnt.hook(op, name)
+				if op == step && path.Base(name) == topicsFileName+logSuffix {
+					return fail
+				}
+				return nil
+			})
+			if err := s.PutTopic(topic("third", 1)); !errors.Is(err, fail) {
+				t.Fatalf("PutTopic with a failing log %s: %v", step, err)
+			}
+			if n := cnt.renames(topicsFileName); n != 0 {
+				t.Fatalf("an append rewrote topics.json %d times", n)
+			}
+			c := openT(t, mem.CrashClone(vfs.CrashOptions{}), clock.NewManual(epoch))
+			if got, want := c.Topics(), []Topic{topic("first", 1), topic("second", 1)}; !reflect.DeepEqual(got, want) {
+				t.Fatalf("after crash Topics() = %+v, want %+v", got, want)
+			}
+			must(t, c.Close())
+
+			h.setHook(cnt.hook)
+			must(t, s.PutTopic(topic("fourth", 1)))
+			if n := cnt.renames(topicsFileName); n != 1 {
+				t.Fatalf("the change after a failed append rewrote topics.json %d times, want 1", n)
+			}
+			must(t, s.PutTopic(topic("fifth", 1)))
+			if n := cnt.renames(topicsFileName); n != 1 {
+				t.Fatalf("a later change rewrote topics.json (%d rewrites), want an append", n)
+			}
+			c = openT(t, mem.CrashClone(vfs.CrashOptions{}), clock.NewManual(epoch))
+			defer c.Close()
+			if got := len(c.Topics()); got != 5 {
+				t.Fatalf("after crash %d topics, want 5: %+v", got, c.Topics())
+			}
+		})
+	}
+}
+
+// TestInjectedLogResetErrors fails the emptying of the change log after a
+// compaction wrote topics.json: the change is durable (the caller gets no
+// error, a crash keeps it), and the next change compacts again instead of
+// appending to a log in an unknown state.
+func TestInjectedLogResetErrors(t *testing.T) {
+	fail := errors.New("injected")
+	for _, step := range []vfs.Op{vfs.OpTruncate, vfs.OpSync} {
+		t.Run(step.String(), func(t *testing.T) {
+			mem := vfs.NewMem()
+			h := &hookFS{FS: mem}
+			s := openT(t, h, clock.NewManual(epoch))
+			defer s.Close()
+			must(t, s.PutTopic(topic("first", 1)))
+			must(t, s.PutTopic(topic("second", 1)))
+			var cnt opCounter
+			h.setHook(func(op vfs.Op, name string) error {
+				cnt.hook(op, name)
+				if op == step && path.Base(name) == topicsFileName+logSuffix {
+					return fail
+				}
+				return nil
+			})
+			s.topics.files.compact = true
+			must(t, s.PutTopic(topic("third", 1)))
+			if n := cnt.renames(topicsFileName); n != 1 {
+				t.Fatalf("%d rewrites of topics.json, want 1", n)
+			}
+			c := openT(t, mem.CrashClone(vfs.CrashOptions{Rand: rand.New(rand.NewSource(1))}), clock.NewManual(epoch))
+			if got := len(c.Topics()); got != 3 {
+				t.Fatalf("after crash %d topics, want 3", got)
+			}
+			must(t, c.Close())
+			h.setHook(cnt.hook)
+			must(t, s.PutTopic(topic("fourth", 1)))
+			if n := cnt.renames(topicsFileName); n != 2 {
+				t.Fatalf("the change after a failed log reset: %d rewrites of topics.json, want 2", n)
+			}
+			must(t, s.PutTopic(topic("fifth", 1)))
+			if n := cnt.renames(topicsFileName); n != 2 {
+				t.Fatalf("a change after a good reset rewrote topics.json (%d rewrites), want an append", n)
+			}
+			c = openT(t, mem.CrashClone(vfs.CrashOptions{}), clock.NewManual(epoch))
+			defer c.Close()
+			if got := len(c.Topics()); got != 5 {
+				t.Fatalf("after crash %d topics, want 5", got)
 			}
 		})
 	}
@@ -165,11 +271,14 @@ func TestNoSpace(t *testing.T) {
 
 // TestCrashAtRandomPoints runs random operations while failing random file
 // operations, and crash-clones (with random torn unsynced writes) at a
-// random file operation. The crashed copy must open, and each file must hold
-// a state the store acked as durable or tried to write since: the last
-// acked one, one whose write failed after renaming (a later SyncDir of the
-// directory may make it durable), or the one being written at the crash.
-// Never a broken file, never an older state.
+// random file operation. The crashed copy must open, and each table must
+// hold a state the store acked as durable or one it reached since. For the
+// offsets that is one it tried to write: the last acked one, one whose
+// write failed after renaming (a later SyncDir of the directory may make it
+// durable), or the one being written at the crash. For topics and groups,
+// whose changes are appended to a log, it is the state after any change
+// made since the last acked one. Never a broken file, never an older state.
+// Half the seeds compact the logs at nearly every change.
 func TestCrashAtRandomPoints(t *testing.T) {
 	const seeds = 300
 	var midRun, unacked int
@@ -191,7 +300,11 @@ func crashAtRandomPoint(t *testing.T, seed int64) (midRun, unacked int) {
 	r := rand.New(rand.NewSource(seed))
 	mem := vfs.NewMem()
 	h := &hookFS{FS: mem}
-	s := openT(t, h, clock.NewManual(epoch))
+	var opts Options
+	if seed%2 == 0 {
+		opts.LogCompactBytes = 1 // compact as soon as the log outgrows the file
+	}
+	s := openOpts(t, h, opts)
 
 	kinds := []string{topicsFileName, groupsFileName, offsetsFileName}
 	stateOf := func(s *Store, kind string) any {
@@ -221,9 +334,16 @@ func crashAtRandomPoint(t *testing.T, seed int64) (midRun, unacked int) {
 		// One goroutine drives the store, so the hook runs on it and the
 		// in-memory state is the state being written.
 		ops++
-		if base := path.Base(name); op == vfs.OpCreate && strings.HasSuffix(base, tmpSuffix) {
-			kind := strings.TrimSuffix(base, tmpSuffix)
-			cands[kind] = append(cands[kind], stateOf(s, kind))
+		if base := path.Base(name); op == vfs.OpCreate && base == offsetsFileName+tmpSuffix {
+			cands[offsetsFileName] = append(cands[offsetsFileName], stateOf(s, offsetsFileName))
+		}
+		// Every topic or group change is followed by a write, so the state
+		// at each file operation covers every state the tables reached.
+		for _, kind := range []string{topicsFileName, groupsFileName} {
+			st := stateOf(s, kind)
+			if c := cands[kind]; !reflect.DeepEqual(c[len(c)-1], st) {
+				cands[kind] = append(c, st)
+			}
 		}
 		if ops == crashAt {
 			crashed = mem.CrashClone(vfs.CrashOptions{Rand: rand.New(rand.NewSource(seed))})
@@ -283,7 +403,7 @@ func crashAtRandomPoint(t *testing.T, seed int64) (midRun, unacked int) {
 		}
 	}
 
-	c, err := Open(crashed, testDir, Options{Clock: clock.NewManual(epoch)})
+	c, err := Open(crashed, testDir, Options{Clock: clock.NewManual(epoch), LogCompactBytes: opts.LogCompactBytes})
 	if err != nil {
 		t.Fatalf("seed %d: crashed copy does not open: %v", seed, err)
 	}
@@ -310,4 +430,145 @@ func crashAtRandomPoint(t *testing.T, seed int64) (midRun, unacked int) {
 	}
 	must(t, reopened.Close())
 	return midRun, unacked
+}
+
+// TestCrashAtEveryOperation crashes a run of topic changes at each file
+// operation in turn (keeping only synced data, and with random torn unsynced
+// writes), and separately fails each file operation in turn and crashes at
+// the end. Half the runs compact the change log at nearly every change, half
+// only append. The crashed copy must open with the state after a change
+// made no earlier than the last acked one and no later than the one being
+// written, and must take further changes: a change made on it and then
+// crashed is there on the next open, with everything it had.
+func TestCrashAtEveryOperation(t *testing.T) {
+	for _, compactBytes := range []int64{1, DefaultLogCompactBytes} {
+		total, compactions := crashRun(t, compactBytes, 0, 0, nil)
+		// Both kinds of write must be crashed in, or the run proves little:
+		// the first write and Close compact, a small LogCompactBytes makes
+		// compactions in between.
+		minCompactions := 2
+		if compactBytes == 1 {
+			minCompactions = 4
+		}
+		if total < 50 || compactions < minCompactions || compactions > 20 {
+			t.Fatalf("the run made %d file operations, %d compactions", total, compactions)
+		}
+		crashes := 0
+		for at := 1; at <= total; at++ {
+			for seed := range int64(3) {
+				var r *rand.Rand
+				if seed > 0 {
+					r = rand.New(rand.NewSource(seed*1000 + int64(at)))
+				}
+				crashRun(t, compactBytes, at, 0, r)
+				crashes++
+			}
+			crashRun(t, compactBytes, 0, at, rand.New(rand.NewSource(int64(at))))
+		}
+		t.Logf("LogCompactBytes %d: %d file operations, %d compactions, %d crashes, %d injected failures", compactBytes, total, compactions, crashes, total)
+	}
+}
+
+// crashRun makes a fixed series of topic changes on a fresh store. It
+// crash-clones at file operation crashAt and fails operation failAt (0:
+// neither), checks the crashed copy (after Close when crashAt is 0) and
+// returns how many file operations the run made and how many times it
+// rewrote topics.json.
+func crashRun(t *testing.T, compactBytes int64, crashAt, failAt int, r *rand.Rand) (ops, compactions int) {
+	t.Helper()
+	mem := vfs.NewMem()
+	h := &hookFS{FS: mem}
+	opts := Options{LogCompactBytes: compactBytes, Logger: slog.New(slog.DiscardHandler)}
+	s := openOpts(t, h, opts)
+
+	type state struct {
+		topics  []Topic
+		version DataVersion
+	}
+	stateOf := func(s *Store) state { return state{s.Topics(), s.TopicsVersion()} }
+	states := []state{stateOf(s)} // after each change
+	acked := 0                    // index in states of the last acked one
+	var (
+		crashed *vfs.MemFS
+		allowed []state // states the crashed copy may hold
+	)
+	h.setHook(func(op vfs.Op, name string) error {
+		ops++
+		if op == vfs.OpRename && path.Base(name) == topicsFileName+tmpSuffix {
+			compactions++
+		}
+		if ops == crashAt {
+			crashed = mem.CrashClone(vfs.CrashOptions{Rand: r})
+			// The change being written is in memory already.
+			allowed = append(slices.Clone(states[acked:]), stateOf(s))
+		}
+		if ops == failAt {
+			return fmt.Errorf("injected at %s %s", op, name)
+		}
+		return nil
+	})
+	do := func(err error) {
+		states = append(states, stateOf(s))
+		if err == nil {
+			acked = len(states) - 1
+		}
+	}
+	for i := range 40 {
+		name := fmt.Sprintf("topic-%d", i%7)
+		switch i % 5 {
+		case 0, 1:
+			do(s.PutTopic(topic(name, int32(1+i%4))))
+		case 2:
+			do(s.PutTopics([]Topic{topic(name+"-a", 2), topic(name+"-b", 3)}))
+		case 3:
+			do(s.DeleteTopic(fmt.Sprintf("topic-%d", (i+3)%7)))
+		case 4:
+			tp := topic(name, 8)
+			tp.Attributes = map[string]string{"i": fmt.Sprint(i)}
+			do(s.PutTopic(tp))
+		}
+	}
+	final := stateOf(s)
+	closeErr := s.Close()
+	h.setHook(nil)
+	if crashAt == 0 {
+		if failAt == 0 {
+			must(t, closeErr)
+		}
+		crashed = mem.CrashClone(vfs.CrashOptions{Rand: r})
+		allowed = []state{final}
+		if closeErr != nil { // Close's fold failed: the log still has everything
+			allowed = append(slices.Clone(states[acked:]), final)
+		}
+	}
+	if crashed == nil {
+		t.Fatalf("crash at %d: the run made only %d operations", crashAt, ops)
+	}
+	what := fmt.Sprintf("LogCompactBytes %d, crash at %d, fail at %d", compactBytes, crashAt, failAt)
+	c, err := Open(crashed, testDir, opts)
+	if err != nil {
+		t.Fatalf("%s: crashed copy does not open: %v", what, err)
+	}
+	got := stateOf(c)
+	if !slices.ContainsFunc(allowed, func(a state) bool { return reflect.DeepEqual(a, got) }) {
+		t.Fatalf("%s: crashed copy holds %+v\nwant one of %+v", what, got, allowed)
+	}
+	// The copy goes on: a change on it survives the next crash, with what
+	// it had (a torn tail of the log must not swallow the new record).
+	must(t, c.PutTopic(topic("after-crash", 1)))
+	again, err := Open(crashed.CrashClone(vfs.CrashOptions{}), testDir, opts)
+	if err != nil {
+		t.Fatalf("%s: copy reopened after a change does not open: %v", what, err)
+	}
+	want := append(slices.Clone(got.topics), topic("after-crash", 1))
+	slices.SortFunc(want, func(a, b Topic) int { return strings.Compare(a.Name, b.Name) })
+	if got2 := again.Topics(); !reflect.DeepEqual(got2, want) {
+		t.Fatalf("%s: after a change and another crash %+v, want %+v", what, got2, want)
+	}
+	if v := again.TopicsVersion(); v.Counter != got.version.Counter+1 {
+		t.Fatalf("%s: after a change and another crash version %+v, want counter %d", what, v, got.version.Counter+1)
+	}
+	must(t, again.Close())
+	must(t, c.Close())
+	return ops, compactions
 }

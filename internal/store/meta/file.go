@@ -16,13 +16,11 @@ const tmpSuffix = vfs.TmpSuffix
 // the table; sync(ctx, seq) returns once a write whose snapshot covers seq is
 // durable.
 type writer struct {
-	fsys vfs.FS
-	dir  string
-	name string
-	// snapshot runs with no writer lock held. It copies the table under the
-	// table's own lock and returns the highest change number the copy covers
-	// and a function that encodes the copy (called outside every lock).
-	snapshot func() (seq uint64, encode func() ([]byte, error))
+	name string // the file, for errors and logs
+	// write runs with no writer lock held, one call at a time. It makes
+	// the table's changes durable and returns the highest change number the
+	// write covers (also when it fails: the changes it tried).
+	write func() (covered uint64, err error)
 
 	mu       sync.Mutex
 	writing  bool
@@ -92,16 +90,54 @@ func (w *writer) sync(ctx context.Context, seq uint64) error {
 	}
 }
 
-func (w *writer) write() (uint64, error) {
-	seq, encode := w.snapshot()
-	data, err := encode()
+// exclusive runs fn as the file's one write (waiting for a running write to
+// end first) and records its result like a write of sync's.
+func (w *writer) exclusive(fn func() (uint64, error)) error {
+	w.mu.Lock()
+	for w.writing {
+		done := w.done
+		w.mu.Unlock()
+		<-done
+		w.mu.Lock()
+	}
+	w.writing = true
+	done := make(chan struct{})
+	w.done = done
+	w.attempts++
+	w.mu.Unlock()
+
+	covered, err := fn()
+
+	w.mu.Lock()
+	w.writing = false
+	w.done = nil
+	close(done)
+	w.gen++
 	if err != nil {
-		return seq, fmt.Errorf("meta: encode %s: %w", w.name, err)
+		w.failGen, w.failSeq, w.failErr = w.gen, covered, err
+	} else if covered > w.durable {
+		w.durable = covered
 	}
-	if err := vfs.WriteFileAtomic(w.fsys, w.dir, w.name, data); err != nil {
-		return seq, fmt.Errorf("meta: %w", err)
+	w.mu.Unlock()
+	return err
+}
+
+// writeWhole returns a writer.write that replaces the whole file by what
+// snapshot encodes. snapshot copies the table under the table's own lock and
+// returns the highest change number the copy covers and a function that
+// encodes the copy (called outside every lock).
+func writeWhole(fsys vfs.FS, dir, name string, snapshot func() (uint64, func() ([]byte, error))) func() (uint64, error) {
+	return func() (uint64, error) {
+		seq, encode := snapshot()
+		data, err := encode()
+		if err != nil {
+			return seq, fmt.Errorf("meta: encode %s: %w", name, err)
+		}
+		if err := vfs.WriteFileAtomic(fsys, dir, name, data); err != nil {
+			return seq, fmt.Errorf("meta: %w", err)
+		}
+		return seq, nil
 	}
-	return seq, nil
 }
 
 // durableSeq reports the highest change number known durable.

@@ -108,6 +108,13 @@ func (f *hookFile) ReadAt(p []byte, off int64) (int, error) {
 	return f.File.ReadAt(p, off)
 }
 
+func (f *hookFile) Truncate(size int64) error {
+	if err := f.h.call(vfs.OpTruncate, f.name); err != nil {
+		return err
+	}
+	return f.File.Truncate(size)
+}
+
 func (f *hookFile) Sync() error {
 	if err := f.h.call(vfs.OpSync, f.name); err != nil {
 		return err
@@ -155,6 +162,22 @@ func (w tLogWriter) Write(p []byte) (int, error) {
 func openT(t *testing.T, fsys vfs.FS, clk clock.Clock) *Store {
 	t.Helper()
 	s, err := Open(fsys, testDir, Options{Clock: clk, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return s
+}
+
+// openOpts is openT with options; Clock and Logger are filled in.
+func openOpts(t *testing.T, fsys vfs.FS, opts Options) *Store {
+	t.Helper()
+	if opts.Clock == nil {
+		opts.Clock = clock.NewManual(epoch)
+	}
+	if opts.Logger == nil {
+		opts.Logger = testLogger(t)
+	}
+	s, err := Open(fsys, testDir, opts)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

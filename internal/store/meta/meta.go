@@ -48,6 +48,11 @@ type Options struct {
 	// Logger receives lifecycle messages and background flush failures.
 	// Default: discard.
 	Logger *slog.Logger
+	// LogCompactBytes is the size a table's change log may reach before a
+	// change rewrites the table's file instead of appending to the log
+	// (the log may also grow as large as the table's file). 0 means
+	// DefaultLogCompactBytes (1 MiB); negative is invalid.
+	LogCompactBytes int64
 }
 
 // Store is the metadata store. All methods are safe for concurrent use.
@@ -79,6 +84,12 @@ func Open(fsys vfs.FS, dir string, opts Options) (*Store, error) {
 	if opts.OffsetFlushInterval < 0 {
 		return nil, fmt.Errorf("%w: OffsetFlushInterval %v is negative", ErrInvalidOptions, opts.OffsetFlushInterval)
 	}
+	if opts.LogCompactBytes < 0 {
+		return nil, fmt.Errorf("%w: LogCompactBytes %d is negative", ErrInvalidOptions, opts.LogCompactBytes)
+	}
+	if opts.LogCompactBytes == 0 {
+		opts.LogCompactBytes = DefaultLogCompactBytes
+	}
 	if opts.OffsetFlushInterval == 0 {
 		opts.OffsetFlushInterval = DefaultOffsetFlushInterval
 	}
@@ -96,8 +107,8 @@ func Open(fsys vfs.FS, dir string, opts Options) (*Store, error) {
 		log:   opts.Logger.With("component", "meta"),
 		every: opts.OffsetFlushInterval,
 	}
-	s.topics.init(s, topicsFileName, "topicConfigTable")
-	s.groups.init(s, groupsFileName, "subscriptionGroupTable")
+	s.topics.init(s, topicsFileName, "topicConfigTable", opts.LogCompactBytes)
+	s.groups.init(s, groupsFileName, "subscriptionGroupTable", opts.LogCompactBytes)
 	s.offsets.init(s)
 
 	if err := vfs.MkdirAllDurable(fsys, dir); err != nil {
@@ -106,28 +117,31 @@ func Open(fsys vfs.FS, dir string, opts Options) (*Store, error) {
 	if err := s.removeTemps(); err != nil {
 		return nil, err
 	}
-	for _, f := range []struct {
-		name string
-		load func([]byte) error
-	}{
-		{topicsFileName, s.topics.load},
-		{groupsFileName, s.groups.load},
-		{offsetsFileName, s.offsets.load},
-	} {
-		p := path.Join(dir, f.name)
-		data, ok, err := vfs.ReadFile(fsys, p)
-		if err != nil {
-			return nil, fmt.Errorf("meta: %w", err)
+	start := s.clock.Now()
+	if err := s.topics.open(); err != nil {
+		return nil, err
+	}
+	if err := s.groups.open(); err != nil {
+		s.topics.files.close()
+		return nil, err
+	}
+	p := path.Join(dir, offsetsFileName)
+	data, ok, err := vfs.ReadFile(fsys, p)
+	if err == nil && ok {
+		if err = s.offsets.load(data); err != nil {
+			err = fmt.Errorf("%w: %s: %w", ErrCorrupt, p, err)
 		}
-		if !ok {
-			continue
-		}
-		if err := f.load(data); err != nil {
-			return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, p, err)
-		}
+	} else if err != nil {
+		err = fmt.Errorf("meta: %w", err)
+	}
+	if err != nil {
+		s.topics.files.close()
+		s.groups.files.close()
+		return nil, err
 	}
 	s.log.Info("meta store opened", "dir", dir,
-		"topics", len(s.topics.m), "groups", len(s.groups.m), "offsets", len(s.offsets.m))
+		"topics", len(s.topics.m), "groups", len(s.groups.m), "offsets", len(s.offsets.m),
+		"took", s.clock.Now().Sub(start).Round(time.Millisecond))
 
 	s.timerMu.Lock()
 	s.timer = s.clock.AfterFunc(s.every, s.backgroundFlush)
@@ -184,8 +198,9 @@ func (s *Store) backgroundFlush() {
 
 // Close stops the background flush, waits for a running one, and writes
 // whatever is not durable yet: offsets changed since the last flush, and
-// topic or group changes whose write failed. It returns the write errors
-// (joined). After Close, PutTopic, DeleteTopic, PutGroup, DeleteGroup,
+// topic or group changes whose write failed; it folds the change logs into
+// topics.json and groups.json. It returns the write errors (joined); a
+// failed fold of changes that were durable in the log is only logged. After Close, PutTopic, DeleteTopic, PutGroup, DeleteGroup,
 // FlushOffsets and SyncOffsets return ErrClosed; the readers keep working on
 // the in-memory state, and CommitOffset and the offset deletions still change
 // it but are no longer persisted. Close is idempotent: later calls wait for
@@ -207,12 +222,7 @@ func (s *Store) close() error {
 
 	ctx := context.Background()
 	var errs []error
-	if seq, dirty := s.topics.dirty(); dirty {
-		errs = append(errs, s.topics.w.sync(ctx, seq))
-	}
-	if seq, dirty := s.groups.dirty(); dirty {
-		errs = append(errs, s.groups.w.sync(ctx, seq))
-	}
+	errs = append(errs, s.topics.closeFiles(), s.groups.closeFiles())
 	errs = append(errs, s.offsets.w.sync(ctx, s.offsets.current()))
 	s.log.Info("meta store closed")
 	return errors.Join(errs...)

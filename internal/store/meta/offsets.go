@@ -39,7 +39,7 @@ type offsetTable struct {
 
 func (t *offsetTable) init(s *Store) {
 	t.m = make(map[offsetKey]int64)
-	t.w = writer{fsys: s.fsys, dir: s.dir, name: offsetsFileName, snapshot: t.snapshot}
+	t.w = writer{name: offsetsFileName, write: writeWhole(s.fsys, s.dir, offsetsFileName, t.snapshot)}
 }
 
 func (t *offsetTable) load(data []byte) error {
