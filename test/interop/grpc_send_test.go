@@ -9,11 +9,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
@@ -48,6 +50,7 @@ func newProducer5(t testing.TB, p *petrel, checker *rmq.TransactionChecker, topi
 	if err != nil {
 		t.Fatalf("new 5.x producer: %v", err)
 	}
+	initIsolated(t, prod)
 	if err := prod.Start(); err != nil {
 		t.Fatalf("start 5.x producer: %v", err)
 	}
@@ -59,6 +62,27 @@ func newProducer5(t testing.TB, p *petrel, checker *rmq.TransactionChecker, topi
 		t.Cleanup(func() { _ = prod.GracefulStop() })
 	}
 	return prod
+}
+
+// initIsolated works around a data race in the client v5.1.2: every Send
+// copies the producer's sync.Map of isolated endpoints by value
+// (producer.go takeMessageQueues), and the map's lazy initialisation (an
+// atomic store on its first use, by the first heartbeat's LoadAndDelete)
+// races with that copy whenever a Send overlaps the producer's first
+// heartbeat. Using the map once before Start initialises it while no other
+// goroutine can see it; after that nothing writes the fields the copy
+// reads. The field is unexported, so it is reached by reflection.
+func initIsolated(t testing.TB, prod rmq.Producer) {
+	t.Helper()
+	v := reflect.ValueOf(prod)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		t.Fatalf("the 5.x producer is a %T, not the struct pointer this workaround knows", prod)
+	}
+	f := v.Elem().FieldByName("isolated")
+	if !f.IsValid() || f.Type() != reflect.TypeFor[sync.Map]() {
+		t.Fatalf("the 5.x producer %T has no isolated sync.Map: the client changed; drop this workaround if it fixed the race", prod)
+	}
+	(*sync.Map)(unsafe.Pointer(f.UnsafeAddr())).Load("")
 }
 
 // send5 sends one message and returns its receipt.
