@@ -75,26 +75,9 @@ func runPushChild() int {
 // what it consumes into col. It stops when the test ends.
 func startPushChild(t *testing.T, p *petrel, topic, group string, col *collector) {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatalf("find the test binary: %v", err)
-	}
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), pushChildEnv+"=1", "GORACE=exitcode=0",
+	c := startChildProcess(t, "push consumer child", pushChildEnv+"=1", "GORACE=exitcode=0",
 		"INTEROP_NS="+p.nsAddr, "INTEROP_TOPIC="+topic, "INTEROP_GROUP="+group)
-	stderr := &lockedBuffer{}
-	cmd.Stderr = stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start the push consumer child: %v", err)
-	}
+	cmd, stdin, stdout, stderr := c.cmd, c.stdin, c.stdout, c.stderr
 	started := make(chan string, 1)
 	exited := make(chan struct{})
 	go func() {
