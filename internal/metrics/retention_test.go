@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -38,20 +37,9 @@ func TestEarlyDeletionIsLoud(t *testing.T) {
 	}
 	bcfg := broker.DefaultConfig()
 	bcfg.Clock, bcfg.Logger = clk, logger
-	b, err := broker.New(st, bcfg)
-	if err != nil {
-		st.Close()
-		t.Fatal(err)
-	}
+	e := startEnv(t, m, st, bcfg)
+	b := e.b
 	m.Attach(Source{Broker: b, Store: st})
-	e := &env{t: t, m: m, st: st, b: b, http: httptest.NewServer(m.Handler())}
-	t.Cleanup(func() {
-		e.http.Close()
-		b.Close()
-		if err := st.Close(); err != nil {
-			t.Errorf("close store: %v", err)
-		}
-	})
 
 	const topic, group = "Orders", "billing"
 	for i := range 60 {
