@@ -2,17 +2,14 @@ package interop
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	rocketmq "github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 )
@@ -46,29 +43,12 @@ const pushChildEnv = "PETREL_INTEROP_PUSH_CHILD"
 
 // runPushChild is the child's main; it returns the exit code.
 func runPushChild() int {
-	ns, topic, group := os.Getenv("INTEROP_NS"), os.Getenv("INTEROP_TOPIC"), os.Getenv("INTEROP_GROUP")
-	emit := childEmitter()
-	c, err := rocketmq.NewPushConsumer(
-		consumer.WithNsResolver(primitive.NewPassthroughResolver([]string{ns})),
-		consumer.WithGroupName(group),
-		consumer.WithInstance(group+"_child"),
-		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
-		consumer.WithPullInterval(0))
-	if err != nil {
-		emit("ERROR new consumer: %v", err)
-		return 1
-	}
-	err = c.Subscribe(topic, consumer.MessageSelector{}, func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+	return runPushChildWith("_child", func(emit func(string, ...any), msgs []*primitive.MessageExt) consumer.ConsumeResult {
 		for _, m := range msgs {
 			emit("M %d %s", m.StoreTimestamp, m.Body)
 		}
-		return consumer.ConsumeSuccess, nil
+		return consumer.ConsumeSuccess
 	})
-	if err != nil {
-		emit("ERROR subscribe: %v", err)
-		return 1
-	}
-	return runChildConsumer(c, emit)
 }
 
 // startPushChild starts the child consumer of topic for group and records

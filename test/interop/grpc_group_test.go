@@ -1,9 +1,7 @@
 package interop
 
 import (
-	"context"
 	"encoding/json"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -11,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	rocketmq "github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	rmq "github.com/apache/rocketmq-clients/golang/v5"
@@ -34,33 +31,16 @@ const sendBackChildEnv = "PETREL_INTEROP_SENDBACK_CHILD"
 
 // runSendBackChild is the child's main; it returns the exit code.
 func runSendBackChild() int {
-	ns, topic, group := os.Getenv("INTEROP_NS"), os.Getenv("INTEROP_TOPIC"), os.Getenv("INTEROP_GROUP")
-	emit := childEmitter()
-	c, err := rocketmq.NewPushConsumer(
-		consumer.WithNsResolver(primitive.NewPassthroughResolver([]string{ns})),
-		consumer.WithGroupName(group),
-		consumer.WithInstance(group+"_sendback"),
-		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
-		consumer.WithPullInterval(0))
-	if err != nil {
-		emit("ERROR new consumer: %v", err)
-		return 1
-	}
-	err = c.Subscribe(topic, consumer.MessageSelector{}, func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+	return runPushChildWith("_sendback", func(emit func(string, ...any), msgs []*primitive.MessageExt) consumer.ConsumeResult {
 		for _, m := range msgs {
 			if m.ReconsumeTimes == 0 {
 				emit("B %s", m.Body)
-				return consumer.ConsumeRetryLater, nil
+				return consumer.ConsumeRetryLater
 			}
 			emit("M %d %s", m.ReconsumeTimes, m.Body)
 		}
-		return consumer.ConsumeSuccess, nil
+		return consumer.ConsumeSuccess
 	})
-	if err != nil {
-		emit("ERROR subscribe: %v", err)
-		return 1
-	}
-	return runChildConsumer(c, emit)
 }
 
 // startSendBackChild starts the child for topic and group on p; onLine

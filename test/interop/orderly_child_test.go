@@ -100,6 +100,33 @@ func childEmitter() func(format string, a ...any) {
 	}
 }
 
+// runPushChildWith is the main of a child push consumer of INTEROP_GROUP
+// (client instance INTEROP_GROUP+suffix, from the first offset, pulling
+// without pause) on INTEROP_TOPIC of the name server INTEROP_NS: consume
+// handles each delivery and reports with emit. It returns the exit code.
+func runPushChildWith(suffix string, consume func(emit func(format string, a ...any), msgs []*primitive.MessageExt) consumer.ConsumeResult) int {
+	ns, topic, group := os.Getenv("INTEROP_NS"), os.Getenv("INTEROP_TOPIC"), os.Getenv("INTEROP_GROUP")
+	emit := childEmitter()
+	c, err := rocketmq.NewPushConsumer(
+		consumer.WithNsResolver(primitive.NewPassthroughResolver([]string{ns})),
+		consumer.WithGroupName(group),
+		consumer.WithInstance(group+suffix),
+		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
+		consumer.WithPullInterval(0))
+	if err != nil {
+		emit("ERROR new consumer: %v", err)
+		return 1
+	}
+	err = c.Subscribe(topic, consumer.MessageSelector{}, func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+		return consume(emit, msgs), nil
+	})
+	if err != nil {
+		emit("ERROR subscribe: %v", err)
+		return 1
+	}
+	return runChildConsumer(c, emit)
+}
+
 // runChildConsumer starts the child's consumer, reports STARTED, and shuts
 // it down once the parent closes stdin; it returns the exit code.
 func runChildConsumer(c rocketmq.PushConsumer, emit func(format string, a ...any)) int {
