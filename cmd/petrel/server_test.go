@@ -4,38 +4,20 @@ import (
 	"bytes"
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/petrelmq/petrel/internal/logtest"
 	"github.com/petrelmq/petrel/internal/store"
 )
-
-// syncBuffer is a bytes.Buffer safe for the server goroutine and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // startTestServer runs `petrel server` with o in-process until the test
 // ends (then it must stop without error) and returns what it printed so far
 // and a context that ends when it is stopped.
-func startTestServer(t *testing.T, o *options) (context.Context, *syncBuffer) {
+func startTestServer(t *testing.T, o *options) (context.Context, *logtest.Buffer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	out := &syncBuffer{}
+	out := &logtest.Buffer{}
 	started := make(chan struct{})
 	done := make(chan error, 1)
 	go func() { done <- runServer(ctx, o, out, func() { close(started) }) }()
@@ -63,7 +45,7 @@ func testOptions(dir string) *options {
 func TestServerStartsPrintsListenersAndStopsCleanly(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
-	out := &syncBuffer{}
+	out := &logtest.Buffer{}
 	started := make(chan struct{})
 	done := make(chan error, 1)
 	go func() { done <- runServer(ctx, testOptions(dir), out, func() { close(started) }) }()

@@ -1,38 +1,20 @@
 package broker
 
 import (
-	"bytes"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/petrelmq/petrel/internal/logtest"
 	"github.com/petrelmq/petrel/internal/store"
 )
-
-type jumpLogBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *jumpLogBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *jumpLogBuf) count(substr string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Count(l.b.String(), substr)
-}
 
 // TestPopBelowMinContinuesFromMinAndLogsOnce: a group whose committed offset
 // retention passed pops from the queue's new min offset, and the jump is
 // logged once.
 func TestPopBelowMinContinuesFromMinAndLogsOnce(t *testing.T) {
-	logs := &jumpLogBuf{}
+	logs := &logtest.Buffer{}
 	e := newPopEnv(t, func(sc *store.Config, bc *Config) {
 		sc.SegmentBytes = 8 << 10
 		sc.MaxMessageBytes = 4 << 10
@@ -59,10 +41,10 @@ func TestPopBelowMinContinuesFromMinAndLogsOnce(t *testing.T) {
 	if len(got) != 1 || got[0].Record.QueueOffset() != minOff {
 		t.Fatalf("pop below the min: %d messages, want one at %d", len(got), minOff)
 	}
-	if n := logs.count("below the queue's min offset"); n != 1 {
-		t.Fatalf("%d jump lines, want 1:\n%s", n, logs.b.String())
+	if n := strings.Count(logs.String(), "below the queue's min offset"); n != 1 {
+		t.Fatalf("%d jump lines, want 1:\n%s", n, logs.String())
 	}
-	if !strings.Contains(logs.b.String(), fmt.Sprintf("offset=2 min_offset=%d", minOff)) {
-		t.Fatalf("jump line lacks the offsets:\n%s", logs.b.String())
+	if !strings.Contains(logs.String(), fmt.Sprintf("offset=2 min_offset=%d", minOff)) {
+		t.Fatalf("jump line lacks the offsets:\n%s", logs.String())
 	}
 }

@@ -18,6 +18,71 @@ func (r *hookRuns) waitingCount() int {
 	return r.waiting
 }
 
+// gate holds whatever waits on release until unblock; unblock runs at the
+// latest when the test ends (before the env's cleanup closes the store).
+func gate(t *testing.T) (entered, release chan struct{}, unblock func()) {
+	entered, release = make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	unblock = func() { once.Do(func() { close(release) }) }
+	t.Cleanup(unblock)
+	return entered, release, unblock
+}
+
+// heldCreates is a create of topic "first" held at a gate and n creates of
+// t00, t01, ... started while it is held.
+type heldCreates struct {
+	first, errs chan error
+	n           int
+}
+
+// createWhileHeld creates "first", waits until entered is closed (failing
+// with notEntered), then starts n more creates.
+func createWhileHeld(t *testing.T, e *env, entered <-chan struct{}, notEntered string, n int) *heldCreates {
+	t.Helper()
+	h := &heldCreates{first: make(chan error, 1), errs: make(chan error, n), n: n}
+	go func() { h.first <- e.b.CreateTopic(topicCfg("first", 1, 6)) }()
+	select {
+	case <-entered:
+	case <-time.After(waitLimit):
+		t.Fatal(notEntered)
+	}
+	for i := range n {
+		go func() { h.errs <- e.b.CreateTopic(topicCfg(fmt.Sprintf("t%02d", i), 1, 6)) }()
+	}
+	return h
+}
+
+// pollUntil polls cond until it holds, failing with what it says after
+// waitLimit.
+func pollUntil(t *testing.T, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for {
+		ok, msg := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(msg)
+		}
+		time.Sleep(time.Millisecond) // polling a condition, not synchronising
+	}
+}
+
+// finish unblocks the gate and fails the test unless every create succeeded.
+func (h *heldCreates) finish(t *testing.T, unblock func()) {
+	t.Helper()
+	unblock()
+	if err := <-h.first; err != nil {
+		t.Fatal(err)
+	}
+	for range h.n {
+		if err := <-h.errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestTopicHookRunsAreSharedAndSerial: while the topic hook runs for one
 // create, the creates that finish meanwhile wait, and then share one run
 // that sees all of them; runs never overlap.
@@ -27,10 +92,7 @@ func TestTopicHookRunsAreSharedAndSerial(t *testing.T) {
 		runs, inRun, overlap atomic.Int32
 		seen                 atomic.Int32 // topics the last run saw
 	)
-	entered, release := make(chan struct{}), make(chan struct{})
-	var releaseOnce sync.Once
-	unblock := func() { releaseOnce.Do(func() { close(release) }) }
-	t.Cleanup(unblock)
+	entered, release, unblock := gate(t)
 	e.b.OnTopicsChanged(func() {
 		if inRun.Add(1) > 1 {
 			overlap.Add(1)
@@ -42,39 +104,18 @@ func TestTopicHookRunsAreSharedAndSerial(t *testing.T) {
 		}
 		seen.Store(int32(len(e.b.Topics())))
 	})
-	first := make(chan error, 1)
-	go func() { first <- e.b.CreateTopic(topicCfg("first", 1, 6)) }()
-	select {
-	case <-entered:
-	case <-time.After(waitLimit):
-		t.Fatal("the hook did not run")
-	}
 	const n = 20
-	errs := make(chan error, n)
-	for i := range n {
-		go func() { errs <- e.b.CreateTopic(topicCfg(fmt.Sprintf("t%02d", i), 1, 6)) }()
-	}
-	deadline := time.Now().Add(waitLimit)
-	for e.b.topicRuns.waitingCount() != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d creates wait for the hook", e.b.topicRuns.waitingCount(), n)
-		}
-		time.Sleep(time.Millisecond) // polling a condition, not synchronising
-	}
+	h := createWhileHeld(t, e, entered, "the hook did not run", n)
+	pollUntil(t, func() (bool, string) {
+		w := e.b.topicRuns.waitingCount()
+		return w == n, fmt.Sprintf("%d of %d creates wait for the hook", w, n)
+	})
 	select {
-	case err := <-errs:
+	case err := <-h.errs:
 		t.Fatalf("a create returned (%v) before a hook run that covers it", err)
 	default:
 	}
-	unblock()
-	if err := <-first; err != nil {
-		t.Fatal(err)
-	}
-	for range n {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
-		}
-	}
+	h.finish(t, unblock)
 	if r := runs.Load(); r != 2 {
 		t.Fatalf("%d hook runs for 1 + %d creates, want 2", r, n)
 	}
@@ -162,10 +203,7 @@ func TestConcurrentCreatesShareWrites(t *testing.T) {
 		syncs   atomic.Int32
 		blocked atomic.Bool
 	)
-	entered, release := make(chan struct{}), make(chan struct{})
-	var releaseOnce sync.Once
-	unblock := func() { releaseOnce.Do(func() { close(release) }) }
-	t.Cleanup(unblock) // before the env's cleanup closes the store
+	entered, release, unblock := gate(t)
 	e.fs.InjectError(func(op vfs.Op, name string) error {
 		if op != vfs.OpSync || !strings.HasSuffix(name, "/topics.json.log") {
 			return nil
@@ -178,34 +216,13 @@ func TestConcurrentCreatesShareWrites(t *testing.T) {
 		return nil
 	})
 	defer e.fs.InjectError(nil)
-	first := make(chan error, 1)
-	go func() { first <- e.b.CreateTopic(topicCfg("first", 1, 6)) }()
-	select {
-	case <-entered:
-	case <-time.After(waitLimit):
-		t.Fatal("the create did not reach the log's sync")
-	}
 	const n = 50
-	errs := make(chan error, n)
-	for i := range n {
-		go func() { errs <- e.b.CreateTopic(topicCfg(fmt.Sprintf("t%02d", i), 1, 6)) }()
-	}
-	deadline := time.Now().Add(waitLimit)
-	for len(e.b.Topics()) != n+2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d topics in memory while one sync is held, want %d: creates wait for each other", len(e.b.Topics()), n+2)
-		}
-		time.Sleep(time.Millisecond) // polling a condition, not synchronising
-	}
-	unblock()
-	if err := <-first; err != nil {
-		t.Fatal(err)
-	}
-	for range n {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
-		}
-	}
+	h := createWhileHeld(t, e, entered, "the create did not reach the log's sync", n)
+	pollUntil(t, func() (bool, string) {
+		got := len(e.b.Topics())
+		return got == n+2, fmt.Sprintf("%d topics in memory while one sync is held, want %d: creates wait for each other", got, n+2)
+	})
+	h.finish(t, unblock)
 	if s := syncs.Load(); s > 3 {
 		t.Fatalf("%d log syncs for 1 + %d concurrent creates", s, n)
 	}

@@ -24,12 +24,11 @@ type cluster struct {
 	client *remoting.Client
 }
 
-func startCluster(t *testing.T) *cluster {
-	t.Helper()
-	ns, err := StartNameServer("127.0.0.1:0", namesrv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+// smallBrokerConfig is the broker these tests start: an in-memory store
+// with 1 MiB segments and 128 KiB records, messages up to 64 KiB, broker-a
+// of DefaultCluster listening on 127.0.0.1:0. It is daemontest.Config,
+// which tests inside package daemon cannot import.
+func smallBrokerConfig() BrokerConfig {
 	scfg := store.DefaultConfig("/data")
 	scfg.FS = vfs.NewMem()
 	scfg.SegmentBytes = 1 << 20
@@ -37,7 +36,18 @@ func startCluster(t *testing.T) *cluster {
 	bcfg := broker.DefaultConfig()
 	bcfg.BrokerName, bcfg.ClusterName = "broker-a", "DefaultCluster"
 	bcfg.MaxMessageBytes = 64 << 10
-	b, err := StartBroker(BrokerConfig{Store: scfg, Broker: bcfg, Listen: "127.0.0.1:0", NameServers: []string{ns.Addr().String()}})
+	return BrokerConfig{Store: scfg, Broker: bcfg, Listen: "127.0.0.1:0"}
+}
+
+func startCluster(t *testing.T) *cluster {
+	t.Helper()
+	ns, err := StartNameServer("127.0.0.1:0", namesrv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := smallBrokerConfig()
+	cfg.NameServers = []string{ns.Addr().String()}
+	b, err := StartBroker(cfg)
 	if err != nil {
 		ns.Close()
 		t.Fatal(err)

@@ -43,14 +43,9 @@ func TestReadyzWaitsForTheNameServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scfg := store.DefaultConfig("/data")
-	scfg.FS = vfs.NewMem()
-	scfg.SegmentBytes = 1 << 20
-	scfg.MaxMessageBytes = 128 << 10
-	bcfg := broker.DefaultConfig()
-	bcfg.MaxMessageBytes = 64 << 10
-	b, err := StartBroker(BrokerConfig{Store: scfg, Broker: bcfg, Listen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0",
-		NameServers: []string{nsLn.Addr().String()}, RegisterWait: -1})
+	cfg := smallBrokerConfig()
+	cfg.HTTPListen, cfg.NameServers, cfg.RegisterWait = "127.0.0.1:0", []string{nsLn.Addr().String()}, -1
+	b, err := StartBroker(cfg)
 	if err != nil {
 		nsLn.Close()
 		t.Fatal(err)

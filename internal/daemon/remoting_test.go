@@ -8,11 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/petrelmq/petrel/internal/broker"
 	"github.com/petrelmq/petrel/internal/namesrv"
 	"github.com/petrelmq/petrel/internal/remoting"
-	"github.com/petrelmq/petrel/internal/store"
-	"github.com/petrelmq/petrel/internal/vfs"
 )
 
 // TestRemotingLimitsReachBothServers: BrokerConfig.Remoting and
@@ -26,14 +23,9 @@ func TestRemotingLimitsReachBothServers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ns.Close()
-	scfg := store.DefaultConfig("/data")
-	scfg.FS = vfs.NewMem()
-	scfg.SegmentBytes = 1 << 20
-	scfg.MaxMessageBytes = 128 << 10
-	bcfg := broker.DefaultConfig()
-	bcfg.MaxMessageBytes = 64 << 10
-	b, err := StartBroker(BrokerConfig{Store: scfg, Broker: bcfg, Listen: "127.0.0.1:0", HTTPListen: "127.0.0.1:0",
-		NameServers: []string{ns.Addr().String()}, Remoting: limits})
+	cfg := smallBrokerConfig()
+	cfg.HTTPListen, cfg.NameServers, cfg.Remoting = "127.0.0.1:0", []string{ns.Addr().String()}, limits
+	b, err := StartBroker(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,8 +50,9 @@ func TestRemotingLimitsReachBothServers(t *testing.T) {
 	if _, err := StartNameServer("127.0.0.1:0", namesrv.Options{Limits: bad}); err == nil {
 		t.Fatal("name server started with a connection read budget below the frame limit")
 	}
-	scfg.FS = vfs.NewMem()
-	if _, err := StartBroker(BrokerConfig{Store: scfg, Broker: bcfg, Listen: "127.0.0.1:0", Remoting: bad}); err == nil {
+	cfg = smallBrokerConfig() // a new in-memory store
+	cfg.Remoting = bad
+	if _, err := StartBroker(cfg); err == nil {
 		t.Fatal("broker started with a connection read budget below the frame limit")
 	}
 }

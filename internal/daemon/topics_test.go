@@ -37,21 +37,15 @@ func startTopicCluster(tb testing.TB) *topicCluster {
 		tb.Fatal(err)
 	}
 	c := &topicCluster{ns: ns, clk: clock.NewManual(time.Unix(1_700_000_000, 0)), sent: make(chan namesrv.Sent, 1<<16)}
-	scfg := store.DefaultConfig("/data")
-	scfg.FS = vfs.NewMem()
-	scfg.SegmentBytes = 1 << 20
-	scfg.MaxMessageBytes = 128 << 10
-	bcfg := broker.DefaultConfig()
-	bcfg.BrokerName, bcfg.ClusterName = "broker-a", "DefaultCluster"
-	bcfg.MaxMessageBytes = 64 << 10
-	b, err := StartBroker(BrokerConfig{Store: scfg, Broker: bcfg, Listen: "127.0.0.1:0",
-		NameServers: []string{ns.Addr().String()},
-		Registrar: namesrv.RegistrarOptions{Clock: c.clk, OnSent: func(s namesrv.Sent) {
-			select {
-			case c.sent <- s:
-			default:
-			}
-		}}})
+	cfg := smallBrokerConfig()
+	cfg.NameServers = []string{ns.Addr().String()}
+	cfg.Registrar = namesrv.RegistrarOptions{Clock: c.clk, OnSent: func(s namesrv.Sent) {
+		select {
+		case c.sent <- s:
+		default:
+		}
+	}}
+	b, err := StartBroker(cfg)
 	if err != nil {
 		ns.Close()
 		tb.Fatal(err)

@@ -53,6 +53,13 @@ func newEnv(t *testing.T) *env {
 	bcfg := broker.DefaultConfig()
 	bcfg.Clock, bcfg.Logger = clk, logger
 	bcfg.ObserveSend = m.ObserveSend
+	return startEnv(t, m, st, bcfg)
+}
+
+// startEnv starts a broker with bcfg over st (closing st if that fails)
+// and serves m; all of it is closed when the test ends.
+func startEnv(t *testing.T, m *Metrics, st *store.Store, bcfg broker.Config) *env {
+	t.Helper()
 	b, err := broker.New(st, bcfg)
 	if err != nil {
 		st.Close()

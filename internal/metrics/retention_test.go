@@ -1,54 +1,28 @@
 package metrics
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"math"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/petrelmq/petrel/internal/broker"
 	"github.com/petrelmq/petrel/internal/clock"
+	"github.com/petrelmq/petrel/internal/logtest"
 	"github.com/petrelmq/petrel/internal/message"
 	"github.com/petrelmq/petrel/internal/store"
 	"github.com/petrelmq/petrel/internal/store/storetest"
 	"github.com/petrelmq/petrel/internal/vfs"
 )
 
-// logBuf collects slog text output; safe for concurrent use.
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuf) lines(substr string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-	for _, line := range strings.Split(l.b.String(), "\n") {
-		if strings.Contains(line, substr) {
-			out = append(out, line)
-		}
-	}
-	return out
-}
-
 // TestEarlyDeletionIsLoud: a disk above the high-water mark (5% of it
 // reserved for root) makes retention remove segments a group had not
 // consumed. The Warn line, the metric and the consumer's jump to the new
 // min offset (logged once) are all there.
 func TestEarlyDeletionIsLoud(t *testing.T) {
-	logs := &logBuf{}
+	logs := &logtest.Buffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	m := New(Options{Logger: logger})
 	clk := clock.NewManual(t0)
@@ -63,20 +37,9 @@ func TestEarlyDeletionIsLoud(t *testing.T) {
 	}
 	bcfg := broker.DefaultConfig()
 	bcfg.Clock, bcfg.Logger = clk, logger
-	b, err := broker.New(st, bcfg)
-	if err != nil {
-		st.Close()
-		t.Fatal(err)
-	}
+	e := startEnv(t, m, st, bcfg)
+	b := e.b
 	m.Attach(Source{Broker: b, Store: st})
-	e := &env{t: t, m: m, st: st, b: b, http: httptest.NewServer(m.Handler())}
-	t.Cleanup(func() {
-		e.http.Close()
-		b.Close()
-		if err := st.Close(); err != nil {
-			t.Errorf("close store: %v", err)
-		}
-	})
 
 	const topic, group = "Orders", "billing"
 	for i := range 60 {
@@ -103,7 +66,7 @@ func TestEarlyDeletionIsLoud(t *testing.T) {
 	lost := minOff - 5
 
 	// The Warn line, once per removed segment, names the topic and group.
-	warns := logs.lines("removed the oldest commit-log segment before its reserve time")
+	warns := logs.Lines("removed the oldest commit-log segment before its reserve time")
 	if len(warns) != rep.SegmentsRemoved {
 		t.Fatalf("%d early-deletion lines for %d segments:\n%s", len(warns), rep.SegmentsRemoved, strings.Join(warns, "\n"))
 	}
@@ -154,7 +117,7 @@ func TestEarlyDeletionIsLoud(t *testing.T) {
 	if pr.Status != broker.PullFound || err != nil || first.QueueOffset != minOff {
 		t.Fatalf("pull at the min %d: status %v, first offset %v, err %v", minOff, pr.Status, first, err)
 	}
-	jumps := logs.lines("below the queue's min offset")
+	jumps := logs.Lines("below the queue's min offset")
 	if len(jumps) != 1 {
 		t.Fatalf("%d jump lines, want 1:\n%s", len(jumps), strings.Join(jumps, "\n"))
 	}

@@ -106,17 +106,22 @@ func TestServerReadBudgetMakesReadersWait(t *testing.T) {
 	}
 }
 
+// blockUntil has codeBlock wait for release before it answers "released".
+func blockUntil(release <-chan struct{}) map[int16]Handler {
+	return map[int16]Handler{
+		codeBlock: func(ctx context.Context, _ *Conn, req *Command) *Command {
+			<-release
+			return NewResponse(req, CodeSuccess, "released")
+		},
+	}
+}
+
 // TestConnReadBudgetWaitsForItsHandlers: a connection whose requests in
 // flight hold its budget reads its next frame once a handler returns.
 func TestConnReadBudgetWaitsForItsHandlers(t *testing.T) {
 	const frame = 64 << 10
 	release := make(chan struct{})
-	srv := startServer(t, ServerOptions{MaxFrameBytes: frame, Limits: Limits{ConnReadBudgetBytes: frame}}, map[int16]Handler{
-		codeBlock: func(ctx context.Context, _ *Conn, req *Command) *Command {
-			<-release
-			return NewResponse(req, CodeSuccess, "released")
-		},
-	})
+	srv := startServer(t, ServerOptions{MaxFrameBytes: frame, Limits: Limits{ConnReadBudgetBytes: frame}}, blockUntil(release))
 	r := dialRaw(t, srv.addr)
 	blocked := NewRequest(codeBlock, nil, make([]byte, frame-100))
 	blocked.Opaque = 1
@@ -342,12 +347,7 @@ func TestReadBudgetWaitIsBounded(t *testing.T) {
 	const frame = 1 << 20
 	release := make(chan struct{})
 	srv := startServer(t, ServerOptions{MaxFrameBytes: frame, Limits: Limits{ServerReadBudgetBytes: frame, ConnReadBudgetBytes: frame,
-		FrameReadTimeout: 200 * time.Millisecond}}, map[int16]Handler{
-		codeBlock: func(ctx context.Context, _ *Conn, req *Command) *Command {
-			<-release
-			return NewResponse(req, CodeSuccess, "released")
-		},
-	})
+		FrameReadTimeout: 200 * time.Millisecond}}, blockUntil(release))
 	hog := dialRaw(t, srv.addr)
 	held := NewRequest(codeBlock, nil, make([]byte, frame-200))
 	held.Opaque = 1

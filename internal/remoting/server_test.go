@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/petrelmq/petrel/internal/logtest"
 )
 
 const (
@@ -24,29 +26,16 @@ const (
 
 // logBuf collects log lines for assertions and mirrors them to t.Log.
 type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-	t  *testing.T
+	logtest.Buffer
+	t *testing.T
 }
 
 func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	l.t.Log(strings.TrimRight(string(p), "\n"))
-	return l.b.Write(p)
+	return l.Buffer.Write(p)
 }
 
-func (l *logBuf) lines(level string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-	for _, line := range strings.Split(l.b.String(), "\n") {
-		if strings.Contains(line, "level="+level) {
-			out = append(out, line)
-		}
-	}
-	return out
-}
+func (l *logBuf) lines(level string) []string { return l.Lines("level=" + level) }
 
 func newLogger(t *testing.T) (*slog.Logger, *logBuf) {
 	lb := &logBuf{t: t}

@@ -6,7 +6,6 @@ import (
 	"path"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,38 +13,8 @@ import (
 	"github.com/petrelmq/petrel/internal/message"
 	"github.com/petrelmq/petrel/internal/store/commitlog"
 	"github.com/petrelmq/petrel/internal/vfs"
+	"github.com/petrelmq/petrel/internal/vfs/vfstest"
 )
-
-// diskHooks injects a full disk for the commit log's preallocations and can
-// hold its fsyncs (so that the writer gathers a group of appends).
-type diskHooks struct {
-	full    atomic.Bool
-	hold    atomic.Bool
-	entered chan struct{} // a held sync has started
-	release chan struct{} // closed to let held syncs go
-}
-
-func installDiskHooks(fsys *vfs.MemFS, dir string) *diskHooks {
-	h := &diskHooks{entered: make(chan struct{}, 1), release: make(chan struct{})}
-	prefix := path.Join(dir, "commitlog") + "/"
-	fsys.InjectError(func(op vfs.Op, p string) error {
-		if !strings.HasPrefix(p, prefix) {
-			return nil
-		}
-		switch {
-		case op == vfs.OpPreallocate && h.full.Load():
-			return vfs.ErrNoSpace
-		case op == vfs.OpSync && h.hold.Load():
-			select {
-			case h.entered <- struct{}{}:
-			default:
-			}
-			<-h.release
-		}
-		return nil
-	})
-	return h
-}
 
 // sendLedger records which sends were acknowledged and which refused.
 type sendLedger struct {
@@ -182,7 +151,7 @@ func rollOverScenario(t *testing.T, mode commitlog.FlushMode, kind string) {
 	clk := clock.NewManual(t0)
 	cfg := smallConfig(fsys, clk)
 	cfg.FlushMode = mode
-	hooks := installDiskHooks(fsys, cfg.Dir)
+	hooks := vfstest.InstallDisk(fsys, path.Join(cfg.Dir, "commitlog")+"/")
 	s := mustOpen(t, cfg)
 	led := newLedger()
 	put := func(msgs []*message.Message) error {
@@ -197,7 +166,7 @@ func rollOverScenario(t *testing.T, mode commitlog.FlushMode, kind string) {
 			t.Fatal(err)
 		}
 	}
-	hooks.full.Store(true)
+	hooks.Full.Store(true)
 	straddle := led.msgs(14, 200) // ~4 KiB: crosses the 8 KiB segment end
 	switch kind {
 	case "batch":
@@ -205,11 +174,11 @@ func rollOverScenario(t *testing.T, mode commitlog.FlushMode, kind string) {
 	case "group":
 		// Hold the sync of a small send so that the writer gathers the
 		// concurrent sends behind it into one group.
-		hooks.hold.Store(true)
+		hooks.Hold.Store(true)
 		first := led.msgs(1, 10)
 		firstDone := make(chan error, 1)
 		s.PutAsync(first, func(err error) { led.record(first, err); firstDone <- err })
-		<-hooks.entered
+		<-hooks.Entered
 		var answered sync.WaitGroup
 		var submitted sync.WaitGroup
 		for _, m := range straddle {
@@ -222,8 +191,8 @@ func rollOverScenario(t *testing.T, mode commitlog.FlushMode, kind string) {
 			}()
 		}
 		submitted.Wait()
-		hooks.hold.Store(false)
-		close(hooks.release)
+		hooks.Hold.Store(false)
+		close(hooks.Release)
 		if err := <-firstDone; err != nil {
 			t.Fatalf("the send before the group: %v", err)
 		}
@@ -266,7 +235,7 @@ func rollOverScenario(t *testing.T, mode commitlog.FlushMode, kind string) {
 
 	// Space returns: the next send (after the retry interval) succeeds and
 	// the queue follows on.
-	hooks.full.Store(false)
+	hooks.Full.Store(false)
 	clk.Advance(time.Second)
 	for range 3 {
 		if err := put(led.msgs(4, 200)); err != nil {
@@ -308,14 +277,14 @@ func TestNextSegmentThatCannotBePreparedRefusesAtAdmission(t *testing.T) {
 			clk := clock.NewManual(t0)
 			cfg := smallConfig(fsys, clk)
 			cfg.FlushMode = mode
-			hooks := installDiskHooks(fsys, cfg.Dir)
+			hooks := vfstest.InstallDisk(fsys, path.Join(cfg.Dir, "commitlog")+"/")
 			s := mustOpen(t, cfg)
 			defer s.Close()
 			led := newLedger()
 			if err := func() error { m := led.msgs(1, 200); err := s.PutBatch(m); led.record(m, err); return err }(); err != nil {
 				t.Fatal(err)
 			}
-			hooks.full.Store(true)
+			hooks.Full.Store(true)
 			// Sends that fit the first segment succeed; once it passes 75%
 			// the next cannot be prepared and sends are refused.
 			var refused error
@@ -345,7 +314,7 @@ func TestNextSegmentThatCannotBePreparedRefusesAtAdmission(t *testing.T) {
 				t.Fatalf("a refused send changed the log: end %d -> %d, records %d -> %d", end, s.clog.Written(), len(before), len(after))
 			}
 			checkLedger(t, s, fsys, led, "while the disk is full")
-			hooks.full.Store(false)
+			hooks.Full.Store(false)
 			clk.Advance(time.Second)
 			for s.clog.Written() < cfg.SegmentBytes+1024 {
 				m := led.msgs(1, 200)

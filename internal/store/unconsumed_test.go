@@ -1,14 +1,12 @@
 package store
 
 import (
-	"bytes"
 	"fmt"
 	"log/slog"
 	"math"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,32 +14,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/petrelmq/petrel/internal/clock"
+	"github.com/petrelmq/petrel/internal/logtest"
 	"github.com/petrelmq/petrel/internal/vfs"
 )
-
-// logBuf collects slog text output; safe for concurrent use.
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuf) lines(substr string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-	for _, line := range strings.Split(l.b.String(), "\n") {
-		if strings.Contains(line, substr) {
-			out = append(out, line)
-		}
-	}
-	return out
-}
 
 const earlyMsg = "removed the oldest commit-log segment before its reserve time"
 
@@ -53,7 +28,7 @@ func TestEarlyDeletionCountsUnconsumedMessages(t *testing.T) {
 	clk := clock.NewManual(t0)
 	fsys := vfs.NewMem()
 	cfg := smallConfig(fsys, clk)
-	logs := &logBuf{}
+	logs := &logtest.Buffer{}
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	s := mustOpen(t, cfg)
 	defer s.Close()
@@ -102,7 +77,7 @@ func TestEarlyDeletionCountsUnconsumedMessages(t *testing.T) {
 
 	// One Warn line per removed segment; the per-pair counts of all lines
 	// add up to the totals, and each line's total is its pairs' sum.
-	lines := logs.lines(earlyMsg)
+	lines := logs.Lines(earlyMsg)
 	if len(lines) != removed {
 		t.Fatalf("%d early-deletion lines for %d segments:\n%s", len(lines), removed, strings.Join(lines, "\n"))
 	}
@@ -151,7 +126,7 @@ func TestDeletionByAgeIsNotCountedAsUnconsumed(t *testing.T) {
 	clk := clock.NewManual(t0)
 	fsys := vfs.NewMem()
 	cfg := smallConfig(fsys, clk)
-	logs := &logBuf{}
+	logs := &logtest.Buffer{}
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	cfg.FileReservedTime = time.Hour
 	cfg.RetentionInterval = 100 * time.Hour // passes run when the test says
@@ -172,7 +147,7 @@ func TestDeletionByAgeIsNotCountedAsUnconsumed(t *testing.T) {
 	if got := s.RemovedUnconsumed(); len(got) != 0 {
 		t.Fatalf("RemovedUnconsumed %v after deletion by age", got)
 	}
-	if l := logs.lines(earlyMsg); len(l) != 0 {
+	if l := logs.Lines(earlyMsg); len(l) != 0 {
 		t.Fatalf("early-deletion line for deletion by age: %v", l)
 	}
 }

@@ -2,17 +2,14 @@ package interop
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	rocketmq "github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 )
@@ -46,55 +43,21 @@ const pushChildEnv = "PETREL_INTEROP_PUSH_CHILD"
 
 // runPushChild is the child's main; it returns the exit code.
 func runPushChild() int {
-	ns, topic, group := os.Getenv("INTEROP_NS"), os.Getenv("INTEROP_TOPIC"), os.Getenv("INTEROP_GROUP")
-	emit := childEmitter()
-	c, err := rocketmq.NewPushConsumer(
-		consumer.WithNsResolver(primitive.NewPassthroughResolver([]string{ns})),
-		consumer.WithGroupName(group),
-		consumer.WithInstance(group+"_child"),
-		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
-		consumer.WithPullInterval(0))
-	if err != nil {
-		emit("ERROR new consumer: %v", err)
-		return 1
-	}
-	err = c.Subscribe(topic, consumer.MessageSelector{}, func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+	return runPushChildWith("_child", func(emit func(string, ...any), msgs []*primitive.MessageExt) consumer.ConsumeResult {
 		for _, m := range msgs {
 			emit("M %d %s", m.StoreTimestamp, m.Body)
 		}
-		return consumer.ConsumeSuccess, nil
+		return consumer.ConsumeSuccess
 	})
-	if err != nil {
-		emit("ERROR subscribe: %v", err)
-		return 1
-	}
-	return runChildConsumer(c, emit)
 }
 
 // startPushChild starts the child consumer of topic for group and records
 // what it consumes into col. It stops when the test ends.
 func startPushChild(t *testing.T, p *petrel, topic, group string, col *collector) {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatalf("find the test binary: %v", err)
-	}
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), pushChildEnv+"=1", "GORACE=exitcode=0",
+	c := startChildProcess(t, "push consumer child", pushChildEnv+"=1", "GORACE=exitcode=0",
 		"INTEROP_NS="+p.nsAddr, "INTEROP_TOPIC="+topic, "INTEROP_GROUP="+group)
-	stderr := &lockedBuffer{}
-	cmd.Stderr = stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start the push consumer child: %v", err)
-	}
+	cmd, stdin, stdout, stderr := c.cmd, c.stdin, c.stdout, c.stderr
 	started := make(chan string, 1)
 	exited := make(chan struct{})
 	go func() {

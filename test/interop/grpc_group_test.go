@@ -1,11 +1,7 @@
 package interop
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
-	"os"
-	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
@@ -13,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	rocketmq "github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	rmq "github.com/apache/rocketmq-clients/golang/v5"
@@ -36,33 +31,16 @@ const sendBackChildEnv = "PETREL_INTEROP_SENDBACK_CHILD"
 
 // runSendBackChild is the child's main; it returns the exit code.
 func runSendBackChild() int {
-	ns, topic, group := os.Getenv("INTEROP_NS"), os.Getenv("INTEROP_TOPIC"), os.Getenv("INTEROP_GROUP")
-	emit := childEmitter()
-	c, err := rocketmq.NewPushConsumer(
-		consumer.WithNsResolver(primitive.NewPassthroughResolver([]string{ns})),
-		consumer.WithGroupName(group),
-		consumer.WithInstance(group+"_sendback"),
-		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
-		consumer.WithPullInterval(0))
-	if err != nil {
-		emit("ERROR new consumer: %v", err)
-		return 1
-	}
-	err = c.Subscribe(topic, consumer.MessageSelector{}, func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+	return runPushChildWith("_sendback", func(emit func(string, ...any), msgs []*primitive.MessageExt) consumer.ConsumeResult {
 		for _, m := range msgs {
 			if m.ReconsumeTimes == 0 {
 				emit("B %s", m.Body)
-				return consumer.ConsumeRetryLater, nil
+				return consumer.ConsumeRetryLater
 			}
 			emit("M %d %s", m.ReconsumeTimes, m.Body)
 		}
-		return consumer.ConsumeSuccess, nil
+		return consumer.ConsumeSuccess
 	})
-	if err != nil {
-		emit("ERROR subscribe: %v", err)
-		return 1
-	}
-	return runChildConsumer(c, emit)
 }
 
 // startSendBackChild starts the child for topic and group on p; onLine
@@ -70,71 +48,8 @@ func runSendBackChild() int {
 // function stops it (also done when the test ends).
 func startSendBackChild(t *testing.T, p *petrel, topic, group string, onLine func(string)) (stop func()) {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatalf("find the test binary: %v", err)
-	}
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), sendBackChildEnv+"=1", "GORACE=exitcode=0",
+	return startLineChild(t, "send-back consumer child", onLine, sendBackChildEnv+"=1", "GORACE=exitcode=0",
 		"INTEROP_NS="+p.nsAddr, "INTEROP_TOPIC="+topic, "INTEROP_GROUP="+group)
-	stderr := &lockedBuffer{}
-	cmd.Stderr = stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start the send-back consumer child: %v", err)
-	}
-	exited := make(chan struct{})
-	started := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		first := true
-		for sc.Scan() {
-			if first {
-				started <- sc.Text()
-				first = false
-				continue
-			}
-			onLine(sc.Text())
-		}
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			_ = stdin.Close()
-			select {
-			case <-exited:
-			case <-time.After(20 * time.Second):
-				_ = cmd.Process.Kill()
-				<-exited
-			}
-		})
-	}
-	t.Cleanup(func() {
-		stop()
-		if t.Failed() {
-			t.Logf("send-back consumer child stderr (tail; data races of the client are expected here):\n%s", tail(stderr.String(), 4000))
-		}
-	})
-	select {
-	case line := <-started:
-		if line != "STARTED" {
-			t.Fatalf("send-back consumer child: %s", line)
-		}
-	case <-exited:
-		t.Fatalf("send-back consumer child exited before starting:\n%s", tail(stderr.String(), 4000))
-	case <-time.After(startupTimeout):
-		t.Fatalf("send-back consumer child did not start within %v", startupTimeout)
-	}
-	return stop
 }
 
 // TestGRPC4xSendBackReaches5xSimpleConsumer: a 4.x member of a group fails

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"sync"
@@ -99,6 +100,33 @@ func childEmitter() func(format string, a ...any) {
 	}
 }
 
+// runPushChildWith is the main of a child push consumer of INTEROP_GROUP
+// (client instance INTEROP_GROUP+suffix, from the first offset, pulling
+// without pause) on INTEROP_TOPIC of the name server INTEROP_NS: consume
+// handles each delivery and reports with emit. It returns the exit code.
+func runPushChildWith(suffix string, consume func(emit func(format string, a ...any), msgs []*primitive.MessageExt) consumer.ConsumeResult) int {
+	ns, topic, group := os.Getenv("INTEROP_NS"), os.Getenv("INTEROP_TOPIC"), os.Getenv("INTEROP_GROUP")
+	emit := childEmitter()
+	c, err := rocketmq.NewPushConsumer(
+		consumer.WithNsResolver(primitive.NewPassthroughResolver([]string{ns})),
+		consumer.WithGroupName(group),
+		consumer.WithInstance(group+suffix),
+		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
+		consumer.WithPullInterval(0))
+	if err != nil {
+		emit("ERROR new consumer: %v", err)
+		return 1
+	}
+	err = c.Subscribe(topic, consumer.MessageSelector{}, func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+		return consume(emit, msgs), nil
+	})
+	if err != nil {
+		emit("ERROR subscribe: %v", err)
+		return 1
+	}
+	return runChildConsumer(c, emit)
+}
+
 // runChildConsumer starts the child's consumer, reports STARTED, and shuts
 // it down once the parent closes stdin; it returns the exit code.
 func runChildConsumer(c rocketmq.PushConsumer, emit func(format string, a ...any)) int {
@@ -119,30 +147,53 @@ func runChildConsumer(c rocketmq.PushConsumer, emit func(format string, a ...any
 // member of the group) and INTEROP_POISON (a body the child always fails).
 func startOrderlyChild(t *testing.T, p *petrel, topic, group string, onLine func(string), env ...string) (stop func()) {
 	t.Helper()
+	env = append([]string{orderlyChildEnv + "=1", "INTEROP_NS=" + p.nsAddr, "INTEROP_TOPIC=" + topic, "INTEROP_GROUP=" + group}, env...)
+	return startLineChild(t, "orderly consumer child", onLine, env...)
+}
+
+// childProcess is this test binary run again as a child, with env added
+// to the test's environment: the child's TestMain sees its variable and
+// runs the client there instead of the tests.
+type childProcess struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout io.ReadCloser
+	stderr *lockedBuffer
+}
+
+// startChildProcess starts the child; what names it in failures.
+func startChildProcess(t *testing.T, what string, env ...string) *childProcess {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatalf("find the test binary: %v", err)
 	}
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), orderlyChildEnv+"=1", "INTEROP_NS="+p.nsAddr, "INTEROP_TOPIC="+topic, "INTEROP_GROUP="+group)
-	cmd.Env = append(cmd.Env, env...)
-	stderr := &lockedBuffer{}
-	cmd.Stderr = stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
+	c := &childProcess{cmd: exec.Command(exe), stderr: &lockedBuffer{}}
+	c.cmd.Env = append(os.Environ(), env...)
+	c.cmd.Stderr = c.stderr
+	if c.stdin, err = c.cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
+	if c.stdout, err = c.cmd.StdoutPipe(); err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start the orderly consumer child: %v", err)
+	if err := c.cmd.Start(); err != nil {
+		t.Fatalf("start the %s: %v", what, err)
 	}
+	return c
+}
+
+// startLineChild starts a child consumer (see runChildConsumer) and waits
+// until its first line says STARTED; onLine gets every later line (from one
+// goroutine). The returned function closes the child's stdin and waits for
+// it to exit (killing it after 20 s); it is also called when the test ends.
+func startLineChild(t *testing.T, what string, onLine func(string), env ...string) (stop func()) {
+	t.Helper()
+	c := startChildProcess(t, what, env...)
 	exited := make(chan struct{})
 	started := make(chan string, 1)
 	go func() {
-		sc := bufio.NewScanner(stdout)
+		sc := bufio.NewScanner(c.stdout)
 		first := true
 		for sc.Scan() {
 			if first {
@@ -152,17 +203,17 @@ func startOrderlyChild(t *testing.T, p *petrel, topic, group string, onLine func
 			}
 			onLine(sc.Text())
 		}
-		_ = cmd.Wait()
+		_ = c.cmd.Wait()
 		close(exited)
 	}()
 	var stopOnce sync.Once
 	stop = func() {
 		stopOnce.Do(func() {
-			_ = stdin.Close()
+			_ = c.stdin.Close()
 			select {
 			case <-exited:
 			case <-time.After(20 * time.Second):
-				_ = cmd.Process.Kill()
+				_ = c.cmd.Process.Kill()
 				<-exited
 			}
 		})
@@ -170,18 +221,18 @@ func startOrderlyChild(t *testing.T, p *petrel, topic, group string, onLine func
 	t.Cleanup(func() {
 		stop()
 		if t.Failed() {
-			t.Logf("orderly consumer child stderr (tail; data races of the client are expected here):\n%s", tail(stderr.String(), 6000))
+			t.Logf("%s stderr (tail; data races of the client are expected here):\n%s", what, tail(c.stderr.String(), 6000))
 		}
 	})
 	select {
 	case line := <-started:
 		if line != "STARTED" {
-			t.Fatalf("orderly consumer child: %s", line)
+			t.Fatalf("%s: %s", what, line)
 		}
 	case <-exited:
-		t.Fatalf("orderly consumer child exited before starting:\n%s", tail(stderr.String(), 4000))
-	case <-time.After(30 * time.Second):
-		t.Fatal("orderly consumer child did not start within 30 s")
+		t.Fatalf("%s exited before starting:\n%s", what, tail(c.stderr.String(), 4000))
+	case <-time.After(startupTimeout):
+		t.Fatalf("%s did not start within %v", what, startupTimeout)
 	}
 	return stop
 }

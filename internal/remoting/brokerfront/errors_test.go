@@ -1,39 +1,21 @@
 package brokerfront
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/petrelmq/petrel/internal/broker"
+	"github.com/petrelmq/petrel/internal/logtest"
 	"github.com/petrelmq/petrel/internal/remoting"
 )
-
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestErrorRemarkHasNoInternalCause: the remark is the broker's sentence
 // for the client; the cause (a path, a Go error chain) goes to the log only.
 func TestErrorRemarkHasNoInternalCause(t *testing.T) {
-	var logs lockedBuf
+	var logs logtest.Buffer
 	f := &Front{log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	req := remoting.NewRequest(codeSendMessage, nil, nil)
 	cause := fmt.Errorf("commitlog: preallocate /var/lib/petrel/commitlog/00000000001073741824: %w", errors.New("no space left on device"))

@@ -8,13 +8,13 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/petrelmq/petrel/internal/clock"
 	"github.com/petrelmq/petrel/internal/message"
 	"github.com/petrelmq/petrel/internal/vfs"
+	"github.com/petrelmq/petrel/internal/vfs/vfstest"
 )
 
 // logFiles returns the contents of every file of the log directory.
@@ -55,45 +55,6 @@ func sameSegments(want, got map[string][]byte) error {
 	return nil
 }
 
-// fullDisk fails the preallocation of log segments while it is set, and
-// holds the log's syncs while hold is set.
-type fullDisk struct {
-	full, hold atomic.Bool
-	entered    chan struct{}
-	release    chan struct{}
-	writes     atomic.Int64 // writes to log files while failWrite >= 0
-	failWrite  atomic.Int64 // the write (1-based) that fails; 0 for none
-}
-
-func newFullDisk(fsys *vfs.MemFS) *fullDisk {
-	d := &fullDisk{entered: make(chan struct{}, 1), release: make(chan struct{})}
-	fsys.InjectError(func(op vfs.Op, p string) error {
-		if !strings.HasPrefix(p, "log/") {
-			return nil
-		}
-		switch op {
-		case vfs.OpPreallocate:
-			if d.full.Load() {
-				return vfs.ErrNoSpace
-			}
-		case vfs.OpWrite:
-			if n := d.failWrite.Load(); n > 0 && d.writes.Add(1) == n {
-				return errors.New("injected write error")
-			}
-		case vfs.OpSync:
-			if d.hold.Load() {
-				select {
-				case d.entered <- struct{}{}:
-				default:
-				}
-				<-d.release
-			}
-		}
-		return nil
-	})
-	return d
-}
-
 func msgs(n, size int, tag string) []*message.Message {
 	out := make([]*message.Message, n)
 	for i := range out {
@@ -111,7 +72,7 @@ func TestRollOverWithoutSegmentLeavesTheLogAsItWas(t *testing.T) {
 	for _, mode := range []FlushMode{FlushSync, FlushAsync} {
 		t.Run(mode.String(), func(t *testing.T) {
 			fsys := vfs.NewMem()
-			d := newFullDisk(fsys)
+			d := vfstest.InstallDisk(fsys, "log/")
 			clk := clock.NewManual(time.Unix(1000, 0))
 			l := openLog(t, fsys, Options{FlushMode: mode, Clock: clk})
 			defer l.Close()
@@ -123,7 +84,7 @@ func TestRollOverWithoutSegmentLeavesTheLogAsItWas(t *testing.T) {
 				}
 				next++
 			}
-			d.full.Store(true)
+			d.Full.Store(true)
 			before, end := logFiles(t, fsys), l.Written()
 			if _, err := l.AppendBatch(msgs(20, 100, "s")); !errors.Is(err, vfs.ErrNoSpace) {
 				t.Fatalf("straddling batch: %v, want ErrNoSpace", err)
@@ -134,7 +95,7 @@ func TestRollOverWithoutSegmentLeavesTheLogAsItWas(t *testing.T) {
 			if _, err := l.Append(testMsg("T", 0, "small")); !errors.Is(err, vfs.ErrNoSpace) {
 				t.Fatalf("append while no segment can be made: %v, want ErrNoSpace at admission", err)
 			}
-			d.full.Store(false)
+			d.Full.Store(false)
 			if _, err := l.Append(testMsg("T", 0, "small")); !errors.Is(err, vfs.ErrNoSpace) {
 				t.Fatalf("append before the retry time: %v, want ErrNoSpace", err)
 			}
@@ -160,7 +121,7 @@ func TestRollOverWithoutSegmentLeavesTheLogAsItWas(t *testing.T) {
 // the first that needs the next segment on are refused whole.
 func TestGroupThatNeedsAMissingSegmentWritesOnlyWhatFits(t *testing.T) {
 	fsys := vfs.NewMem()
-	d := newFullDisk(fsys)
+	d := vfstest.InstallDisk(fsys, "log/")
 	clk := clock.NewManual(time.Unix(1000, 0))
 	l := openLog(t, fsys, Options{Clock: clk})
 	for l.Written() < 2000 {
@@ -168,11 +129,11 @@ func TestGroupThatNeedsAMissingSegmentWritesOnlyWhatFits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	d.full.Store(true)
-	d.hold.Store(true)
+	d.Full.Store(true)
+	d.Hold.Store(true)
 	firstErr := make(chan error, 1)
 	l.AppendAsync(msgs(1, 1, "f"), func(_ Result, err error) { firstErr <- err })
-	<-d.entered
+	<-d.Entered
 	group := msgs(16, 100, "g")
 	errs := make([]error, len(group))
 	var wg sync.WaitGroup
@@ -180,8 +141,8 @@ func TestGroupThatNeedsAMissingSegmentWritesOnlyWhatFits(t *testing.T) {
 		wg.Add(1)
 		l.AppendAsync([]*message.Message{m}, func(_ Result, err error) { errs[i] = err; wg.Done() })
 	}
-	d.hold.Store(false)
-	close(d.release)
+	d.Hold.Store(false)
+	close(d.Release)
 	if err := <-firstErr; err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +187,7 @@ func TestFailedWriteAfterARollOverIsUndone(t *testing.T) {
 	for _, mode := range []FlushMode{FlushSync, FlushAsync} {
 		t.Run(mode.String(), func(t *testing.T) {
 			fsys := vfs.NewMem()
-			d := newFullDisk(fsys)
+			d := vfstest.InstallDisk(fsys, "log/")
 			l := openLog(t, fsys, Options{FlushMode: mode})
 			for l.Written() < 1000 {
 				if _, err := l.Append(testMsg("T", 0, strings.Repeat("a", 100))); err != nil {
@@ -235,12 +196,12 @@ func TestFailedWriteAfterARollOverIsUndone(t *testing.T) {
 			}
 			before, end, segs := logFiles(t, fsys), l.Written(), l.Segments()
 			// ~9 KiB: spans three segments, three writes; the third fails.
-			d.writes.Store(0)
-			d.failWrite.Store(3)
+			d.Writes.Store(0)
+			d.FailWrite.Store(3)
 			if _, err := l.AppendBatch(msgs(40, 200, "b")); err == nil {
 				t.Fatal("the batch with a failing write succeeded")
 			}
-			d.failWrite.Store(0)
+			d.FailWrite.Store(0)
 			if err := sameSegments(before, logFiles(t, fsys)); err != nil || l.Written() != end {
 				t.Fatalf("the failed batch changed the log: %v; end %d -> %d", err, end, l.Written())
 			}

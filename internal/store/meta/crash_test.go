@@ -131,20 +131,7 @@ func TestInjectedAppendErrors(t *testing.T) {
 	fail := errors.New("injected")
 	for _, step := range []vfs.Op{vfs.OpWrite, vfs.OpSync} {
 		t.Run(step.String(), func(t *testing.T) {
-			mem := vfs.NewMem()
-			h := &hookFS{FS: mem}
-			s := openT(t, h, clock.NewManual(epoch))
-			defer s.Close()
-			must(t, s.PutTopic(topic("first", 1))) // makes topics.json and the log
-			must(t, s.PutTopic(topic("second", 1)))
-			var cnt opCounter
-			h.setHook(func(op vfs.Op, name string) error {
-				cnt.hook(op, name)
-				if op == step && path.Base(name) == topicsFileName+logSuffix {
-					return fail
-				}
-				return nil
-			})
+			mem, h, s, cnt := openFailingLog(t, step, fail)
 			if err := s.PutTopic(topic("third", 1)); !errors.Is(err, fail) {
 				t.Fatalf("PutTopic with a failing log %s: %v", step, err)
 			}
@@ -157,20 +144,7 @@ func TestInjectedAppendErrors(t *testing.T) {
 			}
 			must(t, c.Close())
 
-			h.setHook(cnt.hook)
-			must(t, s.PutTopic(topic("fourth", 1)))
-			if n := cnt.renames(topicsFileName); n != 1 {
-				t.Fatalf("the change after a failed append rewrote topics.json %d times, want 1", n)
-			}
-			must(t, s.PutTopic(topic("fifth", 1)))
-			if n := cnt.renames(topicsFileName); n != 1 {
-				t.Fatalf("a later change rewrote topics.json (%d rewrites), want an append", n)
-			}
-			c = openT(t, mem.CrashClone(vfs.CrashOptions{}), clock.NewManual(epoch))
-			defer c.Close()
-			if got := len(c.Topics()); got != 5 {
-				t.Fatalf("after crash %d topics, want 5: %+v", got, c.Topics())
-			}
+			rewriteThenAppend(t, mem, h, s, cnt, 1)
 		})
 	}
 }
@@ -183,20 +157,7 @@ func TestInjectedLogResetErrors(t *testing.T) {
 	fail := errors.New("injected")
 	for _, step := range []vfs.Op{vfs.OpTruncate, vfs.OpSync} {
 		t.Run(step.String(), func(t *testing.T) {
-			mem := vfs.NewMem()
-			h := &hookFS{FS: mem}
-			s := openT(t, h, clock.NewManual(epoch))
-			defer s.Close()
-			must(t, s.PutTopic(topic("first", 1)))
-			must(t, s.PutTopic(topic("second", 1)))
-			var cnt opCounter
-			h.setHook(func(op vfs.Op, name string) error {
-				cnt.hook(op, name)
-				if op == step && path.Base(name) == topicsFileName+logSuffix {
-					return fail
-				}
-				return nil
-			})
+			mem, h, s, cnt := openFailingLog(t, step, fail)
 			s.topics.files.compact = true
 			must(t, s.PutTopic(topic("third", 1)))
 			if n := cnt.renames(topicsFileName); n != 1 {
@@ -207,21 +168,53 @@ func TestInjectedLogResetErrors(t *testing.T) {
 				t.Fatalf("after crash %d topics, want 3", got)
 			}
 			must(t, c.Close())
-			h.setHook(cnt.hook)
-			must(t, s.PutTopic(topic("fourth", 1)))
-			if n := cnt.renames(topicsFileName); n != 2 {
-				t.Fatalf("the change after a failed log reset: %d rewrites of topics.json, want 2", n)
-			}
-			must(t, s.PutTopic(topic("fifth", 1)))
-			if n := cnt.renames(topicsFileName); n != 2 {
-				t.Fatalf("a change after a good reset rewrote topics.json (%d rewrites), want an append", n)
-			}
-			c = openT(t, mem.CrashClone(vfs.CrashOptions{}), clock.NewManual(epoch))
-			defer c.Close()
-			if got := len(c.Topics()); got != 5 {
-				t.Fatalf("after crash %d topics, want 5", got)
-			}
+			rewriteThenAppend(t, mem, h, s, cnt, 2)
 		})
+	}
+}
+
+// openFailingLog opens a store on a hooked MemFS, puts the topics "first"
+// (which makes topics.json and the change log) and "second", and then makes
+// step fail with fail on the change log; cnt counts every operation from
+// then on. The store is closed when the test ends.
+func openFailingLog(t *testing.T, step vfs.Op, fail error) (mem *vfs.MemFS, h *hookFS, s *Store, cnt *opCounter) {
+	t.Helper()
+	mem = vfs.NewMem()
+	h = &hookFS{FS: mem}
+	s = openT(t, h, clock.NewManual(epoch))
+	t.Cleanup(func() { s.Close() })
+	must(t, s.PutTopic(topic("first", 1)))
+	must(t, s.PutTopic(topic("second", 1)))
+	cnt = &opCounter{}
+	h.setHook(func(op vfs.Op, name string) error {
+		cnt.hook(op, name)
+		if op == step && path.Base(name) == topicsFileName+logSuffix {
+			return fail
+		}
+		return nil
+	})
+	return mem, h, s, cnt
+}
+
+// rewriteThenAppend ends a test of a failing change log: with the hook only
+// counting, the next change ("fourth") must rewrite topics.json (rewrites
+// reach want) and the one after ("fifth") append; a crash then keeps all
+// five topics.
+func rewriteThenAppend(t *testing.T, mem *vfs.MemFS, h *hookFS, s *Store, cnt *opCounter, want int) {
+	t.Helper()
+	h.setHook(cnt.hook)
+	must(t, s.PutTopic(topic("fourth", 1)))
+	if n := cnt.renames(topicsFileName); n != want {
+		t.Fatalf("the change after the failure: %d rewrites of topics.json, want %d", n, want)
+	}
+	must(t, s.PutTopic(topic("fifth", 1)))
+	if n := cnt.renames(topicsFileName); n != want {
+		t.Fatalf("a later change rewrote topics.json (%d rewrites), want an append", n)
+	}
+	c := openT(t, mem.CrashClone(vfs.CrashOptions{}), clock.NewManual(epoch))
+	defer c.Close()
+	if got := len(c.Topics()); got != 5 {
+		t.Fatalf("after crash %d topics, want 5: %+v", got, c.Topics())
 	}
 }
 
