@@ -42,11 +42,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-wait_port() { # wait_port PORT PID
+wait_port() { # wait_port PORT PID LOG
   local i
   for i in $(seq 300); do
     (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-    kill -0 "$2" 2>/dev/null || { echo "server (pid $2) exited; see $WORK" >&2; return 1; }
+    kill -0 "$2" 2>/dev/null || { echo "server (pid $2) exited; its log:" >&2; tail -20 "$3" >&2; return 1; }
     sleep 0.1
   done
   echo "port $1 did not open" >&2
@@ -56,7 +56,7 @@ wait_port() { # wait_port PORT PID
 mkdir -p "$PEERS_BIN"
 [ -x "$PEERS_BIN/nats-server" ] || GOBIN="$PEERS_BIN" go install github.com/nats-io/nats-server/v2@v2.15.2
 [ -x "$PEERS_BIN/nats" ] || GOBIN="$PEERS_BIN" go install github.com/nats-io/natscli/nats@v0.5.0
-go build -o "$WORK/petrel" ./cmd/petrel
+go build -buildvcs=true -o "$WORK/petrel" ./cmd/petrel
 echo "# $(date -u +%FT%TZ) $(nproc) cores; $("$PEERS_BIN/nats-server" --version); $("$WORK/petrel" --version)"
 
 # ---- NATS JetStream -------------------------------------------------------
@@ -66,13 +66,16 @@ run_nats() { # run_nats NAME SYNC_LINE
   rm -rf "$WORK/nats-store"
   cat >"$conf" <<CONF
 listen: 127.0.0.1:$NATS_PORT
-jetstream { store_dir: "$WORK/nats-store", max_file_store: 40GB
-  $2 }
+jetstream {
+  store_dir: "$WORK/nats-store"
+  max_file_store: 40GB
+  $2
+}
 CONF
   "$PEERS_BIN/nats-server" -c "$conf" >"$WORK/nats-$1.log" 2>&1 &
   NATS_PID=$!
   PIDS+=("$NATS_PID")
-  wait_port "$NATS_PORT" "$NATS_PID"
+  wait_port "$NATS_PORT" "$NATS_PID" "$WORK/nats-$1.log"
 }
 nats_cli() { XDG_CONFIG_HOME="$WORK/xdg" HOME="$WORK/xdg" "$PEERS_BIN/nats" -s "nats://127.0.0.1:$NATS_PORT" --no-context "$@"; }
 nats_rate() { # the msgs/sec of `nats bench`'s stats line
@@ -102,7 +105,7 @@ run_petrel() { # run_petrel FLUSH
     --http-listen 127.0.0.1:19080 --grpc-listen off >"$WORK/petrel-$1.log" 2>&1 &
   PETREL_PID=$!
   PIDS+=("$PETREL_PID")
-  wait_port 19911 "$PETREL_PID"
+  wait_port 19911 "$PETREL_PID" "$WORK/petrel-$1.log"
 }
 for run in $(seq "$RUNS"); do
   for flush in async sync; do
