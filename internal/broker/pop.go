@@ -59,9 +59,10 @@ package broker
 // it, as 4.x members re-read from a reset offset.
 //
 // Long polling: a Pop that finds nothing and may wait registers a waiter
-// for (group, topic) — and for the group's retry topic — and tries once more (so a message that arrived in
-// between is not missed), then sleeps until a message of the topic is
-// dispatched (the store listener signals every waiter of the topic), an
+// for (group, topic) and for the group's retry topic, and tries once more
+// (so a message that arrived in between is not missed), then sleeps until
+// a message of the topic is dispatched (the store listener signals every
+// waiter of the topic), an
 // in-flight message of the group becomes visible again (a clock timer
 // armed for the earliest such time), an acknowledgement unblocks a FIFO
 // queue, the wait ends (empty answer), ctx ends or the broker closes
