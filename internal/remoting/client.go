@@ -7,6 +7,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/petrelmq/petrel/internal/netx"
 )
 
 // DefaultDialTimeout bounds a dial when ClientOptions.DialTimeout is 0.
@@ -29,6 +31,9 @@ type ClientOptions struct {
 	// map each response would fill, for callers on a hot path (a load
 	// generator) that read few of them.
 	LazyResponses bool
+	// Network is what the client dials on; default the real network
+	// (netx.TCP). Tests pass a netx.Mem host.
+	Network netx.Network
 }
 
 // Client keeps one connection per address, dialed on first use and dialed
@@ -63,6 +68,7 @@ func NewClient(opts ClientOptions) *Client {
 	if opts.DialTimeout <= 0 {
 		opts.DialTimeout = DefaultDialTimeout
 	}
+	opts.Network = netx.Or(opts.Network)
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -126,8 +132,9 @@ func (cl *Client) Conn(ctx context.Context, addr string) (*Conn, error) {
 }
 
 func (cl *Client) dial(ctx context.Context, addr string, e *dialEntry) (*Conn, error) {
-	d := net.Dialer{Timeout: cl.opts.DialTimeout}
-	nc, err := d.DialContext(ctx, "tcp", addr)
+	dctx, cancel := context.WithTimeout(ctx, cl.opts.DialTimeout)
+	nc, err := cl.opts.Network.Dial(dctx, addr)
+	cancel()
 	cl.mu.Lock()
 	defer func() {
 		close(e.done)
