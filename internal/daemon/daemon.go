@@ -16,6 +16,7 @@ import (
 	"github.com/petrelmq/petrel/internal/grpcfront"
 	"github.com/petrelmq/petrel/internal/metrics"
 	"github.com/petrelmq/petrel/internal/namesrv"
+	"github.com/petrelmq/petrel/internal/netx"
 	"github.com/petrelmq/petrel/internal/remoting"
 	"github.com/petrelmq/petrel/internal/remoting/brokerfront"
 	"github.com/petrelmq/petrel/internal/store"
@@ -31,12 +32,12 @@ type NameServer struct {
 	done chan error
 }
 
-// StartNameServer listens on addr and serves.
+// StartNameServer listens on addr (on opts.Network) and serves.
 func StartNameServer(addr string, opts namesrv.Options) (*NameServer, error) {
 	if err := opts.Limits.Validate(opts.MaxFrameBytes); err != nil {
 		return nil, fmt.Errorf("name server: %w", err)
 	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := netx.Or(opts.Network).Listen(addr)
 	if err != nil {
 		return nil, fmt.Errorf("name server: listen on %s: %w", addr, err)
 	}
@@ -93,6 +94,10 @@ type BrokerConfig struct {
 	// address the client dialled); CertDir = the store's directory (on
 	// the OS file system); Clock and Logger those of the broker.
 	GRPC grpcfront.Config
+	// Network is the network of the remoting and gRPC listeners and of
+	// the registrar's connections to the name servers; default the real
+	// one (netx.TCP). The HTTP listener is always on the real network.
+	Network netx.Network
 }
 
 // Broker is a running broker.
@@ -128,7 +133,8 @@ func StartBroker(cfg BrokerConfig) (_ *Broker, err error) {
 	if err := cfg.Remoting.Validate(0); err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
+	cfg.Network = netx.Or(cfg.Network)
+	ln, err := cfg.Network.Listen(cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("broker: listen on %s: %w", cfg.Listen, err)
 	}
@@ -171,7 +177,7 @@ func StartBroker(cfg BrokerConfig) (_ *Broker, err error) {
 	d.front = brokerfront.New(b, brokerfront.Options{Logger: cfg.Logger, AwaitRoutes: d.awaitRoutes, RouteWait: cfg.RouteWait})
 	d.srv = remoting.NewServer(remoting.ServerOptions{Logger: cfg.Logger, OnConnClose: d.front.ConnClosed, Limits: cfg.Remoting})
 	d.front.Register(d.srv)
-	d.client = remoting.NewClient(remoting.ClientOptions{Logger: cfg.Logger})
+	d.client = remoting.NewClient(remoting.ClientOptions{Logger: cfg.Logger, Network: cfg.Network})
 	bc := cfg.Broker
 	if cfg.Registrar.Snapshot == nil {
 		cfg.Registrar.Snapshot = d.topicTable
@@ -255,7 +261,7 @@ func (d *Broker) watchReadiness(hasNameServers bool) {
 
 // startGRPC listens on cfg.GRPCListen and serves the gRPC front.
 func (d *Broker) startGRPC(cfg BrokerConfig) error {
-	ln, err := net.Listen("tcp", cfg.GRPCListen)
+	ln, err := cfg.Network.Listen(cfg.GRPCListen)
 	if err != nil {
 		return fmt.Errorf("broker: gRPC listen on %s: %w", cfg.GRPCListen, err)
 	}
@@ -265,7 +271,12 @@ func (d *Broker) startGRPC(cfg BrokerConfig) error {
 		if h, _, err := net.SplitHostPort(cfg.Advertise); err == nil {
 			host = h
 		}
-		gc.Advertise = net.JoinHostPort(host, fmt.Sprint(ln.Addr().(*net.TCPAddr).Port))
+		_, port, err := net.SplitHostPort(ln.Addr().String())
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("broker: gRPC listener address %s: %w", ln.Addr(), err)
+		}
+		gc.Advertise = net.JoinHostPort(host, port)
 	}
 	if gc.CertDir == "" && (cfg.Store.FS == nil || cfg.Store.FS == vfs.OS) {
 		gc.CertDir = cfg.Store.Dir
@@ -381,6 +392,12 @@ func advertiseAddr(advertise string, listen net.Addr) (string, error) {
 	port := 0
 	if tcp != nil {
 		port = tcp.Port
+	} else if ap, err := netip.ParseAddrPort(listen.String()); err == nil {
+		// An ip:port of another network (netx.Mem).
+		if advertise == "" && !ap.Addr().IsUnspecified() {
+			return ap.String(), nil
+		}
+		port = int(ap.Port())
 	}
 	if advertise != "" {
 		if !strings.Contains(advertise, ":") {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/petrelmq/petrel/internal/clock"
+	"github.com/petrelmq/petrel/internal/netx"
 	"github.com/petrelmq/petrel/internal/remoting"
 )
 
@@ -57,6 +58,9 @@ type Options struct {
 	// Limits are passed to the remoting server (zero fields: its
 	// defaults).
 	Limits remoting.Limits
+	// Network is the network daemon.StartNameServer listens on; default
+	// the real one (netx.TCP). Serve takes a listener of any network.
+	Network netx.Network
 }
 
 func (o *Options) setDefaults() {
