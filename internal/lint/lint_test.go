@@ -81,6 +81,7 @@ func TestImportsPointOneWay(t *testing.T) {
 		{pkg: "internal/message", onlyStd: true},
 		{pkg: "internal/clock", onlyStd: true},
 		{pkg: "internal/vfs", onlyStd: true},
+		{pkg: "internal/netx", onlyStd: true},
 		{pkg: "internal/store", forbidden: upper},
 		{pkg: "internal/broker", forbidden: fronts},
 		// The name server speaks remoting itself (it is transport plus a
