@@ -13,7 +13,8 @@
 // # The in-memory network
 //
 // An address is "host:port". A host listens on its own name only (an
-// empty host in Listen means the host itself; port 0 picks a free port).
+// empty host or an unspecified IP in Listen means the host itself; port 0
+// picks a free port).
 // A connection is a pair of bounded byte queues, one per direction
 // (DefaultBufferBytes each, like a socket's buffers): Write returns once
 // its bytes are queued and waits while the queue is full; Read returns

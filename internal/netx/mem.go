@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -165,13 +166,16 @@ type Host struct {
 // Name is the host's name.
 func (h *Host) Name() string { return h.name }
 
-// Listen listens on addr: "host:port" where host is h's name or empty;
-// port 0 picks a free port. It fails with syscall.EADDRINUSE when the
-// address is taken.
+// Listen listens on addr: "host:port" where host is h's name, empty or
+// an unspecified IP (0.0.0.0, ::), the last two meaning h; port 0 picks a
+// free port. It fails with syscall.EADDRINUSE when the address is taken.
 func (h *Host) Listen(addr string) (net.Listener, error) {
 	host, port, err := splitAddr(addr)
 	if err != nil {
 		return nil, &net.OpError{Op: "listen", Net: "mem", Err: err}
+	}
+	if ip, err := netip.ParseAddr(host); err == nil && ip.IsUnspecified() {
+		host = ""
 	}
 	if host != "" && host != h.name {
 		return nil, &net.OpError{Op: "listen", Net: "mem", Addr: memAddr(addr),

@@ -101,6 +101,11 @@ func TestMemListenAndDialErrors(t *testing.T) {
 	if _, err := h.Listen("b:7001"); err == nil {
 		t.Fatal("host a listened on b's address")
 	}
+	wild, err := h.Listen("0.0.0.0:7002")
+	if err != nil || wild.Addr().String() != "a:7002" {
+		t.Fatalf("Listen(0.0.0.0:7002) on a: %v, %v; want a:7002", wild, err)
+	}
+	wild.Close()
 	if _, err := m.Host("b").Dial(context.Background(), "a:7999"); !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Fatalf("dial to a port nobody listens on: %v, want ECONNREFUSED", err)
 	}
