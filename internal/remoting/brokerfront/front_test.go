@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"maps"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -67,6 +68,25 @@ func (f *front) maxOffset(t *testing.T, topic string) string {
 	return f.invoke(t, codeGetMaxOffset, map[string]string{"topic": topic, "queueId": "0"}, nil).Ext("offset")
 }
 
+// settledMaxOffset waits until queue 0 of topic reaches atLeast messages
+// (a send is answered once durable; the consume queue is fed just after)
+// and returns its max offset then. Dispatch follows the log's order, so
+// once the last send of a test is visible, so is anything stored before it.
+func (f *front) settledMaxOffset(t *testing.T, topic string, atLeast int64) string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := f.maxOffset(t, topic)
+		if n, err := strconv.ParseInt(got, 10, 64); err == nil && n >= atLeast {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("queue 0 of %s still holds %s messages after 10s, want at least %d", topic, got, atLeast)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // TestNumericHeaderFieldsAreRefused: a numeric header field that does not
 // parse is refused with a remark that names it; the request does nothing
 // (before, "abc" became 0: a send to queue 0, a pull from offset 0).
@@ -96,8 +116,13 @@ func TestNumericHeaderFieldsAreRefused(t *testing.T) {
 			}
 		})
 	}
-	if got := f.maxOffset(t, "Orders"); got != "1" {
-		t.Fatalf("queue 0 holds %s messages, want only the good one", got)
+	// A last good send: once it is visible, a refused send stored before it
+	// would be too.
+	if resp := f.invoke(t, codeSendMessage, sendExt("Orders", "", nil), []byte("ok")); resp.Code != 0 {
+		t.Fatalf("last good send: code %d remark %q", resp.Code, resp.Remark)
+	}
+	if got := f.settledMaxOffset(t, "Orders", 2); got != "2" {
+		t.Fatalf("queue 0 holds %s messages, want only the two good ones", got)
 	}
 }
 
@@ -132,7 +157,7 @@ func TestSeparatorInPropertyValueIsRefused(t *testing.T) {
 	if resp := f.invoke(t, codeSendMessage, sendExt("Tags", "TAGS\x01A\x02KEYS\x01k1 k2\x02", nil), []byte("ok")); resp.Code != 0 {
 		t.Fatalf("well-formed properties: code %d remark %q", resp.Code, resp.Remark)
 	}
-	if got := f.maxOffset(t, "Tags"); got != "1" {
+	if got := f.settledMaxOffset(t, "Tags", 1); got != "1" {
 		t.Fatalf("queue 0 of Tags holds %s messages, want only the well-formed one", got)
 	}
 }
