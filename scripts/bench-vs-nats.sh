@@ -26,7 +26,7 @@ RUNS="${RUNS:-3}"
 SIZE="${SIZE:-1024}"
 INFLIGHT="${INFLIGHT:-64}"
 PEERS_BIN="${PEERS_BIN:-$HOME/.cache/petrel-peers/bin}"
-WORK="$(mktemp -d /tmp/petrel-vs-nats.XXXXXX)"
+WORK="$(mktemp -d)"
 PIDS=()
 
 stop() { # stop PID: SIGTERM, then SIGKILL after 20 s
