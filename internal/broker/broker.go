@@ -26,11 +26,10 @@ type Broker struct {
 	closed    atomic.Bool
 	closeOnce sync.Once
 
-	hooksMu       sync.Mutex
-	topicHooks    []func()
-	changeHooks   []func(TopicChange)
-	consumerHooks []func(group string, conns []uint64)
-	groupHooks    []func(group string)
+	topicHooks    hookList[func()]
+	changeHooks   hookList[func(TopicChange)]
+	consumerHooks hookList[func(group string, conns []uint64)]
+	groupHooks    hookList[func(group string)]
 	topicRuns     hookRuns
 
 	// topicMu serialises create-if-missing of groups, so two concurrent
@@ -159,9 +158,7 @@ func (b *Broker) errClosed() *Error {
 // that reads the whole topic table thus costs O(topics) per batch of
 // concurrent changes, not per change.)
 func (b *Broker) OnTopicsChanged(fn func()) {
-	b.hooksMu.Lock()
-	defer b.hooksMu.Unlock()
-	b.topicHooks = append(b.topicHooks, fn)
+	b.topicHooks.add(fn)
 }
 
 // OnConsumerIDsChanged registers fn, called when the set of client ids of
@@ -174,9 +171,7 @@ func (b *Broker) OnTopicsChanged(fn func()) {
 // false. fn runs with no broker lock held, possibly concurrently with
 // itself; the caller owns conns.
 func (b *Broker) OnConsumerIDsChanged(fn func(group string, conns []uint64)) {
-	b.hooksMu.Lock()
-	defer b.hooksMu.Unlock()
-	b.consumerHooks = append(b.consumerHooks, fn)
+	b.consumerHooks.add(fn)
 }
 
 // topicsChanged runs the hooks after a change of topic name has become
@@ -184,10 +179,7 @@ func (b *Broker) OnConsumerIDsChanged(fn func(group string, conns []uint64)) {
 // OnTopicsChanged hooks, or a wait for a run of them that begins after this
 // call (see OnTopicsChanged).
 func (b *Broker) topicsChanged(name string) {
-	b.hooksMu.Lock()
-	changeHooks := b.changeHooks
-	b.hooksMu.Unlock()
-	if len(changeHooks) > 0 {
+	if changeHooks := b.changeHooks.list(); len(changeHooks) > 0 {
 		t, ok, v := b.meta.TopicAt(name)
 		c := TopicChange{Name: name, Topic: t, Deleted: !ok, Version: v}
 		for _, fn := range changeHooks {
@@ -230,10 +222,7 @@ func (b *Broker) runTopicHooks(run uint64, done chan struct{}) {
 		close(done)
 		r.mu.Unlock()
 	}()
-	b.hooksMu.Lock()
-	hooks := b.topicHooks
-	b.hooksMu.Unlock()
-	for _, fn := range hooks {
+	for _, fn := range b.topicHooks.list() {
 		fn()
 	}
 }
@@ -257,9 +246,7 @@ func (b *Broker) consumerIDsChanged(changes []idsChange) {
 	if len(changes) == 0 {
 		return
 	}
-	b.hooksMu.Lock()
-	hooks := b.consumerHooks
-	b.hooksMu.Unlock()
+	hooks := b.consumerHooks.list()
 	for _, c := range changes {
 		if g, ok := b.meta.Group(c.group); ok && !g.NotifyConsumerIDsChangedEnable {
 			continue

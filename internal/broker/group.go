@@ -51,16 +51,11 @@ const (
 // the defaults a first heartbeat creates). fn runs on the caller's
 // goroutine with no broker lock held; it must not block for long.
 func (b *Broker) OnGroupChanged(fn func(group string)) {
-	b.hooksMu.Lock()
-	defer b.hooksMu.Unlock()
-	b.groupHooks = append(b.groupHooks, fn)
+	b.groupHooks.add(fn)
 }
 
 func (b *Broker) groupChanged(group string) {
-	b.hooksMu.Lock()
-	hooks := b.groupHooks
-	b.hooksMu.Unlock()
-	for _, fn := range hooks {
+	for _, fn := range b.groupHooks.list() {
 		fn(group)
 	}
 }

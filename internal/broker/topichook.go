@@ -1,6 +1,10 @@
 package broker
 
-import "github.com/petrelmq/petrel/internal/store/meta"
+import (
+	"sync"
+
+	"github.com/petrelmq/petrel/internal/store/meta"
+)
 
 // TopicChange is the state of one topic after a change, read atomically
 // with the version of the topic table at which it holds: of several
@@ -20,11 +24,30 @@ type TopicChange struct {
 // changed topic. Concurrent changes may reach fn in any order; compare
 // Versions.
 func (b *Broker) OnTopicChanged(fn func(TopicChange)) {
-	b.hooksMu.Lock()
-	defer b.hooksMu.Unlock()
-	b.changeHooks = append(b.changeHooks, fn)
+	b.changeHooks.add(fn)
 }
 
 // TopicsAt returns every topic config sorted by name and the version of
 // the topic table they are, read atomically.
 func (b *Broker) TopicsAt() ([]meta.Topic, meta.DataVersion) { return b.meta.TopicsAt() }
+
+// hookList is a list of callbacks of one kind: registered (add) at any
+// time, run (over list) with no lock held. list returns the slice as it
+// is; add only appends under the lock, so a list taken earlier never
+// changes under its reader.
+type hookList[F any] struct {
+	mu  sync.Mutex
+	fns []F
+}
+
+func (h *hookList[F]) add(fn F) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.fns = append(h.fns, fn)
+}
+
+func (h *hookList[F]) list() []F {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.fns
+}
