@@ -97,7 +97,10 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	// series of zeros.
 	zeros := maxIdleTopicSeries
 	for _, t := range b.Topics() {
-		if seen[t.Name] || zeros == 0 {
+		if zeros == 0 {
+			break
+		}
+		if seen[t.Name] {
 			continue
 		}
 		zeros--
