@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/petrelmq/petrel/internal/remoting/rmq"
+
 	"github.com/petrelmq/petrel/internal/namesrv"
 	"github.com/petrelmq/petrel/internal/remoting"
 )
@@ -123,42 +125,11 @@ func (c *CLI) writeJSON(v any) error {
 func (c *CLI) writeJSONLine(v any) error { return json.NewEncoder(c.cfg.Out).Encode(v) }
 
 // Response codes the CLI tells apart.
-const (
-	respSuccess                   int16 = 0
-	respFlushDiskTimeout          int16 = 10
-	respTopicNotExist             int16 = 17
-	respPullNotFound              int16 = 19
-	respPullRetryImmediately      int16 = 20
-	respPullOffsetMoved           int16 = 21
-	respQueryNotFound             int16 = 22
-	respSubscriptionGroupNotExist int16 = 26
-	respConsumerNotOnline         int16 = 206
-)
+const ()
 
 // Request codes.
 const (
-	codePullMessage               int16 = 11
-	codeQueryMessage              int16 = 12
-	codeQueryConsumerOffset       int16 = 14
-	codeUpdateConsumerOffset      int16 = 15
-	codeUpdateAndCreateTopic      int16 = 17
-	codeGetAllTopicConfig         int16 = 21
-	codeGetBrokerRuntimeInfo      int16 = 28
-	codeSearchOffsetByTimestamp   int16 = 29
-	codeGetMaxOffset              int16 = 30
-	codeGetMinOffset              int16 = 31
-	codeViewMessageByID           int16 = 33
-	codeGetRouteInfoByTopic       int16 = 105
-	codeGetBrokerClusterInfo      int16 = 106
-	codeGetAllSubscriptionGroup   int16 = 201
-	codeGetTopicStatsInfo         int16 = 202
-	codeGetConsumerConnectionList int16 = 203
-	codeGetConsumeStats           int16 = 208
-	codeDeleteTopicInBroker       int16 = 215
-	codeDeleteTopicInNamesrv      int16 = 216
-	codeInvokeBrokerToResetOffset int16 = 222
-	codeSendMessageV2             int16 = 310
-	codePetrelResendDLQ           int16 = 10101
+	codeSendMessageV2 int16 = 310
 )
 
 // call sends req to a broker and returns the answer, whatever its code.
@@ -181,7 +152,7 @@ func (c *CLI) callOK(ctx context.Context, addr, what string, req *remoting.Comma
 	if err != nil {
 		return nil, err
 	}
-	if resp.Code != respSuccess {
+	if resp.Code != rmq.RespSuccess {
 		return nil, refused(addr, what, resp)
 	}
 	return resp, nil
@@ -224,11 +195,11 @@ func rootCause(err error) error {
 func master(b namesrv.BrokerData) string { return b.BrokerAddrs[namesrv.MasterID] }
 
 func (c *CLI) clusterInfo(ctx context.Context) (*namesrv.ClusterInfo, error) {
-	resp, ns, err := c.askNameServers(ctx, func() *remoting.Command { return remoting.NewRequest(codeGetBrokerClusterInfo, nil, nil) })
+	resp, ns, err := c.askNameServers(ctx, func() *remoting.Command { return remoting.NewRequest(rmq.CodeGetBrokerClusterInfo, nil, nil) })
 	if err != nil {
 		return nil, err
 	}
-	if resp.Code != respSuccess {
+	if resp.Code != rmq.RespSuccess {
 		return nil, refused(ns, "cluster info", resp)
 	}
 	var ci namesrv.ClusterInfo
@@ -273,14 +244,14 @@ type routeBroker struct {
 // ErrNotFound error that says how to find or create topics.
 func (c *CLI) route(ctx context.Context, topic string) ([]routeBroker, error) {
 	resp, ns, err := c.askNameServers(ctx, func() *remoting.Command {
-		return remoting.NewRequest(codeGetRouteInfoByTopic, map[string]string{"topic": topic}, nil)
+		return remoting.NewRequest(rmq.CodeGetRouteInfoByTopic, map[string]string{"topic": topic}, nil)
 	})
 	if err != nil {
 		return nil, err
 	}
 	switch resp.Code {
-	case respSuccess:
-	case respTopicNotExist:
+	case rmq.RespSuccess:
+	case rmq.RespTopicNotExist:
 		return nil, fmt.Errorf("%w: topic %q does not exist; list topics with `petrel topic list` or create it with `petrel topic create %s`", ErrNotFound, topic, topic)
 	default:
 		return nil, refused(ns, "route of topic "+topic, resp)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/petrelmq/petrel/internal/remoting/rmq"
+
 	"github.com/petrelmq/petrel/internal/namesrv"
 	"github.com/petrelmq/petrel/internal/remoting"
 )
@@ -97,7 +99,7 @@ func (c *CLI) ClusterList(ctx context.Context) error {
 
 // fillRuntime asks a broker for GET_BROKER_RUNTIME_INFO.
 func (c *CLI) fillRuntime(ctx context.Context, s *BrokerStatus) {
-	resp, err := c.callOK(ctx, s.Address, "runtime info", remoting.NewRequest(codeGetBrokerRuntimeInfo, nil, nil))
+	resp, err := c.callOK(ctx, s.Address, "runtime info", remoting.NewRequest(rmq.CodeGetBrokerRuntimeInfo, nil, nil))
 	if err != nil {
 		s.Error = err.Error()
 		return

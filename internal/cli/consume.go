@@ -10,6 +10,8 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/petrelmq/petrel/internal/remoting/rmq"
+
 	"github.com/petrelmq/petrel/internal/remoting"
 )
 
@@ -119,7 +121,7 @@ func (c *CLI) Consume(ctx context.Context, spec ConsumeSpec) error {
 		}
 		if spec.Exit {
 			ext := map[string]string{"topic": spec.Topic, "queueId": strconv.Itoa(int(q.queue))}
-			if ends[i], err = c.offsetCall(ctx, q, codeGetMaxOffset, ext); err != nil {
+			if ends[i], err = c.offsetCall(ctx, q, rmq.CodeGetMaxOffset, ext); err != nil {
 				return err
 			}
 		}
@@ -229,30 +231,30 @@ func (c *CLI) startOffset(ctx context.Context, spec ConsumeSpec, from time.Time,
 	ext := map[string]string{"topic": spec.Topic, "queueId": strconv.Itoa(int(q.queue))}
 	switch {
 	case spec.From == "earliest" || spec.From == "" && spec.Group == "":
-		return c.offsetCall(ctx, q, codeGetMinOffset, ext)
+		return c.offsetCall(ctx, q, rmq.CodeGetMinOffset, ext)
 	case spec.From == "latest":
-		return c.offsetCall(ctx, q, codeGetMaxOffset, ext)
+		return c.offsetCall(ctx, q, rmq.CodeGetMaxOffset, ext)
 	case spec.From != "":
 		ext["timestamp"] = strconv.FormatInt(from.UnixMilli(), 10)
-		return c.offsetCall(ctx, q, codeSearchOffsetByTimestamp, ext)
+		return c.offsetCall(ctx, q, rmq.CodeSearchOffsetByTimestamp, ext)
 	}
 	ext["consumerGroup"] = spec.Group
-	resp, err := c.call(ctx, q.addr, remoting.NewRequest(codeQueryConsumerOffset, ext, nil))
+	resp, err := c.call(ctx, q.addr, remoting.NewRequest(rmq.CodeQueryConsumerOffset, ext, nil))
 	if err != nil {
 		return 0, err
 	}
 	switch resp.Code {
-	case respSuccess:
+	case rmq.RespSuccess:
 		return strconv.ParseInt(resp.Ext("offset"), 10, 64)
-	case respQueryNotFound:
+	case rmq.RespQueryNotFound:
 		delete(ext, "consumerGroup")
-		return c.offsetCall(ctx, q, codeGetMaxOffset, ext)
+		return c.offsetCall(ctx, q, rmq.CodeGetMaxOffset, ext)
 	}
 	return 0, refused(q.addr, "offset of group "+spec.Group, resp)
 }
 
 func (c *CLI) commit(ctx context.Context, spec ConsumeSpec, q queueRef, off int64) error {
-	_, err := c.callOK(ctx, q.addr, "commit the offset of group "+spec.Group, remoting.NewRequest(codeUpdateConsumerOffset, map[string]string{
+	_, err := c.callOK(ctx, q.addr, "commit the offset of group "+spec.Group, remoting.NewRequest(rmq.CodeUpdateConsumerOffset, map[string]string{
 		"consumerGroup": spec.Group, "topic": spec.Topic, "queueId": strconv.Itoa(int(q.queue)), "commitOffset": strconv.FormatInt(off, 10),
 	}, nil))
 	return err
@@ -283,7 +285,7 @@ func (c *CLI) pullLoop(ctx context.Context, spec ConsumeSpec, q queueRef, off, e
 			flag |= pullSuspend
 			suspend = pullSuspendTime
 		}
-		req := remoting.NewRequest(codePullMessage, map[string]string{
+		req := remoting.NewRequest(rmq.CodePullMessage, map[string]string{
 			"consumerGroup": group, "topic": spec.Topic, "queueId": strconv.Itoa(int(q.queue)),
 			"queueOffset": strconv.FormatInt(off, 10), "maxMsgNums": strconv.Itoa(pullBatch), "sysFlag": strconv.Itoa(flag),
 			"commitOffset": "0", "suspendTimeoutMillis": strconv.FormatInt(suspend.Milliseconds(), 10),
@@ -301,7 +303,7 @@ func (c *CLI) pullLoop(ctx context.Context, spec ConsumeSpec, q queueRef, off, e
 		}
 		next, _ := strconv.ParseInt(resp.Ext("nextBeginOffset"), 10, 64)
 		switch resp.Code {
-		case respSuccess:
+		case rmq.RespSuccess:
 			msgs, err := decodeRecords(resp.Body, q.broker)
 			if err != nil {
 				send(pulledBatch{err: err})
@@ -311,19 +313,19 @@ func (c *CLI) pullLoop(ctx context.Context, spec ConsumeSpec, q queueRef, off, e
 				return
 			}
 			off = next
-		case respPullNotFound:
+		case rmq.RespPullNotFound:
 			if spec.Exit {
 				send(pulledBatch{done: true})
 				return
 			}
 			off = max(off, next)
-		case respPullRetryImmediately:
+		case rmq.RespPullRetryImmediately:
 			// Nothing matched the tags up to next.
 			if next > off && !send(pulledBatch{next: next}) {
 				return
 			}
 			off = max(off, next)
-		case respPullOffsetMoved:
+		case rmq.RespPullOffsetMoved:
 			// The offset is outside the queue (retention removed it, or
 			// it is beyond the end): go where the broker says.
 			off = next

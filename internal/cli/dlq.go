@@ -8,6 +8,8 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/petrelmq/petrel/internal/remoting/rmq"
+
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/petrelmq/petrel/internal/message"
@@ -40,16 +42,16 @@ func (c *CLI) readTopic(ctx context.Context, topic string, limit int) ([]Message
 		for q := range b.q.ReadQueueNums {
 			ref := queueRef{b.name, b.addr, q}
 			ext := map[string]string{"topic": topic, "queueId": strconv.Itoa(int(q))}
-			off, err := c.offsetCall(ctx, ref, codeGetMinOffset, ext)
+			off, err := c.offsetCall(ctx, ref, rmq.CodeGetMinOffset, ext)
 			if err != nil {
 				return nil, err
 			}
-			end, err := c.offsetCall(ctx, ref, codeGetMaxOffset, ext)
+			end, err := c.offsetCall(ctx, ref, rmq.CodeGetMaxOffset, ext)
 			if err != nil {
 				return nil, err
 			}
 			for off < end && len(out) < limit {
-				resp, err := c.call(ctx, b.addr, remoting.NewRequest(codePullMessage, map[string]string{
+				resp, err := c.call(ctx, b.addr, remoting.NewRequest(rmq.CodePullMessage, map[string]string{
 					"consumerGroup": cliReaderGroup, "topic": topic, "queueId": strconv.Itoa(int(q)),
 					"queueOffset": strconv.FormatInt(off, 10), "maxMsgNums": strconv.Itoa(pullBatch), "sysFlag": strconv.Itoa(pullSubscription),
 					"commitOffset": "0", "suspendTimeoutMillis": "0", "subscription": "*", "subVersion": "0", "expressionType": "TAG",
@@ -59,15 +61,15 @@ func (c *CLI) readTopic(ctx context.Context, topic string, limit int) ([]Message
 				}
 				next, _ := strconv.ParseInt(resp.Ext("nextBeginOffset"), 10, 64)
 				switch resp.Code {
-				case respSuccess:
+				case rmq.RespSuccess:
 					ms, err := decodeRecords(resp.Body, b.name)
 					if err != nil {
 						return nil, err
 					}
 					out = append(out, ms...)
-				case respPullNotFound:
+				case rmq.RespPullNotFound:
 					next = end
-				case respPullRetryImmediately, respPullOffsetMoved:
+				case rmq.RespPullRetryImmediately, rmq.RespPullOffsetMoved:
 				default:
 					return nil, refused(b.addr, "read "+topic, resp)
 				}
@@ -215,7 +217,7 @@ func (c *CLI) resendOne(ctx context.Context, group string, m Message) (Resent, e
 	if err != nil {
 		return Resent{}, fmt.Errorf("%w: offset id %s: %w", ErrRefused, m.OffsetID, err)
 	}
-	resp, err := c.callOK(ctx, host.String(), "resend "+m.OffsetID, remoting.NewRequest(codePetrelResendDLQ, map[string]string{
+	resp, err := c.callOK(ctx, host.String(), "resend "+m.OffsetID, remoting.NewRequest(rmq.CodePetrelResendDLQ, map[string]string{
 		"group": group, "msgId": m.OffsetID,
 	}, nil))
 	if err != nil {

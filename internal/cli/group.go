@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/petrelmq/petrel/internal/remoting/rmq"
+
 	"github.com/petrelmq/petrel/internal/remoting"
 )
 
@@ -92,12 +94,12 @@ func (c *CLI) describeGroup(ctx context.Context, ms []masterBroker, group string
 	d = GroupDescription{Group: group, Members: []GroupMember{}, Subscriptions: []GroupSubscription{}, Queues: []GroupQueue{}}
 	subs := map[string]GroupSubscription{}
 	for _, m := range ms {
-		resp, err := c.call(ctx, m.addr, remoting.NewRequest(codeGetConsumerConnectionList, map[string]string{"consumerGroup": group}, nil))
+		resp, err := c.call(ctx, m.addr, remoting.NewRequest(rmq.CodeGetConsumerConnectionList, map[string]string{"consumerGroup": group}, nil))
 		if err != nil {
 			return d, false, err
 		}
 		switch resp.Code {
-		case respSuccess:
+		case rmq.RespSuccess:
 			var cl connectionList
 			if err := json.Unmarshal(resp.Body, &cl); err != nil {
 				return d, false, fmt.Errorf("%w: members of %s from %s: %w", ErrRefused, group, m.addr, err)
@@ -110,16 +112,16 @@ func (c *CLI) describeGroup(ctx context.Context, ms []masterBroker, group string
 			for topic, s := range cl.SubscriptionTable {
 				subs[topic] = GroupSubscription{Topic: topic, Expression: s.SubString, Type: s.ExpressionType}
 			}
-		case respConsumerNotOnline:
+		case rmq.RespConsumerNotOnline:
 		default:
 			return d, false, refused(m.addr, "members of group "+group, resp)
 		}
-		resp, err = c.call(ctx, m.addr, remoting.NewRequest(codeGetConsumeStats, map[string]string{"consumerGroup": group}, nil))
+		resp, err = c.call(ctx, m.addr, remoting.NewRequest(rmq.CodeGetConsumeStats, map[string]string{"consumerGroup": group}, nil))
 		if err != nil {
 			return d, false, err
 		}
 		switch resp.Code {
-		case respSuccess:
+		case rmq.RespSuccess:
 			known = true
 			entries, err := decodeMQMap(resp.Body, "offsetTable")
 			if err != nil {
@@ -137,7 +139,7 @@ func (c *CLI) describeGroup(ctx context.Context, ms []masterBroker, group string
 				d.TotalLag += q.Lag
 				d.TotalInFlight += q.InFlight
 			}
-		case respSubscriptionGroupNotExist:
+		case rmq.RespSubscriptionGroupNotExist:
 		default:
 			return d, false, refused(m.addr, "consume stats of group "+group, resp)
 		}
@@ -259,7 +261,7 @@ func (c *CLI) GroupList(ctx context.Context) error {
 	}
 	names := map[string]bool{}
 	for _, m := range ms {
-		resp, err := c.callOK(ctx, m.addr, "subscription groups", remoting.NewRequest(codeGetAllSubscriptionGroup, nil, nil))
+		resp, err := c.callOK(ctx, m.addr, "subscription groups", remoting.NewRequest(rmq.CodeGetAllSubscriptionGroup, nil, nil))
 		if err != nil {
 			return err
 		}
@@ -366,15 +368,15 @@ func (c *CLI) GroupResetOffset(ctx context.Context, group, topic string, to Rese
 	res := ResetResult{Group: group, Topic: topic, Timestamp: ts, Queues: []ResetQueue{}}
 	unknown := 0
 	for _, b := range rt {
-		resp, err := c.call(ctx, b.addr, remoting.NewRequest(codeInvokeBrokerToResetOffset, map[string]string{
+		resp, err := c.call(ctx, b.addr, remoting.NewRequest(rmq.CodeInvokeBrokerToResetOffset, map[string]string{
 			"topic": topic, "group": group, "timestamp": strconv.FormatInt(ts, 10), "isForce": "true",
 		}, nil))
 		if err != nil {
 			return err
 		}
 		switch resp.Code {
-		case respSuccess:
-		case respSubscriptionGroupNotExist:
+		case rmq.RespSuccess:
+		case rmq.RespSubscriptionGroupNotExist:
 			unknown++
 			continue
 		default:

@@ -15,12 +15,12 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/petrelmq/petrel/internal/remoting/rmq"
+
 	"github.com/petrelmq/petrel/internal/remoting"
 )
 
 const (
-	codeUpdateAndCreateSubscriptionGroup int16 = 200
-	codeDeleteSubscriptionGroup          int16 = 207
 
 	// defaultRetryMaxTimes is RocketMQ's retryMaxTimes of a new group.
 	defaultRetryMaxTimes = 16
@@ -84,7 +84,7 @@ func (g rawGroup) set(key string, v any) {
 
 // brokerGroups returns a broker's subscription group configs.
 func (c *CLI) brokerGroups(ctx context.Context, addr string) (map[string]rawGroup, error) {
-	resp, err := c.callOK(ctx, addr, "subscription groups", remoting.NewRequest(codeGetAllSubscriptionGroup, nil, nil))
+	resp, err := c.callOK(ctx, addr, "subscription groups", remoting.NewRequest(rmq.CodeGetAllSubscriptionGroup, nil, nil))
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +142,7 @@ func (c *CLI) putGroup(ctx context.Context, addr string, g rawGroup) error {
 	if err != nil {
 		return err
 	}
-	req := remoting.NewRequest(codeUpdateAndCreateSubscriptionGroup, nil, body)
+	req := remoting.NewRequest(rmq.CodeUpdateAndCreateSubscriptionGroup, nil, body)
 	_, err = c.callOK(ctx, addr, "set subscription group config", req)
 	return err
 }
@@ -287,7 +287,7 @@ func (c *CLI) GroupDelete(ctx context.Context, group string, cleanOffset bool) e
 	}
 	res := GroupResult{Group: group, Action: "deleted", Brokers: []string{}, CleanOffset: cleanOffset}
 	for _, m := range ms {
-		req := remoting.NewRequest(codeDeleteSubscriptionGroup, map[string]string{
+		req := remoting.NewRequest(rmq.CodeDeleteSubscriptionGroup, map[string]string{
 			"groupName": group, "cleanOffset": strconv.FormatBool(cleanOffset)}, nil)
 		if _, err := c.callOK(ctx, m.addr, "delete subscription group "+group, req); err != nil {
 			return err

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/petrelmq/petrel/internal/remoting/rmq"
+
 	"github.com/petrelmq/petrel/internal/remoting"
 )
 
@@ -82,8 +84,8 @@ func TestGroupCreateUpdateDeleteList(t *testing.T) {
 	if _, ok := c.b.Core().Group("orders"); ok {
 		t.Fatal("the config is still there")
 	}
-	resp := c.invoke(c.b.Advertised(), remoting.NewRequest(codeQueryConsumerOffset, map[string]string{"consumerGroup": "orders", "topic": "Jobs", "queueId": "0"}, nil))
-	if resp.Code != respSuccess || resp.ExtFields["offset"] != "0" {
+	resp := c.invoke(c.b.Advertised(), remoting.NewRequest(rmq.CodeQueryConsumerOffset, map[string]string{"consumerGroup": "orders", "topic": "Jobs", "queueId": "0"}, nil))
+	if resp.Code != rmq.RespSuccess || resp.ExtFields["offset"] != "0" {
 		t.Fatalf("offset after delete: code %d offset %q, want the fresh-group answer 0", resp.Code, resp.ExtFields["offset"])
 	}
 	_, err = c.run(OutputTable, func(cl *CLI) error { return cl.GroupDelete(bg, "orders", false) })
@@ -106,7 +108,7 @@ func TestGroupAdminRequestsAsMQAdminSendsThem(t *testing.T) {
 		`"consumeMessageOrderly":true,"retryQueueNums":1,"retryMaxTimes":5,"brokerId":0,"whichBrokerWhenConsumeSlowly":1,` +
 		`"notifyConsumerIdsChangedEnable":true,"groupSysFlag":0,"consumeTimeoutMinute":15,"attributes":{"+a":"1"},` +
 		`"groupRetryPolicy":{"type":"CUSTOMIZED","customizedRetryPolicy":{"next":[1000]}}}`
-	if r := c.invoke(addr, remoting.NewRequest(codeUpdateAndCreateSubscriptionGroup, nil, []byte(body))); r.Code != respSuccess {
+	if r := c.invoke(addr, remoting.NewRequest(rmq.CodeUpdateAndCreateSubscriptionGroup, nil, []byte(body))); r.Code != rmq.RespSuccess {
 		t.Fatalf("200: code %d %s", r.Code, r.Remark)
 	}
 	g, ok := c.b.Core().Group("mq")
@@ -119,7 +121,7 @@ func TestGroupAdminRequestsAsMQAdminSendsThem(t *testing.T) {
 		`not json`:                                   "not valid JSON",
 		`{"groupName":"mq","attributes":{"-zz":""}}`: `"zz" cannot be removed`,
 	} {
-		r := c.invoke(addr, remoting.NewRequest(codeUpdateAndCreateSubscriptionGroup, nil, []byte(b)))
+		r := c.invoke(addr, remoting.NewRequest(rmq.CodeUpdateAndCreateSubscriptionGroup, nil, []byte(b)))
 		if r.Code != 29 || !strings.Contains(r.Remark, want) || strings.Contains(r.Remark, "meta.") || strings.Contains(r.Remark, "broker:") {
 			t.Errorf("200 %s: code %d %q, want INVALID_PARAMETER (29) with %q", b, r.Code, r.Remark, want)
 		}
@@ -129,20 +131,20 @@ func TestGroupAdminRequestsAsMQAdminSendsThem(t *testing.T) {
 		ForbiddenTable         map[string]json.RawMessage `json:"forbiddenTable"`
 		DataVersion            struct{ Counter int64 }    `json:"dataVersion"`
 	}
-	r := c.invoke(addr, remoting.NewRequest(codeGetAllSubscriptionGroup, nil, nil))
+	r := c.invoke(addr, remoting.NewRequest(rmq.CodeGetAllSubscriptionGroup, nil, nil))
 	if err := json.Unmarshal(r.Body, &wrapper); err != nil || wrapper.SubscriptionGroupTable["mq"] == nil || wrapper.ForbiddenTable == nil || wrapper.DataVersion.Counter == 0 {
 		t.Fatalf("201: %s (%v)", r.Body, err)
 	}
-	if r := c.invoke(addr, remoting.NewRequest(codeDeleteSubscriptionGroup, map[string]string{"groupName": "mq", "cleanOffset": "maybe"}, nil)); r.Code != 29 || !strings.Contains(r.Remark, "cleanOffset") {
+	if r := c.invoke(addr, remoting.NewRequest(rmq.CodeDeleteSubscriptionGroup, map[string]string{"groupName": "mq", "cleanOffset": "maybe"}, nil)); r.Code != 29 || !strings.Contains(r.Remark, "cleanOffset") {
 		t.Fatalf("207 with a bad cleanOffset: %d %s", r.Code, r.Remark)
 	}
-	if r := c.invoke(addr, remoting.NewRequest(codeDeleteSubscriptionGroup, map[string]string{"groupName": "mq", "cleanOffset": "true"}, nil)); r.Code != respSuccess {
+	if r := c.invoke(addr, remoting.NewRequest(rmq.CodeDeleteSubscriptionGroup, map[string]string{"groupName": "mq", "cleanOffset": "true"}, nil)); r.Code != rmq.RespSuccess {
 		t.Fatalf("207: %d %s", r.Code, r.Remark)
 	}
 	if _, ok := c.b.Core().Group("mq"); ok {
 		t.Fatal("207 left the config")
 	}
-	if r := c.invoke(addr, remoting.NewRequest(codeDeleteSubscriptionGroup, map[string]string{"groupName": "never"}, nil)); r.Code != respSuccess {
+	if r := c.invoke(addr, remoting.NewRequest(rmq.CodeDeleteSubscriptionGroup, map[string]string{"groupName": "never"}, nil)); r.Code != rmq.RespSuccess {
 		t.Fatalf("207 of an unknown group: %d %s, want SUCCESS as RocketMQ", r.Code, r.Remark)
 	}
 }

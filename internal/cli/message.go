@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/petrelmq/petrel/internal/remoting/rmq"
+
 	"github.com/petrelmq/petrel/internal/message"
 	"github.com/petrelmq/petrel/internal/remoting"
 )
@@ -98,11 +100,11 @@ func (c *CLI) MessageGet(ctx context.Context, id, topic string) error {
 	}
 	var found []Message
 	if host, off, err := message.ParseOffsetID(id); err == nil {
-		resp, err := c.call(ctx, host.String(), remoting.NewRequest(codeViewMessageByID, map[string]string{"offset": strconv.FormatInt(off, 10)}, nil))
+		resp, err := c.call(ctx, host.String(), remoting.NewRequest(rmq.CodeViewMessageByID, map[string]string{"offset": strconv.FormatInt(off, 10)}, nil))
 		if err != nil {
 			return err
 		}
-		if resp.Code == respSuccess {
+		if resp.Code == rmq.RespSuccess {
 			if found, err = decodeRecords(resp.Body, ""); err != nil {
 				return err
 			}
@@ -155,7 +157,7 @@ func (c *CLI) queryKey(ctx context.Context, topic, key string, sinceMS int64, li
 	}
 	var out []Message
 	for _, b := range rt {
-		resp, err := c.call(ctx, b.addr, remoting.NewRequest(codeQueryMessage, map[string]string{
+		resp, err := c.call(ctx, b.addr, remoting.NewRequest(rmq.CodeQueryMessage, map[string]string{
 			"topic": topic, "key": key, "maxNum": strconv.Itoa(limit),
 			"beginTimestamp": strconv.FormatInt(sinceMS, 10), "endTimestamp": strconv.FormatInt(math.MaxInt64, 10),
 		}, nil))
@@ -163,13 +165,13 @@ func (c *CLI) queryKey(ctx context.Context, topic, key string, sinceMS int64, li
 			return nil, err
 		}
 		switch resp.Code {
-		case respSuccess:
+		case rmq.RespSuccess:
 			ms, err := decodeRecords(resp.Body, b.name)
 			if err != nil {
 				return nil, err
 			}
 			out = append(out, ms...)
-		case respQueryNotFound:
+		case rmq.RespQueryNotFound:
 		default:
 			return nil, refused(b.addr, "query topic "+topic+" by key", resp)
 		}

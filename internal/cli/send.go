@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/petrelmq/petrel/internal/remoting/rmq"
+
 	"github.com/petrelmq/petrel/internal/message"
 	"github.com/petrelmq/petrel/internal/remoting"
 )
@@ -212,10 +214,10 @@ func (c *CLI) sendOne(ctx context.Context, spec SendSpec, broker, addr string, q
 	}
 	res := SendResult{ID: id, Topic: spec.Topic, Broker: broker, Status: "SEND_OK"}
 	switch resp.Code {
-	case respSuccess:
-	case respFlushDiskTimeout:
+	case rmq.RespSuccess:
+	case rmq.RespFlushDiskTimeout:
 		res.Status = "FLUSH_DISK_TIMEOUT"
-	case respTopicNotExist:
+	case rmq.RespTopicNotExist:
 		return SendResult{}, fmt.Errorf("%w: topic %q does not exist on broker %s and it does not create topics on first send (--auto-create-topics=false); create it with `petrel topic create %s`", ErrNotFound, spec.Topic, broker, spec.Topic)
 	default:
 		return SendResult{}, refused(addr, "send to "+spec.Topic, resp)

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/petrelmq/petrel/internal/remoting/rmq"
+
 	"github.com/petrelmq/petrel/internal/message"
 	"github.com/petrelmq/petrel/internal/namesrv"
 	"github.com/petrelmq/petrel/internal/remoting"
@@ -69,7 +71,7 @@ type topicConfig struct {
 }
 
 func (c *CLI) brokerTopics(ctx context.Context, addr string) (map[string]topicConfig, error) {
-	resp, err := c.callOK(ctx, addr, "topic configs", remoting.NewRequest(codeGetAllTopicConfig, nil, nil))
+	resp, err := c.callOK(ctx, addr, "topic configs", remoting.NewRequest(rmq.CodeGetAllTopicConfig, nil, nil))
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +135,7 @@ func (c *CLI) putTopic(ctx context.Context, addr string, t topicConfig, attrs st
 	if attrs != "" {
 		ext["attributes"] = attrs
 	}
-	_, err := c.callOK(ctx, addr, "save topic "+t.TopicName, remoting.NewRequest(codeUpdateAndCreateTopic, ext, nil))
+	_, err := c.callOK(ctx, addr, "save topic "+t.TopicName, remoting.NewRequest(rmq.CodeUpdateAndCreateTopic, ext, nil))
 	return err
 }
 
@@ -456,14 +458,14 @@ func (c *CLI) TopicDescribe(ctx context.Context, name string) error {
 		d.WriteQueues += t.WriteQueueNums
 		d.Perm, d.Order = FormatPerm(t.Perm), t.Order
 		maps.Copy(d.Attributes, t.Attributes)
-		resp, err := c.call(ctx, b.addr, remoting.NewRequest(codeGetTopicStatsInfo, map[string]string{"topic": name}, nil))
+		resp, err := c.call(ctx, b.addr, remoting.NewRequest(rmq.CodeGetTopicStatsInfo, map[string]string{"topic": name}, nil))
 		if err != nil {
 			return err
 		}
-		if resp.Code == respTopicNotExist {
+		if resp.Code == rmq.RespTopicNotExist {
 			continue
 		}
-		if resp.Code != respSuccess {
+		if resp.Code != rmq.RespSuccess {
 			return refused(b.addr, "topic stats of "+name, resp)
 		}
 		entries, err := decodeMQMap(resp.Body, "offsetTable")
@@ -539,7 +541,7 @@ func (c *CLI) TopicDelete(ctx context.Context, name string) error {
 	}
 	res := TopicResult{Topic: name, Action: "deleted"}
 	for _, b := range rt {
-		if _, err := c.callOK(ctx, b.addr, "delete topic "+name, remoting.NewRequest(codeDeleteTopicInBroker, map[string]string{"topic": name}, nil)); err != nil {
+		if _, err := c.callOK(ctx, b.addr, "delete topic "+name, remoting.NewRequest(rmq.CodeDeleteTopicInBroker, map[string]string{"topic": name}, nil)); err != nil {
 			return err
 		}
 		res.Brokers = append(res.Brokers, b.name)
@@ -551,7 +553,7 @@ func (c *CLI) TopicDelete(ctx context.Context, name string) error {
 			return true
 		}
 		for _, ns := range c.cfg.NameServers {
-			_, _ = c.call(ctx, ns, remoting.NewRequest(codeDeleteTopicInNamesrv, map[string]string{"topic": name}, nil))
+			_, _ = c.call(ctx, ns, remoting.NewRequest(rmq.CodeDeleteTopicInNamesrv, map[string]string{"topic": name}, nil))
 		}
 		return false
 	})

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/petrelmq/petrel/internal/remoting/rmq"
+
 	"github.com/petrelmq/petrel/internal/clock"
 	"github.com/petrelmq/petrel/internal/namesrv"
 	"github.com/petrelmq/petrel/internal/netx"
@@ -79,8 +81,8 @@ func TestRouteExpiresAcrossAPartitionAndReturnsWhenHealed(t *testing.T) {
 	// routed reports whether the name server routes Orders to the broker.
 	routed := func() bool {
 		t.Helper()
-		resp := invoke(nsAddr, remoting.NewRequest(namesrv.CodeGetRouteInfoByTopic, map[string]string{"topic": "Orders"}, nil))
-		if resp.Code == namesrv.CodeTopicNotExist {
+		resp := invoke(nsAddr, remoting.NewRequest(rmq.CodeGetRouteInfoByTopic, map[string]string{"topic": "Orders"}, nil))
+		if resp.Code == rmq.RespTopicNotExist {
 			return false
 		}
 		var rd namesrv.RouteData

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/petrelmq/petrel/internal/remoting/rmq"
+
 	"github.com/petrelmq/petrel/internal/message"
 	"github.com/petrelmq/petrel/internal/remoting"
 )
@@ -170,11 +172,11 @@ func (c *consumer) heartbeat(ctx context.Context) error {
 		return fmt.Errorf("encode heartbeat: %w", err)
 	}
 	for _, a := range c.rt.uniqueAddrs() {
-		resp, err := invokeTimeout(ctx, c.cl, a, defaultControlTimeout, remoting.NewRequest(codeHeartBeat, nil, body))
+		resp, err := invokeTimeout(ctx, c.cl, a, defaultControlTimeout, remoting.NewRequest(rmq.CodeHeartBeat, nil, body))
 		if err != nil {
 			return fmt.Errorf("heartbeat to %s: %w", a, err)
 		}
-		if resp.Code != respSuccess {
+		if resp.Code != rmq.RespSuccess {
 			return fmt.Errorf("heartbeat to %s: code %d: %s", a, resp.Code, resp.Remark)
 		}
 	}
@@ -203,23 +205,23 @@ func (c *consumer) queueExt(q queueRef) map[string]string {
 func (c *consumer) startOffset(ctx context.Context, q queueRef) (int64, error) {
 	addr := c.rt.addrs[q.broker]
 	if !c.cfg.FromStart {
-		resp, err := invokeTimeout(ctx, c.cl, addr, defaultControlTimeout, remoting.NewRequest(codeQueryConsumerOffset, c.queueExt(q), nil))
+		resp, err := invokeTimeout(ctx, c.cl, addr, defaultControlTimeout, remoting.NewRequest(rmq.CodeQueryConsumerOffset, c.queueExt(q), nil))
 		if err != nil {
 			return 0, fmt.Errorf("query the offset of queue %d: %w", q.queueID, err)
 		}
 		switch resp.Code {
-		case respSuccess:
+		case rmq.RespSuccess:
 			return strconv.ParseInt(resp.Ext("offset"), 10, 64)
-		case respQueryNotFound:
+		case rmq.RespQueryNotFound:
 		default:
 			return 0, fmt.Errorf("query the offset of queue %d: code %d: %s", q.queueID, resp.Code, resp.Remark)
 		}
 	}
-	resp, err := invokeTimeout(ctx, c.cl, addr, defaultControlTimeout, remoting.NewRequest(codeGetMinOffset, c.queueExt(q), nil))
+	resp, err := invokeTimeout(ctx, c.cl, addr, defaultControlTimeout, remoting.NewRequest(rmq.CodeGetMinOffset, c.queueExt(q), nil))
 	if err != nil {
 		return 0, fmt.Errorf("query the min offset of queue %d: %w", q.queueID, err)
 	}
-	if resp.Code != respSuccess {
+	if resp.Code != rmq.RespSuccess {
 		return 0, fmt.Errorf("query the min offset of queue %d: code %d: %s", q.queueID, resp.Code, resp.Remark)
 	}
 	return strconv.ParseInt(resp.Ext("offset"), 10, 64)
@@ -314,7 +316,7 @@ func (c *consumer) pullQueue(ctx context.Context, stop context.CancelFunc, q que
 			sys |= flagCommit
 		}
 		offStr := strconv.FormatInt(off, 10)
-		req := remoting.NewRequest(codePullMessage, map[string]string{
+		req := remoting.NewRequest(rmq.CodePullMessage, map[string]string{
 			"consumerGroup": c.cfg.Group, "topic": c.cfg.Topic, "queueId": qid, "queueOffset": offStr,
 			"maxMsgNums": batch, "sysFlag": strconv.Itoa(sys), "commitOffset": offStr,
 			"suspendTimeoutMillis": suspend, "subscription": "*", "subVersion": subVersion, "expressionType": "TAG",
@@ -330,7 +332,7 @@ func (c *consumer) pullQueue(ctx context.Context, stop context.CancelFunc, q que
 		}
 		next, perr := strconv.ParseInt(resp.Ext("nextBeginOffset"), 10, 64)
 		switch resp.Code {
-		case respSuccess:
+		case rmq.RespSuccess:
 			n, bytes, cerr := c.records(resp.Body)
 			if cerr != nil {
 				c.fail(stop, fmt.Sprintf("pull of queue %d at offset %d: %v", q.queueID, off, cerr))
@@ -343,7 +345,7 @@ func (c *consumer) pullQueue(ctx context.Context, stop context.CancelFunc, q que
 					stop()
 				}
 			}
-		case respPullNotFound, respPullRetry, respPullOffsetMoved:
+		case rmq.RespPullNotFound, rmq.RespPullRetryImmediately, rmq.RespPullOffsetMoved:
 		default:
 			c.fail(stop, fmt.Sprintf("pull of queue %d at offset %d: code %d: %s", q.queueID, off, resp.Code, resp.Remark))
 			c.backoff(ctx)
@@ -392,11 +394,11 @@ func (c *consumer) commit(offsets []int64) {
 		ext := c.queueExt(q)
 		ext["commitOffset"] = strconv.FormatInt(offsets[i], 10)
 		resp, err := invokeTimeout(context.Background(), c.cl, c.rt.addrs[q.broker], defaultControlTimeout,
-			remoting.NewRequest(codeUpdateConsumerOffset, ext, nil))
+			remoting.NewRequest(rmq.CodeUpdateConsumerOffset, ext, nil))
 		switch {
 		case err != nil:
 			c.fail(func() {}, fmt.Sprintf("commit the offset of queue %d: %v", q.queueID, err))
-		case resp.Code != respSuccess:
+		case resp.Code != rmq.RespSuccess:
 			c.fail(func() {}, fmt.Sprintf("commit the offset of queue %d: code %d: %s", q.queueID, resp.Code, resp.Remark))
 		}
 	}

@@ -9,11 +9,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/petrelmq/petrel/internal/remoting/rmq"
+
 	"github.com/petrelmq/petrel/internal/remoting"
 )
 
-// codeSendBatchMessage is SEND_BATCH_MESSAGE.
-const codeSendBatchMessage int16 = 320
+// rmq.CodeSendBatchMessage is SEND_BATCH_MESSAGE.
 
 type producer struct {
 	cfg        *ProduceConfig
@@ -141,7 +142,7 @@ func (p *producer) newSlot() *slot {
 	fillBody(s.body)
 	code := codeSendMessageV2
 	if cfg.Batch > 1 {
-		code = codeSendBatchMessage
+		code = rmq.CodeSendBatchMessage
 		s.batch = make([]byte, 0, cfg.Batch*(cfg.BodyBytes+batchItemOverhead))
 	}
 	s.req = remoting.NewRequest(code, nil, nil) // header and body set per send
@@ -372,7 +373,7 @@ func (p *producer) record(s *slot, resp *remoting.Command, err error) bool {
 		// The run was stopped (SIGINT): an abandoned call is no failure.
 	case err != nil:
 		p.fail(err.Error())
-	case resp.Code != respSuccess && resp.Code != respFlushDiskTimeout:
+	case resp.Code != rmq.RespSuccess && resp.Code != rmq.RespFlushDiskTimeout:
 		p.fail(fmt.Sprintf("send to %s queue %d: code %d: %s", s.q.name, s.q.queueID, resp.Code, resp.Remark))
 	default:
 		s.mu.Lock()

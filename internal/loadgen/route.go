@@ -11,31 +11,18 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/petrelmq/petrel/internal/remoting/rmq"
+
 	"github.com/petrelmq/petrel/internal/namesrv"
 	"github.com/petrelmq/petrel/internal/remoting"
 )
 
 // Request and response codes used by the load generator.
 const (
-	codeSendMessageV2        int16 = 310
-	codePullMessage          int16 = 11
-	codeQueryConsumerOffset  int16 = 14
-	codeUpdateConsumerOffset int16 = 15
-	codeUpdateAndCreateTopic int16 = 17
-	codeGetMinOffset         int16 = 31
-	codeHeartBeat            int16 = 34
-	codeGetRouteInfo         int16 = 105
-	codeGetClusterInfo       int16 = 106
+	codeSendMessageV2 int16 = 310
 
-	respSuccess           int16 = 0
-	respFlushDiskTimeout  int16 = 10
-	respTopicNotExist     int16 = 17
-	respPullNotFound      int16 = 19
-	respPullRetry         int16 = 20
-	respPullOffsetMoved   int16 = 21
-	respQueryNotFound     int16 = 22
-	permWrite, permRead         = 2, 4
-	defaultControlTimeout       = 5 * time.Second
+	permWrite, permRead   = 2, 4
+	defaultControlTimeout = 5 * time.Second
 )
 
 // Sentinel errors; the errors of Produce and Consume wrap one of them.
@@ -116,20 +103,20 @@ func invokeTimeout(ctx context.Context, cl *remoting.Client, addr string, d time
 func queryRoute(ctx context.Context, cl *remoting.Client, nameServers []string, topic string) (*namesrv.RouteData, error) {
 	var errs []error
 	for _, ns := range nameServers {
-		resp, err := invokeTimeout(ctx, cl, ns, defaultControlTimeout, remoting.NewRequest(codeGetRouteInfo, map[string]string{"topic": topic}, nil))
+		resp, err := invokeTimeout(ctx, cl, ns, defaultControlTimeout, remoting.NewRequest(rmq.CodeGetRouteInfoByTopic, map[string]string{"topic": topic}, nil))
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		switch resp.Code {
-		case respSuccess:
+		case rmq.RespSuccess:
 			var rj namesrv.RouteData
 			if err := json.Unmarshal(resp.Body, &rj); err != nil {
 				errs = append(errs, fmt.Errorf("route of %q from %s is not valid JSON: %w", topic, ns, err))
 				continue
 			}
 			return &rj, nil
-		case respTopicNotExist:
+		case rmq.RespTopicNotExist:
 			continue
 		default:
 			errs = append(errs, fmt.Errorf("route of %q from %s: code %d: %s", topic, ns, resp.Code, resp.Remark))
@@ -145,12 +132,12 @@ func queryRoute(ctx context.Context, cl *remoting.Client, nameServers []string, 
 func masters(ctx context.Context, cl *remoting.Client, nameServers []string) ([]string, error) {
 	var errs []error
 	for _, ns := range nameServers {
-		resp, err := invokeTimeout(ctx, cl, ns, defaultControlTimeout, remoting.NewRequest(codeGetClusterInfo, nil, nil))
+		resp, err := invokeTimeout(ctx, cl, ns, defaultControlTimeout, remoting.NewRequest(rmq.CodeGetBrokerClusterInfo, nil, nil))
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if resp.Code != respSuccess {
+		if resp.Code != rmq.RespSuccess {
 			errs = append(errs, fmt.Errorf("cluster info from %s: code %d: %s", ns, resp.Code, resp.Remark))
 			continue
 		}
@@ -249,7 +236,7 @@ func createTopic(ctx context.Context, cl *remoting.Client, addrs []string, rc re
 		if err := checkAddr(a, rc.allowRemote); err != nil {
 			return err
 		}
-		req := remoting.NewRequest(codeUpdateAndCreateTopic, map[string]string{
+		req := remoting.NewRequest(rmq.CodeUpdateAndCreateTopic, map[string]string{
 			"topic": rc.topic, "readQueueNums": q, "writeQueueNums": q, "perm": "6",
 			"topicFilterType": "SINGLE_TAG", "topicSysFlag": "0", "order": "false",
 		}, nil)
@@ -257,7 +244,7 @@ func createTopic(ctx context.Context, cl *remoting.Client, addrs []string, rc re
 		if err != nil {
 			return fmt.Errorf("create topic %q on %s: %w", rc.topic, a, err)
 		}
-		if resp.Code != respSuccess {
+		if resp.Code != rmq.RespSuccess {
 			return fmt.Errorf("create topic %q on %s: code %d: %s", rc.topic, a, resp.Code, resp.Remark)
 		}
 	}

@@ -10,30 +10,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/petrelmq/petrel/internal/remoting/rmq"
+
 	"github.com/petrelmq/petrel/internal/clock"
 	"github.com/petrelmq/petrel/internal/netx"
 	"github.com/petrelmq/petrel/internal/remoting"
 )
 
-// Request codes the name server answers (Java RequestCode).
-const (
-	CodePutKVConfig          int16 = 100
-	CodeGetKVConfig          int16 = 101
-	CodeDeleteKVConfig       int16 = 102
-	CodeRegisterBroker       int16 = 103
-	CodeUnregisterBroker     int16 = 104
-	CodeGetRouteInfoByTopic  int16 = 105
-	CodeGetBrokerClusterInfo int16 = 106
-	CodeGetAllTopicList      int16 = 206
-	CodeDeleteTopicInNamesrv int16 = 216
-	CodeGetKVListByNamespace int16 = 219
-	CodeQueryDataVersion     int16 = 322
-	CodeTopicNotExist        int16 = 17
-	CodeQueryNotFound        int16 = 22
-	// CodeNeedFullRegistration answers a refused delta, with ext
-	// petrelNeedFull=true.
-	CodeNeedFullRegistration = remoting.CodeSystemError
-)
+// CodeNeedFullRegistration answers a refused delta, with ext
+// petrelNeedFull=true (the request codes are in package rmq).
+const CodeNeedFullRegistration = remoting.CodeSystemError
 
 const (
 	defaultBrokerTTL    = 120 * time.Second
@@ -113,17 +99,17 @@ func New(opts Options) *Server {
 		OnConnClose:   s.connClosed,
 		Limits:        opts.Limits,
 	})
-	s.rs.Handle(CodeRegisterBroker, s.registerBroker)
-	s.rs.Handle(CodeUnregisterBroker, s.unregisterBroker)
-	s.rs.Handle(CodeQueryDataVersion, s.queryDataVersion)
-	s.rs.Handle(CodeGetRouteInfoByTopic, s.routeInfo)
-	s.rs.Handle(CodeGetBrokerClusterInfo, s.clusterInfo)
-	s.rs.Handle(CodeGetAllTopicList, s.allTopics)
-	s.rs.Handle(CodeDeleteTopicInNamesrv, s.deleteTopic)
-	s.rs.Handle(CodePutKVConfig, s.putKV)
-	s.rs.Handle(CodeGetKVConfig, s.getKV)
-	s.rs.Handle(CodeDeleteKVConfig, s.deleteKV)
-	s.rs.Handle(CodeGetKVListByNamespace, s.kvList)
+	s.rs.Handle(rmq.CodeRegisterBroker, s.registerBroker)
+	s.rs.Handle(rmq.CodeUnregisterBroker, s.unregisterBroker)
+	s.rs.Handle(rmq.CodeQueryDataVersion, s.queryDataVersion)
+	s.rs.Handle(rmq.CodeGetRouteInfoByTopic, s.routeInfo)
+	s.rs.Handle(rmq.CodeGetBrokerClusterInfo, s.clusterInfo)
+	s.rs.Handle(rmq.CodeGetAllTopicList, s.allTopics)
+	s.rs.Handle(rmq.CodeDeleteTopicInNamesrv, s.deleteTopic)
+	s.rs.Handle(rmq.CodePutKVConfig, s.putKV)
+	s.rs.Handle(rmq.CodeGetKVConfig, s.getKV)
+	s.rs.Handle(rmq.CodeDeleteKVConfig, s.deleteKV)
+	s.rs.Handle(rmq.CodeGetKVListByNamespace, s.kvList)
 	s.mu.Lock()
 	s.timer = s.opts.Clock.AfterFunc(s.opts.ScanInterval, s.scan)
 	s.mu.Unlock()
@@ -296,7 +282,7 @@ func (s *Server) routeInfo(_ context.Context, _ *remoting.Conn, req *remoting.Co
 	rd, ok := s.table.Route(topic)
 	s.mu.Unlock()
 	if !ok {
-		return remoting.NewResponse(req, CodeTopicNotExist,
+		return remoting.NewResponse(req, rmq.RespTopicNotExist,
 			"no route for topic "+strconv.Quote(topic)+" in the name server: create the topic on a broker, or enable auto-create")
 	}
 	return jsonBody(remoting.NewResponse(req, remoting.CodeSuccess, ""), rd)
@@ -344,7 +330,7 @@ func (s *Server) getKV(_ context.Context, _ *remoting.Conn, req *remoting.Comman
 	v, ok := s.table.GetKV(ns, key)
 	s.mu.Unlock()
 	if !ok {
-		return remoting.NewResponse(req, CodeQueryNotFound, "no config item, namespace: "+ns+" key: "+key)
+		return remoting.NewResponse(req, rmq.RespQueryNotFound, "no config item, namespace: "+ns+" key: "+key)
 	}
 	return remoting.NewResponse(req, remoting.CodeSuccess, "").SetExt("value", v)
 }
@@ -362,7 +348,7 @@ func (s *Server) kvList(_ context.Context, _ *remoting.Conn, req *remoting.Comma
 	m, ok := s.table.KVList(ns)
 	s.mu.Unlock()
 	if !ok {
-		return remoting.NewResponse(req, CodeQueryNotFound, "no config items in namespace "+ns)
+		return remoting.NewResponse(req, rmq.RespQueryNotFound, "no config items in namespace "+ns)
 	}
 	return jsonBody(remoting.NewResponse(req, remoting.CodeSuccess, ""), kvTable{Table: m})
 }

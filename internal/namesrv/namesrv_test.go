@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/petrelmq/petrel/internal/remoting/rmq"
+
 	"github.com/petrelmq/petrel/internal/clock"
 	"github.com/petrelmq/petrel/internal/remoting"
 )
@@ -86,34 +88,34 @@ func registerExt(name string, id int64, addr string) map[string]string {
 func TestRouteOverTheWireIsByteExact(t *testing.T) {
 	ns := startNS(t, clock.NewManual(t0), "")
 	cl := newClient(t)
-	resp := invoke(t, cl, ns.addr, CodeRegisterBroker, javaExt([]byte(javaBody)), []byte(javaBody))
+	resp := invoke(t, cl, ns.addr, rmq.CodeRegisterBroker, javaExt([]byte(javaBody)), []byte(javaBody))
 	if resp.Code != 0 || resp.Ext(ExtDataVersion) != `{"timestamp":1700000000123,"counter":3}` {
 		t.Fatalf("register: code %d remark %q ext %v", resp.Code, resp.Remark, resp.ExtFields)
 	}
-	resp = invoke(t, cl, ns.addr, CodeGetRouteInfoByTopic, map[string]string{"topic": "TopicTest"}, nil)
+	resp = invoke(t, cl, ns.addr, rmq.CodeGetRouteInfoByTopic, map[string]string{"topic": "TopicTest"}, nil)
 	want := `{"brokerDatas":[{"brokerAddrs":{"0":"127.0.0.1:10911"},"brokerName":"broker-a","cluster":"DefaultCluster"}],` +
 		`"filterServerTable":{},"queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":4,"writeQueueNums":4,"topicSysFlag":0}]}`
 	if resp.Code != 0 || string(resp.Body) != want {
 		t.Fatalf("route: code %d\n got %s\nwant %s", resp.Code, resp.Body, want)
 	}
-	resp = invoke(t, cl, ns.addr, CodeGetRouteInfoByTopic, map[string]string{"topic": "Nope"}, nil)
-	if resp.Code != CodeTopicNotExist || !strings.Contains(resp.Remark, "Nope") || len(resp.Body) != 0 {
+	resp = invoke(t, cl, ns.addr, rmq.CodeGetRouteInfoByTopic, map[string]string{"topic": "Nope"}, nil)
+	if resp.Code != rmq.RespTopicNotExist || !strings.Contains(resp.Remark, "Nope") || len(resp.Body) != 0 {
 		t.Fatalf("unknown topic: code %d remark %q body %q", resp.Code, resp.Remark, resp.Body)
 	}
-	resp = invoke(t, cl, ns.addr, CodeGetAllTopicList, nil, nil)
+	resp = invoke(t, cl, ns.addr, rmq.CodeGetAllTopicList, nil, nil)
 	if string(resp.Body) != `{"topicList":["%RETRY%g","TopicTest"]}` {
 		t.Fatalf("topic list %s", resp.Body)
 	}
-	resp = invoke(t, cl, ns.addr, CodeGetBrokerClusterInfo, nil, nil)
+	resp = invoke(t, cl, ns.addr, rmq.CodeGetBrokerClusterInfo, nil, nil)
 	if want := `{"brokerAddrTable":{"broker-a":{"brokerAddrs":{"0":"127.0.0.1:10911"},"brokerName":"broker-a","cluster":"DefaultCluster"}},"clusterAddrTable":{"DefaultCluster":["broker-a"]}}`; string(resp.Body) != want {
 		t.Fatalf("cluster info %s", resp.Body)
 	}
-	invoke(t, cl, ns.addr, CodeDeleteTopicInNamesrv, map[string]string{"topic": "TopicTest"}, nil)
-	if resp = invoke(t, cl, ns.addr, CodeGetRouteInfoByTopic, map[string]string{"topic": "TopicTest"}, nil); resp.Code != CodeTopicNotExist {
+	invoke(t, cl, ns.addr, rmq.CodeDeleteTopicInNamesrv, map[string]string{"topic": "TopicTest"}, nil)
+	if resp = invoke(t, cl, ns.addr, rmq.CodeGetRouteInfoByTopic, map[string]string{"topic": "TopicTest"}, nil); resp.Code != rmq.RespTopicNotExist {
 		t.Fatalf("deleted topic: code %d", resp.Code)
 	}
 	// A bad registration is refused with a remark and disturbs nothing.
-	resp = invoke(t, cl, ns.addr, CodeRegisterBroker, registerExt("", 0, "x:1"), nil)
+	resp = invoke(t, cl, ns.addr, rmq.CodeRegisterBroker, registerExt("", 0, "x:1"), nil)
 	if resp.Code != remoting.CodeSystemError || !strings.Contains(resp.Remark, "brokerName") {
 		t.Fatalf("bad registration: code %d remark %q", resp.Code, resp.Remark)
 	}
@@ -124,42 +126,42 @@ func TestRegistrationFullThenDelta(t *testing.T) {
 	cl := newClient(t)
 	v1, v2 := DataVersion{Timestamp: 1, Counter: 1}, DataVersion{Timestamp: 1, Counter: 2}
 	body := encodeRegisterBody(map[string]TopicConfig{"A": topic("A", 4, 6), "B": topic("B", 4, 6)}, v1)
-	if resp := invoke(t, cl, ns.addr, CodeRegisterBroker, registerExt("a", 0, "127.0.0.1:1"), body); resp.Code != 0 {
+	if resp := invoke(t, cl, ns.addr, rmq.CodeRegisterBroker, registerExt("a", 0, "127.0.0.1:1"), body); resp.Code != 0 {
 		t.Fatalf("full: %d %s", resp.Code, resp.Remark)
 	}
 	ext := registerExt("a", 0, "127.0.0.1:1")
 	ext[ExtDelta], ext[ExtBaseVersion] = "true", v1.String()
-	resp := invoke(t, cl, ns.addr, CodeRegisterBroker, ext,
+	resp := invoke(t, cl, ns.addr, rmq.CodeRegisterBroker, ext,
 		encodeDeltaBody(v2, map[string]TopicConfig{"C": topic("C", 2, 6)}, []string{"A"}))
 	if resp.Code != 0 || resp.Ext(ExtDataVersion) != v2.String() {
 		t.Fatalf("delta: %d %q %v", resp.Code, resp.Remark, resp.ExtFields)
 	}
-	if got := invoke(t, cl, ns.addr, CodeGetAllTopicList, nil, nil); string(got.Body) != `{"topicList":["B","C"]}` {
+	if got := invoke(t, cl, ns.addr, rmq.CodeGetAllTopicList, nil, nil); string(got.Body) != `{"topicList":["B","C"]}` {
 		t.Fatalf("topics after delta %s", got.Body)
 	}
 	// The same delta again has a stale base: refused.
-	resp = invoke(t, cl, ns.addr, CodeRegisterBroker, ext, encodeDeltaBody(v2, nil, nil))
+	resp = invoke(t, cl, ns.addr, rmq.CodeRegisterBroker, ext, encodeDeltaBody(v2, nil, nil))
 	if resp.Code != CodeNeedFullRegistration || resp.Ext(ExtNeedFull) != "true" {
 		t.Fatalf("stale delta: %d %q %v", resp.Code, resp.Remark, resp.ExtFields)
 	}
 	// QUERY_DATA_VERSION.
 	q := registerExt("a", 0, "127.0.0.1:1")
-	resp = invoke(t, cl, ns.addr, CodeQueryDataVersion, q, []byte(v2.String()))
+	resp = invoke(t, cl, ns.addr, rmq.CodeQueryDataVersion, q, []byte(v2.String()))
 	if resp.Ext("changed") != "false" || string(resp.Body) != v2.String() {
 		t.Fatalf("query data version: %v %s", resp.ExtFields, resp.Body)
 	}
-	if resp = invoke(t, cl, ns.addr, CodeQueryDataVersion, q, []byte(v1.String())); resp.Ext("changed") != "true" {
+	if resp = invoke(t, cl, ns.addr, rmq.CodeQueryDataVersion, q, []byte(v1.String())); resp.Ext("changed") != "true" {
 		t.Fatalf("query old data version: %v", resp.ExtFields)
 	}
 	// A fresh name server (a restart) refuses the delta.
 	ns2 := startNS(t, clock.NewManual(t0), "")
 	ext[ExtBaseVersion] = v2.String()
-	if resp = invoke(t, cl, ns2.addr, CodeRegisterBroker, ext, encodeDeltaBody(v2, nil, nil)); resp.Ext(ExtNeedFull) != "true" {
+	if resp = invoke(t, cl, ns2.addr, rmq.CodeRegisterBroker, ext, encodeDeltaBody(v2, nil, nil)); resp.Ext(ExtNeedFull) != "true" {
 		t.Fatalf("restarted name server accepted a delta: %d", resp.Code)
 	}
 	// Unregister.
-	invoke(t, cl, ns.addr, CodeUnregisterBroker, registerExt("a", 0, "127.0.0.1:1"), nil)
-	if got := invoke(t, cl, ns.addr, CodeGetAllTopicList, nil, nil); string(got.Body) != `{"topicList":[]}` {
+	invoke(t, cl, ns.addr, rmq.CodeUnregisterBroker, registerExt("a", 0, "127.0.0.1:1"), nil)
+	if got := invoke(t, cl, ns.addr, rmq.CodeGetAllTopicList, nil, nil); string(got.Body) != `{"topicList":[]}` {
 		t.Fatalf("topics after unregister %s", got.Body)
 	}
 }
@@ -169,16 +171,16 @@ func TestConnectionCloseDropsBroker(t *testing.T) {
 	cl := newClient(t)
 	brokerCl := remoting.NewClient(remoting.ClientOptions{})
 	body := encodeRegisterBody(map[string]TopicConfig{"T": topic("T", 4, 6)}, DataVersion{1, 1})
-	invoke(t, brokerCl, ns.addr, CodeRegisterBroker, registerExt("a", 0, "127.0.0.1:1"), body)
+	invoke(t, brokerCl, ns.addr, rmq.CodeRegisterBroker, registerExt("a", 0, "127.0.0.1:1"), body)
 	// A second broker registers over the long-lived client and stays.
-	invoke(t, cl, ns.addr, CodeRegisterBroker, registerExt("b", 0, "127.0.0.1:2"), body)
+	invoke(t, cl, ns.addr, rmq.CodeRegisterBroker, registerExt("b", 0, "127.0.0.1:2"), body)
 	_ = brokerCl.Close()
 	select {
 	case <-ns.closed:
 	case <-time.After(10 * time.Second):
 		t.Fatal("connection close not seen")
 	}
-	resp := invoke(t, cl, ns.addr, CodeGetRouteInfoByTopic, map[string]string{"topic": "T"}, nil)
+	resp := invoke(t, cl, ns.addr, rmq.CodeGetRouteInfoByTopic, map[string]string{"topic": "T"}, nil)
 	var rd RouteData
 	if err := json.Unmarshal(resp.Body, &rd); err != nil {
 		t.Fatal(err)
@@ -193,13 +195,13 @@ func TestBrokerExpiresOnTheScanAfter120s(t *testing.T) {
 	ns := startNS(t, clk, "")
 	cl := newClient(t)
 	body := encodeRegisterBody(map[string]TopicConfig{"T": topic("T", 4, 6)}, DataVersion{1, 1})
-	invoke(t, cl, ns.addr, CodeRegisterBroker, registerExt("a", 0, "127.0.0.1:1"), body)
+	invoke(t, cl, ns.addr, rmq.CodeRegisterBroker, registerExt("a", 0, "127.0.0.1:1"), body)
 	clk.Advance(120 * time.Second) // scans at 10..120 s: silent for exactly 120 s is still alive
-	if resp := invoke(t, cl, ns.addr, CodeGetRouteInfoByTopic, map[string]string{"topic": "T"}, nil); resp.Code != 0 {
+	if resp := invoke(t, cl, ns.addr, rmq.CodeGetRouteInfoByTopic, map[string]string{"topic": "T"}, nil); resp.Code != 0 {
 		t.Fatalf("expired too early: %d", resp.Code)
 	}
 	clk.Advance(10 * time.Second)
-	if resp := invoke(t, cl, ns.addr, CodeGetRouteInfoByTopic, map[string]string{"topic": "T"}, nil); resp.Code != CodeTopicNotExist {
+	if resp := invoke(t, cl, ns.addr, rmq.CodeGetRouteInfoByTopic, map[string]string{"topic": "T"}, nil); resp.Code != rmq.RespTopicNotExist {
 		t.Fatalf("not expired after 130 s: %d", resp.Code)
 	}
 	_ = ns.Close()
@@ -214,32 +216,32 @@ func TestKVConfig(t *testing.T) {
 	kv := func(ns, key, value string) map[string]string {
 		return map[string]string{"namespace": ns, "key": key, "value": value}
 	}
-	if resp := invoke(t, cl, ns.addr, CodeGetKVConfig, kv("n", "k", ""), nil); resp.Code != CodeQueryNotFound {
+	if resp := invoke(t, cl, ns.addr, rmq.CodeGetKVConfig, kv("n", "k", ""), nil); resp.Code != rmq.RespQueryNotFound {
 		t.Fatalf("missing key: %d", resp.Code)
 	}
-	if resp := invoke(t, cl, ns.addr, CodePutKVConfig, kv("", "k", "v"), nil); resp.Code == 0 {
+	if resp := invoke(t, cl, ns.addr, rmq.CodePutKVConfig, kv("", "k", "v"), nil); resp.Code == 0 {
 		t.Fatal("put without namespace accepted")
 	}
-	invoke(t, cl, ns.addr, CodePutKVConfig, kv("n", "k", "v"), nil)
-	if resp := invoke(t, cl, ns.addr, CodeGetKVConfig, kv("n", "k", ""), nil); resp.Code != 0 || resp.Ext("value") != "v" {
+	invoke(t, cl, ns.addr, rmq.CodePutKVConfig, kv("n", "k", "v"), nil)
+	if resp := invoke(t, cl, ns.addr, rmq.CodeGetKVConfig, kv("n", "k", ""), nil); resp.Code != 0 || resp.Ext("value") != "v" {
 		t.Fatalf("get: %d %v", resp.Code, resp.ExtFields)
 	}
-	resp := invoke(t, cl, ns.addr, CodeGetKVListByNamespace, kv("n", "", ""), nil)
+	resp := invoke(t, cl, ns.addr, rmq.CodeGetKVListByNamespace, kv("n", "", ""), nil)
 	if resp.Code != 0 || string(resp.Body) != `{"table":{"k":"v"}}` {
 		t.Fatalf("list: %d %s", resp.Code, resp.Body)
 	}
-	invoke(t, cl, ns.addr, CodeDeleteKVConfig, kv("n", "k", ""), nil)
-	if resp := invoke(t, cl, ns.addr, CodeGetKVListByNamespace, kv("n", "", ""), nil); resp.Code != CodeQueryNotFound {
+	invoke(t, cl, ns.addr, rmq.CodeDeleteKVConfig, kv("n", "k", ""), nil)
+	if resp := invoke(t, cl, ns.addr, rmq.CodeGetKVListByNamespace, kv("n", "", ""), nil); resp.Code != rmq.RespQueryNotFound {
 		t.Fatalf("list after delete: %d", resp.Code)
 	}
 	// ORDER_TOPIC_CONFIG feeds orderTopicConf and the registration answer.
-	invoke(t, cl, ns.addr, CodePutKVConfig, kv(OrderTopicNamespace, "T", "a:4"), nil)
+	invoke(t, cl, ns.addr, rmq.CodePutKVConfig, kv(OrderTopicNamespace, "T", "a:4"), nil)
 	body := encodeRegisterBody(map[string]TopicConfig{"T": topic("T", 4, 6)}, DataVersion{1, 1})
-	resp = invoke(t, cl, ns.addr, CodeRegisterBroker, registerExt("a", 0, "127.0.0.1:1"), body)
+	resp = invoke(t, cl, ns.addr, rmq.CodeRegisterBroker, registerExt("a", 0, "127.0.0.1:1"), body)
 	if string(resp.Body) != `{"table":{"T":"a:4"}}` {
 		t.Fatalf("registration answer body %s", resp.Body)
 	}
-	resp = invoke(t, cl, ns.addr, CodeGetRouteInfoByTopic, map[string]string{"topic": "T"}, nil)
+	resp = invoke(t, cl, ns.addr, rmq.CodeGetRouteInfoByTopic, map[string]string{"topic": "T"}, nil)
 	if !strings.HasSuffix(string(resp.Body), `,"orderTopicConf":"a:4"}`) {
 		t.Fatalf("route %s", resp.Body)
 	}

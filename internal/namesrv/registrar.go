@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/petrelmq/petrel/internal/remoting/rmq"
+
 	"github.com/petrelmq/petrel/internal/clock"
 	"github.com/petrelmq/petrel/internal/remoting"
 )
@@ -395,7 +397,7 @@ func (r *Registrar) Close() {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), r.opts.Timeout)
 			defer cancel()
-			if _, err := r.client.Invoke(ctx, st.addr, remoting.NewRequest(CodeUnregisterBroker, r.identityExt(), nil)); err != nil {
+			if _, err := r.client.Invoke(ctx, st.addr, remoting.NewRequest(rmq.CodeUnregisterBroker, r.identityExt(), nil)); err != nil {
 				r.log.Debug("unregister failed", "namesrv", st.addr, "err", err)
 			}
 		}()
@@ -569,7 +571,7 @@ func (r *Registrar) request(ext map[string]string, body []byte) *remoting.Comman
 	}
 	ext[extCompressed] = "false"
 	ext[extBodyCRC32] = strconv.FormatInt(bodyCRC(body), 10)
-	return remoting.NewRequest(CodeRegisterBroker, ext, body)
+	return remoting.NewRequest(rmq.CodeRegisterBroker, ext, body)
 }
 
 // fullRequest builds a Java-compatible full registration (plus petrelZlib

@@ -15,6 +15,8 @@ package brokerfront
 import (
 	"context"
 
+	"github.com/petrelmq/petrel/internal/remoting/rmq"
+
 	"github.com/petrelmq/petrel/internal/remoting"
 	"github.com/petrelmq/petrel/internal/store/meta"
 )
@@ -31,14 +33,14 @@ func (f *Front) createTopic(ctx context.Context, _ *remoting.Conn, req *remoting
 		TopicSysFlag:    n.int32("topicSysFlag", ext["topicSysFlag"]),
 		Order:           ext["order"] == "true",
 	}
-	if resp := n.refused(req, respSystemError); resp != nil {
+	if resp := n.refused(req, rmq.RespSystemError); resp != nil {
 		return resp
 	}
 	if a := ext["attributes"]; a != "" {
 		cur, _ := f.b.Topic(t.Name)
 		attrs, err := applyAttributes(cur.Attributes, a)
 		if err != nil {
-			return remoting.NewResponse(req, respMessageIllegal, err.Error())
+			return remoting.NewResponse(req, rmq.RespMessageIllegal, err.Error())
 		}
 		t.Attributes = attrs
 	} else if cur, ok := f.b.Topic(t.Name); ok {
@@ -63,15 +65,15 @@ func (f *Front) deleteTopic(ctx context.Context, _ *remoting.Conn, req *remoting
 // propagating.
 func (f *Front) routed(ctx context.Context, req *remoting.Command, topic, done string) *remoting.Command {
 	if f.awaitRoutes == nil {
-		return remoting.NewResponse(req, respSuccess, "")
+		return remoting.NewResponse(req, rmq.RespSuccess, "")
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.routeWait)
 	defer cancel()
 	if err := f.awaitRoutes(ctx); err != nil {
 		f.log.Warn("topic change not yet accepted by every name server", "topic", topic, "change", done, "waited", f.routeWait, "err", err)
-		return remoting.NewResponse(req, respSuccess, "topic "+done+"; its route is still propagating to the name servers")
+		return remoting.NewResponse(req, rmq.RespSuccess, "topic "+done+"; its route is still propagating to the name servers")
 	}
-	return remoting.NewResponse(req, respSuccess, "")
+	return remoting.NewResponse(req, rmq.RespSuccess, "")
 }
 
 func (f *Front) allTopics(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {

@@ -14,6 +14,8 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/petrelmq/petrel/internal/remoting/rmq"
+
 	"github.com/petrelmq/petrel/internal/broker"
 	"github.com/petrelmq/petrel/internal/remoting"
 )
@@ -41,7 +43,7 @@ type heartbeatBody struct {
 func (f *Front) heartbeat(_ context.Context, c *remoting.Conn, req *remoting.Command) *remoting.Command {
 	var body heartbeatBody
 	if err := json.Unmarshal(req.Body, &body); err != nil {
-		return remoting.NewResponse(req, respSystemError, "heartbeat body is not valid JSON: "+err.Error())
+		return remoting.NewResponse(req, rmq.RespSystemError, "heartbeat body is not valid JSON: "+err.Error())
 	}
 	hb := broker.Heartbeat{ClientID: body.ClientID}
 	for _, p := range body.ProducerDataSet {
@@ -58,18 +60,18 @@ func (f *Front) heartbeat(_ context.Context, c *remoting.Conn, req *remoting.Com
 	}
 	noteClient(c, req)
 	f.b.Heartbeat(f.id(c), hb)
-	return remoting.NewResponse(req, respSuccess, "")
+	return remoting.NewResponse(req, rmq.RespSuccess, "")
 }
 
 func (f *Front) unregisterClient(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	return remoting.NewResponse(req, respSuccess, "")
+	return remoting.NewResponse(req, rmq.RespSuccess, "")
 }
 
 func jsonResponse(req *remoting.Command, v any) *remoting.Command {
-	resp := remoting.NewResponse(req, respSuccess, "")
+	resp := remoting.NewResponse(req, rmq.RespSuccess, "")
 	body, err := json.Marshal(v)
 	if err != nil {
-		return remoting.NewResponse(req, respSystemError, "encode answer: "+err.Error())
+		return remoting.NewResponse(req, rmq.RespSystemError, "encode answer: "+err.Error())
 	}
 	resp.Body = body
 	return resp
@@ -112,7 +114,7 @@ func decodeLock(req *remoting.Command) (lockBody, []broker.QueueRef, error) {
 func (f *Front) lockBatch(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	body, qs, err := decodeLock(req)
 	if err != nil {
-		return remoting.NewResponse(req, respSystemError, "lock body is not valid JSON: "+err.Error())
+		return remoting.NewResponse(req, rmq.RespSystemError, "lock body is not valid JSON: "+err.Error())
 	}
 	held := f.b.LockQueues(body.ConsumerGroup, body.ClientID, qs)
 	out := make([]queueJSON, len(held))
@@ -127,8 +129,8 @@ func (f *Front) lockBatch(_ context.Context, _ *remoting.Conn, req *remoting.Com
 func (f *Front) unlockBatch(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	body, qs, err := decodeLock(req)
 	if err != nil {
-		return remoting.NewResponse(req, respSystemError, "unlock body is not valid JSON: "+err.Error())
+		return remoting.NewResponse(req, rmq.RespSystemError, "unlock body is not valid JSON: "+err.Error())
 	}
 	f.b.UnlockQueues(body.ConsumerGroup, body.ClientID, qs)
-	return remoting.NewResponse(req, respSuccess, "")
+	return remoting.NewResponse(req, rmq.RespSuccess, "")
 }

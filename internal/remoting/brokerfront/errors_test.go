@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/petrelmq/petrel/internal/remoting/rmq"
+
 	"github.com/petrelmq/petrel/internal/broker"
 	"github.com/petrelmq/petrel/internal/logtest"
 	"github.com/petrelmq/petrel/internal/remoting"
@@ -17,7 +19,7 @@ import (
 func TestErrorRemarkHasNoInternalCause(t *testing.T) {
 	var logs logtest.Buffer
 	f := &Front{log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
-	req := remoting.NewRequest(codeSendMessage, nil, nil)
+	req := remoting.NewRequest(rmq.CodeSendMessage, nil, nil)
 	cause := fmt.Errorf("commitlog: preallocate /var/lib/petrel/commitlog/00000000001073741824: %w", errors.New("no space left on device"))
 	for _, tc := range []struct {
 		err        error
@@ -27,13 +29,13 @@ func TestErrorRemarkHasNoInternalCause(t *testing.T) {
 		notInReply string
 	}{
 		{&broker.Error{Kind: broker.KindServiceUnavailable, Msg: "the disk is full; free space or add a broker", Err: cause},
-			respServiceNotAvailable, "the disk is full; free space or add a broker", "WARN", "/var/lib"},
+			rmq.RespServiceNotAvailable, "the disk is full; free space or add a broker", "WARN", "/var/lib"},
 		{&broker.Error{Kind: broker.KindSystemError, Msg: "the message could not be stored; retry", Err: cause},
-			respSystemError, "the message could not be stored; retry", "WARN", "commitlog:"},
+			rmq.RespSystemError, "the message could not be stored; retry", "WARN", "commitlog:"},
 		{&broker.Error{Kind: broker.KindTopicNotExist, Msg: `topic "T" does not exist`},
-			respTopicNotExist, `topic "T" does not exist`, "DEBUG", "broker:"},
+			rmq.RespTopicNotExist, `topic "T" does not exist`, "DEBUG", "broker:"},
 		{fmt.Errorf("store: read %s: %w", "/var/lib/petrel/x", errors.New("EIO")),
-			respSystemError, "request code 10 failed inside the broker; retry, and report it if it persists", "WARN", "/var/lib"},
+			rmq.RespSystemError, "request code 10 failed inside the broker; retry, and report it if it persists", "WARN", "/var/lib"},
 	} {
 		resp := f.errorResponse(req, tc.err)
 		if resp.Code != tc.code || resp.Remark != tc.remark {

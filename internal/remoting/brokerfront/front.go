@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/petrelmq/petrel/internal/remoting/rmq"
+
 	"github.com/petrelmq/petrel/internal/broker"
 	"github.com/petrelmq/petrel/internal/remoting"
 )
@@ -67,37 +69,37 @@ func New(b *broker.Broker, opts Options) *Front {
 // Register installs the handlers on s.
 func (f *Front) Register(s *remoting.Server) {
 	s.OnReadIdle(f.readIdle)
-	s.HandleAsync(codeSendMessage, f.send)
+	s.HandleAsync(rmq.CodeSendMessage, f.send)
 	s.HandleAsync(codeSendMessageV2, f.send)
-	s.HandleAsync(codeSendBatchMessage, f.send)
-	s.Handle(codePullMessage, f.pull)
-	s.Handle(codeQueryConsumerOffset, f.queryConsumerOffset)
-	s.Handle(codeUpdateConsumerOffset, f.updateConsumerOffset)
-	s.Handle(codeSearchOffsetByTimestamp, f.searchOffset)
-	s.Handle(codeGetMaxOffset, f.maxOffset)
-	s.Handle(codeGetMinOffset, f.minOffset)
-	s.Handle(codeHeartBeat, f.heartbeat)
-	s.Handle(codeUnregisterClient, f.unregisterClient)
-	s.Handle(codeGetConsumerListByGroup, f.consumerList)
-	s.Handle(codeLockBatchMQ, f.lockBatch)
-	s.Handle(codeUnlockBatchMQ, f.unlockBatch)
-	s.Handle(codeUpdateAndCreateTopic, f.createTopic)
-	s.Handle(codeDeleteTopicInBroker, f.deleteTopic)
-	s.Handle(codeGetAllSubscriptionGroup, f.allGroups)
-	s.Handle(codeUpdateAndCreateSubscriptionGroup, f.updateGroup)
-	s.Handle(codeDeleteSubscriptionGroup, f.deleteGroup)
-	s.Handle(codeGetAllTopicConfig, f.allTopics)
-	s.Handle(codeQueryMessage, f.queryMessage)
-	s.Handle(codeViewMessageByID, f.viewMessage)
-	s.Handle(codeConsumerSendMsgBack, f.sendBack)
-	s.Handle(codePetrelResendDLQ, f.resendDLQ)
-	s.Handle(codePetrelCancelDelayed, f.cancelDelayed)
-	s.Handle(codeEndTransaction, f.endTransaction)
-	s.Handle(codeGetBrokerRuntimeInfo, f.runtimeInfo)
-	s.Handle(codeGetTopicStatsInfo, f.topicStats)
-	s.Handle(codeGetConsumerConnectionList, f.consumerConnections)
-	s.Handle(codeGetConsumeStats, f.consumeStats)
-	s.Handle(codeInvokeBrokerToResetOffset, f.resetOffset)
+	s.HandleAsync(rmq.CodeSendBatchMessage, f.send)
+	s.Handle(rmq.CodePullMessage, f.pull)
+	s.Handle(rmq.CodeQueryConsumerOffset, f.queryConsumerOffset)
+	s.Handle(rmq.CodeUpdateConsumerOffset, f.updateConsumerOffset)
+	s.Handle(rmq.CodeSearchOffsetByTimestamp, f.searchOffset)
+	s.Handle(rmq.CodeGetMaxOffset, f.maxOffset)
+	s.Handle(rmq.CodeGetMinOffset, f.minOffset)
+	s.Handle(rmq.CodeHeartBeat, f.heartbeat)
+	s.Handle(rmq.CodeUnregisterClient, f.unregisterClient)
+	s.Handle(rmq.CodeGetConsumerListByGroup, f.consumerList)
+	s.Handle(rmq.CodeLockBatchMQ, f.lockBatch)
+	s.Handle(rmq.CodeUnlockBatchMQ, f.unlockBatch)
+	s.Handle(rmq.CodeUpdateAndCreateTopic, f.createTopic)
+	s.Handle(rmq.CodeDeleteTopicInBroker, f.deleteTopic)
+	s.Handle(rmq.CodeGetAllSubscriptionGroup, f.allGroups)
+	s.Handle(rmq.CodeUpdateAndCreateSubscriptionGroup, f.updateGroup)
+	s.Handle(rmq.CodeDeleteSubscriptionGroup, f.deleteGroup)
+	s.Handle(rmq.CodeGetAllTopicConfig, f.allTopics)
+	s.Handle(rmq.CodeQueryMessage, f.queryMessage)
+	s.Handle(rmq.CodeViewMessageByID, f.viewMessage)
+	s.Handle(rmq.CodeConsumerSendMsgBack, f.sendBack)
+	s.Handle(rmq.CodePetrelResendDLQ, f.resendDLQ)
+	s.Handle(rmq.CodePetrelCancelDelayed, f.cancelDelayed)
+	s.Handle(rmq.CodeEndTransaction, f.endTransaction)
+	s.Handle(rmq.CodeGetBrokerRuntimeInfo, f.runtimeInfo)
+	s.Handle(rmq.CodeGetTopicStatsInfo, f.topicStats)
+	s.Handle(rmq.CodeGetConsumerConnectionList, f.consumerConnections)
+	s.Handle(rmq.CodeGetConsumeStats, f.consumeStats)
+	s.Handle(rmq.CodeInvokeBrokerToResetOffset, f.resetOffset)
 }
 
 // id returns the connection's id, assigning one on first use.
@@ -139,7 +141,7 @@ func (f *Front) notifyConsumerIDsChanged(group string, conns []uint64) {
 		if c == nil {
 			continue
 		}
-		req := remoting.NewRequest(codeNotifyConsumerIDsChanged, map[string]string{"consumerGroup": group}, nil)
+		req := remoting.NewRequest(rmq.CodeNotifyConsumerIDsChanged, map[string]string{"consumerGroup": group}, nil)
 		if err := c.InvokeOneway(req); err != nil {
 			f.log.Debug("notify consumer ids changed failed", "group", group, "remote", c.RemoteAddr().String(), "err", err)
 		}

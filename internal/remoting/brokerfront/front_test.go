@@ -11,20 +11,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/petrelmq/petrel/internal/remoting/rmq"
+
 	"github.com/petrelmq/petrel/internal/daemon/daemontest"
 	"github.com/petrelmq/petrel/internal/message"
 	"github.com/petrelmq/petrel/internal/remoting"
 )
 
 const (
-	codeSendMessage      int16 = 10
-	codePullMessage      int16 = 11
-	codeGetMaxOffset     int16 = 30
-	codeSendMessageV2    int16 = 310
-	codeSendBatchMessage int16 = 320
-
-	respMessageIllegal int16 = 13
-	respSystemError    int16 = 1
+	codeSendMessageV2 int16 = 310
 )
 
 type front struct {
@@ -65,7 +60,7 @@ func sendExt(topic, props string, edit map[string]string) map[string]string {
 // maxOffset is the queue's max offset: how many messages it stored.
 func (f *front) maxOffset(t *testing.T, topic string) string {
 	t.Helper()
-	return f.invoke(t, codeGetMaxOffset, map[string]string{"topic": topic, "queueId": "0"}, nil).Ext("offset")
+	return f.invoke(t, rmq.CodeGetMaxOffset, map[string]string{"topic": topic, "queueId": "0"}, nil).Ext("offset")
 }
 
 // settledMaxOffset waits until queue 0 of topic reaches atLeast messages
@@ -92,7 +87,7 @@ func (f *front) settledMaxOffset(t *testing.T, topic string, atLeast int64) stri
 // (before, "abc" became 0: a send to queue 0, a pull from offset 0).
 func TestNumericHeaderFieldsAreRefused(t *testing.T) {
 	f := startFront(t)
-	if resp := f.invoke(t, codeSendMessage, sendExt("Orders", "", nil), []byte("ok")); resp.Code != 0 {
+	if resp := f.invoke(t, rmq.CodeSendMessage, sendExt("Orders", "", nil), []byte("ok")); resp.Code != 0 {
 		t.Fatalf("good send: code %d remark %q", resp.Code, resp.Remark)
 	}
 	for _, tc := range []struct {
@@ -102,12 +97,12 @@ func TestNumericHeaderFieldsAreRefused(t *testing.T) {
 		want  int16
 		field string
 	}{
-		{"send queueId", codeSendMessage, sendExt("Orders", "", map[string]string{"queueId": "abc"}), respMessageIllegal, "queueId"},
-		{"send V2 e", codeSendMessageV2, map[string]string{"a": "pg", "b": "Orders", "c": "TBW102", "d": "4", "e": "0", "f": "0", "g": "12x", "h": "0", "i": ""}, respMessageIllegal, "bornTimestamp"},
-		{"send sysFlag out of range", codeSendMessage, sendExt("Orders", "", map[string]string{"sysFlag": "99999999999"}), respMessageIllegal, "sysFlag"},
-		{"pull queueOffset", codePullMessage, map[string]string{"consumerGroup": "cg", "topic": "Orders", "queueId": "0", "queueOffset": "x",
-			"maxMsgNums": "32", "sysFlag": "0", "commitOffset": "0", "suspendTimeoutMillis": "0", "subscription": "*", "expressionType": "TAG"}, respSystemError, "queueOffset"},
-		{"max offset queueId", codeGetMaxOffset, map[string]string{"topic": "Orders", "queueId": "one"}, respSystemError, "queueId"},
+		{"send queueId", rmq.CodeSendMessage, sendExt("Orders", "", map[string]string{"queueId": "abc"}), rmq.RespMessageIllegal, "queueId"},
+		{"send V2 e", codeSendMessageV2, map[string]string{"a": "pg", "b": "Orders", "c": "TBW102", "d": "4", "e": "0", "f": "0", "g": "12x", "h": "0", "i": ""}, rmq.RespMessageIllegal, "bornTimestamp"},
+		{"send sysFlag out of range", rmq.CodeSendMessage, sendExt("Orders", "", map[string]string{"sysFlag": "99999999999"}), rmq.RespMessageIllegal, "sysFlag"},
+		{"pull queueOffset", rmq.CodePullMessage, map[string]string{"consumerGroup": "cg", "topic": "Orders", "queueId": "0", "queueOffset": "x",
+			"maxMsgNums": "32", "sysFlag": "0", "commitOffset": "0", "suspendTimeoutMillis": "0", "subscription": "*", "expressionType": "TAG"}, rmq.RespSystemError, "queueOffset"},
+		{"max offset queueId", rmq.CodeGetMaxOffset, map[string]string{"topic": "Orders", "queueId": "one"}, rmq.RespSystemError, "queueId"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp := f.invoke(t, tc.code, tc.ext, []byte("refused"))
@@ -118,7 +113,7 @@ func TestNumericHeaderFieldsAreRefused(t *testing.T) {
 	}
 	// A last good send: once it is visible, a refused send stored before it
 	// would be too.
-	if resp := f.invoke(t, codeSendMessage, sendExt("Orders", "", nil), []byte("ok")); resp.Code != 0 {
+	if resp := f.invoke(t, rmq.CodeSendMessage, sendExt("Orders", "", nil), []byte("ok")); resp.Code != 0 {
 		t.Fatalf("last good send: code %d remark %q", resp.Code, resp.Remark)
 	}
 	if got := f.settledMaxOffset(t, "Orders", 2); got != "2" {
@@ -140,9 +135,9 @@ func TestSeparatorInPropertyValueIsRefused(t *testing.T) {
 		{"empty name", "\x01v\x02", `without a name`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			resp := f.invoke(t, codeSendMessage, sendExt("Tags", tc.props, nil), []byte("x"))
-			if resp.Code != respMessageIllegal || !strings.Contains(resp.Remark, tc.want) {
-				t.Fatalf("code %d remark %q, want %d with %q", resp.Code, resp.Remark, respMessageIllegal, tc.want)
+			resp := f.invoke(t, rmq.CodeSendMessage, sendExt("Tags", tc.props, nil), []byte("x"))
+			if resp.Code != rmq.RespMessageIllegal || !strings.Contains(resp.Remark, tc.want) {
+				t.Fatalf("code %d remark %q, want %d with %q", resp.Code, resp.Remark, rmq.RespMessageIllegal, tc.want)
 			}
 		})
 	}
@@ -150,11 +145,11 @@ func TestSeparatorInPropertyValueIsRefused(t *testing.T) {
 		{Body: []byte("a"), Properties: "TAGS\x01A\x02"},
 		{Body: []byte("b"), Properties: "TAGS\x01A\x02k\x01x\x02TAGS\x01injected\x02"},
 	})
-	resp := f.invoke(t, codeSendBatchMessage, sendExt("Tags", "", map[string]string{"batch": "true"}), batch)
-	if resp.Code != respMessageIllegal || !strings.Contains(resp.Remark, "batch item 1") {
+	resp := f.invoke(t, rmq.CodeSendBatchMessage, sendExt("Tags", "", map[string]string{"batch": "true"}), batch)
+	if resp.Code != rmq.RespMessageIllegal || !strings.Contains(resp.Remark, "batch item 1") {
 		t.Fatalf("batch: code %d remark %q", resp.Code, resp.Remark)
 	}
-	if resp := f.invoke(t, codeSendMessage, sendExt("Tags", "TAGS\x01A\x02KEYS\x01k1 k2\x02", nil), []byte("ok")); resp.Code != 0 {
+	if resp := f.invoke(t, rmq.CodeSendMessage, sendExt("Tags", "TAGS\x01A\x02KEYS\x01k1 k2\x02", nil), []byte("ok")); resp.Code != 0 {
 		t.Fatalf("well-formed properties: code %d remark %q", resp.Code, resp.Remark)
 	}
 	if got := f.settledMaxOffset(t, "Tags", 1); got != "1" {
@@ -189,7 +184,7 @@ func TestPopMessageCodeOverRemoting(t *testing.T) {
 	if resp.Code != remoting.CodeRequestCodeNotSupported || resp.Opaque != 41 || !strings.Contains(resp.Remark, "200050") {
 		t.Fatalf("answer %+v", resp)
 	}
-	next := remoting.NewRequest(codeGetMaxOffset, map[string]string{"topic": "T", "queueId": "0"}, nil)
+	next := remoting.NewRequest(rmq.CodeGetMaxOffset, map[string]string{"topic": "T", "queueId": "0"}, nil)
 	next.Opaque = 42
 	enc, err := remoting.EncodeFrame(nil, next)
 	if err != nil {

@@ -38,16 +38,14 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/petrelmq/petrel/internal/remoting/rmq"
+
 	"github.com/petrelmq/petrel/internal/broker"
 	"github.com/petrelmq/petrel/internal/remoting"
 	"github.com/petrelmq/petrel/internal/store/meta"
 )
 
 const (
-	codeUpdateAndCreateSubscriptionGroup int16 = 200
-	codeDeleteSubscriptionGroup          int16 = 207
-
-	respInvalidParameter int16 = 29
 
 	// maxGroupConfigBytes bounds the body of 200: a config within the
 	// broker's limits (broker.MaxGroupAttributes etc.) fits easily.
@@ -122,7 +120,7 @@ func jsonKind(k string) string {
 func (f *Front) updateGroup(_ context.Context, c *remoting.Conn, req *remoting.Command) *remoting.Command {
 	g, changes, err := decodeGroupConfig(req.Body)
 	if err != nil {
-		return remoting.NewResponse(req, respInvalidParameter, err.Error())
+		return remoting.NewResponse(req, rmq.RespInvalidParameter, err.Error())
 	}
 	cur, _ := f.b.Group(g.Name)
 	attrs, err := broker.GroupAttributes(cur.Attributes, changes)
@@ -134,7 +132,7 @@ func (f *Front) updateGroup(_ context.Context, c *remoting.Conn, req *remoting.C
 		return f.groupErrorResponse(req, g.Name, err)
 	}
 	f.log.Debug("subscription group config set by an admin request", "group", g.Name, "remote", c.RemoteAddr().String())
-	return remoting.NewResponse(req, respSuccess, "")
+	return remoting.NewResponse(req, rmq.RespSuccess, "")
 }
 
 // decodeDeleteGroup reads the header of 207: groupName (required) and
@@ -173,9 +171,9 @@ func (f *Front) allGroups(_ context.Context, _ *remoting.Conn, req *remoting.Com
 	body, err := encodeGroupTable(f.b.Groups(), f.b.GroupsVersion())
 	if err != nil {
 		f.log.Error("encoding the subscription group table failed", "err", err)
-		return remoting.NewResponse(req, respSystemError, "the subscription group table could not be encoded; see the broker log")
+		return remoting.NewResponse(req, rmq.RespSystemError, "the subscription group table could not be encoded; see the broker log")
 	}
-	resp := remoting.NewResponse(req, respSuccess, "")
+	resp := remoting.NewResponse(req, rmq.RespSuccess, "")
 	resp.Body = body
 	return resp
 }
@@ -183,13 +181,13 @@ func (f *Front) allGroups(_ context.Context, _ *remoting.Conn, req *remoting.Com
 func (f *Front) deleteGroup(_ context.Context, c *remoting.Conn, req *remoting.Command) *remoting.Command {
 	name, clean, err := decodeDeleteGroup(req.ExtFields)
 	if err != nil {
-		return remoting.NewResponse(req, respInvalidParameter, err.Error())
+		return remoting.NewResponse(req, rmq.RespInvalidParameter, err.Error())
 	}
 	if err := f.b.DeleteGroup(name, clean); err != nil {
 		return f.groupErrorResponse(req, name, err)
 	}
 	f.log.Debug("subscription group deleted by an admin request", "group", name, "clean_offset", clean, "remote", c.RemoteAddr().String())
-	return remoting.NewResponse(req, respSuccess, "")
+	return remoting.NewResponse(req, rmq.RespSuccess, "")
 }
 
 // groupErrorResponse answers a broker error of 200 or 207: a bad config as
@@ -199,14 +197,14 @@ func (f *Front) groupErrorResponse(req *remoting.Command, group string, err erro
 	var be *broker.Error
 	if !errors.As(err, &be) {
 		f.log.Error("subscription group change failed", "group", group, "err", err)
-		return remoting.NewResponse(req, respSystemError, "the subscription group change failed; see the broker log")
+		return remoting.NewResponse(req, rmq.RespSystemError, "the subscription group change failed; see the broker log")
 	}
 	code, ok := kindCodes[be.Kind]
 	switch {
 	case be.Kind == broker.KindMessageIllegal:
-		code = respInvalidParameter
+		code = rmq.RespInvalidParameter
 	case !ok:
-		code = respSystemError
+		code = rmq.RespSystemError
 	}
 	if be.Err != nil {
 		f.log.Warn("subscription group change failed", "group", group, "err", be.Err)

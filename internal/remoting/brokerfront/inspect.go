@@ -29,17 +29,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/petrelmq/petrel/internal/remoting/rmq"
+
 	"github.com/petrelmq/petrel/internal/remoting"
 )
 
 const (
-	codeGetTopicStatsInfo         int16 = 202
-	codeGetConsumeStats           int16 = 208
-	codeResetConsumerClientOffset int16 = 220
-	codeInvokeBrokerToResetOffset int16 = 222
-
-	respSubscriptionGroupNotExist int16 = 26
-	respConsumerNotOnline         int16 = 206
 
 	// brokerVersionDesc is the RocketMQ version we answer to as, the one
 	// DefaultVersion (401) names.
@@ -128,9 +123,9 @@ func mqMapBody(m *mqMap, extra map[string]any) ([]byte, error) {
 
 func bodyResponse(req *remoting.Command, body []byte, err error) *remoting.Command {
 	if err != nil {
-		return remoting.NewResponse(req, respSystemError, "encode answer: "+err.Error())
+		return remoting.NewResponse(req, rmq.RespSystemError, "encode answer: "+err.Error())
 	}
-	resp := remoting.NewResponse(req, respSuccess, "")
+	resp := remoting.NewResponse(req, rmq.RespSuccess, "")
 	resp.Body = body
 	return resp
 }
@@ -248,7 +243,7 @@ func (f *Front) consumerConnections(_ context.Context, _ *remoting.Conn, req *re
 	group := req.ExtFields["consumerGroup"]
 	members := f.b.ConsumerMembers(group)
 	if len(members) == 0 {
-		return remoting.NewResponse(req, respConsumerNotOnline, "the consumer group ["+group+"] not online: no member has sent a heartbeat to this broker")
+		return remoting.NewResponse(req, rmq.RespConsumerNotOnline, "the consumer group ["+group+"] not online: no member has sent a heartbeat to this broker")
 	}
 	out := struct {
 		ConnectionSet     []connectionJSON            `json:"connectionSet"`
@@ -324,7 +319,7 @@ func (f *Front) resetOffset(_ context.Context, _ *remoting.Conn, req *remoting.C
 	if v := ext["timestamp"]; v != "" {
 		var n numbers
 		ts = n.int64("timestamp", v)
-		if resp := n.refused(req, respSystemError); resp != nil {
+		if resp := n.refused(req, rmq.RespSystemError); resp != nil {
 			return resp
 		}
 	}
@@ -348,7 +343,7 @@ func (f *Front) resetOffset(_ context.Context, _ *remoting.Conn, req *remoting.C
 		if c == nil {
 			continue
 		}
-		notice := remoting.NewRequest(codeResetConsumerClientOffset, map[string]string{
+		notice := remoting.NewRequest(rmq.CodeResetConsumerClientOffset, map[string]string{
 			"topic": topic, "group": group, "timestamp": itoa(ts), "isForce": "true",
 		}, body)
 		if err := c.InvokeOneway(notice); err != nil {

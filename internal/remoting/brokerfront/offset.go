@@ -11,11 +11,13 @@ package brokerfront
 import (
 	"context"
 
+	"github.com/petrelmq/petrel/internal/remoting/rmq"
+
 	"github.com/petrelmq/petrel/internal/remoting"
 )
 
 func offsetResponse(req *remoting.Command, off int64) *remoting.Command {
-	resp := remoting.NewResponse(req, respSuccess, "")
+	resp := remoting.NewResponse(req, rmq.RespSuccess, "")
 	resp.ExtFields = map[string]string{"offset": itoa(off)}
 	return resp
 }
@@ -24,12 +26,12 @@ func (f *Front) queryConsumerOffset(_ context.Context, _ *remoting.Conn, req *re
 	ext := req.ExtFields
 	var n numbers
 	qid := n.int32("queueId", ext["queueId"])
-	if resp := n.refused(req, respSystemError); resp != nil {
+	if resp := n.refused(req, rmq.RespSystemError); resp != nil {
 		return resp
 	}
 	off, ok := f.b.QueryConsumerOffset(ext["consumerGroup"], ext["topic"], qid)
 	if !ok {
-		return remoting.NewResponse(req, respQueryNotFound, "no offset stored for this group and queue; start by the consumer's ConsumeFromWhere")
+		return remoting.NewResponse(req, rmq.RespQueryNotFound, "no offset stored for this group and queue; start by the consumer's ConsumeFromWhere")
 	}
 	return offsetResponse(req, off)
 }
@@ -38,17 +40,17 @@ func (f *Front) updateConsumerOffset(_ context.Context, _ *remoting.Conn, req *r
 	ext := req.ExtFields
 	var n numbers
 	qid, off := n.int32("queueId", ext["queueId"]), n.int64("commitOffset", ext["commitOffset"])
-	if resp := n.refused(req, respSystemError); resp != nil {
+	if resp := n.refused(req, rmq.RespSystemError); resp != nil {
 		return resp
 	}
 	f.b.UpdateConsumerOffset(ext["consumerGroup"], ext["topic"], qid, off)
-	return remoting.NewResponse(req, respSuccess, "")
+	return remoting.NewResponse(req, rmq.RespSuccess, "")
 }
 
 func (f *Front) maxOffset(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	var n numbers
 	qid := n.int32("queueId", req.ExtFields["queueId"])
-	if resp := n.refused(req, respSystemError); resp != nil {
+	if resp := n.refused(req, rmq.RespSystemError); resp != nil {
 		return resp
 	}
 	return offsetResponse(req, f.b.MaxOffset(req.ExtFields["topic"], qid))
@@ -57,7 +59,7 @@ func (f *Front) maxOffset(_ context.Context, _ *remoting.Conn, req *remoting.Com
 func (f *Front) minOffset(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	var n numbers
 	qid := n.int32("queueId", req.ExtFields["queueId"])
-	if resp := n.refused(req, respSystemError); resp != nil {
+	if resp := n.refused(req, rmq.RespSystemError); resp != nil {
 		return resp
 	}
 	return offsetResponse(req, f.b.MinOffset(req.ExtFields["topic"], qid))
@@ -67,7 +69,7 @@ func (f *Front) searchOffset(_ context.Context, _ *remoting.Conn, req *remoting.
 	ext := req.ExtFields
 	var n numbers
 	qid, ts := n.int32("queueId", ext["queueId"]), n.int64("timestamp", ext["timestamp"])
-	if resp := n.refused(req, respSystemError); resp != nil {
+	if resp := n.refused(req, rmq.RespSystemError); resp != nil {
 		return resp
 	}
 	return offsetResponse(req, f.b.SearchOffset(ext["topic"], qid, ts))

@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/petrelmq/petrel/internal/remoting/rmq"
+
 	"github.com/petrelmq/petrel/internal/broker"
 	"github.com/petrelmq/petrel/internal/message"
 	"github.com/petrelmq/petrel/internal/remoting"
@@ -25,7 +27,7 @@ import (
 func checkSendProperties(req *remoting.Command, sr *broker.SendRequest) *remoting.Command {
 	if !sr.Batch {
 		if problem := propertiesProblem(sr.Properties); problem != "" {
-			return remoting.NewResponse(req, respMessageIllegal, problem)
+			return remoting.NewResponse(req, rmq.RespMessageIllegal, problem)
 		}
 		return nil
 	}
@@ -40,7 +42,7 @@ func checkSendProperties(req *remoting.Command, sr *broker.SendRequest) *remotin
 		return nil
 	})
 	if found != nil {
-		return remoting.NewResponse(req, respMessageIllegal, found.Error())
+		return remoting.NewResponse(req, rmq.RespMessageIllegal, found.Error())
 	}
 	return nil
 }

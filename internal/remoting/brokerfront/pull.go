@@ -14,6 +14,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/petrelmq/petrel/internal/remoting/rmq"
+
 	"github.com/petrelmq/petrel/internal/broker"
 	"github.com/petrelmq/petrel/internal/remoting"
 )
@@ -41,21 +43,21 @@ func (f *Front) pull(ctx context.Context, c *remoting.Conn, req *remoting.Comman
 		ExpressionType: ext["expressionType"],
 		Conn:           f.id(c),
 	}
-	if resp := n.refused(req, respSystemError); resp != nil {
+	if resp := n.refused(req, rmq.RespSystemError); resp != nil {
 		return resp
 	}
 	res, err := f.b.Pull(ctx, pr)
 	if err != nil {
 		return f.errorResponse(req, err)
 	}
-	code := respPullNotFound
+	code := rmq.RespPullNotFound
 	switch res.Status {
 	case broker.PullFound:
-		code = respSuccess
+		code = rmq.RespSuccess
 	case broker.PullNoMatched:
-		code = respPullRetryImmediately
+		code = rmq.RespPullRetryImmediately
 	case broker.PullOffsetMoved:
-		code = respPullOffsetMoved
+		code = rmq.RespPullOffsetMoved
 	}
 	resp := remoting.NewResponse(req, code, "")
 	resp.ExtFields = map[string]string{

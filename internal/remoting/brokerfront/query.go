@@ -9,6 +9,8 @@ package brokerfront
 import (
 	"context"
 
+	"github.com/petrelmq/petrel/internal/remoting/rmq"
+
 	"github.com/petrelmq/petrel/internal/remoting"
 )
 
@@ -24,7 +26,7 @@ func (f *Front) queryMessage(_ context.Context, _ *remoting.Conn, req *remoting.
 		end = 1<<63 - 1
 	}
 	begin := n.int64("beginTimestamp", ext["beginTimestamp"])
-	if resp := n.refused(req, respSystemError); resp != nil {
+	if resp := n.refused(req, rmq.RespSystemError); resp != nil {
 		return resp
 	}
 	recs, err := f.b.QueryByKey(ext["topic"], ext["key"], begin, end, limit)
@@ -32,9 +34,9 @@ func (f *Front) queryMessage(_ context.Context, _ *remoting.Conn, req *remoting.
 		return f.errorResponse(req, err)
 	}
 	if len(recs) == 0 {
-		return remoting.NewResponse(req, respQueryNotFound, "no message of topic "+ext["topic"]+" has key "+ext["key"]+" in that time range")
+		return remoting.NewResponse(req, rmq.RespQueryNotFound, "no message of topic "+ext["topic"]+" has key "+ext["key"]+" in that time range")
 	}
-	resp := remoting.NewResponse(req, respSuccess, "")
+	resp := remoting.NewResponse(req, rmq.RespSuccess, "")
 	var last int64
 	for _, r := range recs {
 		resp.BodyParts = append(resp.BodyParts, r)
@@ -47,15 +49,15 @@ func (f *Front) queryMessage(_ context.Context, _ *remoting.Conn, req *remoting.
 func (f *Front) viewMessage(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	var n numbers
 	off := n.int64("offset", req.ExtFields["offset"])
-	if resp := n.refused(req, respSystemError); resp != nil {
+	if resp := n.refused(req, rmq.RespSystemError); resp != nil {
 		return resp
 	}
 	r, err := f.b.ViewByOffset(off)
 	if err != nil {
 		f.log.Debug("view message failed", "offset", off, "err", err)
-		return remoting.NewResponse(req, respSystemError, "no message at commit-log offset "+req.ExtFields["offset"])
+		return remoting.NewResponse(req, rmq.RespSystemError, "no message at commit-log offset "+req.ExtFields["offset"])
 	}
-	resp := remoting.NewResponse(req, respSuccess, "")
+	resp := remoting.NewResponse(req, rmq.RespSuccess, "")
 	resp.Body = r
 	return resp
 }

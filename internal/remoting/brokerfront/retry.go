@@ -7,12 +7,12 @@ package brokerfront
 import (
 	"context"
 
+	"github.com/petrelmq/petrel/internal/remoting/rmq"
+
 	"github.com/petrelmq/petrel/internal/broker"
 	"github.com/petrelmq/petrel/internal/message"
 	"github.com/petrelmq/petrel/internal/remoting"
 )
-
-const codeConsumerSendMsgBack int16 = 36
 
 func (f *Front) sendBack(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	ext := req.ExtFields
@@ -25,34 +25,33 @@ func (f *Front) sendBack(ctx context.Context, _ *remoting.Conn, req *remoting.Co
 		OriginTopic:       ext["originTopic"],
 		MaxReconsumeTimes: n.int32("maxReconsumeTimes", ext["maxReconsumeTimes"]),
 	}
-	if resp := n.refused(req, respSystemError); resp != nil {
+	if resp := n.refused(req, rmq.RespSystemError); resp != nil {
 		return resp
 	}
 	_, err := f.b.SendBack(ctx, sb)
 	if err != nil {
 		return f.errorResponse(req, err)
 	}
-	return remoting.NewResponse(req, respSuccess, "")
+	return remoting.NewResponse(req, rmq.RespSuccess, "")
 }
 
-// codePetrelResendDLQ is Petrel's admin request (RocketMQ has none; its
+// rmq.CodePetrelResendDLQ is Petrel's admin request (RocketMQ has none; its
 // console re-consumes through a client) that stores a dead-letter message
 // again in its original topic: ext group and offset (the commit-log offset,
 // as in an offset message id) or msgId. Answered like a send: msgId,
 // queueId, queueOffset.
-const codePetrelResendDLQ int16 = 10101
 
 func (f *Front) resendDLQ(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	ext := req.ExtFields
 	var n numbers
 	off := n.int64("offset", ext["offset"])
-	if resp := n.refused(req, respSystemError); resp != nil {
+	if resp := n.refused(req, rmq.RespSystemError); resp != nil {
 		return resp
 	}
 	if id := ext["msgId"]; id != "" {
 		_, phys, err := message.ParseOffsetID(id)
 		if err != nil {
-			return remoting.NewResponse(req, respMessageIllegal, "msgId "+id+" is not an offset message id: "+err.Error())
+			return remoting.NewResponse(req, rmq.RespMessageIllegal, "msgId "+id+" is not an offset message id: "+err.Error())
 		}
 		off = phys
 	}
@@ -63,15 +62,14 @@ func (f *Front) resendDLQ(ctx context.Context, _ *remoting.Conn, req *remoting.C
 	return f.sendResponse(req, res, nil)
 }
 
-// codePetrelCancelDelayed is Petrel's admin request that cancels a delayed
+// rmq.CodePetrelCancelDelayed is Petrel's admin request that cancels a delayed
 // message not delivered yet: ext msgId (its UNIQ_KEY, the msgId a send
 // result names). Answered with code 0, 22 QUERY_NOT_FOUND for an unknown
 // id, 13 when it is already due.
-const codePetrelCancelDelayed int16 = 10102
 
 func (f *Front) cancelDelayed(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	if err := f.b.CancelDelayed(ctx, req.ExtFields["msgId"]); err != nil {
 		return f.errorResponse(req, err)
 	}
-	return remoting.NewResponse(req, respSuccess, "")
+	return remoting.NewResponse(req, rmq.RespSuccess, "")
 }

@@ -17,6 +17,8 @@ package brokerfront
 import (
 	"context"
 
+	"github.com/petrelmq/petrel/internal/remoting/rmq"
+
 	"github.com/petrelmq/petrel/internal/broker"
 	"github.com/petrelmq/petrel/internal/remoting"
 )
@@ -24,7 +26,7 @@ import (
 // sendRequest decodes a send's header in one pass over its fields, V1
 // names and V2 letters alike (a send handler is async: no ExtFields map).
 func sendRequest(c *remoting.Conn, req *remoting.Command, n *numbers) *broker.SendRequest {
-	sr := &broker.SendRequest{BornHost: addrPort(c.RemoteAddr()), Body: req.Body, Batch: req.Code == codeSendBatchMessage}
+	sr := &broker.SendRequest{BornHost: addrPort(c.RemoteAddr()), Body: req.Body, Batch: req.Code == rmq.CodeSendBatchMessage}
 	req.EachExt(func(k, v string) {
 		switch k {
 		case "a", "producerGroup":
@@ -62,7 +64,7 @@ func sendRequest(c *remoting.Conn, req *remoting.Command, n *numbers) *broker.Se
 func (f *Front) send(ctx context.Context, c *remoting.Conn, req *remoting.Command, reply func(func() *remoting.Command)) {
 	var n numbers
 	sr := sendRequest(c, req, &n)
-	if resp := n.refused(req, respMessageIllegal); resp != nil {
+	if resp := n.refused(req, rmq.RespMessageIllegal); resp != nil {
 		reply(func() *remoting.Command { return resp })
 		return
 	}
@@ -88,9 +90,9 @@ func (f *Front) sendResponse(req *remoting.Command, res broker.SendResult, err e
 	if err != nil {
 		return f.errorResponse(req, err)
 	}
-	code := respSuccess
+	code := rmq.RespSuccess
 	if res.Status == broker.SendFlushDiskTimeout {
-		code = respFlushDiskTimeout
+		code = rmq.RespFlushDiskTimeout
 	}
 	resp := remoting.NewResponse(req, code, "")
 	region := res.RegionID

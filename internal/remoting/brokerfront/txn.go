@@ -10,14 +10,13 @@ import (
 	"context"
 	"strconv"
 
+	"github.com/petrelmq/petrel/internal/remoting/rmq"
+
 	"github.com/petrelmq/petrel/internal/broker"
 	"github.com/petrelmq/petrel/internal/remoting"
 )
 
-const (
-	codeEndTransaction        int16 = 37
-	codeCheckTransactionState int16 = 39
-)
+const ()
 
 func (f *Front) endTransaction(_ context.Context, c *remoting.Conn, req *remoting.Command) *remoting.Command {
 	ext := req.ExtFields
@@ -31,7 +30,7 @@ func (f *Front) endTransaction(_ context.Context, c *remoting.Conn, req *remotin
 		MsgID:                ext["msgId"],
 		TransactionID:        ext["transactionId"],
 	}
-	if resp := n.refused(req, respSystemError); resp != nil {
+	if resp := n.refused(req, rmq.RespSystemError); resp != nil {
 		f.log.Warn("END_TRANSACTION refused", "remote", c.RemoteAddr().String(), "group", ext["producerGroup"], "remark", resp.Remark)
 		return resp // dropped for oneway requests
 	}
@@ -40,7 +39,7 @@ func (f *Front) endTransaction(_ context.Context, c *remoting.Conn, req *remotin
 		f.log.Warn("END_TRANSACTION failed", "remote", c.RemoteAddr().String(), "group", ext["producerGroup"], "err", err)
 		return f.errorResponse(req, err) // dropped for oneway requests
 	}
-	return remoting.NewResponse(req, respSuccess, "")
+	return remoting.NewResponse(req, rmq.RespSuccess, "")
 }
 
 // sendCheck sends a CHECK_TRANSACTION_STATE to the producer connection.
@@ -52,7 +51,7 @@ func (f *Front) sendCheck(chk broker.TransactionCheck) bool {
 		return false
 	}
 	h := chk.Header
-	req := remoting.NewRequest(codeCheckTransactionState, map[string]string{
+	req := remoting.NewRequest(rmq.CodeCheckTransactionState, map[string]string{
 		"tranStateTableOffset": strconv.FormatInt(h.TranStateTableOffset, 10),
 		"commitLogOffset":      strconv.FormatInt(h.CommitLogOffset, 10),
 		"msgId":                h.MsgID,

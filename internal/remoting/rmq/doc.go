@@ -1,0 +1,21 @@
+// Package rmq is the typed layer of the RocketMQ 4.x remoting protocol: one
+// table of request and response codes (codes.go), and for every request
+// Petrel serves or sends a header struct and body struct with
+// Decode…(*remoting.Command) (T, error) and Encode…, so that the broker's
+// front, the name server, the operator CLI and the load generator share one
+// definition of each message and its round-trip and fuzz tests live here.
+//
+// remoting frames commands; rmq gives their ext fields and bodies types.
+// Decoders refuse a missing required field and a malformed number with a
+// *FieldError that names the field (the front sends its Error text to the
+// client as the remark); an absent optional field is its zero value.
+//
+// Wire structs are not the meta store's persisted structs: a change to
+// what Petrel keeps on disk never changes what it says on the wire, and the
+// reverse.
+//
+// Files go by request family:
+//
+//	codes.go   request and response codes
+//	fields.go  ext field reading (FieldError) and writing
+package rmq

@@ -1,0 +1,35 @@
+package rmq
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/petrelmq/petrel/internal/remoting"
+)
+
+func TestFieldsNameTheFirstBadField(t *testing.T) {
+	c := remoting.NewRequest(CodePullMessage, map[string]string{"queueId": "x1", "queueOffset": "99999999999999999999"}, nil)
+	f := fields{c: c}
+	if got := f.i32("queueId"); got != 0 {
+		t.Fatalf("queueId = %d, want 0 when malformed", got)
+	}
+	f.i64("queueOffset")
+	f.need("topic")
+	var fe *FieldError
+	if err := f.result(); !errors.As(err, &fe) || fe.Field != "queueId" {
+		t.Fatalf("result = %v, want a FieldError naming queueId", err)
+	}
+	if msg := fe.Error(); !strings.Contains(msg, "queueId") || !strings.Contains(msg, "32-bit") {
+		t.Fatalf("remark %q does not name the field and its type", msg)
+	}
+	g := fields{c: c}
+	g.need("topic")
+	if err := g.result(); err == nil || !strings.Contains(err.Error(), "topic is missing") {
+		t.Fatalf("missing topic: %v", err)
+	}
+	h := fields{c: remoting.NewRequest(CodePullMessage, map[string]string{"queueId": "7"}, nil)}
+	if got := h.needI32("queueId"); got != 7 || h.result() != nil {
+		t.Fatalf("queueId = %d, %v", got, h.result())
+	}
+}
