@@ -85,7 +85,7 @@ func BenchmarkCreateTopic(b *testing.B) {
 				for i := range pre {
 					pre[i] = topicCfg(fmt.Sprintf("existing-topic-%06d", i), 8, 6)
 				}
-				if err := e.b.meta.PutTopics(pre); err != nil {
+				if err := e.st.Meta().PutTopics(pre); err != nil {
 					b.Fatal(err)
 				}
 				if hook {

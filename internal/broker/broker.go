@@ -18,7 +18,7 @@ import (
 type Broker struct {
 	cfg  Config
 	st   *store.Store
-	meta *meta.Store
+	meta meta.Tables
 	clk  clock.Clock
 	log  *slog.Logger
 	uniq uniqGen
@@ -55,12 +55,14 @@ type Broker struct {
 	jumps  offsetJumps   // logged offset jumps, offsetjump.go
 }
 
-// New returns a broker over st, an open store the caller keeps owning
-// (close the broker first, then the store). When cfg.AutoCreateTopics is on
+// New returns a broker over st, an open store, and md, the meta store of
+// topics, groups and offsets (st.Meta() for a file store: the store reads
+// topic attributes and offsets from it too); the caller keeps owning both
+// (close the broker first, then the stores). When cfg.AutoCreateTopics is on
 // it creates the TBW102 template (perm 7, cfg.DefaultTopicQueueNums queues)
 // if missing. It registers a store listener that wakes parked pulls and
 // starts the client-expiry timer.
-func New(st *store.Store, cfg Config) (*Broker, error) {
+func New(st *store.Store, md meta.Tables, cfg Config) (*Broker, error) {
 	cfg.fill()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -71,7 +73,7 @@ func New(st *store.Store, cfg Config) (*Broker, error) {
 	b := &Broker{
 		cfg:   cfg,
 		st:    st,
-		meta:  st.Meta(),
+		meta:  md,
 		clk:   cfg.Clock,
 		log:   cfg.Logger.With("component", "broker", "broker", cfg.BrokerName),
 		locks: make(map[lockKey]lockEntry),

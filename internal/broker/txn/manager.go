@@ -20,7 +20,7 @@ import (
 // safe for concurrent use. See the package doc.
 type Manager struct {
 	st   *store.Store
-	meta *meta.Store
+	meta meta.Tables
 	chk  Checker
 	cfg  Config
 	clk  clock.Clock
@@ -61,9 +61,10 @@ const (
 )
 
 // New rebuilds the transaction state of st from the half and op topics and
-// the progress offsets, and returns a Manager that does not check yet
-// (Start). chk is required. The store must stay open until Close returns.
-func New(st *store.Store, chk Checker, cfg Config) (*Manager, error) {
+// the progress offsets (kept in md as the offsets of ProgressGroup), and
+// returns a Manager that does not check yet (Start). chk is required. The
+// stores must stay open until Close returns.
+func New(st *store.Store, md meta.Tables, chk Checker, cfg Config) (*Manager, error) {
 	cfg.fill()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -72,7 +73,7 @@ func New(st *store.Store, chk Checker, cfg Config) (*Manager, error) {
 		return nil, errors.New("txn: a Checker is required")
 	}
 	m := &Manager{
-		st: st, meta: st.Meta(), chk: chk, cfg: cfg, clk: cfg.Clock,
+		st: st, meta: md, chk: chk, cfg: cfg, clk: cfg.Clock,
 		log:       cfg.Logger.With("component", "txn"),
 		host:      st.Config().StoreHost,
 		live:      make(map[int64]*half),
