@@ -224,9 +224,10 @@ const defaultRegisterWait = 5 * time.Second
 func (d *Broker) startHTTP(cfg *BrokerConfig) error {
 	d.metrics = metrics.New(metrics.Options{Ready: d.ready.Err, Logger: cfg.Logger})
 	onCommit, onSend := cfg.Store.OnGroupCommit, cfg.Broker.ObserveSend
-	cfg.Store.OnGroupCommit = d.metrics.ObserveGroupCommit
+	observe := func(c commitlog.GroupCommit) { d.metrics.ObserveGroupCommit(c.Messages, c.Synced, c.Sync) }
+	cfg.Store.OnGroupCommit = observe
 	if onCommit != nil {
-		cfg.Store.OnGroupCommit = func(c commitlog.GroupCommit) { onCommit(c); d.metrics.ObserveGroupCommit(c) }
+		cfg.Store.OnGroupCommit = func(c commitlog.GroupCommit) { onCommit(c); observe(c) }
 	}
 	cfg.Broker.ObserveSend = d.metrics.ObserveSend
 	if onSend != nil {
@@ -245,7 +246,7 @@ func (d *Broker) startHTTP(cfg *BrokerConfig) error {
 // (at once when it has none to register with).
 func (d *Broker) watchReadiness(hasNameServers bool) {
 	if d.metrics != nil {
-		d.metrics.Attach(metrics.Source{Broker: d.b, Store: d.st, Conns: d.srv.ConnCount})
+		d.metrics.Attach(metrics.Source{Broker: d.b, Conns: d.srv.ConnCount})
 		d.metrics.AttachRemoting(d.srv.Stats)
 	}
 	d.ready.SetRecovered()

@@ -58,7 +58,9 @@ var (
 // scrape reports at zero.
 const maxIdleTopicSeries = 1000
 
-// brokerCollector reads the broker's accessors at scrape time.
+// brokerCollector reads the broker's accessors at scrape time; what it
+// reports of the store (disk, retention, commit log) it reads through the
+// broker too.
 type brokerCollector struct{ m *Metrics }
 
 func (c *brokerCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -75,7 +77,7 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	if src == nil {
 		return
 	}
-	b, st := src.Broker, src.Store
+	b := src.Broker
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
@@ -111,17 +113,16 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descParked, float64(b.ParkedPulls()))
 	c.collectLag(b, gauge)
 	c.collectPopInFlight(b, gauge)
-	cfg := st.Config()
-	if u, err := cfg.FS.Usage(cfg.Dir); err == nil {
+	if u, err := b.DiskUsage(); err == nil {
 		gauge(descDiskTotal, float64(u.TotalBytes))
 		gauge(descDiskFree, float64(u.FreeBytes))
 		gauge(descDiskUsed, float64(u.UsedBytes))
 		gauge(descDiskUsedRatio, u.UsedFraction())
 	}
-	for _, r := range st.RemovedUnconsumed() {
+	for _, r := range b.RemovedUnconsumed() {
 		counter(descRemovedUnconsumed, float64(r.Messages), r.Topic, r.Group)
 	}
-	gauge(descCommitLog, float64(max(0, st.Durable()-st.CommitLogMinOffset())))
+	gauge(descCommitLog, float64(b.CommitLogBytes()))
 	if src.Conns != nil {
 		gauge(descConns, float64(src.Conns()))
 	}

@@ -18,7 +18,8 @@
 // rate().
 //
 // Everything else is read when Prometheus scrapes, by a collector over the
-// broker's and store's accessors (Attach gives it them): per-topic traffic,
+// broker's accessors (Attach gives it the broker; the store's figures come
+// through it): per-topic traffic,
 // parked pulls, consumer lag, disk space, connections, dedup hits, pending
 // timers and dead-letter counts. The send path pays nothing for them. The
 // consumer-lag walk is bounded by Options.MaxLagQueues series per scrape;
@@ -50,6 +51,6 @@
 //
 // plus the Go runtime (go_*) and process (process_*) collectors.
 //
-// The package imports broker and store; they must not import it (the hooks
-// are plain funcs in their configs), which internal/lint checks.
+// The package imports broker, not the store's packages; neither imports it
+// (the hooks are plain funcs in their configs), which internal/lint checks.
 package metrics

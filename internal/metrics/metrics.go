@@ -12,8 +12,6 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/petrelmq/petrel/internal/broker"
-	"github.com/petrelmq/petrel/internal/store"
-	"github.com/petrelmq/petrel/internal/store/commitlog"
 )
 
 // DefaultMaxLagQueues is the default of Options.MaxLagQueues.
@@ -32,11 +30,11 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Source is what the scrape-time collector reads. Broker and Store are
-// required; Conns may be nil (the connection gauge is then left out).
+// Source is what the scrape-time collector reads. Broker is required (the
+// store's figures are read through it); Conns may be nil (the connection
+// gauge is then left out).
 type Source struct {
 	Broker *broker.Broker
-	Store  *store.Store
 	// Conns returns the number of open client connections.
 	Conns func() int
 }
@@ -91,14 +89,15 @@ func New(opts Options) *Metrics {
 // broker.Config.ObserveSend. It does not allocate.
 func (m *Metrics) ObserveSend(took time.Duration) { m.sendDuration.Observe(took.Seconds()) }
 
-// ObserveGroupCommit records one group commit; install it as
+// ObserveGroupCommit records one group commit of messages messages, and
+// its fsync's duration when synced; the daemon calls it from
 // store.Config.OnGroupCommit. It does not allocate.
-func (m *Metrics) ObserveGroupCommit(c commitlog.GroupCommit) {
-	if c.Messages > 0 {
-		m.groupCommit.Observe(float64(c.Messages))
+func (m *Metrics) ObserveGroupCommit(messages int, synced bool, sync time.Duration) {
+	if messages > 0 {
+		m.groupCommit.Observe(float64(messages))
 	}
-	if c.Synced {
-		m.flushSync.Observe(c.Sync.Seconds())
+	if synced {
+		m.flushSync.Observe(sync.Seconds())
 	}
 }
 

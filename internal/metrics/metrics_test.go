@@ -20,6 +20,7 @@ import (
 	"github.com/petrelmq/petrel/internal/clock"
 	"github.com/petrelmq/petrel/internal/message"
 	"github.com/petrelmq/petrel/internal/store"
+	"github.com/petrelmq/petrel/internal/store/commitlog"
 	"github.com/petrelmq/petrel/internal/store/meta"
 	"github.com/petrelmq/petrel/internal/store/storetest"
 	"github.com/petrelmq/petrel/internal/vfs"
@@ -45,7 +46,7 @@ func newEnv(t *testing.T) *env {
 	m := New(Options{Logger: logger})
 	clk := clock.NewManual(t0)
 	scfg := storetest.SmallConfig(vfs.NewMem(), clk, logger)
-	scfg.OnGroupCommit = m.ObserveGroupCommit
+	scfg.OnGroupCommit = func(c commitlog.GroupCommit) { m.ObserveGroupCommit(c.Messages, c.Synced, c.Sync) }
 	st, err := store.Open(scfg)
 	if err != nil {
 		t.Fatalf("open store: %v", err)
@@ -178,7 +179,7 @@ func TestMetricsAfterProduceAndConsume(t *testing.T) {
 	if _, ok := before["petrel_put_messages_total"]; ok {
 		t.Fatal("broker series present before Attach")
 	}
-	e.m.Attach(Source{Broker: e.b, Store: e.st, Conns: func() int { return 3 }})
+	e.m.Attach(Source{Broker: e.b, Conns: func() int { return 3 }})
 
 	const topic, group = "Orders", "G"
 	if err := e.b.CreateTopic(meta.Topic{Name: topic, ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6}); err != nil {
@@ -376,7 +377,7 @@ func TestHealthzAndReadyz(t *testing.T) {
 func TestLagSeriesAreBounded(t *testing.T) {
 	e := newEnv(t)
 	e.m.opts.MaxLagQueues = 3
-	e.m.Attach(Source{Broker: e.b, Store: e.st})
+	e.m.Attach(Source{Broker: e.b})
 	if err := e.b.CreateTopic(meta.Topic{Name: "T", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6}); err != nil {
 		t.Fatal(err)
 	}
@@ -429,7 +430,7 @@ func TestServerListensAndCloses(t *testing.T) {
 
 func TestTrafficCountersExistAtZeroAndValuesArePlain(t *testing.T) {
 	e := newEnv(t)
-	e.m.Attach(Source{Broker: e.b, Store: e.st})
+	e.m.Attach(Source{Broker: e.b})
 	if err := e.b.CreateTopic(meta.Topic{Name: "Idle", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6}); err != nil {
 		t.Fatal(err)
 	}
@@ -472,7 +473,7 @@ func TestTrafficCountersExistAtZeroAndValuesArePlain(t *testing.T) {
 
 func TestIdleTopicSeriesAreBounded(t *testing.T) {
 	e := newEnv(t)
-	e.m.Attach(Source{Broker: e.b, Store: e.st})
+	e.m.Attach(Source{Broker: e.b})
 	for i := range maxIdleTopicSeries + 10 {
 		if err := e.b.CreateTopic(meta.Topic{Name: "T" + strconv.Itoa(i), ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6}); err != nil {
 			t.Fatal(err)

@@ -14,7 +14,7 @@ import (
 // let expire.
 func TestPopInFlightGauge(t *testing.T) {
 	e := newEnv(t)
-	e.m.Attach(Source{Broker: e.b, Store: e.st})
+	e.m.Attach(Source{Broker: e.b})
 	if err := e.b.CreateTopic(meta.Topic{Name: "T", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6}); err != nil {
 		t.Fatal(err)
 	}

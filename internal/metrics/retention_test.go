@@ -39,7 +39,7 @@ func TestEarlyDeletionIsLoud(t *testing.T) {
 	bcfg.Clock, bcfg.Logger = clk, logger
 	e := startEnv(t, m, st, bcfg)
 	b := e.b
-	m.Attach(Source{Broker: b, Store: st})
+	m.Attach(Source{Broker: b})
 
 	const topic, group = "Orders", "billing"
 	for i := range 60 {
