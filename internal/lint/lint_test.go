@@ -162,3 +162,27 @@ func TestTimeComesFromTheClock(t *testing.T) {
 		t.Fatal("no package was checked")
 	}
 }
+
+// TestMetricsReadsNoStoreInternals: the metrics collector reads what it
+// reports through the broker (and the hooks the daemon installs), never
+// through the store's packages, so the store can change behind the broker's
+// API without the metrics noticing. Tests of metrics may use the store.
+func TestMetricsReadsNoStoreInternals(t *testing.T) {
+	checked := 0
+	for pkg, files := range pkgFiles(t) {
+		if !under(pkg, "internal/metrics") {
+			continue
+		}
+		for _, f := range files {
+			for _, imp := range imports(f) {
+				if under(imp, "internal/store") {
+					t.Errorf("%s imports %s; metrics reads the store through the broker", pkg, imp)
+				}
+			}
+			checked++
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no file of internal/metrics was checked")
+	}
+}
