@@ -170,8 +170,9 @@ func (c *clientTable) subscription(group, topic string) (*filterSpec, bool) {
 // registered handlers of the group's other members are told (after the
 // broker's locks are released; see consumerIDsChanged).
 // A heartbeat that stops naming a group does not remove the membership at
-// once; it expires. Failures to create configs are logged: the
-// registration itself always succeeds.
+// once; it expires. A heartbeat on a connection whose registration ended
+// (ConnClosed, expiry) is ignored. Failures to create configs are logged
+// and do not stop the registration.
 func (b *Broker) Heartbeat(conn uint64, hb Heartbeat) {
 	for _, cd := range hb.Consumers {
 		if !validName(cd.Group, maxGroupLen) {
@@ -192,7 +193,11 @@ func (b *Broker) Heartbeat(conn uint64, hb Heartbeat) {
 	c := &b.clients
 	var changes []idsChange
 	c.mu.Lock()
-	if c.closed {
+	// A heartbeat that raced with the end of its registration would
+	// leave members behind until ClientExpiry. (Checked under mu:
+	// ConnClosed and the sweep end the registration before they take mu
+	// to drop its members.)
+	if c.closed || b.conns.gone(conn) {
 		c.mu.Unlock()
 		return
 	}

@@ -120,6 +120,15 @@ func (t *connTable) handler(id uint64) ConnHandler {
 	return nil
 }
 
+// gone reports whether id was handed out and is closed or expired since;
+// an id never handed out is not gone (callers may use their own ids
+// without registering them, as the broker's tests do).
+func (t *connTable) gone(id uint64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return id != 0 && id <= t.next && t.byID[id] == nil
+}
+
 // expiredConn is a registration the sweep dropped.
 type expiredConn struct {
 	id   uint64

@@ -270,4 +270,10 @@ func TestConnClosedIsIdempotent(t *testing.T) {
 	if _, expired := tc.handler(1).state(); expired != 0 {
 		t.Fatalf("a closed registration was expired %d times", expired)
 	}
+	// A late heartbeat on the closed connection (one that raced with its
+	// close) registers nothing.
+	e.b.Heartbeat(a, Heartbeat{ClientID: "A", Producers: []string{"pg"}, Consumers: []ConsumerData{{Group: "g", Subscriptions: sub}}})
+	if ids := e.b.ConsumerIDs("g"); !slices.Equal(ids, []string{"B"}) || len(e.b.ProducerConns("pg")) != 0 || len(tc.log.take()) != 0 {
+		t.Fatalf("a heartbeat on a closed connection registered it again: members %v producers %v", ids, e.b.ProducerConns("pg"))
+	}
 }
