@@ -26,11 +26,10 @@ type Broker struct {
 	closed    atomic.Bool
 	closeOnce sync.Once
 
-	topicHooks    hookList[func()]
-	changeHooks   hookList[func(TopicChange)]
-	consumerHooks hookList[func(group string, conns []uint64)]
-	groupHooks    hookList[func(group string)]
-	topicRuns     hookRuns
+	topicHooks  hookList[func()]
+	changeHooks hookList[func(TopicChange)]
+	groupHooks  hookList[func(group string)]
+	topicRuns   hookRuns
 
 	// topicMu serialises create-if-missing of groups, so two concurrent
 	// heartbeats create a group once. (Topics need no lock: the meta store's
@@ -41,6 +40,7 @@ type Broker struct {
 	polls pollState
 
 	clients clientTable
+	conns   connTable // registered connections, conn.go
 
 	locksMu sync.Mutex
 	locks   map[lockKey]lockEntry
@@ -81,6 +81,7 @@ func New(st *store.Store, md meta.Tables, cfg Config) (*Broker, error) {
 	b.uniq.init(cfg.StoreHost, cfg.Clock.Now())
 	b.polls.table = longpoll.New(cfg.LongPollMaxTotal, cfg.LongPollMaxPerConn)
 	b.clients.init()
+	b.conns.init()
 	if cfg.AutoCreateTopics {
 		if _, ok := b.meta.Topic(TemplateTopic); !ok {
 			t := meta.Topic{Name: TemplateTopic, ReadQueueNums: cfg.DefaultTopicQueueNums, WriteQueueNums: cfg.DefaultTopicQueueNums,
@@ -163,19 +164,6 @@ func (b *Broker) OnTopicsChanged(fn func()) {
 	b.topicHooks.add(fn)
 }
 
-// OnConsumerIDsChanged registers fn, called when the set of client ids of
-// a consumer group changes: a client joined by heartbeat, or left by
-// ConnClosed or expiry. conns are the connections to send
-// NOTIFY_CONSUMER_IDS_CHANGED (code 40) to: on a join, every member's
-// connection except the joiner's (it rebalances after its own heartbeat
-// anyway); on a departure, every remaining member's. conns may be empty.
-// Not called when the group's config has NotifyConsumerIDsChangedEnable
-// false. fn runs with no broker lock held, possibly concurrently with
-// itself; the caller owns conns.
-func (b *Broker) OnConsumerIDsChanged(fn func(group string, conns []uint64)) {
-	b.consumerHooks.add(fn)
-}
-
 // topicsChanged runs the hooks after a change of topic name has become
 // durable: the OnTopicChanged hooks with that change, then the
 // OnTopicsChanged hooks, or a wait for a run of them that begins after this
@@ -239,22 +227,30 @@ type hookRuns struct {
 	waiting  int           // callers parked on done (tests watch it)
 }
 
+// idsChange is a change of a consumer group's client-id set: conns are
+// the connections to send NOTIFY_CONSUMER_IDS_CHANGED (code 40) to: on a
+// join, every member's connection except the joiner's (it rebalances after
+// its own heartbeat anyway); on a departure, every remaining member's.
 type idsChange struct {
 	group string
 	conns []uint64
 }
 
+// consumerIDsChanged routes each change to the handlers of its conns (a
+// conn nobody registered is skipped), unless the group's config has
+// NotifyConsumerIDsChangedEnable false. No broker lock is held.
 func (b *Broker) consumerIDsChanged(changes []idsChange) {
-	if len(changes) == 0 {
-		return
-	}
-	hooks := b.consumerHooks.list()
 	for _, c := range changes {
+		if len(c.conns) == 0 {
+			continue
+		}
 		if g, ok := b.meta.Group(c.group); ok && !g.NotifyConsumerIDsChangedEnable {
 			continue
 		}
-		for _, fn := range hooks {
-			fn(c.group, c.conns)
+		for _, conn := range c.conns {
+			if h := b.conns.handler(conn); h != nil {
+				h.NotifyConsumerIDsChanged(c.group)
+			}
 		}
 	}
 }

@@ -91,7 +91,8 @@ type clientTable struct {
 	conns     map[uint64]*connState
 	groups    map[string]*groupState
 	producers map[string]map[uint64]struct{} // producer group → conns
-	timer     clock.Timer
+	timer     clock.Timer                    // the pending sweep
+	due       time.Time                      // when it runs
 	closed    bool
 }
 
@@ -166,10 +167,12 @@ func (c *clientTable) subscription(group, topic string) (*filterSpec, bool) {
 // when missing, the subscription group config (DefaultGroup) and the
 // retry topic %RETRY%<group> (1 read/write queue, perm 6) — Java does so
 // whatever the message model. When a group's client-id set changes, the
-// OnConsumerIDsChanged hooks run (after the broker's locks are released).
+// registered handlers of the group's other members are told (after the
+// broker's locks are released; see consumerIDsChanged).
 // A heartbeat that stops naming a group does not remove the membership at
-// once; it expires. Failures to create configs are logged: the
-// registration itself always succeeds.
+// once; it expires. A heartbeat on a connection whose registration ended
+// (ConnClosed, expiry) is ignored. Failures to create configs are logged
+// and do not stop the registration.
 func (b *Broker) Heartbeat(conn uint64, hb Heartbeat) {
 	for _, cd := range hb.Consumers {
 		if !validName(cd.Group, maxGroupLen) {
@@ -190,7 +193,11 @@ func (b *Broker) Heartbeat(conn uint64, hb Heartbeat) {
 	c := &b.clients
 	var changes []idsChange
 	c.mu.Lock()
-	if c.closed {
+	// A heartbeat that raced with the end of its registration would
+	// leave members behind until ClientExpiry. (Checked under mu:
+	// ConnClosed and the sweep end the registration before they take mu
+	// to drop its members.)
+	if c.closed || b.conns.gone(conn) {
 		c.mu.Unlock()
 		return
 	}
@@ -294,22 +301,32 @@ func (c *clientTable) dropProducersLocked(conn uint64, cs *connState, expired fu
 	}
 }
 
-// ConnClosed drops every client registration of conn at once (notifying
-// the groups whose client-id set changed) and answers the pulls parked on
-// it with "no new message". Queue locks held by its client stay until they
-// expire, as in Java.
+// ConnClosed ends the registration of conn (RegisterConn) and drops every
+// client registration of it at once (notifying the groups whose client-id
+// set changed) and answers the pulls parked on it with "no new message".
+// Queue locks held by its client stay until they expire, as in Java.
+// Idempotent; the handler's Expired is not called.
 func (b *Broker) ConnClosed(conn uint64) {
+	b.conns.remove(conn)
 	c := &b.clients
-	var changes []idsChange
 	c.mu.Lock()
-	if cs := c.conns[conn]; cs != nil {
-		changes = c.dropConnLocked(conn, cs, nil)
-		c.dropProducersLocked(conn, cs, nil)
-		delete(c.conns, conn)
-	}
+	changes := c.dropAllLocked(conn)
 	c.mu.Unlock()
 	b.answerConnPolls(conn)
 	b.consumerIDsChanged(changes)
+}
+
+// dropAllLocked drops every client registration of conn and returns the
+// id-set changes; mu is held.
+func (c *clientTable) dropAllLocked(conn uint64) []idsChange {
+	cs := c.conns[conn]
+	if cs == nil {
+		return nil
+	}
+	changes := c.dropConnLocked(conn, cs, nil)
+	c.dropProducersLocked(conn, cs, nil)
+	delete(c.conns, conn)
+	return changes
 }
 
 // ConsumerIDs returns the sorted, distinct client ids of a consumer
@@ -355,33 +372,76 @@ func (b *Broker) ProducerConns(group string) []uint64 {
 	return out
 }
 
-// expiryInterval is how often silent clients and stale locks are swept.
+// expiryInterval is how often silent clients and stale locks are swept;
+// registrations with an idle timeout may need a shorter interval (see
+// sweepInterval).
 func (b *Broker) expiryInterval() time.Duration {
 	return min(10*time.Second, max(b.cfg.ClientExpiry/4, time.Second))
 }
 
+// sweepInterval is the interval of the next sweep: expiryInterval, or the
+// shorter one the registered idle timeouts need.
+func (b *Broker) sweepInterval() time.Duration {
+	d := b.expiryInterval()
+	if i := b.conns.sweepInterval(); i > 0 && i < d {
+		d = i
+	}
+	return d
+}
+
 func (b *Broker) armExpiry() {
+	d := b.sweepInterval()
 	c := &b.clients
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	b.armExpiryLocked(d)
+}
+
+// armExpiryLocked replaces the pending sweep by one d from now; mu is
+// held. (Replacing, not adding: a sweep that runs while another was armed
+// leaves one pending sweep behind.)
+func (b *Broker) armExpiryLocked(d time.Duration) {
+	c := &b.clients
 	if c.closed {
 		return
 	}
-	c.timer = b.clk.AfterFunc(b.expiryInterval(), b.expireClients)
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	c.due = b.now().Add(d)
+	c.timer = b.clk.AfterFunc(d, b.expireClients)
 }
 
-// expireClients drops (connection, group) pairs and producer registrations
-// not refreshed for ClientExpiry, and queue locks not renewed for
-// LockExpiry, then re-arms itself.
+// sweepWithin makes the next sweep run no later than d from now (a new
+// registration whose idle timeout needs a shorter interval than the one
+// armed).
+func (b *Broker) sweepWithin(d time.Duration) {
+	c := &b.clients
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.timer != nil && !c.due.After(b.now().Add(d)) {
+		return
+	}
+	b.armExpiryLocked(d)
+}
+
+// expireClients drops the registrations idle for their IdleTimeout (as
+// ConnClosed would, then telling their handlers), the (connection, group)
+// pairs and producer registrations not refreshed for ClientExpiry, and
+// queue locks not renewed for LockExpiry, then re-arms itself.
 func (b *Broker) expireClients() {
 	now := b.now()
 	stale := func(seen time.Time) bool { return now.Sub(seen) >= b.cfg.ClientExpiry }
+	gone := b.conns.expire(now)
 	c := &b.clients
 	var changes []idsChange
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		return
+	}
+	for _, x := range gone {
+		changes = append(changes, c.dropAllLocked(x.id)...)
 	}
 	for conn, cs := range c.conns {
 		ch := c.dropConnLocked(conn, cs, func(_ string, m *member) bool { return !stale(m.lastSeen) })
@@ -395,6 +455,14 @@ func (b *Broker) expireClients() {
 		}
 	}
 	c.mu.Unlock()
+	for _, x := range gone {
+		b.log.Info("connection expired", "protocol", x.e.info.Protocol, "conn", x.id, "client_id", x.e.info.ClientID,
+			"remote", x.e.info.Remote.String(), "idle_for", x.idle)
+		b.answerConnPolls(x.id)
+		if x.e.h != nil {
+			x.e.h.Expired()
+		}
+	}
 	b.expireLocks(now)
 	b.consumerIDsChanged(changes)
 	b.armExpiry()

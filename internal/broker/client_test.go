@@ -50,29 +50,23 @@ func TestHeartbeatRegistersGroupsAndRetryTopic(t *testing.T) {
 	}
 }
 
-// recordIDs records OnConsumerIDsChanged calls as "group [conns]".
-func recordIDs(b *Broker) func() []string {
-	var log hookLog
-	b.OnConsumerIDsChanged(func(group string, conns []uint64) { log.add(fmt.Sprintf("%s %v", group, conns)) })
-	return log.take
-}
-
 func TestConsumerIDsChangedNotifications(t *testing.T) {
 	e := newEnv(t)
-	take := recordIDs(e.b)
-	hb := func(conn uint64, id string, groups ...string) {
+	tc := newTestConns(e.b)
+	take := tc.log.take
+	hb := func(n int, id string, groups ...string) {
 		var cds []ConsumerData
 		for _, g := range groups {
 			cds = append(cds, ConsumerData{Group: g, Subscriptions: []Subscription{{Topic: "T", Expression: "*"}}})
 		}
-		e.b.Heartbeat(conn, Heartbeat{ClientID: id, Consumers: cds})
+		e.b.Heartbeat(tc.id(n), Heartbeat{ClientID: id, Consumers: cds})
 	}
 	hb(1, "A", "g")
-	if got := take(); !slices.Equal(got, []string{"g []"}) {
-		t.Fatalf("first member: %v", got)
+	if got := take(); len(got) != 0 {
+		t.Fatalf("first member: notified %v, want nobody", got)
 	}
 	hb(2, "B", "g")
-	if got := take(); !slices.Equal(got, []string{"g [1]"}) {
+	if got := take(); !slices.Equal(got, []string{"g 1"}) {
 		t.Fatalf("second member should notify the first only: %v", got)
 	}
 	hb(2, "B", "g")
@@ -81,7 +75,7 @@ func TestConsumerIDsChangedNotifications(t *testing.T) {
 		t.Fatalf("repeated heartbeats notified: %v", got)
 	}
 	hb(3, "C", "g")
-	if got := take(); !slices.Equal(got, []string{"g [1 2]"}) {
+	if got := take(); !slices.Equal(got, []string{"g 1", "g 2"}) {
 		t.Fatalf("third member: %v", got)
 	}
 	if ids := e.b.ConsumerIDs("g"); !slices.Equal(ids, []string{"A", "B", "C"}) {
@@ -92,18 +86,18 @@ func TestConsumerIDsChangedNotifications(t *testing.T) {
 	if got := take(); len(got) != 0 {
 		t.Fatalf("same client on another connection notified: %v", got)
 	}
-	e.b.ConnClosed(4)
+	e.b.ConnClosed(tc.id(4))
 	if got := take(); len(got) != 0 {
 		t.Fatalf("closing a duplicate connection notified: %v", got)
 	}
-	e.b.ConnClosed(2)
-	if got := take(); !slices.Equal(got, []string{"g [1 3]"}) {
+	e.b.ConnClosed(tc.id(2))
+	if got := take(); !slices.Equal(got, []string{"g 1", "g 3"}) {
 		t.Fatalf("departure: %v", got)
 	}
 	if ids := e.b.ConsumerIDs("g"); !slices.Equal(ids, []string{"A", "C"}) {
 		t.Fatalf("ids after close %v", ids)
 	}
-	e.b.ConnClosed(2) // twice: nothing
+	e.b.ConnClosed(tc.id(2)) // twice: nothing
 	if got := take(); len(got) != 0 {
 		t.Fatalf("second close notified: %v", got)
 	}
@@ -123,11 +117,12 @@ func TestConsumerIDsChangedNotifications(t *testing.T) {
 
 func TestClientExpiry(t *testing.T) {
 	e := newEnv(t)
-	take := recordIDs(e.b)
+	tc := newTestConns(e.b)
+	take := tc.log.take
 	sub := []Subscription{{Topic: "T", Expression: "*"}}
-	e.b.Heartbeat(1, Heartbeat{ClientID: "A", Producers: []string{"pg"}, Consumers: []ConsumerData{{Group: "g", Subscriptions: sub}}})
+	e.b.Heartbeat(tc.id(1), Heartbeat{ClientID: "A", Producers: []string{"pg"}, Consumers: []ConsumerData{{Group: "g", Subscriptions: sub}}})
 	e.clk.Advance(60 * time.Second)
-	e.b.Heartbeat(2, Heartbeat{ClientID: "B", Consumers: []ConsumerData{{Group: "g", Subscriptions: sub}}})
+	e.b.Heartbeat(tc.id(2), Heartbeat{ClientID: "B", Consumers: []ConsumerData{{Group: "g", Subscriptions: sub}}})
 	take()
 	e.clk.Advance(59 * time.Second) // A silent for 119 s
 	if ids := e.b.ConsumerIDs("g"); len(ids) != 2 {
@@ -137,7 +132,7 @@ func TestClientExpiry(t *testing.T) {
 	if ids := e.b.ConsumerIDs("g"); !slices.Equal(ids, []string{"B"}) {
 		t.Fatalf("after 120 s silent: %v, want [B]", ids)
 	}
-	if got := take(); !slices.Equal(got, []string{"g [2]"}) {
+	if got := take(); !slices.Equal(got, []string{"g 2"}) {
 		t.Fatalf("expiry notifications %v", got)
 	}
 	if len(e.b.ProducerConns("pg")) != 0 {
@@ -145,7 +140,7 @@ func TestClientExpiry(t *testing.T) {
 	}
 	// B keeps heart-beating and stays.
 	for range 5 {
-		e.b.Heartbeat(2, Heartbeat{ClientID: "B", Consumers: []ConsumerData{{Group: "g", Subscriptions: sub}}})
+		e.b.Heartbeat(tc.id(2), Heartbeat{ClientID: "B", Consumers: []ConsumerData{{Group: "g", Subscriptions: sub}}})
 		e.clk.Advance(30 * time.Second)
 	}
 	if ids := e.b.ConsumerIDs("g"); !slices.Equal(ids, []string{"B"}) {
@@ -322,15 +317,16 @@ func TestOffsetsAndTopicsSurviveRestart(t *testing.T) {
 
 func TestConnectionChangesClientID(t *testing.T) {
 	e := newEnv(t)
-	take := recordIDs(e.b)
-	e.b.Heartbeat(1, Heartbeat{ClientID: "old", Producers: []string{"pg"}, Consumers: []ConsumerData{{Group: "g"}}})
-	e.b.Heartbeat(2, Heartbeat{ClientID: "peer", Consumers: []ConsumerData{{Group: "g"}}})
+	tc := newTestConns(e.b)
+	take := tc.log.take
+	e.b.Heartbeat(tc.id(1), Heartbeat{ClientID: "old", Producers: []string{"pg"}, Consumers: []ConsumerData{{Group: "g"}}})
+	e.b.Heartbeat(tc.id(2), Heartbeat{ClientID: "peer", Consumers: []ConsumerData{{Group: "g"}}})
 	take()
-	e.b.Heartbeat(1, Heartbeat{ClientID: "new", Consumers: []ConsumerData{{Group: "g"}}})
+	e.b.Heartbeat(tc.id(1), Heartbeat{ClientID: "new", Consumers: []ConsumerData{{Group: "g"}}})
 	if ids := e.b.ConsumerIDs("g"); !slices.Equal(ids, []string{"new", "peer"}) {
 		t.Fatalf("ids %v", ids)
 	}
-	if got := take(); !slices.Equal(got, []string{"g [2]", "g [2]"}) {
+	if got := take(); !slices.Equal(got, []string{"g 2", "g 2"}) {
 		t.Fatalf("notifications %v, want old's departure and new's arrival", got)
 	}
 	if len(e.b.ProducerConns("pg")) != 0 {

@@ -15,10 +15,13 @@
 // broker, and encode the typed results. Errors are *Error values with a
 // Kind the front maps to a response code and a Msg for the remark; the
 // Kind constants document the RocketMQ code of each. Connections are
-// opaque uint64 ids chosen by the front: it passes them with pulls and
-// heartbeats, calls ConnClosed when one closes, and receives them back in
-// OnConsumerIDsChanged (to send NOTIFY_CONSUMER_IDS_CHANGED) and from
-// ProducerConns (for transaction checks).
+// uint64 ids the broker hands out (RegisterConn, one sequence for every
+// protocol) with a ConnHandler per connection: the front passes the id
+// with pulls and heartbeats, calls TouchConn on traffic that proves a
+// session alive and ConnClosed when one closes; the broker routes
+// transaction check-backs and NOTIFY_CONSUMER_IDS_CHANGED to the handler
+// of the connection they are for, and tells it when it expires an idle
+// registration (conn.go).
 //
 // # What the front must do
 //
@@ -28,8 +31,9 @@
 //     PullResult after writing its Body, which holds the stored records
 //     back to back, ready for the socket.
 //   - Fill SendRequest.BornHost from the connection's remote address.
-//   - Call ConnClosed for every closed connection, and Close before closing
-//     the store.
+//   - Register every connection (RegisterConn) before passing its id,
+//     call ConnClosed for every closed connection, and Close before
+//     closing the store.
 //   - Map SendFlushDiskTimeout to code 10 and the pull statuses to 0, 19,
 //     20 and 21; QueryConsumerOffset's false to 22.
 //
@@ -48,5 +52,8 @@
 //
 // All time comes from Config.Clock. Client expiry is swept every
 // min(10 s, ClientExpiry/4); so a client is dropped between ClientExpiry
-// and ClientExpiry plus one sweep interval after its last heartbeat.
+// and ClientExpiry plus one sweep interval after its last heartbeat. The
+// same sweep expires registrations with a ConnInfo.IdleTimeout, and runs
+// at least every min(10 s, max(IdleTimeout/4, 250 ms)) while there are
+// any.
 package broker

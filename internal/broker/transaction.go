@@ -3,7 +3,7 @@ package broker
 // Transactional messages (package txn does the bookkeeping): a prepared
 // send is stored as a half message, END_TRANSACTION commits or rolls it
 // back, and undecided ones are checked back with a live producer of the
-// group through the front's CHECK_TRANSACTION_STATE sender.
+// group through the ConnHandler of its connection.
 
 import (
 	"context"
@@ -15,8 +15,9 @@ import (
 	"github.com/petrelmq/petrel/internal/message"
 )
 
-// TransactionCheck is one check-back to send: to connection Conn, the
-// CHECK_TRANSACTION_STATE header and body (the half message as stored).
+// TransactionCheck is one check-back to send: to connection Conn (the
+// handler's own), the CHECK_TRANSACTION_STATE header and body (the half
+// message as stored).
 type TransactionCheck struct {
 	Conn   uint64
 	Group  string
@@ -27,30 +28,11 @@ type TransactionCheck struct {
 // EndTransactionRequest is a decoded END_TRANSACTION.
 type EndTransactionRequest = txn.EndRequest
 
-// transactions holds the manager and the fronts' check senders.
+// transactions holds the manager and the round-robin over a group's
+// producers.
 type transactions struct {
 	m    *txn.Manager
-	send atomic.Pointer[[]func(TransactionCheck) bool]
-	next atomic.Uint64 // round-robin over a group's producers
-}
-
-// OnTransactionCheck adds a sender of check-backs (one per front); it
-// reports whether the request went out, and returns false for a
-// connection that is not its own, so that the next sender is tried.
-// Without a sender no check is sent (and none is counted against the
-// transaction).
-func (b *Broker) OnTransactionCheck(fn func(TransactionCheck) bool) {
-	for {
-		old := b.txns.send.Load()
-		var fns []func(TransactionCheck) bool
-		if old != nil {
-			fns = append(fns, *old...)
-		}
-		fns = append(fns, fn)
-		if b.txns.send.CompareAndSwap(old, &fns) {
-			return
-		}
-	}
+	next atomic.Uint64
 }
 
 func (b *Broker) openTransactions() error {
@@ -65,25 +47,25 @@ func (b *Broker) openTransactions() error {
 }
 
 // checkTransaction is the manager's Checker: one live producer of the
-// group gets the check.
+// group gets the check, through the handler its front registered with
+// RegisterConn; false (not counted) when the group has no producer, the
+// chosen one has no handler, or the handler could not send it.
 func (b *Broker) checkTransaction(group string, half message.Record, _ int64) bool {
-	send := b.txns.send.Load()
 	conns := b.ProducerConns(group)
-	if send == nil || len(conns) == 0 {
+	if len(conns) == 0 {
 		return false
 	}
-	h, body, err := txn.CheckRequest(half)
+	conn := conns[b.txns.next.Add(1)%uint64(len(conns))]
+	h := b.conns.handler(conn)
+	if h == nil {
+		return false
+	}
+	hdr, body, err := txn.CheckRequest(half)
 	if err != nil {
 		b.log.Warn("cannot build a transaction check", "group", group, "err", err)
 		return false
 	}
-	check := TransactionCheck{Conn: conns[b.txns.next.Add(1)%uint64(len(conns))], Group: group, Header: h, Body: body}
-	for _, fn := range *send {
-		if fn(check) {
-			return true
-		}
-	}
-	return false
+	return h.CheckTransaction(TransactionCheck{Conn: conn, Group: group, Header: hdr, Body: body})
 }
 
 // EndTransaction commits or rolls back a half message (END_TRANSACTION).

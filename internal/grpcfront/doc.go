@@ -31,8 +31,9 @@
 //
 // A client is known from its first Settings on a Telemetry stream, keyed
 // by its x-mq-client-id header. Each known client gets a connection id
-// from 1<<62 upward (the remoting front's count from 1) under which it is
-// registered in the broker's client table with broker.Heartbeat:
+// from the broker (broker.RegisterConn; the broker routes its transaction
+// check-backs to the session) under which it is registered in the
+// broker's client table with broker.Heartbeat:
 // producers under their publishing topics, simple consumers under their
 // group (consume type CONSUME_POP). The producer group of a 5.x
 // transactional message is its topic, as in the Java proxy: a half
@@ -41,8 +42,9 @@
 // session and the broker registration. A Heartbeat from an unknown client
 // is answered UNRECOGNIZED_CLIENT_TYPE, on which the client sends its
 // Settings again. The session ends, with broker.ConnClosed, when its
-// Telemetry stream ends, after Config.ClientExpiry without Heartbeat or
-// Telemetry traffic, on NotifyClientTermination and on Shutdown. Limits:
+// Telemetry stream ends, on NotifyClientTermination and on Shutdown; after
+// Config.ClientExpiry without Heartbeat or Telemetry traffic the broker
+// expires its registration and the session is forgotten. Limits:
 // 100,000 known clients (Settings from another one are answered
 // TOO_MANY_REQUESTS), 64 queued commands per Telemetry stream (a
 // check-back that does not fit is not sent; the broker checks again

@@ -39,10 +39,11 @@ type Config struct {
 	// ClientExpiry: a client with no Heartbeat or Telemetry traffic for
 	// this long is dropped (it then gets UNRECOGNIZED_CLIENT_TYPE and
 	// re-registers if it is alive). Default 60 s; the clients heartbeat
-	// every 10 s.
+	// every 10 s. The broker expires it (the idle timeout of the client's
+	// broker.RegisterConn), on the broker's clock.
 	ClientExpiry time.Duration
-	// Clock drives client expiry and the times put into messages.
-	// Default clock.Real.
+	// Clock gives the times put into messages and the self-signed
+	// certificate's validity. Default clock.Real.
 	Clock clock.Clock
 	// Logger receives lifecycle and degraded-state messages. Default:
 	// discard.
@@ -97,7 +98,8 @@ type Server struct {
 
 // New returns a server for b. It prepares the TLS certificate (loading
 // TLSCert/TLSKey, or loading or generating the self-signed one in CertDir)
-// and registers its Telemetry check-back sender with b. Errors wrap
+// and registers its group-change hook with b (each client session
+// registers its connection with b when it first sends Settings). Errors wrap
 // ErrConfig or say which certificate file failed.
 func New(b *broker.Broker, cfg Config) (*Server, error) {
 	if cfg.ClientExpiry == 0 {
@@ -138,7 +140,6 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 	s.gs = grpc.NewServer(opts...)
 	v2.RegisterMessagingServiceServer(s.gs, s)
 	s.sessions.init(s)
-	b.OnTransactionCheck(s.sendCheck)
 	b.OnGroupChanged(s.pushGroupSettings)
 	return s, nil
 }

@@ -4,18 +4,21 @@ package grpcfront
 // server-pushed commands), NotifyClientTermination and expiry.
 //
 // A client is known by its x-mq-client-id from its first Settings on a
-// Telemetry stream. Each known client has a connection id (from connBase
-// upward) under which it is registered in the broker's client table:
-// producers under their publishing topics (the producer group of a 5.x
-// transactional message is its topic, as in the Java proxy), simple
-// consumers under their group. The registration ends (broker.ConnClosed)
-// when the client's Telemetry stream ends, when it has been silent for
-// ClientExpiry, or on NotifyClientTermination.
+// Telemetry stream. Each known client has a connection the broker
+// registered (broker.RegisterConn, idle timeout ClientExpiry) and under
+// whose id it is in the broker's client table: producers under their
+// publishing topics (the producer group of a 5.x transactional message is
+// its topic, as in the Java proxy), simple consumers under their group.
+// Client traffic touches the registration (broker.TouchConn). It ends
+// (broker.ConnClosed) when the client's Telemetry stream ends or on
+// NotifyClientTermination; when the client has been silent for
+// ClientExpiry the broker expires it and tells the session's handler.
 
 import (
 	"context"
 	"errors"
 	"io"
+	"net/netip"
 	"slices"
 	"sync"
 	"time"
@@ -24,13 +27,8 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/petrelmq/petrel/internal/broker"
-	"github.com/petrelmq/petrel/internal/clock"
 	"github.com/petrelmq/petrel/internal/store/meta"
 )
-
-// connBase is the first connection id of a gRPC client: far above the
-// remoting front's ids, which count from 1.
-const connBase uint64 = 1 << 62
 
 // maxClients bounds the known clients; Settings from more are refused.
 const maxClients = 100_000
@@ -66,7 +64,6 @@ type client struct {
 	subs      []broker.Subscription
 	settings  *v2.Settings // as last received
 	addr      string       // host:port of its Telemetry stream's peer
-	lastSeen  time.Time
 	stream    *telemetryStream
 }
 
@@ -76,16 +73,15 @@ type client struct {
 type telemetryStream struct {
 	outbox chan *v2.TelemetryCommand
 	addr   string // the client's address (host:port), "" when unknown
+	remote netip.AddrPort
 }
 
 type sessions struct {
 	s      *Server
 	mu     sync.Mutex
 	byID   map[string]*client
-	byConn map[uint64]*client
-	nextID uint64
-	limit  int // maxClients; tests lower it
-	timer  clock.Timer
+	byConn map[uint64]*client // by the broker's connection id
+	limit  int                // maxClients; tests lower it
 	closed bool
 }
 
@@ -93,42 +89,37 @@ func (ss *sessions) init(s *Server) {
 	ss.s = s
 	ss.byID = make(map[string]*client)
 	ss.byConn = make(map[uint64]*client)
-	ss.nextID = connBase
 	ss.limit = maxClients
-	ss.arm()
 }
 
-func (ss *sessions) interval() time.Duration {
-	return min(10*time.Second, max(ss.s.cfg.ClientExpiry/4, 250*time.Millisecond))
+// sessionConn is the broker's handler of one session's connection.
+type sessionConn struct {
+	ss   *sessions
+	conn uint64 // set under ss.mu once registered; read under it
 }
 
-func (ss *sessions) arm() {
+// CheckTransaction sends the check-back on the session's Telemetry stream.
+func (h *sessionConn) CheckTransaction(chk broker.TransactionCheck) bool {
+	return h.ss.s.sendCheck(chk)
+}
+
+// NotifyConsumerIDsChanged does nothing: 5.x consumers do not rebalance
+// on the broker's word (simple consumers pop from every queue).
+func (h *sessionConn) NotifyConsumerIDsChanged(string) {}
+
+// Expired forgets the session the broker expired after ClientExpiry of
+// silence (its broker registrations are gone already).
+func (h *sessionConn) Expired() {
+	ss := h.ss
 	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	if !ss.closed {
-		ss.timer = ss.s.clk.AfterFunc(ss.interval(), ss.expire)
-	}
-}
-
-// expire drops the clients silent for ClientExpiry, then re-arms.
-func (ss *sessions) expire() {
-	now := ss.s.clk.Now()
-	var gone []*client
-	ss.mu.Lock()
-	for _, c := range ss.byID {
-		if now.Sub(c.lastSeen) >= ss.s.cfg.ClientExpiry {
-			gone = append(gone, c)
-		}
-	}
-	for _, c := range gone {
+	c := ss.byConn[h.conn]
+	if c != nil {
 		ss.removeLocked(c)
 	}
 	ss.mu.Unlock()
-	for _, c := range gone {
-		ss.s.log.Info("gRPC client expired", "client_id", c.id, "conn", c.conn, "silent_for", now.Sub(c.lastSeen))
-		ss.s.b.ConnClosed(c.conn)
+	if c != nil {
+		ss.s.log.Debug("gRPC client expired", "client_id", c.id, "conn", c.conn)
 	}
-	ss.arm()
 }
 
 // removeLocked forgets c; mu is held. The caller tells the broker.
@@ -154,7 +145,7 @@ func (ss *sessions) drop(id string, only *client) bool {
 	return true
 }
 
-// close drops every client (Shutdown) and stops the expiry timer.
+// close drops every client (Shutdown).
 func (ss *sessions) close() {
 	ss.mu.Lock()
 	if ss.closed {
@@ -162,9 +153,6 @@ func (ss *sessions) close() {
 		return
 	}
 	ss.closed = true
-	if ss.timer != nil {
-		ss.timer.Stop()
-	}
 	var conns []uint64
 	for _, c := range ss.byID {
 		conns = append(conns, c.conn)
@@ -177,8 +165,9 @@ func (ss *sessions) close() {
 	}
 }
 
-// touch marks the client alive and returns a copy of its state, or false
-// when it is unknown.
+// touch marks the client alive (its broker registration's idle timeout
+// starts again) and returns a copy of its state, or false when it is
+// unknown, also to the broker (expired a moment ago).
 func (ss *sessions) touch(id string) (client, bool) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
@@ -186,7 +175,10 @@ func (ss *sessions) touch(id string) (client, bool) {
 	if c == nil {
 		return client{}, false
 	}
-	c.lastSeen = ss.s.clk.Now()
+	if !ss.s.b.TouchConn(c.conn) {
+		ss.removeLocked(c)
+		return client{}, false
+	}
 	return *c, true
 }
 
@@ -217,18 +209,27 @@ func (ss *sessions) applySettings(id, namespace string, st *v2.Settings, stream 
 		return client{}, errClosed
 	}
 	c := ss.byID[id]
+	if c != nil && !ss.s.b.TouchConn(c.conn) {
+		// Expired by the broker a moment ago: start afresh.
+		ss.removeLocked(c)
+		c = nil
+	}
 	if c == nil && len(ss.byID) >= ss.limit {
 		return client{}, errTooManyClients
 	}
 	if c == nil {
-		ss.nextID++
-		c = &client{id: id, conn: ss.nextID - 1}
+		info := broker.ConnInfo{Protocol: broker.ProtocolGRPC, ClientID: id, IdleTimeout: ss.s.cfg.ClientExpiry}
+		if stream != nil {
+			info.Remote = stream.remote
+		}
+		h := &sessionConn{ss: ss}
+		h.conn = ss.s.b.RegisterConn(info, h)
+		c = &client{id: id, conn: h.conn}
 		ss.byID[id] = c
 		ss.byConn[c.conn] = c
 	}
 	c.namespace = namespace
 	c.settings = st
-	c.lastSeen = ss.s.clk.Now()
 	c.stream = stream
 	if stream != nil && stream.addr != "" {
 		c.addr = stream.addr
@@ -347,7 +348,7 @@ func (s *Server) Telemetry(stream v2.MessagingService_TelemetryServer) error {
 	ns := header(ctx, headerNamespace)
 	ts := &telemetryStream{outbox: make(chan *v2.TelemetryCommand, outboxLen)}
 	if ap := bornHost(ctx); ap.IsValid() {
-		ts.addr = ap.String()
+		ts.addr, ts.remote = ap.String(), ap
 	}
 
 	in := make(chan *v2.TelemetryCommand)
@@ -601,14 +602,11 @@ func (s *Server) pushGroupSettings(group string) {
 
 func (s *Server) defaultMaxAttempts() int32 { return s.b.Config().DefaultMaxReconsumeTimes + 1 }
 
-// sendCheck is the broker's check-back sender: a check for one of this
-// front's clients goes out on its Telemetry stream as a
-// RecoverOrphanedTransactionCommand. False for a connection that is not
-// ours, a client without a stream, or a full outbox.
+// sendCheck sends a check-back the broker routed to one of this front's
+// sessions on its Telemetry stream as a RecoverOrphanedTransactionCommand.
+// False for a connection without a session, a client without a stream, or
+// a full outbox.
 func (s *Server) sendCheck(chk broker.TransactionCheck) bool {
-	if chk.Conn < connBase {
-		return false
-	}
 	s.sessions.mu.Lock()
 	c := s.sessions.byConn[chk.Conn]
 	var ts *telemetryStream

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	v2 "github.com/apache/rocketmq-clients/golang/v5/protocol/v2"
+
+	"github.com/petrelmq/petrel/internal/broker"
 )
 
 func TestProducerSettingsHandshake(t *testing.T) {
@@ -37,10 +39,16 @@ func TestProducerSettingsHandshake(t *testing.T) {
 	if goReply.GetSettings().GetBackoffPolicy() != nil || goReply.GetSettings().GetPublishing().GetMaxBodySize() <= 0 {
 		t.Errorf("Go producer reply %v: want no back-off policy and a max body size", goReply.GetSettings())
 	}
-	// The producers are registered with the broker under their topic.
+	// The producers are registered with the broker under their topic, on
+	// two connections the broker registered as gRPC sessions.
 	conns := e.b.ProducerConns("T1")
-	if len(conns) != 2 || conns[0] < connBase || conns[0] == conns[1] {
-		t.Fatalf("producer conns of T1: %v, want two ids ≥ 1<<62", conns)
+	if len(conns) != 2 || conns[0] == conns[1] {
+		t.Fatalf("producer conns of T1: %v, want two distinct ids", conns)
+	}
+	for _, id := range conns {
+		if info, ok := e.b.Conn(id); !ok || info.Protocol != broker.ProtocolGRPC || info.IdleTimeout != 30*time.Second {
+			t.Fatalf("conn %d registered as %+v %v, want a gRPC session with the front's client expiry", id, info, ok)
+		}
 	}
 }
 

@@ -153,9 +153,13 @@ func TestTransactionCheckBackOverTelemetry(t *testing.T) {
 	}
 }
 
+// TestCheckBackSenderIgnoresOtherConnections: a check for a connection
+// without a session here (another front's, or none) is not taken.
 func TestCheckBackSenderIgnoresOtherConnections(t *testing.T) {
 	e := newEnv(t)
-	for _, conn := range []uint64{1, 42, connBase + 1000} {
+	e.telemetry("p1", producerSettings("T1"))
+	other := e.b.RegisterConn(broker.ConnInfo{Protocol: broker.ProtocolRemoting}, nil)
+	for _, conn := range []uint64{other, 42, 1<<62 + 1000} {
 		if e.s.sendCheck(checkFor(conn)) {
 			t.Errorf("check for connection %d was taken by the gRPC front", conn)
 		}

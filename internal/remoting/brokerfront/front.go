@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/petrelmq/petrel/internal/remoting/rmq"
@@ -38,9 +37,10 @@ type Front struct {
 	b   *broker.Broker
 	log *slog.Logger
 
-	nextID atomic.Uint64
-	mu     sync.Mutex
-	conns  map[uint64]*remoting.Conn
+	// mu guards conns: this front's connections by the broker's id (the
+	// admin handlers look members up in it).
+	mu    sync.Mutex
+	conns map[uint64]*remoting.Conn
 
 	awaitRoutes func(context.Context) error // nil: topic changes do not wait
 	routeWait   time.Duration
@@ -61,8 +61,6 @@ func New(b *broker.Broker, opts Options) *Front {
 	if opts.AwaitRoutes != nil && opts.RouteWait > 0 {
 		f.awaitRoutes, f.routeWait = opts.AwaitRoutes, opts.RouteWait
 	}
-	b.OnConsumerIDsChanged(f.notifyConsumerIDsChanged)
-	b.OnTransactionCheck(f.sendCheck)
 	return f
 }
 
@@ -102,7 +100,8 @@ func (f *Front) Register(s *remoting.Server) {
 	s.Handle(rmq.CodeInvokeBrokerToResetOffset, f.resetOffset)
 }
 
-// id returns the connection's id, assigning one on first use.
+// id returns the connection's id, registering it with the broker on first
+// use.
 func (f *Front) id(c *remoting.Conn) uint64 {
 	if v, ok := c.Value(connIDKey{}).(uint64); ok {
 		return v
@@ -112,14 +111,15 @@ func (f *Front) id(c *remoting.Conn) uint64 {
 	if v, ok := c.Value(connIDKey{}).(uint64); ok {
 		return v
 	}
-	id := f.nextID.Add(1)
+	id := f.b.RegisterConn(broker.ConnInfo{Protocol: broker.ProtocolRemoting, Remote: addrPort(c.RemoteAddr())}, &remoteConn{f: f, c: c})
 	c.SetValue(connIDKey{}, id)
 	f.conns[id] = c
 	return id
 }
 
-// ConnClosed tells the broker a connection is gone (its clients leave, its
-// parked pulls are answered). Hook it to remoting.ServerOptions.OnConnClose.
+// ConnClosed tells the broker a connection is gone (its registration
+// ends, its clients leave, its parked pulls are answered). Hook it to
+// remoting.ServerOptions.OnConnClose.
 func (f *Front) ConnClosed(c *remoting.Conn) {
 	v, ok := c.Value(connIDKey{}).(uint64)
 	if !ok {
@@ -131,20 +131,28 @@ func (f *Front) ConnClosed(c *remoting.Conn) {
 	f.b.ConnClosed(v)
 }
 
-// notifyConsumerIDsChanged sends NOTIFY_CONSUMER_IDS_CHANGED (40) to the
-// group's members so they rebalance at once; clients never answer it.
-func (f *Front) notifyConsumerIDsChanged(group string, conns []uint64) {
-	for _, id := range conns {
-		f.mu.Lock()
-		c := f.conns[id]
-		f.mu.Unlock()
-		if c == nil {
-			continue
-		}
-		req := remoting.NewRequest(rmq.CodeNotifyConsumerIDsChanged, map[string]string{"consumerGroup": group}, nil)
-		if err := c.InvokeOneway(req); err != nil {
-			f.log.Debug("notify consumer ids changed failed", "group", group, "remote", c.RemoteAddr().String(), "err", err)
-		}
+// remoteConn is the broker's handler of one remoting connection.
+type remoteConn struct {
+	f *Front
+	c *remoting.Conn
+}
+
+func (r *remoteConn) CheckTransaction(chk broker.TransactionCheck) bool {
+	return r.f.sendCheck(r.c, chk)
+}
+
+func (r *remoteConn) NotifyConsumerIDsChanged(group string) { r.f.notifyConsumerIDsChanged(r.c, group) }
+
+// Expired is never called: a remoting registration has no idle timeout
+// (the connection's close ends it).
+func (r *remoteConn) Expired() {}
+
+// notifyConsumerIDsChanged sends NOTIFY_CONSUMER_IDS_CHANGED (40) to a
+// member of the group so it rebalances at once; clients never answer it.
+func (f *Front) notifyConsumerIDsChanged(c *remoting.Conn, group string) {
+	req := remoting.NewRequest(rmq.CodeNotifyConsumerIDsChanged, map[string]string{"consumerGroup": group}, nil)
+	if err := c.InvokeOneway(req); err != nil {
+		f.log.Debug("notify consumer ids changed failed", "group", group, "remote", c.RemoteAddr().String(), "err", err)
 	}
 }
 

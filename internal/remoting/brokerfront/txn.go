@@ -42,14 +42,9 @@ func (f *Front) endTransaction(_ context.Context, c *remoting.Conn, req *remotin
 	return remoting.NewResponse(req, rmq.RespSuccess, "")
 }
 
-// sendCheck sends a CHECK_TRANSACTION_STATE to the producer connection.
-func (f *Front) sendCheck(chk broker.TransactionCheck) bool {
-	f.mu.Lock()
-	c := f.conns[chk.Conn]
-	f.mu.Unlock()
-	if c == nil {
-		return false
-	}
+// sendCheck sends a CHECK_TRANSACTION_STATE to the producer connection c
+// (the one the broker routed the check to).
+func (f *Front) sendCheck(c *remoting.Conn, chk broker.TransactionCheck) bool {
 	h := chk.Header
 	req := remoting.NewRequest(rmq.CodeCheckTransactionState, map[string]string{
 		"tranStateTableOffset": strconv.FormatInt(h.TranStateTableOffset, 10),
