@@ -1,9 +1,12 @@
 package namesrv
 
 import (
+	"bytes"
 	"encoding/json"
+	"maps"
 	"testing"
 
+	"github.com/petrelmq/petrel/internal/remoting"
 	"github.com/petrelmq/petrel/internal/remoting/rmq"
 )
 
@@ -66,4 +69,48 @@ func same(t *testing.T, what string, old, got []byte) {
 		t.Fatalf("%s: rmq writes\n%s\nthe name server wrote\n%s", what, got, old)
 	}
 	t.Logf("%s: %s", what, got)
+}
+
+func TestRMQRegisterRequestsMatchTheRegistrarsOldOnes(t *testing.T) {
+	bi := BrokerInfo{Cluster: "c", Name: "b", ID: 1, Addr: "127.0.0.1:10911", HAServerAddr: "127.0.0.1:10912"}
+	r := NewRegistrar(nil, nil, bi, RegistrarOptions{CompressAboveBytes: 300})
+	id := rmq.BrokerIdentity{ClusterName: "c", BrokerName: "b", BrokerAddr: "127.0.0.1:10911", BrokerID: 1}
+	topics := map[string]TopicConfig{"A": {TopicName: "A", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6, TopicFilterType: "SINGLE_TAG"}}
+	wire := map[string]rmq.RegisteredTopic{"A": {TopicName: "A", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6, TopicFilterType: "SINGLE_TAG"}}
+	v := DataVersion{Timestamp: 5, Counter: 6}
+	rv := rmq.DataVersion{Timestamp: 5, Counter: 6}
+
+	old := r.fullRequest(topics, 1, v)
+	got := rmq.EncodeRegisterBroker(rmq.RegisterBrokerRequest{BrokerIdentity: id, HAServerAddr: bi.HAServerAddr}, rmq.EncodeRegisterBrokerBody(wire, rv))
+	sameCommand(t, "full", old, got)
+
+	big := map[string]TopicConfig{}
+	bigWire := map[string]rmq.RegisteredTopic{}
+	for _, n := range []string{"T1", "T2", "T3", "T4"} {
+		big[n] = TopicConfig{TopicName: n, ReadQueueNums: 8, WriteQueueNums: 8, Perm: 6, TopicFilterType: "SINGLE_TAG"}
+		bigWire[n] = rmq.RegisteredTopic{TopicName: n, ReadQueueNums: 8, WriteQueueNums: 8, Perm: 6, TopicFilterType: "SINGLE_TAG"}
+	}
+	old = r.fullRequest(big, 2, v)
+	got = rmq.EncodeRegisterBroker(rmq.RegisterBrokerRequest{BrokerIdentity: id, HAServerAddr: bi.HAServerAddr, Zlib: true},
+		rmq.Deflate(rmq.EncodeRegisterBrokerBody(bigWire, rv)))
+	sameCommand(t, "full zlib", old, got)
+
+	base := DataVersion{Timestamp: 4, Counter: 5}
+	old = r.deltaRequest(base, v, topics, []string{"Z"})
+	got = rmq.EncodeRegisterBroker(rmq.RegisterBrokerRequest{BrokerIdentity: id, HAServerAddr: bi.HAServerAddr, Delta: true,
+		BaseVersion: rmq.DataVersion{Timestamp: 4, Counter: 5}},
+		rmq.EncodeDeltaRegisterBody(rmq.DeltaRegisterBody{DataVersion: rv, TopicConfigTable: wire, RemovedTopics: []string{"Z"}}))
+	sameCommand(t, "delta", old, got)
+
+	old = remoting.NewRequest(rmq.CodeUnregisterBroker, r.identityExt(), nil)
+	got = rmq.EncodeUnregisterBroker(rmq.UnregisterBrokerRequest{BrokerIdentity: id, HAServerAddr: bi.HAServerAddr})
+	sameCommand(t, "unregister", old, got)
+}
+
+func sameCommand(t *testing.T, what string, old, got *remoting.Command) {
+	t.Helper()
+	if old.Code != got.Code || !maps.Equal(old.ExtFields, got.ExtFields) || !bytes.Equal(old.Body, got.Body) {
+		t.Fatalf("%s: rmq sends %d %v %q\nthe registrar sent %d %v %q", what, got.Code, got.ExtFields, got.Body, old.Code, old.ExtFields, old.Body)
+	}
+	t.Logf("%s: %v", what, got.ExtFields)
 }
