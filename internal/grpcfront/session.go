@@ -25,7 +25,6 @@ import (
 
 	"github.com/petrelmq/petrel/internal/broker"
 	"github.com/petrelmq/petrel/internal/clock"
-	"github.com/petrelmq/petrel/internal/store/meta"
 )
 
 // connBase is the first connection id of a gRPC client: far above the
@@ -550,7 +549,7 @@ func (s *Server) groupBackoff(group string, attempts int32) *v2.RetryPolicy {
 	p := g.GroupRetryPolicy
 	switch {
 	case p != nil && p.Type == "EXPONENTIAL":
-		e := meta.ExponentialRetry{Initial: 5000, Max: 2 * 3600 * 1000, Multiplier: 2}
+		e := broker.ExponentialRetry{Initial: 5000, Max: 2 * 3600 * 1000, Multiplier: 2}
 		if p.Exponential != nil {
 			e = *p.Exponential
 		}
