@@ -308,11 +308,11 @@ func TestStatsBodiesOfJava(t *testing.T) {
 
 func TestSubscriptionGroupBodyErrorsNameTheField(t *testing.T) {
 	for body, want := range map[string]string{
-		``:                          "no SubscriptionGroupConfig",
-		`{"retryMaxTimes":"x"}`:     "retryMaxTimes must be a JSON number",
-		`{"consumeEnable":1}`:       "consumeEnable must be a JSON boolean",
-		`{"groupName":"g"`:          "not valid JSON",
-		`{"retryQueueNums":1e100}`:  "retryQueueNums must be a JSON number in range",
+		``:                           "no SubscriptionGroupConfig",
+		`{"retryMaxTimes":"x"}`:      "retryMaxTimes must be a JSON number",
+		`{"consumeEnable":1}`:        "consumeEnable must be a JSON boolean",
+		`{"groupName":"g"`:           "not valid JSON",
+		`{"retryQueueNums":1e100}`:   "retryQueueNums must be a JSON number in range",
 		strings.Repeat(" ", 1<<20+1): "limit",
 	} {
 		_, err := DecodeSubscriptionGroupBody([]byte(body))
