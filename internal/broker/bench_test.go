@@ -83,7 +83,7 @@ func BenchmarkCreateTopic(b *testing.B) {
 				e := newEnv(b)
 				pre := make([]meta.Topic, existing)
 				for i := range pre {
-					pre[i] = topicCfg(fmt.Sprintf("existing-topic-%06d", i), 8, 6)
+					pre[i] = topicCfg(fmt.Sprintf("existing-topic-%06d", i), 8, 6).meta()
 				}
 				if err := e.st.Meta().PutTopics(pre); err != nil {
 					b.Fatal(err)

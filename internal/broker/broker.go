@@ -171,7 +171,7 @@ func (b *Broker) OnTopicsChanged(fn func()) {
 func (b *Broker) topicsChanged(name string) {
 	if changeHooks := b.changeHooks.list(); len(changeHooks) > 0 {
 		t, ok, v := b.meta.TopicAt(name)
-		c := TopicChange{Name: name, Topic: t, Deleted: !ok, Version: v}
+		c := TopicChange{Name: name, Topic: topicFromMeta(t), Deleted: !ok, Version: versionFromMeta(v)}
 		for _, fn := range changeHooks {
 			fn(c)
 		}

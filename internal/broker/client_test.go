@@ -6,8 +6,6 @@ import (
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/petrelmq/petrel/internal/store/meta"
 )
 
 func TestHeartbeatRegistersGroupsAndRetryTopic(t *testing.T) {
@@ -25,7 +23,7 @@ func TestHeartbeatRegistersGroupsAndRetryTopic(t *testing.T) {
 		t.Fatal("creating the retry topic did not run the topic hook")
 	}
 	g, ok := e.b.meta.Group("cg")
-	if !ok || !reflect.DeepEqual(g, DefaultGroup("cg")) || g.RetryMaxTimes != 16 || !g.NotifyConsumerIDsChangedEnable {
+	if !ok || !reflect.DeepEqual(g, DefaultGroup("cg").meta()) || g.RetryMaxTimes != 16 || !g.NotifyConsumerIDsChangedEnable {
 		t.Fatalf("group config %+v %v", g, ok)
 	}
 	if ids := e.b.ConsumerIDs("cg"); !slices.Equal(ids, []string{"10.0.0.2@100"}) {
@@ -233,13 +231,13 @@ func TestTopicAdmin(t *testing.T) {
 	e := newEnv(t)
 	var hooks hookLog
 	e.b.OnTopicsChanged(func() { hooks.add("t") })
-	if err := e.b.CreateTopic(meta.Topic{Name: "bad name", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6}); KindOf(err) != KindMessageIllegal {
+	if err := e.b.CreateTopic(TopicConfig{Name: "bad name", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6}); KindOf(err) != KindMessageIllegal {
 		t.Fatalf("bad name: %v", err)
 	}
-	if err := e.b.CreateTopic(meta.Topic{Name: "T", ReadQueueNums: 0, WriteQueueNums: 1, Perm: 6}); KindOf(err) != KindMessageIllegal {
+	if err := e.b.CreateTopic(TopicConfig{Name: "T", ReadQueueNums: 0, WriteQueueNums: 1, Perm: 6}); KindOf(err) != KindMessageIllegal {
 		t.Fatalf("zero queues: %v", err)
 	}
-	if err := e.b.CreateTopic(meta.Topic{Name: "T", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 9}); KindOf(err) != KindMessageIllegal {
+	if err := e.b.CreateTopic(TopicConfig{Name: "T", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 9}); KindOf(err) != KindMessageIllegal {
 		t.Fatalf("bad perm: %v", err)
 	}
 	e.createTopic("T", 2)

@@ -65,7 +65,7 @@ func (b *Broker) groupChanged(group string) {
 // negative, RetryMaxTimes at most MaxGroupRetryMaxTimes), the retry
 // policy's type and steps, and the bounds above. Errors are
 // KindMessageIllegal and name the field.
-func CheckGroup(g meta.Group) error {
+func CheckGroup(g GroupConfig) error {
 	switch {
 	case g.Name == "":
 		return errorf(KindMessageIllegal, nil, "the group name is empty; name the group")
@@ -128,13 +128,14 @@ func CheckGroup(g meta.Group) error {
 // Errors: KindMessageIllegal (CheckGroup), KindSystemError (the write
 // failed; the change is kept in memory and written by the next change),
 // KindServiceUnavailable (closed).
-func (b *Broker) UpdateGroup(g meta.Group) error {
+func (b *Broker) UpdateGroup(gc GroupConfig) error {
 	if b.closed.Load() {
 		return b.errClosed()
 	}
-	if err := CheckGroup(g); err != nil {
+	if err := CheckGroup(gc); err != nil {
 		return err
 	}
+	g := gc.meta()
 	b.topicMu.Lock()
 	old, existed := b.meta.Group(g.Name)
 	err := b.meta.PutGroup(g)

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"testing"
 	"time"
-
-	"github.com/petrelmq/petrel/internal/store/meta"
 )
 
 // TestGroupUpdateRetryMaxTimesReachesTheNextSendBack: a running 4.x member
@@ -161,9 +159,9 @@ func TestDeleteGroupWithCleanOffset(t *testing.T) {
 
 func TestUpdateGroupRefusesBadConfigs(t *testing.T) {
 	e := newEnv(t)
-	for _, g := range []meta.Group{
+	for _, g := range []GroupConfig{
 		{Name: ""}, {Name: "a b"}, {Name: "%DLQ%x"}, {Name: "g", RetryMaxTimes: -1},
-		{Name: "g", GroupRetryPolicy: &meta.RetryPolicy{Type: "X"}},
+		{Name: "g", GroupRetryPolicy: &RetryPolicy{Type: "X"}},
 	} {
 		wantKind(t, e.b.UpdateGroup(g), KindMessageIllegal)
 	}

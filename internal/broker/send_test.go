@@ -10,18 +10,17 @@ import (
 
 	"github.com/petrelmq/petrel/internal/message"
 	"github.com/petrelmq/petrel/internal/store"
-	"github.com/petrelmq/petrel/internal/store/meta"
 	"github.com/petrelmq/petrel/internal/vfs"
 )
 
-func topicCfg(name string, queues, perm int32) meta.Topic {
-	return meta.Topic{Name: name, ReadQueueNums: queues, WriteQueueNums: queues, Perm: perm}
+func topicCfg(name string, queues, perm int32) TopicConfig {
+	return TopicConfig{Name: name, ReadQueueNums: queues, WriteQueueNums: queues, Perm: perm}
 }
 
 func TestSendValidationRules(t *testing.T) {
 	e := newEnv(t, func(_ *store.Config, c *Config) { c.MaxMessageBytes = 1024 })
 	e.createTopic("T", 4)
-	if err := e.b.CreateTopic(topicCfg("ReadOnly", 2, meta.PermRead)); err != nil {
+	if err := e.b.CreateTopic(topicCfg("ReadOnly", 2, PermRead)); err != nil {
 		t.Fatal(err)
 	}
 	longProps := props("K", strings.Repeat("v", message.MaxPropertiesLen))

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"github.com/petrelmq/petrel/internal/broker/txn"
-	"github.com/petrelmq/petrel/internal/store/meta"
 )
 
 // SystemTopics returns the topics the broker stores into itself and that
@@ -11,14 +10,14 @@ import (
 // and read-only (clients cannot send to them). TRANS_CHECK_MAX_TIME_TOPIC
 // is listed once it holds a message. Admin listings add them to the table,
 // as RocketMQ's topic config lists its system topics.
-func (b *Broker) SystemTopics() []meta.Topic {
+func (b *Broker) SystemTopics() []TopicConfig {
 	names := []string{TimerTopic, txn.HalfTopic, txn.OpTopic}
 	if b.st.MaxOffset(txn.CheckMaxTimeTopic, 0) > 0 {
 		names = append(names, txn.CheckMaxTimeTopic)
 	}
-	out := make([]meta.Topic, len(names))
+	out := make([]TopicConfig, len(names))
 	for i, n := range names {
-		out[i] = meta.Topic{Name: n, ReadQueueNums: 1, WriteQueueNums: 1, Perm: meta.PermRead, TopicFilterType: "SINGLE_TAG"}
+		out[i] = TopicConfig{Name: n, ReadQueueNums: 1, WriteQueueNums: 1, Perm: PermRead, TopicFilterType: "SINGLE_TAG"}
 	}
 	return out
 }

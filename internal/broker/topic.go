@@ -47,7 +47,8 @@ func checkTopicName(name string) *Error {
 // TopicFilterType becomes "SINGLE_TAG". Errors: KindMessageIllegal for a
 // bad name, queue count (1..1024) or perm (0..7); KindSystemError when the
 // metadata write fails.
-func (b *Broker) CreateTopic(t meta.Topic) error {
+func (b *Broker) CreateTopic(tc TopicConfig) error {
+	t := tc.meta()
 	if err := checkTopicName(t.Name); err != nil {
 		return err
 	}
@@ -99,16 +100,25 @@ func (b *Broker) DeleteTopic(name string) error {
 }
 
 // Topic returns a topic's config. Its Attributes map must not be modified.
-func (b *Broker) Topic(name string) (meta.Topic, bool) { return b.meta.Topic(name) }
+func (b *Broker) Topic(name string) (TopicConfig, bool) {
+	t, ok := b.meta.Topic(name)
+	return topicFromMeta(t), ok
+}
 
 // Topics returns every topic config sorted by name.
-func (b *Broker) Topics() []meta.Topic { return b.meta.Topics() }
+func (b *Broker) Topics() []TopicConfig { return topicsFromMeta(b.meta.Topics()) }
 
 // Groups returns every subscription group config sorted by name.
-func (b *Broker) Groups() []meta.Group { return b.meta.Groups() }
+func (b *Broker) Groups() []GroupConfig { return groupsFromMeta(b.meta.Groups()) }
 
 // Group returns a subscription group's config.
-func (b *Broker) Group(name string) (meta.Group, bool) { return b.meta.Group(name) }
+func (b *Broker) Group(name string) (GroupConfig, bool) {
+	g, ok := b.meta.Group(name)
+	if !ok {
+		return GroupConfig{}, false
+	}
+	return groupFromMeta(g), true
+}
 
 // ensureTopic returns the topic named t.Name, creating it as t when it is
 // missing (and running the topic hooks).
@@ -139,7 +149,7 @@ func (b *Broker) ensureGroup(name string) error {
 	if _, ok := b.meta.Group(name); ok {
 		return nil
 	}
-	if err := b.meta.PutGroup(DefaultGroup(name)); err != nil {
+	if err := b.meta.PutGroup(DefaultGroup(name).meta()); err != nil {
 		return errorf(KindSystemError, err, "creating subscription group %q failed; retry", name)
 	}
 	return nil
@@ -147,8 +157,8 @@ func (b *Broker) ensureGroup(name string) error {
 
 // DefaultGroup returns the subscription group config RocketMQ creates for
 // a group on its first heartbeat.
-func DefaultGroup(name string) meta.Group {
-	return meta.Group{
+func DefaultGroup(name string) GroupConfig {
+	return GroupConfig{
 		Name:                           name,
 		ConsumeEnable:                  true,
 		ConsumeFromMinEnable:           true,

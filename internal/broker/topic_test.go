@@ -173,7 +173,7 @@ func TestConcurrentCreatesOfOneTopic(t *testing.T) {
 	got := make([]meta.Topic, n)
 	for i := range n {
 		wg.Go(func() {
-			cur, err := e.b.ensureTopic(topicCfg("Same", 4, 6))
+			cur, err := e.b.ensureTopic(topicCfg("Same", 4, 6).meta())
 			if err != nil {
 				t.Error(err)
 			}

@@ -2,8 +2,6 @@ package broker
 
 import (
 	"sync"
-
-	"github.com/petrelmq/petrel/internal/store/meta"
 )
 
 // TopicChange is the state of one topic after a change, read atomically
@@ -13,9 +11,9 @@ import (
 type TopicChange struct {
 	Name string
 	// Topic is the topic's config; zero when Deleted.
-	Topic   meta.Topic
+	Topic   TopicConfig
 	Deleted bool
-	Version meta.DataVersion
+	Version DataVersion
 }
 
 // OnTopicChanged registers fn, called like the OnTopicsChanged hooks
@@ -29,7 +27,10 @@ func (b *Broker) OnTopicChanged(fn func(TopicChange)) {
 
 // TopicsAt returns every topic config sorted by name and the version of
 // the topic table they are, read atomically.
-func (b *Broker) TopicsAt() ([]meta.Topic, meta.DataVersion) { return b.meta.TopicsAt() }
+func (b *Broker) TopicsAt() ([]TopicConfig, DataVersion) {
+	ts, v := b.meta.TopicsAt()
+	return topicsFromMeta(ts), versionFromMeta(v)
+}
 
 // hookList is a list of callbacks of one kind: registered (add) at any
 // time, run (over list) with no lock held. list returns the slice as it

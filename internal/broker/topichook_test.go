@@ -5,8 +5,6 @@ import (
 	"maps"
 	"sync"
 	"testing"
-
-	"github.com/petrelmq/petrel/internal/store/meta"
 )
 
 // TestOnTopicChangedCarriesTheTopicAtItsVersion: creates, a change and a
@@ -67,7 +65,7 @@ func TestOnTopicChangedCarriesTheTopicAtItsVersion(t *testing.T) {
 	}
 }
 
-func sameTopic(a, b meta.Topic) bool {
+func sameTopic(a, b TopicConfig) bool {
 	return a.Name == b.Name && a.ReadQueueNums == b.ReadQueueNums && a.WriteQueueNums == b.WriteQueueNums &&
 		a.Perm == b.Perm && a.TopicFilterType == b.TopicFilterType && a.TopicSysFlag == b.TopicSysFlag &&
 		a.Order == b.Order && maps.Equal(a.Attributes, b.Attributes)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/petrelmq/petrel/internal/remoting/rmq"
 
-	"github.com/petrelmq/petrel/internal/namesrv"
 	"github.com/petrelmq/petrel/internal/remoting"
 )
 
@@ -192,18 +191,18 @@ func rootCause(err error) error {
 }
 
 // master returns the address of a broker's master (id 0), or "".
-func master(b namesrv.BrokerData) string { return b.BrokerAddrs[namesrv.MasterID] }
+func master(b rmq.BrokerData) string { return b.BrokerAddrs[rmq.MasterID] }
 
-func (c *CLI) clusterInfo(ctx context.Context) (*namesrv.ClusterInfo, error) {
-	resp, ns, err := c.askNameServers(ctx, func() *remoting.Command { return remoting.NewRequest(rmq.CodeGetBrokerClusterInfo, nil, nil) })
+func (c *CLI) clusterInfo(ctx context.Context) (*rmq.ClusterInfo, error) {
+	resp, ns, err := c.askNameServers(ctx, rmq.EncodeClusterInfoRequest)
 	if err != nil {
 		return nil, err
 	}
 	if resp.Code != rmq.RespSuccess {
 		return nil, refused(ns, "cluster info", resp)
 	}
-	var ci namesrv.ClusterInfo
-	if err := json.Unmarshal(resp.Body, &ci); err != nil {
+	ci, err := rmq.DecodeClusterInfoBody(resp.Body)
+	if err != nil {
 		return nil, fmt.Errorf("%w: cluster info from %s is not valid JSON: %w", ErrRefused, ns, err)
 	}
 	return &ci, nil
@@ -237,14 +236,14 @@ func (c *CLI) masters(ctx context.Context) ([]masterBroker, error) {
 // routeQueues is a route resolved to master addresses, sorted by broker.
 type routeBroker struct {
 	name, addr string
-	q          namesrv.QueueData
+	q          rmq.QueueData
 }
 
 // route returns the brokers serving topic; an unknown topic is an
 // ErrNotFound error that says how to find or create topics.
 func (c *CLI) route(ctx context.Context, topic string) ([]routeBroker, error) {
 	resp, ns, err := c.askNameServers(ctx, func() *remoting.Command {
-		return remoting.NewRequest(rmq.CodeGetRouteInfoByTopic, map[string]string{"topic": topic}, nil)
+		return rmq.EncodeRouteRequest(rmq.RouteRequest{Topic: topic})
 	})
 	if err != nil {
 		return nil, err
@@ -256,8 +255,8 @@ func (c *CLI) route(ctx context.Context, topic string) ([]routeBroker, error) {
 	default:
 		return nil, refused(ns, "route of topic "+topic, resp)
 	}
-	var rt namesrv.RouteData
-	if err := json.Unmarshal(resp.Body, &rt); err != nil {
+	rt, err := rmq.DecodeTopicRouteDataBody(resp.Body)
+	if err != nil {
 		return nil, fmt.Errorf("%w: route of %q from %s is not valid JSON: %w", ErrRefused, topic, ns, err)
 	}
 	addrs := map[string]string{}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -10,9 +9,6 @@ import (
 	"time"
 
 	"github.com/petrelmq/petrel/internal/remoting/rmq"
-
-	"github.com/petrelmq/petrel/internal/namesrv"
-	"github.com/petrelmq/petrel/internal/remoting"
 )
 
 // BrokerStatus is one broker process of `cluster list`.
@@ -56,7 +52,7 @@ func (c *CLI) ClusterList(ctx context.Context) error {
 	for name, b := range ci.BrokerAddrTable {
 		for n, addr := range b.BrokerAddrs {
 			s := BrokerStatus{Cluster: b.Cluster, Broker: name, ID: n, Role: "SLAVE", Address: addr}
-			if n == namesrv.MasterID {
+			if n == rmq.MasterID {
 				s.Role = "MASTER"
 			}
 			c.fillRuntime(ctx, &s)
@@ -99,31 +95,28 @@ func (c *CLI) ClusterList(ctx context.Context) error {
 
 // fillRuntime asks a broker for GET_BROKER_RUNTIME_INFO.
 func (c *CLI) fillRuntime(ctx context.Context, s *BrokerStatus) {
-	resp, err := c.callOK(ctx, s.Address, "runtime info", remoting.NewRequest(rmq.CodeGetBrokerRuntimeInfo, nil, nil))
+	resp, err := c.callOK(ctx, s.Address, "runtime info", rmq.EncodeRuntimeInfoRequest())
 	if err != nil {
 		s.Error = err.Error()
 		return
 	}
-	var kv struct {
-		Table map[string]string `json:"table"`
-	}
-	if err := json.Unmarshal(resp.Body, &kv); err != nil {
+	t, err := rmq.DecodeRuntimeInfoBody(resp.Body)
+	if err != nil {
 		s.Error = fmt.Sprintf("runtime info is not valid JSON: %v", err)
 		return
 	}
-	t := kv.Table
-	s.Version = t["brokerVersionDesc"]
-	s.BootTimestamp, _ = strconv.ParseInt(t["bootTimestamp"], 10, 64)
+	s.Version = t[rmq.RuntimeBrokerVersionDesc]
+	s.BootTimestamp, _ = strconv.ParseInt(t[rmq.RuntimeBootTimestamp], 10, 64)
 	if s.BootTimestamp > 0 {
 		s.UptimeSeconds = int64(c.cfg.Now().Sub(time.UnixMilli(s.BootTimestamp)) / time.Second)
 	}
-	s.PutTPS = firstFloat(t["putTps"])
-	s.GetTPS = firstFloat(t["getTransferredTps"])
-	s.DiskUsedRatio, _ = strconv.ParseFloat(t["commitLogDiskRatio"], 64)
-	s.DiskTotalBytes, _ = strconv.ParseUint(t["commitLogDirTotalBytes"], 10, 64)
-	s.DiskFreeBytes, _ = strconv.ParseUint(t["commitLogDirFreeBytes"], 10, 64)
-	s.DiskUsedBytes, _ = strconv.ParseUint(t["commitLogDirUsedBytes"], 10, 64)
-	s.RemovedUnconsumed, _ = strconv.ParseUint(t["removedUnconsumedMsgs"], 10, 64)
+	s.PutTPS = firstFloat(t[rmq.RuntimePutTps])
+	s.GetTPS = firstFloat(t[rmq.RuntimeGetTransferredTps])
+	s.DiskUsedRatio, _ = strconv.ParseFloat(t[rmq.RuntimeCommitLogDiskRatio], 64)
+	s.DiskTotalBytes, _ = strconv.ParseUint(t[rmq.RuntimeCommitLogDirTotalBytes], 10, 64)
+	s.DiskFreeBytes, _ = strconv.ParseUint(t[rmq.RuntimeCommitLogDirFreeBytes], 10, 64)
+	s.DiskUsedBytes, _ = strconv.ParseUint(t[rmq.RuntimeCommitLogDirUsedBytes], 10, 64)
+	s.RemovedUnconsumed, _ = strconv.ParseUint(t[rmq.RuntimeRemovedUnconsumedMsgs], 10, 64)
 }
 
 // firstFloat reads the first of RocketMQ's space-separated rates.

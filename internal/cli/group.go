@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -64,50 +63,26 @@ type GroupDescription struct {
 	TotalInFlight    int64               `json:"totalInFlight"`
 }
 
-type connectionList struct {
-	ConnectionSet []struct {
-		ClientID   string `json:"clientId"`
-		ClientAddr string `json:"clientAddr"`
-		Language   any    `json:"language"`
-		Version    int    `json:"version"`
-	} `json:"connectionSet"`
-	SubscriptionTable map[string]struct {
-		Topic          string `json:"topic"`
-		SubString      string `json:"subString"`
-		ExpressionType string `json:"expressionType"`
-	} `json:"subscriptionTable"`
-	ConsumeType      string `json:"consumeType"`
-	MessageModel     string `json:"messageModel"`
-	ConsumeFromWhere string `json:"consumeFromWhere"`
-}
-
-type offsetWrapper struct {
-	BrokerOffset   int64 `json:"brokerOffset"`
-	ConsumerOffset int64 `json:"consumerOffset"`
-	LastTimestamp  int64 `json:"lastTimestamp"`
-	InFlight       int64 `json:"inFlight"`
-}
-
 // describeGroup gathers members and positions from every master; known
 // reports whether any broker knows the group.
 func (c *CLI) describeGroup(ctx context.Context, ms []masterBroker, group string) (d GroupDescription, known bool, err error) {
 	d = GroupDescription{Group: group, Members: []GroupMember{}, Subscriptions: []GroupSubscription{}, Queues: []GroupQueue{}}
 	subs := map[string]GroupSubscription{}
 	for _, m := range ms {
-		resp, err := c.call(ctx, m.addr, remoting.NewRequest(rmq.CodeGetConsumerConnectionList, map[string]string{"consumerGroup": group}, nil))
+		resp, err := c.call(ctx, m.addr, rmq.EncodeConsumerConnectionListRequest(rmq.ConsumerConnectionListRequest{ConsumerGroup: group}))
 		if err != nil {
 			return d, false, err
 		}
 		switch resp.Code {
 		case rmq.RespSuccess:
-			var cl connectionList
-			if err := json.Unmarshal(resp.Body, &cl); err != nil {
+			cl, err := rmq.DecodeConsumerConnectionBody(resp.Body)
+			if err != nil {
 				return d, false, fmt.Errorf("%w: members of %s from %s: %w", ErrRefused, group, m.addr, err)
 			}
 			known, d.Online = true, true
 			d.ConsumeType, d.MessageModel, d.ConsumeFromWhere = cl.ConsumeType, cl.MessageModel, cl.ConsumeFromWhere
 			for _, cn := range cl.ConnectionSet {
-				d.Members = append(d.Members, GroupMember{ClientID: cn.ClientID, Address: cn.ClientAddr, Language: fmt.Sprint(cn.Language), Version: cn.Version, Broker: m.name})
+				d.Members = append(d.Members, GroupMember{ClientID: cn.ClientID, Address: cn.ClientAddr, Language: cn.Language, Version: int(cn.Version), Broker: m.name})
 			}
 			for topic, s := range cl.SubscriptionTable {
 				subs[topic] = GroupSubscription{Topic: topic, Expression: s.SubString, Type: s.ExpressionType}
@@ -116,23 +91,19 @@ func (c *CLI) describeGroup(ctx context.Context, ms []masterBroker, group string
 		default:
 			return d, false, refused(m.addr, "members of group "+group, resp)
 		}
-		resp, err = c.call(ctx, m.addr, remoting.NewRequest(rmq.CodeGetConsumeStats, map[string]string{"consumerGroup": group}, nil))
+		resp, err = c.call(ctx, m.addr, rmq.EncodeConsumeStatsRequest(rmq.ConsumeStatsRequest{ConsumerGroup: group}))
 		if err != nil {
 			return d, false, err
 		}
 		switch resp.Code {
 		case rmq.RespSuccess:
 			known = true
-			entries, err := decodeMQMap(resp.Body, "offsetTable")
+			stats, err := rmq.DecodeConsumeStatsBody(resp.Body)
 			if err != nil {
 				return d, false, fmt.Errorf("%w: consume stats of %s from %s: %w", ErrRefused, group, m.addr, err)
 			}
-			for _, e := range entries {
-				var o offsetWrapper
-				if err := json.Unmarshal(e.value, &o); err != nil {
-					return d, false, fmt.Errorf("%w: consume stats of %s from %s: %w", ErrRefused, group, m.addr, err)
-				}
-				q := GroupQueue{Topic: e.Topic, Broker: m.name, QueueID: e.QueueID, BrokerOffset: o.BrokerOffset,
+			for _, o := range stats.Offsets {
+				q := GroupQueue{Topic: o.Topic, Broker: m.name, QueueID: o.QueueID, BrokerOffset: o.BrokerOffset,
 					ConsumerOffset: o.ConsumerOffset, Lag: max(0, o.BrokerOffset-o.ConsumerOffset), LastConsumedTimestamp: o.LastTimestamp,
 					InFlight: o.InFlight}
 				d.Queues = append(d.Queues, q)
@@ -265,10 +236,8 @@ func (c *CLI) GroupList(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		var body struct {
-			SubscriptionGroupTable map[string]json.RawMessage `json:"subscriptionGroupTable"`
-		}
-		if err := json.Unmarshal(resp.Body, &body); err != nil {
+		body, err := rmq.DecodeSubscriptionGroupTableBody(resp.Body)
+		if err != nil {
 			return fmt.Errorf("%w: subscription groups of %s are not valid JSON: %w", ErrRefused, m.addr, err)
 		}
 		for g := range body.SubscriptionGroupTable {

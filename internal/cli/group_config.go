@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/petrelmq/petrel/internal/remoting/rmq"
@@ -287,8 +286,7 @@ func (c *CLI) GroupDelete(ctx context.Context, group string, cleanOffset bool) e
 	}
 	res := GroupResult{Group: group, Action: "deleted", Brokers: []string{}, CleanOffset: cleanOffset}
 	for _, m := range ms {
-		req := remoting.NewRequest(rmq.CodeDeleteSubscriptionGroup, map[string]string{
-			"groupName": group, "cleanOffset": strconv.FormatBool(cleanOffset)}, nil)
+		req := rmq.EncodeDeleteSubscriptionGroup(rmq.DeleteSubscriptionGroupRequest{GroupName: group, CleanOffset: cleanOffset})
 		if _, err := c.callOK(ctx, m.addr, "delete subscription group "+group, req); err != nil {
 			return err
 		}

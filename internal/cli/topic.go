@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -16,7 +14,6 @@ import (
 	"github.com/petrelmq/petrel/internal/remoting/rmq"
 
 	"github.com/petrelmq/petrel/internal/message"
-	"github.com/petrelmq/petrel/internal/namesrv"
 	"github.com/petrelmq/petrel/internal/remoting"
 )
 
@@ -63,22 +60,16 @@ func FormatPerm(p int32) string {
 	return string(b)
 }
 
-// topicConfig is a broker's topic config (GET_ALL_TOPIC_CONFIG): the
-// name server's, with the 5.x attributes the name server ignores.
-type topicConfig struct {
-	namesrv.TopicConfig
-	Attributes map[string]string `json:"attributes"`
-}
+// topicConfig is a broker's topic config (GET_ALL_TOPIC_CONFIG).
+type topicConfig = rmq.TopicConfig
 
 func (c *CLI) brokerTopics(ctx context.Context, addr string) (map[string]topicConfig, error) {
 	resp, err := c.callOK(ctx, addr, "topic configs", remoting.NewRequest(rmq.CodeGetAllTopicConfig, nil, nil))
 	if err != nil {
 		return nil, err
 	}
-	var body struct {
-		TopicConfigTable map[string]topicConfig `json:"topicConfigTable"`
-	}
-	if err := json.Unmarshal(resp.Body, &body); err != nil {
+	body, err := rmq.DecodeTopicConfigBody(resp.Body)
+	if err != nil {
 		return nil, fmt.Errorf("%w: topic configs of %s are not valid JSON: %w", ErrRefused, addr, err)
 	}
 	return body.TopicConfigTable, nil
@@ -123,19 +114,14 @@ func attrChanges(set map[string]string, remove []string) string {
 }
 
 func (c *CLI) putTopic(ctx context.Context, addr string, t topicConfig, attrs string) error {
-	ext := map[string]string{
-		"topic": t.TopicName, "defaultTopic": templateTopic,
-		"readQueueNums": strconv.Itoa(int(t.ReadQueueNums)), "writeQueueNums": strconv.Itoa(int(t.WriteQueueNums)),
-		"perm": strconv.Itoa(int(t.Perm)), "topicFilterType": "SINGLE_TAG", "topicSysFlag": strconv.Itoa(int(t.TopicSysFlag)),
-		"order": strconv.FormatBool(t.Order),
+	h := rmq.CreateTopicRequest{
+		Topic: t.TopicName, DefaultTopic: templateTopic, ReadQueueNums: t.ReadQueueNums, WriteQueueNums: t.WriteQueueNums,
+		Perm: t.Perm, TopicFilterType: t.TopicFilterType, TopicSysFlag: t.TopicSysFlag, Order: t.Order, Attributes: attrs,
 	}
-	if t.TopicFilterType != "" {
-		ext["topicFilterType"] = t.TopicFilterType
+	if h.TopicFilterType == "" {
+		h.TopicFilterType = "SINGLE_TAG"
 	}
-	if attrs != "" {
-		ext["attributes"] = attrs
-	}
-	_, err := c.callOK(ctx, addr, "save topic "+t.TopicName, remoting.NewRequest(rmq.CodeUpdateAndCreateTopic, ext, nil))
+	_, err := c.callOK(ctx, addr, "save topic "+t.TopicName, rmq.EncodeCreateTopic(h))
 	return err
 }
 
@@ -188,7 +174,7 @@ func (c *CLI) TopicCreate(ctx context.Context, spec TopicSpec) error {
 	res := TopicResult{Topic: spec.Name, Action: "created", ReadQueues: spec.ReadQueues, WriteQueues: spec.WriteQueues,
 		Perm: FormatPerm(perm), Attributes: spec.SetAttrs}
 	for _, m := range ms {
-		t := topicConfig{TopicConfig: namesrv.TopicConfig{TopicName: spec.Name, ReadQueueNums: spec.ReadQueues, WriteQueueNums: spec.WriteQueues, Perm: perm}}
+		t := topicConfig{TopicName: spec.Name, ReadQueueNums: spec.ReadQueues, WriteQueueNums: spec.WriteQueues, Perm: perm}
 		if err := c.putTopic(ctx, m.addr, t, attrChanges(spec.SetAttrs, nil)); err != nil {
 			return err
 		}
@@ -241,7 +227,7 @@ func (c *CLI) TopicUpdate(ctx context.Context, spec TopicSpec) error {
 		return err
 	}
 	res := TopicResult{Topic: spec.Name, Action: "updated"}
-	want := map[string]namesrv.QueueData{}
+	want := map[string]rmq.QueueData{}
 	for _, b := range rt {
 		ts, err := c.brokerTopics(ctx, b.addr)
 		if err != nil {
@@ -272,7 +258,7 @@ func (c *CLI) TopicUpdate(ctx context.Context, spec TopicSpec) error {
 		t = after[spec.Name]
 		res.Brokers = append(res.Brokers, b.name)
 		res.ReadQueues, res.WriteQueues, res.Perm, res.Attributes = t.ReadQueueNums, t.WriteQueueNums, FormatPerm(t.Perm), t.Attributes
-		want[b.name] = namesrv.QueueData{BrokerName: b.name, ReadQueueNums: t.ReadQueueNums, WriteQueueNums: t.WriteQueueNums, Perm: t.Perm, TopicSysFlag: t.TopicSysFlag}
+		want[b.name] = rmq.QueueData{BrokerName: b.name, ReadQueueNums: t.ReadQueueNums, WriteQueueNums: t.WriteQueueNums, Perm: t.Perm, TopicSysFlag: t.TopicSysFlag}
 	}
 	err = c.waitRoute(ctx, spec.Name, func(rt []routeBroker) bool {
 		n := 0
@@ -406,37 +392,6 @@ type TopicDescription struct {
 	RemovedUnconsumed map[string]uint64 `json:"removedUnconsumed"`
 }
 
-// decodeRemovedUnconsumed reads Petrel's removedUnconsumed field (group →
-// messages) of a topic stats answer into into; a broker without it adds
-// nothing.
-func decodeRemovedUnconsumed(body []byte, into map[string]uint64) error {
-	key := []byte(`"removedUnconsumed":`)
-	i := bytes.Index(body, key)
-	if i < 0 {
-		return nil
-	}
-	p := &scan{b: body[i+len(key):]}
-	p.ws()
-	v, err := p.value()
-	if err != nil {
-		return err
-	}
-	var m map[string]uint64
-	if err := json.Unmarshal(v, &m); err != nil {
-		return fmt.Errorf("removedUnconsumed: %w", err)
-	}
-	for g, n := range m {
-		into[g] += n
-	}
-	return nil
-}
-
-type topicOffset struct {
-	MinOffset           int64 `json:"minOffset"`
-	MaxOffset           int64 `json:"maxOffset"`
-	LastUpdateTimestamp int64 `json:"lastUpdateTimestamp"`
-}
-
 // TopicDescribe writes a topic's config and its queues.
 func (c *CLI) TopicDescribe(ctx context.Context, name string) error {
 	rt, err := c.route(ctx, name)
@@ -458,7 +413,7 @@ func (c *CLI) TopicDescribe(ctx context.Context, name string) error {
 		d.WriteQueues += t.WriteQueueNums
 		d.Perm, d.Order = FormatPerm(t.Perm), t.Order
 		maps.Copy(d.Attributes, t.Attributes)
-		resp, err := c.call(ctx, b.addr, remoting.NewRequest(rmq.CodeGetTopicStatsInfo, map[string]string{"topic": name}, nil))
+		resp, err := c.call(ctx, b.addr, rmq.EncodeTopicStatsRequest(rmq.TopicStatsRequest{Topic: name}))
 		if err != nil {
 			return err
 		}
@@ -468,19 +423,15 @@ func (c *CLI) TopicDescribe(ctx context.Context, name string) error {
 		if resp.Code != rmq.RespSuccess {
 			return refused(b.addr, "topic stats of "+name, resp)
 		}
-		entries, err := decodeMQMap(resp.Body, "offsetTable")
+		stats, err := rmq.DecodeTopicStatsBody(resp.Body)
 		if err != nil {
 			return fmt.Errorf("%w: topic stats of %s from %s: %w", ErrRefused, name, b.addr, err)
 		}
-		if err := decodeRemovedUnconsumed(resp.Body, d.RemovedUnconsumed); err != nil {
-			return fmt.Errorf("%w: topic stats of %s from %s: %w", ErrRefused, name, b.addr, err)
+		for g, n := range stats.RemovedUnconsumed {
+			d.RemovedUnconsumed[g] += n
 		}
-		for _, e := range entries {
-			var o topicOffset
-			if err := json.Unmarshal(e.value, &o); err != nil {
-				return fmt.Errorf("%w: topic stats of %s from %s: %w", ErrRefused, name, b.addr, err)
-			}
-			d.Queues = append(d.Queues, QueueInfo{Broker: b.name, QueueID: e.QueueID, MinOffset: o.MinOffset, MaxOffset: o.MaxOffset,
+		for _, o := range stats.Offsets {
+			d.Queues = append(d.Queues, QueueInfo{Broker: b.name, QueueID: o.QueueID, MinOffset: o.MinOffset, MaxOffset: o.MaxOffset,
 				Messages: o.MaxOffset - o.MinOffset, LastStoreTimestamp: o.LastUpdateTimestamp, LastStoreTime: jsonTime(o.LastUpdateTimestamp)})
 		}
 	}
@@ -541,7 +492,7 @@ func (c *CLI) TopicDelete(ctx context.Context, name string) error {
 	}
 	res := TopicResult{Topic: name, Action: "deleted"}
 	for _, b := range rt {
-		if _, err := c.callOK(ctx, b.addr, "delete topic "+name, remoting.NewRequest(rmq.CodeDeleteTopicInBroker, map[string]string{"topic": name}, nil)); err != nil {
+		if _, err := c.callOK(ctx, b.addr, "delete topic "+name, rmq.EncodeDeleteTopicInBroker(rmq.DeleteTopicRequest{Topic: name})); err != nil {
 			return err
 		}
 		res.Brokers = append(res.Brokers, b.name)
@@ -553,7 +504,7 @@ func (c *CLI) TopicDelete(ctx context.Context, name string) error {
 			return true
 		}
 		for _, ns := range c.cfg.NameServers {
-			_, _ = c.call(ctx, ns, remoting.NewRequest(rmq.CodeDeleteTopicInNamesrv, map[string]string{"topic": name}, nil))
+			_, _ = c.call(ctx, ns, rmq.EncodeDeleteTopicInNamesrv(rmq.DeleteTopicRequest{Topic: name}))
 		}
 		return false
 	})

@@ -21,7 +21,6 @@ import (
 	"github.com/petrelmq/petrel/internal/remoting/brokerfront"
 	"github.com/petrelmq/petrel/internal/store"
 	"github.com/petrelmq/petrel/internal/store/commitlog"
-	"github.com/petrelmq/petrel/internal/store/meta"
 	"github.com/petrelmq/petrel/internal/vfs"
 )
 
@@ -331,7 +330,7 @@ func (d *Broker) publishTopic(c broker.TopicChange) {
 // so far (the admin front answers a topic change after it).
 func (d *Broker) awaitRoutes(ctx context.Context) error { return d.reg.WaitPublished(ctx) }
 
-func topicConfig(t meta.Topic) namesrv.TopicConfig {
+func topicConfig(t broker.TopicConfig) namesrv.TopicConfig {
 	return namesrv.TopicConfig{TopicName: t.Name, ReadQueueNums: t.ReadQueueNums, WriteQueueNums: t.WriteQueueNums,
 		Perm: t.Perm, TopicFilterType: t.TopicFilterType, TopicSysFlag: t.TopicSysFlag, Order: t.Order}
 }

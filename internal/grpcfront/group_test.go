@@ -8,7 +8,6 @@ import (
 	v2 "github.com/apache/rocketmq-clients/golang/v5/protocol/v2"
 
 	"github.com/petrelmq/petrel/internal/broker"
-	"github.com/petrelmq/petrel/internal/store/meta"
 )
 
 // TestGroupUpdateReachesRunningConsumers: a group config changed with
@@ -31,7 +30,7 @@ func TestGroupUpdateReachesRunningConsumers(t *testing.T) {
 
 	g.ConsumeMessageOrderly = true
 	g.RetryMaxTimes = 0
-	g.GroupRetryPolicy = &meta.RetryPolicy{Type: "EXPONENTIAL", Exponential: &meta.ExponentialRetry{Initial: 100, Max: 1000, Multiplier: 3}}
+	g.GroupRetryPolicy = &broker.RetryPolicy{Type: "EXPONENTIAL", Exponential: &broker.ExponentialRetry{Initial: 100, Max: 1000, Multiplier: 3}}
 	if err := e.b.UpdateGroup(g); err != nil {
 		t.Fatal(err)
 	}

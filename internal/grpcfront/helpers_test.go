@@ -19,7 +19,6 @@ import (
 	"github.com/petrelmq/petrel/internal/clock"
 	"github.com/petrelmq/petrel/internal/message"
 	"github.com/petrelmq/petrel/internal/store"
-	"github.com/petrelmq/petrel/internal/store/meta"
 	"github.com/petrelmq/petrel/internal/store/storetest"
 	"github.com/petrelmq/petrel/internal/vfs"
 )
@@ -131,7 +130,7 @@ func (e *env) ctx(clientID string) context.Context {
 // createTopic creates a topic of n queues.
 func (e *env) createTopic(name string, n int32) {
 	e.t.Helper()
-	if err := e.b.CreateTopic(meta.Topic{Name: name, ReadQueueNums: n, WriteQueueNums: n, Perm: meta.PermRead | meta.PermWrite}); err != nil {
+	if err := e.b.CreateTopic(broker.TopicConfig{Name: name, ReadQueueNums: n, WriteQueueNums: n, Perm: broker.PermRead | broker.PermWrite}); err != nil {
 		e.t.Fatalf("create topic %s: %v", name, err)
 	}
 }
@@ -142,7 +141,7 @@ func (e *env) putGroup(name string, retryMaxTimes int32, attrs map[string]string
 	g := broker.DefaultGroup(name)
 	g.RetryMaxTimes = retryMaxTimes
 	g.Attributes = attrs
-	if err := e.st.Meta().PutGroup(g); err != nil {
+	if err := e.b.UpdateGroup(g); err != nil {
 		e.t.Fatalf("put group %s: %v", name, err)
 	}
 }

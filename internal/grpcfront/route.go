@@ -13,7 +13,6 @@ import (
 
 	"github.com/petrelmq/petrel/internal/broker"
 	"github.com/petrelmq/petrel/internal/message"
-	"github.com/petrelmq/petrel/internal/store/meta"
 )
 
 // topicTypeAttribute is RocketMQ 5's topic attribute naming the one
@@ -75,26 +74,26 @@ func checkGroup(r *v2.Resource) (string, *v2.Status) {
 // topicFor returns the topic's config, creating it from the auto-create
 // template when the broker allows (never a %RETRY% or %DLQ% topic: those
 // belong to their group). The status says why there is none.
-func (s *Server) topicFor(name string) (meta.Topic, *v2.Status) {
+func (s *Server) topicFor(name string) (broker.TopicConfig, *v2.Status) {
 	if t, ok := s.b.Topic(name); ok {
 		return t, nil
 	}
 	notFound := status(v2.Code_TOPIC_NOT_FOUND, "topic %q does not exist on broker %s; create it first", name, s.b.Config().BrokerName)
 	if !s.b.Config().AutoCreateTopics || strings.HasPrefix(name, broker.RetryGroupTopicPrefix) || strings.HasPrefix(name, broker.DLQGroupTopicPrefix) {
-		return meta.Topic{}, notFound
+		return broker.TopicConfig{}, notFound
 	}
 	tmpl, ok := s.b.Topic(broker.TemplateTopic)
-	if !ok || tmpl.Perm&meta.PermInherit == 0 {
-		return meta.Topic{}, notFound
+	if !ok || tmpl.Perm&broker.PermInherit == 0 {
+		return broker.TopicConfig{}, notFound
 	}
 	n := max(min(autoCreateQueues, tmpl.WriteQueueNums), 1)
-	t := meta.Topic{Name: name, ReadQueueNums: n, WriteQueueNums: n, Perm: tmpl.Perm &^ meta.PermInherit, TopicFilterType: "SINGLE_TAG"}
+	t := broker.TopicConfig{Name: name, ReadQueueNums: n, WriteQueueNums: n, Perm: tmpl.Perm &^ broker.PermInherit, TopicFilterType: "SINGLE_TAG"}
 	// Another request may be creating it too: take whichever exists.
 	if cur, ok := s.b.Topic(name); ok {
 		return cur, nil
 	}
 	if err := s.b.CreateTopic(t); err != nil {
-		return meta.Topic{}, s.brokerStatus(err, "create topic")
+		return broker.TopicConfig{}, s.brokerStatus(err, "create topic")
 	}
 	if cur, ok := s.b.Topic(name); ok {
 		return cur, nil
@@ -110,18 +109,18 @@ const noRouteText = "CODE: 17  DESC: No topic route info in name server for the 
 // existingTopic returns the topic's config, or TOPIC_NOT_FOUND with
 // RocketMQ's text: a route or assignment query never creates a topic, as
 // RocketMQ's proxy (sends still auto-create, topicFor).
-func (s *Server) existingTopic(name string) (meta.Topic, *v2.Status) {
+func (s *Server) existingTopic(name string) (broker.TopicConfig, *v2.Status) {
 	if t, ok := s.b.Topic(name); ok {
 		return t, nil
 	}
-	return meta.Topic{}, status(v2.Code_TOPIC_NOT_FOUND, noRouteText, name)
+	return broker.TopicConfig{}, status(v2.Code_TOPIC_NOT_FOUND, noRouteText, name)
 }
 
 // queueCount is how many queues a route lists.
-func queueCount(t meta.Topic) int32 { return max(t.ReadQueueNums, t.WriteQueueNums, 1) }
+func queueCount(t broker.TopicConfig) int32 { return max(t.ReadQueueNums, t.WriteQueueNums, 1) }
 
 // acceptTypes are the message types a topic accepts.
-func acceptTypes(t meta.Topic) []v2.MessageType {
+func acceptTypes(t broker.TopicConfig) []v2.MessageType {
 	switch strings.ToUpper(t.Attributes[topicTypeAttribute]) {
 	case "NORMAL":
 		return []v2.MessageType{v2.MessageType_NORMAL}
@@ -177,7 +176,7 @@ func parseEndpoint(hostPort string) *v2.Endpoints {
 }
 
 // queue is one route entry.
-func (s *Server) queue(topic *v2.Resource, id int32, t meta.Topic, ep *v2.Endpoints) *v2.MessageQueue {
+func (s *Server) queue(topic *v2.Resource, id int32, t broker.TopicConfig, ep *v2.Endpoints) *v2.MessageQueue {
 	return &v2.MessageQueue{
 		Topic:              &v2.Resource{ResourceNamespace: topic.GetResourceNamespace(), Name: topic.GetName()},
 		Id:                 id,
@@ -225,7 +224,7 @@ func (s *Server) QueryAssignment(ctx context.Context, req *v2.QueryAssignmentReq
 	if st != nil {
 		return &v2.QueryAssignmentResponse{Status: st}, nil
 	}
-	if t.Perm&meta.PermRead == 0 {
+	if t.Perm&broker.PermRead == 0 {
 		return &v2.QueryAssignmentResponse{Status: status(v2.Code_FORBIDDEN, "topic %q is not readable on broker %s (perm %d)", name, s.b.Config().BrokerName, t.Perm)}, nil
 	}
 	ep := s.endpoints(req.GetEndpoints())

@@ -6,7 +6,6 @@ import (
 	v2 "github.com/apache/rocketmq-clients/golang/v5/protocol/v2"
 
 	"github.com/petrelmq/petrel/internal/broker"
-	"github.com/petrelmq/petrel/internal/store/meta"
 )
 
 func TestQueryRouteListsEveryQueueAtTheAdvertisedEndpoint(t *testing.T) {
@@ -125,7 +124,7 @@ func TestQueryRouteUnknownTopicWithoutAutoCreate(t *testing.T) {
 
 func TestTopicTypeAttributeLimitsAcceptedTypes(t *testing.T) {
 	e := newEnv(t)
-	if err := e.b.CreateTopic(meta.Topic{Name: "OnlyFIFO", ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6,
+	if err := e.b.CreateTopic(broker.TopicConfig{Name: "OnlyFIFO", ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6,
 		Attributes: map[string]string{topicTypeAttribute: "FIFO"}}); err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,6 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/petrelmq/petrel/internal/broker"
-	"github.com/petrelmq/petrel/internal/store/meta"
 )
 
 // maxClients bounds the known clients; Settings from more are refused.
@@ -551,7 +550,7 @@ func (s *Server) groupBackoff(group string, attempts int32) *v2.RetryPolicy {
 	p := g.GroupRetryPolicy
 	switch {
 	case p != nil && p.Type == "EXPONENTIAL":
-		e := meta.ExponentialRetry{Initial: 5000, Max: 2 * 3600 * 1000, Multiplier: 2}
+		e := broker.ExponentialRetry{Initial: 5000, Max: 2 * 3600 * 1000, Multiplier: 2}
 		if p.Exponential != nil {
 			e = *p.Exponential
 		}

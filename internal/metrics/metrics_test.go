@@ -21,7 +21,6 @@ import (
 	"github.com/petrelmq/petrel/internal/message"
 	"github.com/petrelmq/petrel/internal/store"
 	"github.com/petrelmq/petrel/internal/store/commitlog"
-	"github.com/petrelmq/petrel/internal/store/meta"
 	"github.com/petrelmq/petrel/internal/store/storetest"
 	"github.com/petrelmq/petrel/internal/vfs"
 )
@@ -182,7 +181,7 @@ func TestMetricsAfterProduceAndConsume(t *testing.T) {
 	e.m.Attach(Source{Broker: e.b, Conns: func() int { return 3 }})
 
 	const topic, group = "Orders", "G"
-	if err := e.b.CreateTopic(meta.Topic{Name: topic, ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6}); err != nil {
+	if err := e.b.CreateTopic(broker.TopicConfig{Name: topic, ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6}); err != nil {
 		t.Fatal(err)
 	}
 	e.b.Heartbeat(1, broker.Heartbeat{ClientID: "c1", Consumers: []broker.ConsumerData{{
@@ -213,7 +212,7 @@ func TestMetricsAfterProduceAndConsume(t *testing.T) {
 	e.b.UpdateConsumerOffset(group, topic, 0, 0)
 	e.b.UpdateConsumerOffset(group, topic, 1, 0)
 	// A pull on an empty topic parks.
-	if err := e.b.CreateTopic(meta.Topic{Name: "Empty", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6}); err != nil {
+	if err := e.b.CreateTopic(broker.TopicConfig{Name: "Empty", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6}); err != nil {
 		t.Fatal(err)
 	}
 	parked := make(chan error, 1)
@@ -378,7 +377,7 @@ func TestLagSeriesAreBounded(t *testing.T) {
 	e := newEnv(t)
 	e.m.opts.MaxLagQueues = 3
 	e.m.Attach(Source{Broker: e.b})
-	if err := e.b.CreateTopic(meta.Topic{Name: "T", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6}); err != nil {
+	if err := e.b.CreateTopic(broker.TopicConfig{Name: "T", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6}); err != nil {
 		t.Fatal(err)
 	}
 	for _, g := range []string{"A", "B"} {
@@ -431,7 +430,7 @@ func TestServerListensAndCloses(t *testing.T) {
 func TestTrafficCountersExistAtZeroAndValuesArePlain(t *testing.T) {
 	e := newEnv(t)
 	e.m.Attach(Source{Broker: e.b})
-	if err := e.b.CreateTopic(meta.Topic{Name: "Idle", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6}); err != nil {
+	if err := e.b.CreateTopic(broker.TopicConfig{Name: "Idle", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6}); err != nil {
 		t.Fatal(err)
 	}
 	fams := e.scrape()
@@ -475,7 +474,7 @@ func TestIdleTopicSeriesAreBounded(t *testing.T) {
 	e := newEnv(t)
 	e.m.Attach(Source{Broker: e.b})
 	for i := range maxIdleTopicSeries + 10 {
-		if err := e.b.CreateTopic(meta.Topic{Name: "T" + strconv.Itoa(i), ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6}); err != nil {
+		if err := e.b.CreateTopic(broker.TopicConfig{Name: "T" + strconv.Itoa(i), ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6}); err != nil {
 			t.Fatal(err)
 		}
 	}

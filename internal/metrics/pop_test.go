@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/petrelmq/petrel/internal/broker"
-	"github.com/petrelmq/petrel/internal/store/meta"
 )
 
 // TestPopInFlightGauge: petrel_pop_inflight_messages{group,topic} counts
@@ -15,7 +14,7 @@ import (
 func TestPopInFlightGauge(t *testing.T) {
 	e := newEnv(t)
 	e.m.Attach(Source{Broker: e.b})
-	if err := e.b.CreateTopic(meta.Topic{Name: "T", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6}); err != nil {
+	if err := e.b.CreateTopic(broker.TopicConfig{Name: "T", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6}); err != nil {
 		t.Fatal(err)
 	}
 	for range 3 {

@@ -22,7 +22,7 @@ func javaExt(body []byte) map[string]string {
 }
 
 func TestDecodeJavaRegistration(t *testing.T) {
-	r, err := decodeRegistration(javaExt([]byte(javaBody)), []byte(javaBody))
+	r, err := decodeReg(javaExt([]byte(javaBody)), []byte(javaBody))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestDecodeRegistrationRejects(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			ext := javaExt(body)
 			b := c.edit(ext)
-			if _, err := decodeRegistration(ext, b); !errors.Is(err, c.want) {
+			if _, err := decodeReg(ext, b); !errors.Is(err, c.want) {
 				t.Fatalf("err %v, want %v", err, c.want)
 			}
 		})
@@ -86,7 +86,7 @@ func TestDeltaAndZlibRoundTrip(t *testing.T) {
 	body := deflate(encodeDeltaBody(v, changed, []string{"B"}))
 	ext := javaExt(body)
 	ext[ExtDelta], ext[ExtZlib], ext[ExtBaseVersion] = "true", "true", DataVersion{Timestamp: 5, Counter: 8}.String()
-	r, err := decodeRegistration(ext, body)
+	r, err := decodeReg(ext, body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestDeltaAndZlibRoundTrip(t *testing.T) {
 // decoders: no panic, and whatever decodes re-encodes to the same value.
 func FuzzDecodeRegistration(f *testing.F) {
 	f.Add([]byte(javaBody), false)
-	f.Add(encodeDeltaBody(DataVersion{1, 2}, map[string]TopicConfig{"T": topic("T", 4, 6)}, []string{"U"}), true)
+	f.Add(encodeDeltaBody(DataVersion{Timestamp: 1, Counter: 2}, map[string]TopicConfig{"T": topic("T", 4, 6)}, []string{"U"}), true)
 	f.Add([]byte(`{}`), true)
 	f.Add([]byte(`{"topicConfigSerializeWrapper":{"topicConfigTable":{"":{}}}}`), false)
 	f.Fuzz(func(t *testing.T, body []byte, delta bool) {
@@ -108,7 +108,7 @@ func FuzzDecodeRegistration(f *testing.F) {
 			ext[ExtDelta] = "true"
 			ext[ExtBaseVersion] = `{"timestamp":1,"counter":1}`
 		}
-		r, err := decodeRegistration(ext, body)
+		r, err := decodeReg(ext, body)
 		if err != nil {
 			if !errors.Is(err, ErrBadRegistration) {
 				t.Fatalf("error of no class: %v", err)
@@ -126,11 +126,11 @@ func FuzzDecodeRegistration(f *testing.F) {
 		} else {
 			again = encodeRegisterBody(r.Topics, r.Version)
 		}
-		r2, err := decodeRegistration(javaExt(again), again)
+		r2, err := decodeReg(javaExt(again), again)
 		if delta {
 			ext2 := javaExt(again)
 			ext2[ExtDelta], ext2[ExtBaseVersion] = "true", ext[ExtBaseVersion]
-			r2, err = decodeRegistration(ext2, again)
+			r2, err = decodeReg(ext2, again)
 		}
 		if err != nil {
 			t.Fatalf("re-encoded body does not decode: %v\n%s", err, again)

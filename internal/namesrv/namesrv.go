@@ -2,8 +2,6 @@ package namesrv
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"log/slog"
 	"net"
 	"strconv"
@@ -190,22 +188,14 @@ func fail(req *remoting.Command, code int16, err error) *remoting.Command {
 	return remoting.NewResponse(req, code, err.Error())
 }
 
-func jsonBody(resp *remoting.Command, v any) *remoting.Command {
-	b, err := json.Marshal(v)
-	if err != nil {
-		// Only our own plain types are encoded: a failure is a bug.
-		panic(fmt.Sprintf("namesrv: encode answer: %v", err))
-	}
-	resp.Body = b
+func bodyResponse(req *remoting.Command, body []byte) *remoting.Command {
+	resp := remoting.NewResponse(req, rmq.RespSuccess, "")
+	resp.Body = body
 	return resp
 }
 
-type kvTable struct {
-	Table map[string]string `json:"table"`
-}
-
 func (s *Server) registerBroker(_ context.Context, c *remoting.Conn, req *remoting.Command) *remoting.Command {
-	r, err := decodeRegistration(req.ExtFields, req.Body)
+	r, err := decodeRegistration(req)
 	if err != nil {
 		s.log.Warn("bad broker registration", "err", err)
 		return fail(req, remoting.CodeSystemError, err)
@@ -220,10 +210,7 @@ func (s *Server) registerBroker(_ context.Context, c *remoting.Conn, req *remoti
 	if res.NeedFull {
 		s.log.Info("delta registration refused", "broker", r.Broker.Name, "broker_id", r.Broker.ID,
 			"broker_addr", r.Addr, "base_version", base.String(), "held_version", res.Version.String())
-		resp := remoting.NewResponse(req, CodeNeedFullRegistration,
-			"delta base version "+base.String()+" is not the version held here; send a full registration")
-		resp.SetExt(ExtNeedFull, "true")
-		return resp
+		return rmq.EncodeNeedFullRegistration(req, "delta base version "+base.String()+" is not the version held here; send a full registration")
 	}
 	if res.Stale {
 		s.log.Info("stale full registration ignored", "broker", r.Broker.Name, "broker_id", r.Broker.ID,
@@ -232,123 +219,130 @@ func (s *Server) registerBroker(_ context.Context, c *remoting.Conn, req *remoti
 		s.log.Debug("broker registered", "broker", r.Broker.Name, "broker_id", r.Broker.ID, "broker_addr", r.Addr,
 			"delta", delta, "topics", nTopics, "version", res.Version.String())
 	}
-	resp := remoting.NewResponse(req, remoting.CodeSuccess, "")
-	resp.SetExt(extHAServerAddr, res.MasterHAAddr)
-	resp.SetExt(extMasterAddr, res.MasterAddr)
-	resp.SetExt(ExtDataVersion, res.Version.String())
+	out := rmq.RegisterBrokerResponse{MasterAddr: res.MasterAddr, MasterHAAddr: res.MasterHAAddr, DataVersion: res.Version}
 	if hasOrder {
-		jsonBody(resp, kvTable{Table: order})
+		out.OrderTopicConf = order
 	}
-	return resp
+	return rmq.EncodeRegisterBrokerResponse(req, out)
 }
 
 func (s *Server) unregisterBroker(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	id, err := brokerIdentity(req.ExtFields)
+	h, err := rmq.DecodeUnregisterBroker(req)
 	if err != nil {
-		return fail(req, remoting.CodeSystemError, err)
+		return fail(req, remoting.CodeSystemError, bad(err))
 	}
-	addr := req.Ext(extBrokerAddr)
+	id := brokerID(h.BrokerIdentity)
 	s.mu.Lock()
-	s.table.Unregister(id.Cluster, id.Name, id.ID, addr)
+	s.table.Unregister(id.Cluster, id.Name, id.ID, h.BrokerAddr)
 	s.mu.Unlock()
-	s.log.Info("broker unregistered", "broker", id.Name, "broker_id", id.ID, "broker_addr", addr)
+	s.log.Info("broker unregistered", "broker", id.Name, "broker_id", id.ID, "broker_addr", h.BrokerAddr)
 	return remoting.NewResponse(req, remoting.CodeSuccess, "")
 }
 
 func (s *Server) queryDataVersion(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	id, err := brokerIdentity(req.ExtFields)
+	h, err := rmq.DecodeQueryDataVersion(req)
 	if err != nil {
-		return fail(req, remoting.CodeSystemError, err)
+		return fail(req, remoting.CodeSystemError, bad(err))
 	}
-	var v DataVersion
-	if err := json.Unmarshal(req.Body, &v); err != nil {
-		return fail(req, remoting.CodeSystemError, fmt.Errorf("%w: data version body: %v", ErrBadRegistration, err))
-	}
+	id := brokerID(h.BrokerIdentity)
 	s.mu.Lock()
-	changed := s.table.Touch(id, req.Ext(extBrokerAddr), v, s.opts.Clock.Now())
+	changed := s.table.Touch(id, h.BrokerAddr, h.DataVersion, s.opts.Clock.Now())
 	held, ok := s.table.BrokerVersion(id)
 	s.mu.Unlock()
-	resp := remoting.NewResponse(req, remoting.CodeSuccess, "")
-	resp.SetExt(extChanged, strconv.FormatBool(changed))
+	out := rmq.QueryDataVersionResponse{Changed: changed}
 	if ok {
-		jsonBody(resp, held)
+		out.Held = &held
 	}
-	return resp
+	return rmq.EncodeQueryDataVersionResponse(req, out)
 }
 
 func (s *Server) routeInfo(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	topic := req.Ext("topic")
+	h, err := rmq.DecodeRouteRequest(req)
+	if err != nil {
+		return fail(req, remoting.CodeSystemError, err)
+	}
 	s.mu.Lock()
-	rd, ok := s.table.Route(topic)
+	rd, ok := s.table.Route(h.Topic)
 	s.mu.Unlock()
 	if !ok {
 		return remoting.NewResponse(req, rmq.RespTopicNotExist,
-			"no route for topic "+strconv.Quote(topic)+" in the name server: create the topic on a broker, or enable auto-create")
+			"no route for topic "+strconv.Quote(h.Topic)+" in the name server: create the topic on a broker, or enable auto-create")
 	}
-	return jsonBody(remoting.NewResponse(req, remoting.CodeSuccess, ""), rd)
+	return bodyResponse(req, rmq.EncodeTopicRouteDataBody(rd))
 }
 
 func (s *Server) clusterInfo(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	s.mu.Lock()
 	ci := s.table.ClusterInfo()
 	s.mu.Unlock()
-	return jsonBody(remoting.NewResponse(req, remoting.CodeSuccess, ""), ci)
+	return bodyResponse(req, rmq.EncodeClusterInfoBody(ci))
 }
 
 func (s *Server) allTopics(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	s.mu.Lock()
 	topics := s.table.Topics()
 	s.mu.Unlock()
-	return jsonBody(remoting.NewResponse(req, remoting.CodeSuccess, ""), struct {
-		TopicList []string `json:"topicList"`
-	}{topics})
+	return bodyResponse(req, rmq.EncodeTopicListBody(rmq.TopicListBody{TopicList: topics}))
 }
 
 func (s *Server) deleteTopic(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	topic := req.Ext("topic")
+	h, err := rmq.DecodeDeleteTopic(req)
+	if err != nil {
+		return fail(req, remoting.CodeSystemError, err)
+	}
 	s.mu.Lock()
-	s.table.DeleteTopic(topic)
+	s.table.DeleteTopic(h.Topic)
 	s.mu.Unlock()
-	s.log.Info("topic deleted", "topic", topic)
+	s.log.Info("topic deleted", "topic", h.Topic)
 	return remoting.NewResponse(req, remoting.CodeSuccess, "")
 }
 
 func (s *Server) putKV(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	ns, key := req.Ext("namespace"), req.Ext("key")
-	if ns == "" || key == "" {
-		return remoting.NewResponse(req, remoting.CodeSystemError, "namespace and key are required")
+	h, err := rmq.DecodeKVConfig(req)
+	if err != nil {
+		return fail(req, remoting.CodeSystemError, err)
 	}
 	s.mu.Lock()
-	s.table.PutKV(ns, key, req.Ext("value"))
+	s.table.PutKV(h.Namespace, h.Key, h.Value)
 	s.mu.Unlock()
 	return remoting.NewResponse(req, remoting.CodeSuccess, "")
 }
 
 func (s *Server) getKV(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	ns, key := req.Ext("namespace"), req.Ext("key")
+	h, err := rmq.DecodeKVConfig(req)
+	if err != nil {
+		return fail(req, remoting.CodeSystemError, err)
+	}
 	s.mu.Lock()
-	v, ok := s.table.GetKV(ns, key)
+	v, ok := s.table.GetKV(h.Namespace, h.Key)
 	s.mu.Unlock()
 	if !ok {
-		return remoting.NewResponse(req, rmq.RespQueryNotFound, "no config item, namespace: "+ns+" key: "+key)
+		return remoting.NewResponse(req, rmq.RespQueryNotFound, "no config item, namespace: "+h.Namespace+" key: "+h.Key)
 	}
-	return remoting.NewResponse(req, remoting.CodeSuccess, "").SetExt("value", v)
+	return rmq.EncodeGetKVConfigResponse(req, v)
 }
 
 func (s *Server) deleteKV(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	h, err := rmq.DecodeKVConfig(req)
+	if err != nil {
+		return fail(req, remoting.CodeSystemError, err)
+	}
 	s.mu.Lock()
-	s.table.DeleteKV(req.Ext("namespace"), req.Ext("key"))
+	s.table.DeleteKV(h.Namespace, h.Key)
 	s.mu.Unlock()
 	return remoting.NewResponse(req, remoting.CodeSuccess, "")
 }
 
 func (s *Server) kvList(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	ns := req.Ext("namespace")
+	h, err := rmq.DecodeKVList(req)
+	if err != nil {
+		return fail(req, remoting.CodeSystemError, err)
+	}
 	s.mu.Lock()
-	m, ok := s.table.KVList(ns)
+	m, ok := s.table.KVList(h.Namespace)
 	s.mu.Unlock()
 	if !ok {
-		return remoting.NewResponse(req, rmq.RespQueryNotFound, "no config items in namespace "+ns)
+		return remoting.NewResponse(req, rmq.RespQueryNotFound, "no config items in namespace "+h.Namespace)
 	}
-	return jsonBody(remoting.NewResponse(req, remoting.CodeSuccess, ""), kvTable{Table: m})
+	return bodyResponse(req, rmq.EncodeKVTableBody(rmq.KVTable{Table: m}))
 }

@@ -170,7 +170,7 @@ func TestConnectionCloseDropsBroker(t *testing.T) {
 	ns := startNS(t, clock.NewManual(t0), "")
 	cl := newClient(t)
 	brokerCl := remoting.NewClient(remoting.ClientOptions{})
-	body := encodeRegisterBody(map[string]TopicConfig{"T": topic("T", 4, 6)}, DataVersion{1, 1})
+	body := encodeRegisterBody(map[string]TopicConfig{"T": topic("T", 4, 6)}, DataVersion{Timestamp: 1, Counter: 1})
 	invoke(t, brokerCl, ns.addr, rmq.CodeRegisterBroker, registerExt("a", 0, "127.0.0.1:1"), body)
 	// A second broker registers over the long-lived client and stays.
 	invoke(t, cl, ns.addr, rmq.CodeRegisterBroker, registerExt("b", 0, "127.0.0.1:2"), body)
@@ -194,7 +194,7 @@ func TestBrokerExpiresOnTheScanAfter120s(t *testing.T) {
 	clk := clock.NewManual(t0)
 	ns := startNS(t, clk, "")
 	cl := newClient(t)
-	body := encodeRegisterBody(map[string]TopicConfig{"T": topic("T", 4, 6)}, DataVersion{1, 1})
+	body := encodeRegisterBody(map[string]TopicConfig{"T": topic("T", 4, 6)}, DataVersion{Timestamp: 1, Counter: 1})
 	invoke(t, cl, ns.addr, rmq.CodeRegisterBroker, registerExt("a", 0, "127.0.0.1:1"), body)
 	clk.Advance(120 * time.Second) // scans at 10..120 s: silent for exactly 120 s is still alive
 	if resp := invoke(t, cl, ns.addr, rmq.CodeGetRouteInfoByTopic, map[string]string{"topic": "T"}, nil); resp.Code != 0 {
@@ -236,7 +236,7 @@ func TestKVConfig(t *testing.T) {
 	}
 	// ORDER_TOPIC_CONFIG feeds orderTopicConf and the registration answer.
 	invoke(t, cl, ns.addr, rmq.CodePutKVConfig, kv(OrderTopicNamespace, "T", "a:4"), nil)
-	body := encodeRegisterBody(map[string]TopicConfig{"T": topic("T", 4, 6)}, DataVersion{1, 1})
+	body := encodeRegisterBody(map[string]TopicConfig{"T": topic("T", 4, 6)}, DataVersion{Timestamp: 1, Counter: 1})
 	resp = invoke(t, cl, ns.addr, rmq.CodeRegisterBroker, registerExt("a", 0, "127.0.0.1:1"), body)
 	if string(resp.Body) != `{"table":{"T":"a:4"}}` {
 		t.Fatalf("registration answer body %s", resp.Body)
@@ -282,7 +282,7 @@ func TestRegistrarWithTwoNameServers(t *testing.T) {
 		Clock: clk, Logger: testLogger(t), FullEvery: 3, OnSent: func(s Sent) { sent <- s },
 	})
 	defer r.Close()
-	r.Update(map[string]TopicConfig{"T": topic("T", 4, 6)}, DataVersion{1, 1})
+	r.Update(map[string]TopicConfig{"T": topic("T", 4, 6)}, DataVersion{Timestamp: 1, Counter: 1})
 	r.Start()
 	for _, s := range sent.wait(t, 2) {
 		if !s.Full || s.Err != nil {
@@ -295,7 +295,7 @@ func TestRegistrarWithTwoNameServers(t *testing.T) {
 		}
 	}
 	// A topic change goes out as a delta to both.
-	r.Update(map[string]TopicConfig{"U": topic("U", 2, 6)}, DataVersion{1, 2})
+	r.Update(map[string]TopicConfig{"U": topic("U", 2, 6)}, DataVersion{Timestamp: 1, Counter: 2})
 	for _, s := range sent.wait(t, 2) {
 		if s.Full || s.Err != nil {
 			t.Fatalf("update %+v", s)
@@ -352,7 +352,7 @@ func TestRegistrarFullAfterNameServerRestart(t *testing.T) {
 	r := NewRegistrar(cl, []string{ns1.addr, ns2.addr}, BrokerInfo{Cluster: "c", Name: "a", Addr: "127.0.0.1:10911"},
 		RegistrarOptions{Clock: clk, Logger: testLogger(t), OnSent: func(s Sent) { sent <- s }})
 	defer r.Close()
-	r.Update(map[string]TopicConfig{"U": topic("U", 4, 6)}, DataVersion{1, 1})
+	r.Update(map[string]TopicConfig{"U": topic("U", 4, 6)}, DataVersion{Timestamp: 1, Counter: 1})
 	r.Start()
 	sent.wait(t, 2)
 
@@ -414,7 +414,7 @@ func TestRegistrarWaitRegistered(t *testing.T) {
 	ns := startNS(t, clk, "")
 	r := NewRegistrar(cl, []string{"127.0.0.1:1", ns.addr}, broker, RegistrarOptions{Clock: clk, Logger: testLogger(t)})
 	defer r.Close()
-	r.Update(map[string]TopicConfig{"T": topic("T", 4, 6)}, DataVersion{1, 1})
+	r.Update(map[string]TopicConfig{"T": topic("T", 4, 6)}, DataVersion{Timestamp: 1, Counter: 1})
 	r.Start()
 	if err := r.WaitRegistered(context.Background()); err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -397,7 +396,7 @@ func (r *Registrar) Close() {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), r.opts.Timeout)
 			defer cancel()
-			if _, err := r.client.Invoke(ctx, st.addr, remoting.NewRequest(rmq.CodeUnregisterBroker, r.identityExt(), nil)); err != nil {
+			if _, err := r.client.Invoke(ctx, st.addr, rmq.EncodeUnregisterBroker(rmq.UnregisterBrokerRequest{BrokerIdentity: r.identity(), HAServerAddr: r.broker.HAServerAddr})); err != nil {
 				r.log.Debug("unregister failed", "namesrv", st.addr, "err", err)
 			}
 		}()
@@ -545,7 +544,7 @@ func (r *Registrar) send(addr string, req *remoting.Command) error {
 	if err != nil {
 		return fmt.Errorf("register with %s: %w", addr, err)
 	}
-	if resp.Ext(ExtNeedFull) == "true" {
+	if rmq.NeedFullRegistration(resp) {
 		return fmt.Errorf("register with %s: %w: %s", addr, ErrNeedFull, resp.Remark)
 	}
 	if resp.Code != remoting.CodeSuccess {
@@ -554,24 +553,18 @@ func (r *Registrar) send(addr string, req *remoting.Command) error {
 	return nil
 }
 
-func (r *Registrar) identityExt() map[string]string {
-	return map[string]string{
-		extBrokerName:   r.broker.Name,
-		extBrokerAddr:   r.broker.Addr,
-		extClusterName:  r.broker.Cluster,
-		extHAServerAddr: r.broker.HAServerAddr,
-		extBrokerID:     strconv.FormatInt(r.broker.ID, 10),
-	}
+func (r *Registrar) identity() rmq.BrokerIdentity {
+	return rmq.BrokerIdentity{ClusterName: r.broker.Cluster, BrokerName: r.broker.Name, BrokerAddr: r.broker.Addr, BrokerID: r.broker.ID}
 }
 
-func (r *Registrar) request(ext map[string]string, body []byte) *remoting.Command {
+// request builds a registration of body, deflated when it is larger than
+// CompressAboveBytes.
+func (r *Registrar) request(h rmq.RegisterBrokerRequest, body []byte) *remoting.Command {
+	h.BrokerIdentity, h.HAServerAddr = r.identity(), r.broker.HAServerAddr
 	if r.opts.CompressAboveBytes >= 0 && len(body) > r.opts.CompressAboveBytes {
-		body = deflate(body)
-		ext[ExtZlib] = "true"
+		body, h.Zlib = rmq.Deflate(body), true
 	}
-	ext[extCompressed] = "false"
-	ext[extBodyCRC32] = strconv.FormatInt(bodyCRC(body), 10)
-	return remoting.NewRequest(rmq.CodeRegisterBroker, ext, body)
+	return rmq.EncodeRegisterBroker(h, body)
 }
 
 // fullRequest builds a Java-compatible full registration (plus petrelZlib
@@ -581,7 +574,7 @@ func (r *Registrar) fullRequest(topics map[string]TopicConfig, seq uint64, v Dat
 	r.cacheMu.Lock()
 	defer r.cacheMu.Unlock()
 	if r.fullCache == nil || r.fullCacheSeq != seq || r.fullCacheVersion != v {
-		r.fullCache = r.request(r.identityExt(), encodeRegisterBody(topics, v))
+		r.fullCache = r.request(rmq.RegisterBrokerRequest{}, rmq.EncodeRegisterBrokerBody(topics, v))
 		r.fullCacheSeq, r.fullCacheVersion = seq, v
 	}
 	c := r.fullCache
@@ -594,8 +587,6 @@ func (r *Registrar) fullRequest(topics map[string]TopicConfig, seq uint64, v Dat
 
 // deltaRequest builds a delta registration from base to v.
 func (r *Registrar) deltaRequest(base, v DataVersion, changed map[string]TopicConfig, removed []string) *remoting.Command {
-	ext := r.identityExt()
-	ext[ExtDelta] = "true"
-	ext[ExtBaseVersion] = base.String()
-	return r.request(ext, encodeDeltaBody(v, changed, removed))
+	return r.request(rmq.RegisterBrokerRequest{Delta: true, BaseVersion: base},
+		rmq.EncodeDeltaRegisterBody(rmq.DeltaRegisterBody{DataVersion: v, TopicConfigTable: changed, RemovedTopics: removed}))
 }

@@ -1,13 +1,14 @@
 package namesrv
 
 import (
-	"encoding/json"
 	"slices"
 	"time"
+
+	"github.com/petrelmq/petrel/internal/remoting/rmq"
 )
 
 // MasterID is the broker id of a master; every other id is a slave.
-const MasterID int64 = 0
+const MasterID = rmq.MasterID
 
 // OrderTopicNamespace is the KV namespace whose values (keyed by topic)
 // become a route's orderTopicConf, as in Java.
@@ -21,30 +22,25 @@ type BrokerID struct {
 	ID      int64
 }
 
-// TopicConfig is one topic as a broker registers it (Java TopicConfig;
-// unknown JSON fields such as 5.x "attributes" are ignored).
-type TopicConfig struct {
-	TopicName       string `json:"topicName"`
-	ReadQueueNums   int32  `json:"readQueueNums"`
-	WriteQueueNums  int32  `json:"writeQueueNums"`
-	Perm            int32  `json:"perm"`
-	TopicFilterType string `json:"topicFilterType"`
-	TopicSysFlag    int32  `json:"topicSysFlag"`
-	Order           bool   `json:"order"`
-}
-
-// DataVersion identifies a broker's topic set; the broker changes it
-// whenever a topic changes (Java DataVersion).
-type DataVersion struct {
-	Timestamp int64 `json:"timestamp"`
-	Counter   int64 `json:"counter"`
-}
-
-// String renders v as the JSON Java writes, e.g. {"timestamp":1,"counter":2}.
-func (v DataVersion) String() string {
-	b, _ := json.Marshal(v)
-	return string(b)
-}
+// The table holds what brokers register and answers in the shapes clients
+// read: the wire structs of package rmq.
+type (
+	// TopicConfig is one topic as a broker registers it (Java TopicConfig;
+	// 5.x "attributes" are dropped).
+	TopicConfig = rmq.RegisteredTopic
+	// DataVersion identifies a broker's topic set; the broker changes it
+	// whenever a topic changes (Java DataVersion).
+	DataVersion = rmq.DataVersion
+	// QueueData is a route's entry for one broker's queues of a topic.
+	QueueData = rmq.QueueData
+	// BrokerData lists the addresses of one broker name, by broker id.
+	BrokerData = rmq.BrokerData
+	// RouteData is a topic route, the answer to GET_ROUTEINFO_BY_TOPIC.
+	RouteData = rmq.TopicRouteData
+	// ClusterInfo is the answer to GET_BROKER_CLUSTER_INFO: every live
+	// broker name with its addresses, and the broker names of each cluster.
+	ClusterInfo = rmq.ClusterInfo
+)
 
 // Registration is one REGISTER_BROKER request, decoded.
 type Registration struct {
@@ -90,65 +86,6 @@ type RegisterResult struct {
 // (counter reset) registers with a later timestamp and is not stale.
 func staleVersion(v, held DataVersion) bool {
 	return v.Counter < held.Counter && v.Timestamp <= held.Timestamp
-}
-
-// QueueData is a route's entry for one broker's queues of a topic.
-type QueueData struct {
-	BrokerName     string `json:"brokerName"`
-	Perm           int32  `json:"perm"`
-	ReadQueueNums  int32  `json:"readQueueNums"`
-	WriteQueueNums int32  `json:"writeQueueNums"`
-	TopicSysFlag   int32  `json:"topicSysFlag"`
-}
-
-// BrokerData lists the addresses of one broker name, by broker id.
-// BrokerAddrs always encodes as an object ({} when empty): the Go client
-// panics on a missing one.
-type BrokerData struct {
-	BrokerAddrs map[int64]string `json:"brokerAddrs"`
-	BrokerName  string           `json:"brokerName"`
-	Cluster     string           `json:"cluster"`
-}
-
-// MarshalJSON writes brokerAddrs as {} rather than null when empty.
-func (b BrokerData) MarshalJSON() ([]byte, error) {
-	type plain BrokerData
-	if b.BrokerAddrs == nil {
-		b.BrokerAddrs = map[int64]string{}
-	}
-	return json.Marshal(plain(b))
-}
-
-// RouteData is a topic route, the answer to GET_ROUTEINFO_BY_TOPIC. Its JSON
-// is compact, with queueDatas and brokerDatas always arrays and
-// orderTopicConf only when set.
-type RouteData struct {
-	BrokerDatas       []BrokerData        `json:"brokerDatas"`
-	FilterServerTable map[string][]string `json:"filterServerTable"`
-	QueueDatas        []QueueData         `json:"queueDatas"`
-	OrderTopicConf    string              `json:"orderTopicConf,omitempty"`
-}
-
-// MarshalJSON writes nil slices and maps as [] and {}.
-func (r RouteData) MarshalJSON() ([]byte, error) {
-	type plain RouteData
-	if r.BrokerDatas == nil {
-		r.BrokerDatas = []BrokerData{}
-	}
-	if r.QueueDatas == nil {
-		r.QueueDatas = []QueueData{}
-	}
-	if r.FilterServerTable == nil {
-		r.FilterServerTable = map[string][]string{}
-	}
-	return json.Marshal(plain(r))
-}
-
-// ClusterInfo is the answer to GET_BROKER_CLUSTER_INFO: every live broker
-// name with its addresses, and the broker names of each cluster.
-type ClusterInfo struct {
-	BrokerAddrTable  map[string]BrokerData `json:"brokerAddrTable"`
-	ClusterAddrTable map[string][]string   `json:"clusterAddrTable"`
 }
 
 type instance struct {

@@ -56,7 +56,7 @@ func TestHeartbeatFrameSizeWith100000Topics(t *testing.T) {
 	}
 	// The compressed full body decodes to the same topics.
 	req := r.fullRequest(topics, 1, v)
-	got, err := decodeRegistration(req.ExtFields, req.Body)
+	got, err := decodeRegistration(req)
 	if err != nil || len(got.Topics) != n || got.Version != v {
 		t.Fatalf("decode: %v, %d topics, version %v", err, len(got.Topics), got.Version)
 	}

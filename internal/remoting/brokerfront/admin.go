@@ -1,50 +1,46 @@
 package brokerfront
 
-// Admin. 17 UPDATE_AND_CREATE_TOPIC: ext topic, readQueueNums,
-// writeQueueNums, perm, topicFilterType, topicSysFlag, order and
-// attributes (RocketMQ 5: "+key=value,-key", changes to the topic's
-// current attributes; e.g. "+persistent=false" for an in-memory topic); the broker
-// registers the change with the name servers before answering, so the route
-// is there when the client moves on (bounded by Options.RouteWait; after
-// it the answer is success with a remark that the route is still
-// propagating). 215 DELETE_TOPIC_IN_BROKER: ext topic; likewise answered
-// once the name servers dropped the route.
+// Admin. 17 UPDATE_AND_CREATE_TOPIC (rmq.CreateTopicRequest): the
+// attributes are RocketMQ 5's "+key=value,-key" changes to the topic's
+// current attributes (e.g. "+persistent=false" for an in-memory topic);
+// the broker registers the change with the name servers before answering,
+// so the route is there when the client moves on (bounded by
+// Options.RouteWait; after it the answer is success with a remark that the
+// route is still propagating). 215 DELETE_TOPIC_IN_BROKER: ext topic;
+// likewise answered once the name servers dropped the route.
 // 201 GET_ALL_SUBSCRIPTIONGROUP_CONFIG and 21 GET_ALL_TOPIC_CONFIG: JSON
 // tables with a dataVersion, decoded by clients with strict types.
 
 import (
 	"context"
 
-	"github.com/petrelmq/petrel/internal/remoting/rmq"
-
+	"github.com/petrelmq/petrel/internal/broker"
 	"github.com/petrelmq/petrel/internal/remoting"
-	"github.com/petrelmq/petrel/internal/store/meta"
+	"github.com/petrelmq/petrel/internal/remoting/rmq"
 )
 
 func (f *Front) createTopic(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	ext := req.ExtFields
-	var n numbers
-	t := meta.Topic{
-		Name:            ext["topic"],
-		ReadQueueNums:   n.int32("readQueueNums", ext["readQueueNums"]),
-		WriteQueueNums:  n.int32("writeQueueNums", ext["writeQueueNums"]),
-		Perm:            n.int32("perm", ext["perm"]),
-		TopicFilterType: ext["topicFilterType"],
-		TopicSysFlag:    n.int32("topicSysFlag", ext["topicSysFlag"]),
-		Order:           ext["order"] == "true",
+	h, err := rmq.DecodeCreateTopic(req)
+	if err != nil {
+		return remoting.NewResponse(req, rmq.RespSystemError, err.Error())
 	}
-	if resp := n.refused(req, rmq.RespSystemError); resp != nil {
-		return resp
+	t := broker.TopicConfig{
+		Name:            h.Topic,
+		ReadQueueNums:   h.ReadQueueNums,
+		WriteQueueNums:  h.WriteQueueNums,
+		Perm:            h.Perm,
+		TopicFilterType: h.TopicFilterType,
+		TopicSysFlag:    h.TopicSysFlag,
+		Order:           h.Order,
 	}
-	if a := ext["attributes"]; a != "" {
-		cur, _ := f.b.Topic(t.Name)
-		attrs, err := applyAttributes(cur.Attributes, a)
+	cur, _ := f.b.Topic(t.Name)
+	t.Attributes = cur.Attributes
+	if h.Attributes != "" {
+		attrs, err := applyAttributes(cur.Attributes, h.Attributes)
 		if err != nil {
 			return remoting.NewResponse(req, rmq.RespMessageIllegal, err.Error())
 		}
 		t.Attributes = attrs
-	} else if cur, ok := f.b.Topic(t.Name); ok {
-		t.Attributes = cur.Attributes
 	}
 	if err := f.b.CreateTopic(t); err != nil {
 		return f.errorResponse(req, err)
@@ -53,11 +49,14 @@ func (f *Front) createTopic(ctx context.Context, _ *remoting.Conn, req *remoting
 }
 
 func (f *Front) deleteTopic(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	topic := req.ExtFields["topic"]
-	if err := f.b.DeleteTopic(topic); err != nil {
+	h, err := rmq.DecodeDeleteTopic(req)
+	if err != nil {
+		return remoting.NewResponse(req, rmq.RespSystemError, err.Error())
+	}
+	if err := f.b.DeleteTopic(h.Topic); err != nil {
 		return f.errorResponse(req, err)
 	}
-	return f.routed(ctx, req, topic, "deleted")
+	return f.routed(ctx, req, h.Topic, "deleted")
 }
 
 // routed answers a topic change once the name servers have accepted it,
@@ -77,15 +76,15 @@ func (f *Front) routed(ctx context.Context, req *remoting.Command, topic, done s
 }
 
 func (f *Front) allTopics(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	table := map[string]meta.Topic{}
-	for _, t := range f.b.SystemTopics() {
-		table[t.Name] = t
+	sys, topics := f.b.SystemTopics(), f.b.Topics()
+	table := make(map[string]rmq.TopicConfig, len(sys)+len(topics))
+	for _, t := range sys {
+		table[t.Name] = topicWire(t)
 	}
-	for _, t := range f.b.Topics() {
-		table[t.Name] = t
+	for _, t := range topics {
+		table[t.Name] = topicWire(t)
 	}
-	return jsonResponse(req, struct {
-		TopicConfigTable map[string]meta.Topic `json:"topicConfigTable"`
-		DataVersion      meta.DataVersion      `json:"dataVersion"`
-	}{table, f.b.TopicsVersion()})
+	resp := remoting.NewResponse(req, rmq.RespSuccess, "")
+	resp.Body = rmq.EncodeTopicConfigBody(rmq.TopicConfigBody{TopicConfigTable: table, DataVersion: versionWire(f.b.TopicsVersion())})
+	return resp
 }

@@ -34,22 +34,12 @@ package brokerfront
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
-	"github.com/petrelmq/petrel/internal/remoting/rmq"
-
 	"github.com/petrelmq/petrel/internal/broker"
 	"github.com/petrelmq/petrel/internal/remoting"
-	"github.com/petrelmq/petrel/internal/store/meta"
-)
-
-const (
-
-	// maxGroupConfigBytes bounds the body of 200: a config within the
-	// broker's limits (broker.MaxGroupAttributes etc.) fits easily.
-	maxGroupConfigBytes = 1 << 20
+	"github.com/petrelmq/petrel/internal/remoting/rmq"
 )
 
 // errGroupConfig is wrapped by decodeGroupConfig's errors; the text after
@@ -57,64 +47,30 @@ const (
 var errGroupConfig = errors.New("invalid subscription group config")
 
 // decodeGroupConfig decodes a SubscriptionGroupConfig body over Java's
-// defaults and checks it (broker.CheckGroup). The attributes are returned
-// as sent (RocketMQ's +key/-key changes); the caller applies them to the
-// group's current ones. Errors wrap errGroupConfig and name the field.
-func decodeGroupConfig(body []byte) (g meta.Group, attrChanges map[string]string, err error) {
-	if len(body) == 0 {
-		return meta.Group{}, nil, fmt.Errorf("%w: the request has no SubscriptionGroupConfig JSON body", errGroupConfig)
+// defaults (rmq.DecodeSubscriptionGroupBody) and checks it
+// (broker.CheckGroup). The attributes are returned as sent (RocketMQ's
+// +key/-key changes); the caller applies them to the group's current
+// ones. Errors wrap errGroupConfig and name the field.
+func decodeGroupConfig(body []byte) (g broker.GroupConfig, attrChanges map[string]string, err error) {
+	w, err := rmq.DecodeSubscriptionGroupBody(body)
+	if err != nil {
+		var be *rmq.BodyError
+		errors.As(err, &be)
+		return broker.GroupConfig{}, nil, fmt.Errorf("%w: %s", errGroupConfig, be.Problem)
 	}
-	if len(body) > maxGroupConfigBytes {
-		return meta.Group{}, nil, fmt.Errorf("%w: the body is %d bytes, more than the limit of %d", errGroupConfig, len(body), maxGroupConfigBytes)
-	}
-	g = broker.DefaultGroup("")
-	if err := json.Unmarshal(body, &g); err != nil {
-		return meta.Group{}, nil, fmt.Errorf("%w: %s", errGroupConfig, jsonProblem(err))
-	}
+	g = groupFromWire(w)
 	attrChanges, g.Attributes = g.Attributes, nil
 	if len(attrChanges) > broker.MaxGroupAttributes {
-		return meta.Group{}, nil, fmt.Errorf("%w: %d attribute changes, more than the limit of %d", errGroupConfig, len(attrChanges), broker.MaxGroupAttributes)
+		return broker.GroupConfig{}, nil, fmt.Errorf("%w: %d attribute changes, more than the limit of %d", errGroupConfig, len(attrChanges), broker.MaxGroupAttributes)
 	}
 	check := g
 	check.Attributes = attrChanges
 	if err := broker.CheckGroup(check); err != nil {
 		var be *broker.Error
 		errors.As(err, &be)
-		return meta.Group{}, nil, fmt.Errorf("%w: %s", errGroupConfig, be.Msg)
+		return broker.GroupConfig{}, nil, fmt.Errorf("%w: %s", errGroupConfig, be.Msg)
 	}
 	return g, attrChanges, nil
-}
-
-// jsonProblem says what is wrong with a body in words fit for a client:
-// the field and the type it needs, or where the syntax broke.
-func jsonProblem(err error) string {
-	var te *json.UnmarshalTypeError
-	var se *json.SyntaxError
-	switch {
-	case errors.As(err, &te):
-		field := te.Field
-		if field == "" {
-			field = "the body"
-		}
-		return fmt.Sprintf("%s must be a JSON %s, not %s", field, jsonKind(te.Type.Kind().String()), te.Value)
-	case errors.As(err, &se):
-		return fmt.Sprintf("the body is not valid JSON (at byte %d)", se.Offset)
-	}
-	return "the body is not a SubscriptionGroupConfig JSON object"
-}
-
-func jsonKind(k string) string {
-	switch k {
-	case "bool":
-		return "boolean"
-	case "string":
-		return "string"
-	case "slice":
-		return "array"
-	case "map", "struct", "ptr":
-		return "object"
-	}
-	return "number in range"
 }
 
 func (f *Front) updateGroup(_ context.Context, c *remoting.Conn, req *remoting.Command) *remoting.Command {
@@ -135,54 +91,23 @@ func (f *Front) updateGroup(_ context.Context, c *remoting.Conn, req *remoting.C
 	return remoting.NewResponse(req, rmq.RespSuccess, "")
 }
 
-// decodeDeleteGroup reads the header of 207: groupName (required) and
-// cleanOffset ("true" or "false"; absent is false). Errors wrap
-// errGroupConfig and name the field.
-func decodeDeleteGroup(ext map[string]string) (name string, cleanOffset bool, err error) {
-	name = ext["groupName"]
-	if name == "" {
-		return "", false, fmt.Errorf("%w: the header has no groupName", errGroupConfig)
-	}
-	switch v := ext["cleanOffset"]; v {
-	case "", "false":
-	case "true":
-		cleanOffset = true
-	default:
-		return "", false, fmt.Errorf("%w: cleanOffset %.16q is neither true nor false", errGroupConfig, v)
-	}
-	return name, cleanOffset, nil
-}
-
-// encodeGroupTable is the answer body of 201.
-func encodeGroupTable(groups []meta.Group, v meta.DataVersion) ([]byte, error) {
-	table := make(map[string]meta.Group, len(groups))
-	for _, g := range groups {
-		table[g.Name] = g
-	}
-	return json.Marshal(struct {
-		SubscriptionGroupTable map[string]meta.Group `json:"subscriptionGroupTable"`
-		// ForbiddenTable: RocketMQ's per-topic consume bans; Petrel has none.
-		ForbiddenTable map[string]map[string]int `json:"forbiddenTable"`
-		DataVersion    meta.DataVersion          `json:"dataVersion"`
-	}{table, map[string]map[string]int{}, v})
-}
-
 func (f *Front) allGroups(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	body, err := encodeGroupTable(f.b.Groups(), f.b.GroupsVersion())
-	if err != nil {
-		f.log.Error("encoding the subscription group table failed", "err", err)
-		return remoting.NewResponse(req, rmq.RespSystemError, "the subscription group table could not be encoded; see the broker log")
+	groups := f.b.Groups()
+	table := make(map[string]rmq.SubscriptionGroupConfig, len(groups))
+	for _, g := range groups {
+		table[g.Name] = groupWire(g)
 	}
 	resp := remoting.NewResponse(req, rmq.RespSuccess, "")
-	resp.Body = body
+	resp.Body = rmq.EncodeSubscriptionGroupTableBody(rmq.SubscriptionGroupTable{SubscriptionGroupTable: table, DataVersion: versionWire(f.b.GroupsVersion())})
 	return resp
 }
 
 func (f *Front) deleteGroup(_ context.Context, c *remoting.Conn, req *remoting.Command) *remoting.Command {
-	name, clean, err := decodeDeleteGroup(req.ExtFields)
+	h, err := rmq.DecodeDeleteSubscriptionGroup(req)
 	if err != nil {
-		return remoting.NewResponse(req, rmq.RespInvalidParameter, err.Error())
+		return remoting.NewResponse(req, rmq.RespInvalidParameter, fmt.Sprintf("%s: %s", errGroupConfig, err))
 	}
+	name, clean := h.GroupName, h.CleanOffset
 	if err := f.b.DeleteGroup(name, clean); err != nil {
 		return f.groupErrorResponse(req, name, err)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/petrelmq/petrel/internal/broker"
-	"github.com/petrelmq/petrel/internal/store/meta"
+	"github.com/petrelmq/petrel/internal/remoting/rmq"
 )
 
 // mqadminBody is what mqadmin updateSubGroup -g g1 -o true -r 2 -p ...
@@ -25,10 +25,10 @@ func TestDecodeGroupConfigOfMQAdmin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := meta.Group{Name: "g1", ConsumeEnable: true, ConsumeMessageOrderly: true, RetryMaxTimes: 2, RetryQueueNums: 1,
+	want := broker.GroupConfig{Name: "g1", ConsumeEnable: true, ConsumeMessageOrderly: true, RetryMaxTimes: 2, RetryQueueNums: 1,
 		WhichBrokerWhenConsumeSlowly: 1, NotifyConsumerIDsChangedEnable: true, ConsumeTimeoutMinute: 15,
-		GroupRetryPolicy:    &meta.RetryPolicy{Type: "CUSTOMIZED", Customized: &meta.CustomizedRetry{Next: []int64{1000, 5000, 10000}}},
-		SubscriptionDataSet: []meta.SimpleSubscription{{Topic: "T", ExpressionType: "TAG", Expression: "*", Version: 3}}}
+		GroupRetryPolicy:    &broker.RetryPolicy{Type: "CUSTOMIZED", Customized: &broker.CustomizedRetry{Next: []int64{1000, 5000, 10000}}},
+		SubscriptionDataSet: []broker.GroupSubscription{{Topic: "T", ExpressionType: "TAG", Expression: "*", Version: 3}}}
 	if !reflect.DeepEqual(g, want) {
 		t.Fatalf("decoded\n %+v\nwant\n %+v", g, want)
 	}
@@ -93,7 +93,7 @@ func TestDecodeGroupConfigRefusalsNameTheField(t *testing.T) {
 	if _, _, err := decodeGroupConfig([]byte(big)); err != nil {
 		t.Errorf("a repeated attribute key: %v", err)
 	}
-	if _, _, err := decodeGroupConfig(make([]byte, maxGroupConfigBytes+1)); err == nil || !strings.Contains(err.Error(), "limit") {
+	if _, _, err := decodeGroupConfig(make([]byte, rmq.MaxSubscriptionGroupBytes+1)); err == nil || !strings.Contains(err.Error(), "limit") {
 		t.Errorf("an oversized body: %v", err)
 	}
 }
@@ -118,42 +118,13 @@ func TestGroupAttributesChanges(t *testing.T) {
 	}
 }
 
-func TestDecodeDeleteGroupHeader(t *testing.T) {
-	for _, c := range []struct {
-		ext   map[string]string
-		name  string
-		clean bool
-		err   string
-	}{
-		{ext: map[string]string{"groupName": "g"}, name: "g"},
-		{ext: map[string]string{"groupName": "g", "cleanOffset": "false"}, name: "g"},
-		{ext: map[string]string{"groupName": "g", "cleanOffset": "true"}, name: "g", clean: true},
-		{ext: map[string]string{"groupName": "g", "cleanOffset": "yes"}, err: "cleanOffset"},
-		{ext: map[string]string{"cleanOffset": "true"}, err: "groupName"},
-		{ext: nil, err: "groupName"},
-	} {
-		name, clean, err := decodeDeleteGroup(c.ext)
-		if c.err != "" {
-			if err == nil || !strings.Contains(err.Error(), c.err) {
-				t.Errorf("%v: error %v, want one naming %s", c.ext, err, c.err)
-			}
-			continue
-		}
-		if err != nil || name != c.name || clean != c.clean {
-			t.Errorf("%v: %q %v %v, want %q %v", c.ext, name, clean, err, c.name, c.clean)
-		}
-	}
-}
-
 // TestEncodeGroupTableIsSubscriptionGroupWrapper: the shape RocketMQ's
 // SubscriptionGroupWrapper has, which Java and Go admin clients decode.
 func TestEncodeGroupTableIsSubscriptionGroupWrapper(t *testing.T) {
 	g := broker.DefaultGroup("g1")
 	g.ConsumeMessageOrderly = true
-	body, err := encodeGroupTable([]meta.Group{g}, meta.DataVersion{Timestamp: 5, Counter: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
+	body := rmq.EncodeSubscriptionGroupTableBody(rmq.SubscriptionGroupTable{
+		SubscriptionGroupTable: map[string]rmq.SubscriptionGroupConfig{"g1": groupWire(g)}, DataVersion: versionWire(broker.DataVersion{Timestamp: 5, Counter: 2})})
 	want := `{"subscriptionGroupTable":{"g1":{"groupName":"g1","consumeEnable":true,"consumeFromMinEnable":true,` +
 		`"consumeBroadcastEnable":true,"retryMaxTimes":16,"retryQueueNums":1,"brokerId":0,"whichBrokerWhenConsumeSlowly":1,` +
 		`"notifyConsumerIdsChangedEnable":true,"consumeMessageOrderly":true,"groupSysFlag":0,"consumeTimeoutMinute":15}},` +
@@ -161,9 +132,8 @@ func TestEncodeGroupTableIsSubscriptionGroupWrapper(t *testing.T) {
 	if string(body) != want {
 		t.Fatalf("body\n got %s\nwant %s", body, want)
 	}
-	empty, _ := encodeGroupTable(nil, meta.DataVersion{})
-	if !strings.HasPrefix(string(empty), `{"subscriptionGroupTable":{},"forbiddenTable":{}`) {
-		t.Fatalf("empty table: %s", empty)
+	if w, d := groupWire(broker.DefaultGroup("g")), rmq.DefaultSubscriptionGroupConfig("g"); !reflect.DeepEqual(w, d) {
+		t.Fatalf("the broker's default group\n %+v\nis not Java's\n %+v", w, d)
 	}
 }
 
@@ -188,7 +158,7 @@ func FuzzDecodeGroupConfig(f *testing.F) {
 		if err := broker.CheckGroup(check); err != nil {
 			t.Fatalf("accepted a config the broker refuses: %v", err)
 		}
-		again, err := json.Marshal(check)
+		again, err := json.Marshal(groupWire(check))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -203,13 +173,13 @@ func FuzzDecodeGroupConfig(f *testing.F) {
 }
 
 // normal makes empty slices nil, as the store does.
-func normal(g meta.Group) meta.Group {
+func normal(g broker.GroupConfig) broker.GroupConfig {
 	if len(g.SubscriptionDataSet) == 0 {
 		g.SubscriptionDataSet = nil
 	}
 	if p := g.GroupRetryPolicy; p != nil && p.Customized != nil && len(p.Customized.Next) == 0 {
 		c := *p
-		c.Customized = &meta.CustomizedRetry{}
+		c.Customized = &broker.CustomizedRetry{}
 		g.GroupRetryPolicy = &c
 	}
 	return g

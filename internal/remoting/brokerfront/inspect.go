@@ -146,26 +146,26 @@ func (f *Front) runtimeInfo(_ context.Context, _ *remoting.Conn, req *remoting.C
 	tot := f.b.TotalTraffic()
 	cfg := f.b.Config()
 	table := map[string]string{
-		"brokerVersionDesc":   brokerVersionDesc,
-		"brokerVersion":       strconv.Itoa(int(remoting.DefaultVersion)),
-		"bootTimestamp":       itoa(f.b.Started().UnixMilli()),
-		"brokerActive":        "true",
-		"putTps":              tps(false),
-		"getTransferredTps":   tps(true),
-		"getTransferedTps":    tps(true),
-		"msgPutTotalTodayNow": strconv.FormatUint(tot.PutMsgs, 10),
-		"msgGetTotalTodayNow": strconv.FormatUint(tot.GetMsgs, 10),
-		"putMessageSizeTotal": strconv.FormatUint(tot.PutBytes, 10),
-		"brokerName":          cfg.BrokerName,
-		"clusterName":         cfg.ClusterName,
-		"brokerId":            itoa(cfg.BrokerID),
+		rmq.RuntimeBrokerVersionDesc:   brokerVersionDesc,
+		rmq.RuntimeBrokerVersion:       strconv.Itoa(int(remoting.DefaultVersion)),
+		rmq.RuntimeBootTimestamp:       itoa(f.b.Started().UnixMilli()),
+		rmq.RuntimeBrokerActive:        "true",
+		rmq.RuntimePutTps:              tps(false),
+		rmq.RuntimeGetTransferredTps:   tps(true),
+		rmq.RuntimeGetTransferedTps:    tps(true),
+		rmq.RuntimeMsgPutTotalTodayNow: strconv.FormatUint(tot.PutMsgs, 10),
+		rmq.RuntimeMsgGetTotalTodayNow: strconv.FormatUint(tot.GetMsgs, 10),
+		rmq.RuntimePutMessageSizeTotal: strconv.FormatUint(tot.PutBytes, 10),
+		rmq.RuntimeBrokerName:          cfg.BrokerName,
+		rmq.RuntimeClusterName:         cfg.ClusterName,
+		rmq.RuntimeBrokerID:            itoa(cfg.BrokerID),
 	}
 	if u, err := f.b.DiskUsage(); err == nil {
-		table["commitLogDiskRatio"] = strconv.FormatFloat(u.UsedFraction(), 'f', -1, 64)
-		table["commitLogDirCapacity"] = fmt.Sprintf("Total : %s, Free : %s.", humanBytes(u.TotalBytes), humanBytes(u.FreeBytes))
-		table["commitLogDirTotalBytes"] = strconv.FormatUint(u.TotalBytes, 10)
-		table["commitLogDirFreeBytes"] = strconv.FormatUint(u.FreeBytes, 10)
-		table["commitLogDirUsedBytes"] = strconv.FormatUint(u.UsedBytes, 10)
+		table[rmq.RuntimeCommitLogDiskRatio] = strconv.FormatFloat(u.UsedFraction(), 'f', -1, 64)
+		table[rmq.RuntimeCommitLogDirCapacity] = fmt.Sprintf("Total : %s, Free : %s.", humanBytes(u.TotalBytes), humanBytes(u.FreeBytes))
+		table[rmq.RuntimeCommitLogDirTotalBytes] = strconv.FormatUint(u.TotalBytes, 10)
+		table[rmq.RuntimeCommitLogDirFreeBytes] = strconv.FormatUint(u.FreeBytes, 10)
+		table[rmq.RuntimeCommitLogDirUsedBytes] = strconv.FormatUint(u.UsedBytes, 10)
 	}
 	// Petrel's own: messages retention removed early (disk above the
 	// high-water mark) before a group consumed them, since start.
@@ -173,10 +173,8 @@ func (f *Front) runtimeInfo(_ context.Context, _ *remoting.Conn, req *remoting.C
 	for _, r := range f.b.RemovedUnconsumed() {
 		lost += r.Messages
 	}
-	table["removedUnconsumedMsgs"] = strconv.FormatUint(lost, 10)
-	return jsonResponse(req, struct {
-		Table map[string]string `json:"table"`
-	}{table})
+	table[rmq.RuntimeRemovedUnconsumedMsgs] = strconv.FormatUint(lost, 10)
+	return bodyResponse(req, rmq.EncodeRuntimeInfoBody(table), nil)
 }
 
 // humanBytes formats n as Java's MixAll.humanReadableByteCount(n, false):
@@ -195,65 +193,44 @@ func humanBytes(n uint64) string {
 }
 
 func (f *Front) topicStats(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	topic := req.ExtFields["topic"]
-	stats, err := f.b.TopicStats(topic)
+	h, err := rmq.DecodeTopicStatsRequest(req)
+	if err != nil {
+		return remoting.NewResponse(req, rmq.RespSystemError, err.Error())
+	}
+	stats, err := f.b.TopicStats(h.Topic)
 	if err != nil {
 		return f.errorResponse(req, err)
 	}
 	name := f.b.Config().BrokerName
-	var m mqMap
+	out := rmq.TopicStatsTable{Offsets: make([]rmq.TopicOffset, 0, len(stats)), RemovedUnconsumed: map[string]uint64{}}
 	for _, s := range stats {
-		m.add(mqKey(topic, name, s.QueueID), struct {
-			MinOffset           int64 `json:"minOffset"`
-			MaxOffset           int64 `json:"maxOffset"`
-			LastUpdateTimestamp int64 `json:"lastUpdateTimestamp"`
-		}{s.MinOffset, s.MaxOffset, s.LastStoreTime})
+		out.Offsets = append(out.Offsets, rmq.TopicOffset{Topic: h.Topic, BrokerName: name, QueueID: s.QueueID,
+			MinOffset: s.MinOffset, MaxOffset: s.MaxOffset, LastUpdateTimestamp: s.LastStoreTime})
 	}
 	// Per-topic rates are not sampled (the broker's are, in runtime info).
 	// removedUnconsumed is Petrel's own: per group, the messages of the
 	// topic retention removed early before the group consumed them.
-	lost := map[string]uint64{}
 	for _, r := range f.b.RemovedUnconsumed() {
-		if r.Topic == topic {
-			lost[r.Group] += r.Messages
+		if r.Topic == h.Topic {
+			out.RemovedUnconsumed[r.Group] += r.Messages
 		}
 	}
-	body, err := mqMapBody(&m, map[string]any{"topicPutTps": 0, "removedUnconsumed": lost})
-	return bodyResponse(req, body, err)
-}
-
-type subscriptionJSON struct {
-	ClassFilterMode bool     `json:"classFilterMode"`
-	Topic           string   `json:"topic"`
-	SubString       string   `json:"subString"`
-	TagsSet         []string `json:"tagsSet"`
-	CodeSet         []int32  `json:"codeSet"`
-	SubVersion      int64    `json:"subVersion"`
-	ExpressionType  string   `json:"expressionType"`
-}
-
-type connectionJSON struct {
-	ClientID   string `json:"clientId"`
-	ClientAddr string `json:"clientAddr"`
-	Language   string `json:"language"`
-	Version    int16  `json:"version"`
+	return bodyResponse(req, rmq.EncodeTopicStatsBody(out), nil)
 }
 
 func (f *Front) consumerConnections(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	group := req.ExtFields["consumerGroup"]
+	h, err := rmq.DecodeConsumerConnectionListRequest(req)
+	if err != nil {
+		return remoting.NewResponse(req, rmq.RespSystemError, err.Error())
+	}
+	group := h.ConsumerGroup
 	members := f.b.ConsumerMembers(group)
 	if len(members) == 0 {
 		return remoting.NewResponse(req, rmq.RespConsumerNotOnline, "the consumer group ["+group+"] not online: no member has sent a heartbeat to this broker")
 	}
-	out := struct {
-		ConnectionSet     []connectionJSON            `json:"connectionSet"`
-		SubscriptionTable map[string]subscriptionJSON `json:"subscriptionTable"`
-		ConsumeType       string                      `json:"consumeType"`
-		MessageModel      string                      `json:"messageModel"`
-		ConsumeFromWhere  string                      `json:"consumeFromWhere"`
-	}{SubscriptionTable: map[string]subscriptionJSON{}}
+	out := rmq.ConsumerConnection{SubscriptionTable: map[string]rmq.ConnectionSubscription{}}
 	for _, m := range members {
-		cj := connectionJSON{ClientID: m.ClientID, Language: "OTHER"}
+		cj := rmq.Connection{ClientID: m.ClientID, Language: "OTHER"}
 		f.mu.Lock()
 		c := f.conns[m.Conn]
 		f.mu.Unlock()
@@ -274,42 +251,34 @@ func (f *Front) consumerConnections(_ context.Context, _ *remoting.Conn, req *re
 			if cur, ok := out.SubscriptionTable[s.Topic]; ok && cur.SubVersion > s.SubVersion {
 				continue
 			}
-			tags := s.Tags
-			if tags == nil {
-				tags = []string{}
-			}
 			et := s.ExpressionType
 			if et == "" {
 				et = "TAG"
 			}
-			out.SubscriptionTable[s.Topic] = subscriptionJSON{Topic: s.Topic, SubString: s.Expression, TagsSet: tags,
-				CodeSet: []int32{}, SubVersion: s.SubVersion, ExpressionType: et}
+			out.SubscriptionTable[s.Topic] = rmq.ConnectionSubscription{Topic: s.Topic, SubString: s.Expression, TagsSet: s.Tags,
+				SubVersion: s.SubVersion, ExpressionType: et}
 		}
 	}
-	return jsonResponse(req, out)
+	return bodyResponse(req, rmq.EncodeConsumerConnectionBody(out), nil)
 }
 
 func (f *Front) consumeStats(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	stats, err := f.b.ConsumeStats(req.ExtFields["consumerGroup"], req.ExtFields["topic"])
+	h, err := rmq.DecodeConsumeStatsRequest(req)
+	if err != nil {
+		return remoting.NewResponse(req, rmq.RespSystemError, err.Error())
+	}
+	stats, err := f.b.ConsumeStats(h.ConsumerGroup, h.Topic)
 	if err != nil {
 		return f.errorResponse(req, err)
 	}
 	name := f.b.Config().BrokerName
-	var m mqMap
+	out := rmq.ConsumeStats{Offsets: make([]rmq.ConsumeOffset, 0, len(stats))}
 	for _, s := range stats {
-		// pullOffset − consumerOffset is what mqadmin shows as in flight;
-		// inFlight (Petrel's) counts a pop group's unacknowledged,
-		// invisible messages exactly.
-		m.add(mqKey(s.Topic, name, s.QueueID), struct {
-			BrokerOffset   int64 `json:"brokerOffset"`
-			ConsumerOffset int64 `json:"consumerOffset"`
-			PullOffset     int64 `json:"pullOffset"`
-			LastTimestamp  int64 `json:"lastTimestamp"`
-			InFlight       int64 `json:"inFlight"`
-		}{s.BrokerOffset, s.ConsumerOffset, s.PullOffset, s.LastTimestamp, s.InFlight})
+		out.Offsets = append(out.Offsets, rmq.ConsumeOffset{Topic: s.Topic, BrokerName: name, QueueID: s.QueueID,
+			BrokerOffset: s.BrokerOffset, ConsumerOffset: s.ConsumerOffset, PullOffset: s.PullOffset,
+			LastTimestamp: s.LastTimestamp, InFlight: s.InFlight})
 	}
-	body, err := mqMapBody(&m, map[string]any{"consumeTps": 0})
-	return bodyResponse(req, body, err)
+	return bodyResponse(req, rmq.EncodeConsumeStatsBody(out), nil)
 }
 
 func (f *Front) resetOffset(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {

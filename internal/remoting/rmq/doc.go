@@ -16,6 +16,15 @@
 //
 // Files go by request family:
 //
-//	codes.go   request and response codes
-//	fields.go  ext field reading (FieldError) and writing
+//	codes.go     request and response codes
+//	fields.go    ext field reading (FieldError) and writing
+//	body.go      JSON body decoding (BodyError)
+//	topic.go     17, 215, 216, 21, 206: topic config and topic list
+//	group.go     200, 201, 207: subscription group config
+//	route.go     105: topic route data
+//	cluster.go   106: cluster info
+//	register.go  103, 104, 322: broker registration (Java's and Petrel's delta/zlib form)
+//	kv.go        100, 101, 102, 219: name server KV config
+//	stats.go     202, 203, 208: topic stats, consumer connections, consume stats
+//	runtime.go   28: broker runtime info
 package rmq

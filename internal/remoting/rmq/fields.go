@@ -28,8 +28,18 @@ func (e *FieldError) Error() string {
 	if len(v) > 64 {
 		v = v[:64] + "..."
 	}
-	return fmt.Sprintf("request header field %s is %q, not %s; send it as decimal digits", e.Field, v, e.Want)
+	hint := ""
+	switch {
+	case strings.Contains(e.Want, "integer"):
+		hint = "; send it as decimal digits"
+	case e.Want == wantBool:
+		hint = "; send true or false"
+	}
+	return fmt.Sprintf("request header field %s is %q, not %s%s", e.Field, v, e.Want, hint)
 }
+
+// wantBool is FieldError.Want of a strict boolean field.
+const wantBool = "true or false"
 
 // fields reads a command's ext fields, remembering the first that is
 // missing or malformed: decoders read every field, then return f.err.
@@ -91,6 +101,20 @@ func (f *fields) num(name, v string, bits int, required bool) int64 {
 // parseNum is num for decoders that walk the fields themselves (EachExt,
 // one pass on the hot path).
 func (f *fields) parseNum(name, v string, bits int) int64 { return f.num(name, v, bits, false) }
+
+// strictBool returns an optional boolean field that must be "true" or
+// "false" when present (absent is false).
+func (f *fields) strictBool(name string) bool {
+	switch v := f.c.Ext(name); v {
+	case "", "false":
+		return false
+	case "true":
+		return true
+	default:
+		f.fail(&FieldError{Field: name, Value: v, Want: wantBool})
+		return false
+	}
+}
 
 // parseBool is Java's Boolean.parseBoolean: "true" in any case is true,
 // anything else false.

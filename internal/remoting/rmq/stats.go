@@ -1,0 +1,529 @@
+package rmq
+
+// Operator requests about topics and groups, answered in RocketMQ's shapes
+// so that its tools read them too:
+//
+//	202 GET_TOPIC_STATS_INFO         ext topic -> TopicStatsTable; 17 for an unknown topic
+//	203 GET_CONSUMER_CONNECTION_LIST ext consumerGroup -> ConsumerConnection; 206 when no member is online
+//	208 GET_CONSUME_STATS            ext consumerGroup, topic (optional) -> ConsumeStats; 26 for an unknown group
+//
+// The offset tables of 202 and 208 are maps keyed by a message queue,
+// written as Java's fastjson writes them, with the queue object as the
+// key, which is not JSON:
+//
+//	{"offsetTable":{{"brokerName":"b","queueId":0,"topic":"T"}:{"minOffset":0,...},...},"topicPutTps":0}
+//
+// Decoders also read the array form [[{queue},value],...] that other
+// writers use.
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/petrelmq/petrel/internal/remoting"
+)
+
+// TopicStatsRequest is the header of 202; topic is required.
+type TopicStatsRequest struct {
+	Topic string
+}
+
+// DecodeTopicStatsRequest reads the header of 202.
+func DecodeTopicStatsRequest(c *remoting.Command) (TopicStatsRequest, error) {
+	f := fields{c: c}
+	h := TopicStatsRequest{Topic: f.need("topic")}
+	return h, f.result()
+}
+
+// EncodeTopicStatsRequest is a 202 request.
+func EncodeTopicStatsRequest(h TopicStatsRequest) *remoting.Command {
+	return remoting.NewRequest(CodeGetTopicStatsInfo, map[string]string{"topic": h.Topic}, nil)
+}
+
+// ConsumerConnectionListRequest is the header of 203; consumerGroup is
+// required.
+type ConsumerConnectionListRequest struct {
+	ConsumerGroup string
+}
+
+// DecodeConsumerConnectionListRequest reads the header of 203.
+func DecodeConsumerConnectionListRequest(c *remoting.Command) (ConsumerConnectionListRequest, error) {
+	f := fields{c: c}
+	h := ConsumerConnectionListRequest{ConsumerGroup: f.need("consumerGroup")}
+	return h, f.result()
+}
+
+// EncodeConsumerConnectionListRequest is a 203 request.
+func EncodeConsumerConnectionListRequest(h ConsumerConnectionListRequest) *remoting.Command {
+	return remoting.NewRequest(CodeGetConsumerConnectionList, map[string]string{"consumerGroup": h.ConsumerGroup}, nil)
+}
+
+// ConsumeStatsRequest is the header of 208: consumerGroup (required) and
+// topic (optional: every topic of the group).
+type ConsumeStatsRequest struct {
+	ConsumerGroup string
+	Topic         string
+}
+
+// DecodeConsumeStatsRequest reads the header of 208.
+func DecodeConsumeStatsRequest(c *remoting.Command) (ConsumeStatsRequest, error) {
+	f := fields{c: c}
+	h := ConsumeStatsRequest{ConsumerGroup: f.need("consumerGroup"), Topic: f.str("topic")}
+	return h, f.result()
+}
+
+// EncodeConsumeStatsRequest is a 208 request (topic only when set).
+func EncodeConsumeStatsRequest(h ConsumeStatsRequest) *remoting.Command {
+	ext := map[string]string{"consumerGroup": h.ConsumerGroup}
+	if h.Topic != "" {
+		ext["topic"] = h.Topic
+	}
+	return remoting.NewRequest(CodeGetConsumeStats, ext, nil)
+}
+
+// TopicOffset is one queue's entry in a TopicStatsTable.
+type TopicOffset struct {
+	Topic               string
+	BrokerName          string
+	QueueID             int32
+	MinOffset           int64
+	MaxOffset           int64
+	LastUpdateTimestamp int64
+}
+
+type topicOffsetJSON struct {
+	MinOffset           int64 `json:"minOffset"`
+	MaxOffset           int64 `json:"maxOffset"`
+	LastUpdateTimestamp int64 `json:"lastUpdateTimestamp"`
+}
+
+// TopicStatsTable is the answer body of 202.
+type TopicStatsTable struct {
+	Offsets     []TopicOffset // in the order written
+	TopicPutTps float64
+	// RemovedUnconsumed is Petrel's own: per group, the messages of the
+	// topic that retention removed early before the group consumed them.
+	RemovedUnconsumed map[string]uint64
+}
+
+// EncodeTopicStatsBody writes the answer body of 202.
+func EncodeTopicStatsBody(t TopicStatsTable) []byte {
+	var m queueMap
+	for _, o := range t.Offsets {
+		m.add(o.Topic, o.BrokerName, o.QueueID, topicOffsetJSON{o.MinOffset, o.MaxOffset, o.LastUpdateTimestamp})
+	}
+	lost := t.RemovedUnconsumed
+	if lost == nil {
+		lost = map[string]uint64{}
+	}
+	return m.body(struct {
+		RemovedUnconsumed map[string]uint64 `json:"removedUnconsumed"`
+		TopicPutTps       float64           `json:"topicPutTps"`
+	}{lost, t.TopicPutTps})
+}
+
+// DecodeTopicStatsBody reads the answer body of 202.
+func DecodeTopicStatsBody(body []byte) (TopicStatsTable, error) {
+	var t TopicStatsTable
+	var rest struct {
+		RemovedUnconsumed map[string]uint64 `json:"removedUnconsumed"`
+		TopicPutTps       float64           `json:"topicPutTps"`
+	}
+	entries, err := decodeQueueMapBody(body, "TopicStatsTable", &rest)
+	if err != nil {
+		return t, err
+	}
+	t.TopicPutTps, t.RemovedUnconsumed = rest.TopicPutTps, rest.RemovedUnconsumed
+	for _, e := range entries {
+		var o topicOffsetJSON
+		if err := json.Unmarshal(e.value, &o); err != nil {
+			return TopicStatsTable{}, &BodyError{Body: "TopicStatsTable", Problem: "an offsetTable value is not a TopicOffset object: " + jsonProblem(err, "TopicOffset")}
+		}
+		t.Offsets = append(t.Offsets, TopicOffset{e.Topic, e.BrokerName, e.QueueID, o.MinOffset, o.MaxOffset, o.LastUpdateTimestamp})
+	}
+	return t, nil
+}
+
+// ConsumeOffset is one queue's entry in ConsumeStats. PullOffset −
+// ConsumerOffset is what mqadmin shows as in flight; InFlight (Petrel's)
+// counts a pop group's unacknowledged, invisible messages exactly.
+type ConsumeOffset struct {
+	Topic          string
+	BrokerName     string
+	QueueID        int32
+	BrokerOffset   int64
+	ConsumerOffset int64
+	PullOffset     int64
+	LastTimestamp  int64
+	InFlight       int64
+}
+
+type consumeOffsetJSON struct {
+	BrokerOffset   int64 `json:"brokerOffset"`
+	ConsumerOffset int64 `json:"consumerOffset"`
+	PullOffset     int64 `json:"pullOffset"`
+	LastTimestamp  int64 `json:"lastTimestamp"`
+	InFlight       int64 `json:"inFlight"`
+}
+
+// ConsumeStats is the answer body of 208.
+type ConsumeStats struct {
+	Offsets    []ConsumeOffset // in the order written
+	ConsumeTps float64
+}
+
+// EncodeConsumeStatsBody writes the answer body of 208.
+func EncodeConsumeStatsBody(s ConsumeStats) []byte {
+	var m queueMap
+	for _, o := range s.Offsets {
+		m.add(o.Topic, o.BrokerName, o.QueueID, consumeOffsetJSON{o.BrokerOffset, o.ConsumerOffset, o.PullOffset, o.LastTimestamp, o.InFlight})
+	}
+	return m.body(struct {
+		ConsumeTps float64 `json:"consumeTps"`
+	}{s.ConsumeTps})
+}
+
+// DecodeConsumeStatsBody reads the answer body of 208.
+func DecodeConsumeStatsBody(body []byte) (ConsumeStats, error) {
+	var s ConsumeStats
+	var rest struct {
+		ConsumeTps float64 `json:"consumeTps"`
+	}
+	entries, err := decodeQueueMapBody(body, "ConsumeStats", &rest)
+	if err != nil {
+		return s, err
+	}
+	s.ConsumeTps = rest.ConsumeTps
+	for _, e := range entries {
+		var o consumeOffsetJSON
+		if err := json.Unmarshal(e.value, &o); err != nil {
+			return ConsumeStats{}, &BodyError{Body: "ConsumeStats", Problem: "an offsetTable value is not an OffsetWrapper object: " + jsonProblem(err, "OffsetWrapper")}
+		}
+		s.Offsets = append(s.Offsets, ConsumeOffset{e.Topic, e.BrokerName, e.QueueID, o.BrokerOffset, o.ConsumerOffset, o.PullOffset, o.LastTimestamp, o.InFlight})
+	}
+	return s, nil
+}
+
+// ConsumerConnection is the answer body of 203.
+type ConsumerConnection struct {
+	ConnectionSet     []Connection                      `json:"connectionSet"`
+	SubscriptionTable map[string]ConnectionSubscription `json:"subscriptionTable"`
+	ConsumeType       string                            `json:"consumeType"`
+	MessageModel      string                            `json:"messageModel"`
+	ConsumeFromWhere  string                            `json:"consumeFromWhere"`
+}
+
+// Connection is one member of a ConsumerConnection.
+type Connection struct {
+	ClientID   string `json:"clientId"`
+	ClientAddr string `json:"clientAddr"`
+	Language   string `json:"language"`
+	Version    int16  `json:"version"`
+}
+
+// ConnectionSubscription is a subscription of a ConsumerConnection
+// (Java's SubscriptionData; nil sets are written as []).
+type ConnectionSubscription struct {
+	ClassFilterMode bool     `json:"classFilterMode"`
+	Topic           string   `json:"topic"`
+	SubString       string   `json:"subString"`
+	TagsSet         []string `json:"tagsSet"`
+	CodeSet         []int32  `json:"codeSet"`
+	SubVersion      int64    `json:"subVersion"`
+	ExpressionType  string   `json:"expressionType"`
+}
+
+// EncodeConsumerConnectionBody writes the answer body of 203 (nil sets,
+// tables and lists as {} and []).
+func EncodeConsumerConnectionBody(c ConsumerConnection) []byte {
+	if c.ConnectionSet == nil {
+		c.ConnectionSet = []Connection{}
+	}
+	subs := make(map[string]ConnectionSubscription, len(c.SubscriptionTable))
+	for k, s := range c.SubscriptionTable {
+		if s.TagsSet == nil {
+			s.TagsSet = []string{}
+		}
+		if s.CodeSet == nil {
+			s.CodeSet = []int32{}
+		}
+		subs[k] = s
+	}
+	c.SubscriptionTable = subs
+	return mustJSON(c)
+}
+
+// DecodeConsumerConnectionBody reads the answer body of 203.
+func DecodeConsumerConnectionBody(body []byte) (ConsumerConnection, error) {
+	var c ConsumerConnection
+	err := decodeJSON(body, "ConsumerConnection", &c)
+	return c, err
+}
+
+// queueMap writes {key:value,...} with message-queue object keys, the
+// entries in the order added.
+type queueMap struct {
+	b bytes.Buffer
+	n int
+}
+
+// queueKey is a message queue as fastjson writes it: fields in name order.
+type queueKey struct {
+	BrokerName string `json:"brokerName"`
+	QueueID    int32  `json:"queueId"`
+	Topic      string `json:"topic"`
+}
+
+func (m *queueMap) add(topic, brokerName string, queueID int32, v any) {
+	if m.n == 0 {
+		m.b.WriteString(`{"offsetTable":{`)
+	} else {
+		m.b.WriteByte(',')
+	}
+	m.n++
+	m.b.Write(mustJSON(queueKey{brokerName, queueID, topic}))
+	m.b.WriteByte(':')
+	m.b.Write(mustJSON(v))
+}
+
+// body closes the table and appends the fields of rest (a struct) after it.
+func (m *queueMap) body(rest any) []byte {
+	if m.n == 0 {
+		m.b.WriteString(`{"offsetTable":{`)
+	}
+	m.b.WriteByte('}')
+	x := mustJSON(rest)
+	if len(x) > 2 {
+		m.b.WriteByte(',')
+		m.b.Write(x[1 : len(x)-1])
+	}
+	m.b.WriteByte('}')
+	return m.b.Bytes()
+}
+
+// queueEntry is one entry of a map keyed by a message queue.
+type queueEntry struct {
+	Topic      string `json:"topic"`
+	BrokerName string `json:"brokerName"`
+	QueueID    int32  `json:"queueId"`
+	value      json.RawMessage
+}
+
+// decodeQueueMapBody reads a top-level JSON-like object whose offsetTable
+// is a map keyed by message queues (object keys or the array form); the
+// other fields are unmarshalled into rest. Errors are *BodyError for name.
+func decodeQueueMapBody(body []byte, name string, rest any) ([]queueEntry, error) {
+	bad := func(format string, args ...any) error {
+		return &BodyError{Body: name, Problem: fmt.Sprintf(format, args...)}
+	}
+	p := &scan{b: body}
+	p.ws()
+	if p.peek() != '{' {
+		return nil, bad("the body is not a JSON object")
+	}
+	p.i++
+	var entries []queueEntry
+	seen := false
+	others := []byte{'{'}
+	for {
+		p.ws()
+		if p.peek() == '}' {
+			break
+		}
+		kb, err := p.value()
+		if err != nil {
+			return nil, bad("%v", err)
+		}
+		var key string
+		if err := json.Unmarshal(kb, &key); err != nil {
+			return nil, bad("a top-level key is not a string (at byte %d)", p.i)
+		}
+		p.ws()
+		if p.peek() != ':' {
+			return nil, bad("want ':' after key %.64q at byte %d", key, p.i)
+		}
+		p.i++
+		p.ws()
+		if key == "offsetTable" {
+			if entries, err = p.queueMap(); err != nil {
+				return nil, bad("offsetTable: %v", err)
+			}
+			seen = true
+		} else {
+			v, err := p.value()
+			if err != nil {
+				return nil, bad("%v", err)
+			}
+			if len(others) > 1 {
+				others = append(others, ',')
+			}
+			others = append(others, kb...)
+			others = append(others, ':')
+			others = append(others, v...)
+		}
+		p.ws()
+		switch p.peek() {
+		case ',':
+			p.i++
+		case '}':
+		default:
+			return nil, bad("want ',' or '}' at byte %d", p.i)
+		}
+	}
+	p.i++
+	p.ws()
+	if p.i != len(p.b) {
+		return nil, bad("data after the object at byte %d", p.i)
+	}
+	if !seen {
+		return nil, bad("the body has no offsetTable")
+	}
+	others = append(others, '}')
+	if err := json.Unmarshal(others, rest); err != nil {
+		return nil, bad("%s", jsonProblem(err, name))
+	}
+	return entries, nil
+}
+
+// queueMap reads a map keyed by message queues at p: fastjson's object
+// form or the array form [[{queue},value],...].
+func (p *scan) queueMap() ([]queueEntry, error) {
+	var out []queueEntry
+	switch p.peek() {
+	case '{':
+		p.i++
+		for {
+			p.ws()
+			if p.peek() == '}' {
+				p.i++
+				return out, nil
+			}
+			kb, err := p.value()
+			if err != nil {
+				return nil, err
+			}
+			var e queueEntry
+			if err := json.Unmarshal(kb, &e); err != nil {
+				return nil, fmt.Errorf("a queue key is not a MessageQueue object (at byte %d)", p.i)
+			}
+			p.ws()
+			if p.peek() != ':' {
+				return nil, fmt.Errorf("want ':' after a queue key at byte %d", p.i)
+			}
+			p.i++
+			p.ws()
+			if e.value, err = p.value(); err != nil {
+				return nil, err
+			}
+			out = append(out, e)
+			p.ws()
+			switch p.peek() {
+			case ',':
+				p.i++
+			case '}':
+				p.i++
+				return out, nil
+			default:
+				return nil, fmt.Errorf("want ',' or '}' at byte %d", p.i)
+			}
+		}
+	case '[':
+		v, err := p.value()
+		if err != nil {
+			return nil, err
+		}
+		var pairs [][]json.RawMessage
+		if err := json.Unmarshal(v, &pairs); err != nil {
+			return nil, fmt.Errorf("the array form is not [[queue, value],...]")
+		}
+		for _, pr := range pairs {
+			if len(pr) != 2 {
+				return nil, fmt.Errorf("an entry has %d elements, want [queue, value]", len(pr))
+			}
+			var e queueEntry
+			if err := json.Unmarshal(pr[0], &e); err != nil {
+				return nil, fmt.Errorf("a queue is not a MessageQueue object")
+			}
+			e.value = pr[1]
+			out = append(out, e)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("neither an object nor an array")
+}
+
+// scan finds the extent of JSON values in text that is not JSON as a
+// whole.
+type scan struct {
+	b []byte
+	i int
+}
+
+func (p *scan) peek() byte {
+	if p.i < len(p.b) {
+		return p.b[p.i]
+	}
+	return 0
+}
+
+func (p *scan) ws() {
+	for p.i < len(p.b) && strings.IndexByte(" \t\r\n", p.b[p.i]) >= 0 {
+		p.i++
+	}
+}
+
+// value returns the JSON value at i: a string, an object or array
+// (balanced, strings skipped), or a literal up to the next , : } ].
+func (p *scan) value() ([]byte, error) {
+	v, err := p.extent()
+	if err == nil && !json.Valid(v) {
+		err = fmt.Errorf("invalid JSON value at byte %d", p.i-len(v))
+	}
+	return v, err
+}
+
+func (p *scan) extent() ([]byte, error) {
+	start := p.i
+	depth := 0
+	for p.i < len(p.b) {
+		c := p.b[p.i]
+		switch {
+		case c == '"':
+			p.i++
+			for p.i < len(p.b) && p.b[p.i] != '"' {
+				if p.b[p.i] == '\\' {
+					p.i++
+				}
+				p.i++
+			}
+			if p.i >= len(p.b) {
+				return nil, fmt.Errorf("unterminated string at byte %d", start)
+			}
+			p.i++
+			if depth == 0 {
+				return p.b[start:p.i], nil
+			}
+			continue
+		case c == '{' || c == '[':
+			depth++
+		case c == '}' || c == ']':
+			if depth == 0 {
+				return p.b[start:p.i], nil
+			}
+			depth--
+			if depth == 0 {
+				p.i++
+				return p.b[start:p.i], nil
+			}
+		case depth == 0 && (c == ',' || c == ':'):
+			return p.b[start:p.i], nil
+		}
+		p.i++
+	}
+	if depth != 0 || p.i == start {
+		return nil, fmt.Errorf("truncated value at byte %d", start)
+	}
+	return p.b[start:p.i], nil
+}
