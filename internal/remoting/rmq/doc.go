@@ -18,4 +18,6 @@
 //
 //	codes.go   request and response codes
 //	fields.go  ext field reading (FieldError) and writing
+//	send.go    send headers (V1, V2, batch); the 4.x transaction flag and
+//	           delay properties (Prepared, PropertiesDelay)
 package rmq
