@@ -12,6 +12,7 @@ package brokerfront
 
 import (
 	"context"
+	"net/netip"
 
 	"github.com/petrelmq/petrel/internal/remoting/rmq"
 
@@ -29,6 +30,11 @@ import (
 // Transactional and Delay (ItemDelays for a batch's items); the
 // properties are kept encoded as they arrived.
 func sendRequest(c *remoting.Conn, req *remoting.Command) (*broker.SendRequest, *remoting.Command) {
+	return decodeSend(addrPort(c.RemoteAddr()), req)
+}
+
+// decodeSend is sendRequest for a producer at born.
+func decodeSend(born netip.AddrPort, req *remoting.Command) (*broker.SendRequest, *remoting.Command) {
 	h, err := rmq.DecodeSendHeader(req)
 	if err != nil {
 		return nil, remoting.NewResponse(req, rmq.RespMessageIllegal, err.Error())
@@ -37,7 +43,7 @@ func sendRequest(c *remoting.Conn, req *remoting.Command) (*broker.SendRequest, 
 		ProducerGroup: h.ProducerGroup, Topic: h.Topic,
 		DefaultTopic: h.DefaultTopic, DefaultTopicQueueNums: h.DefaultTopicQueueNums,
 		QueueID: h.QueueID, SysFlag: h.SysFlag, Flag: h.Flag, BornTimestamp: h.BornTimestamp,
-		BornHost: addrPort(c.RemoteAddr()), Properties: message.EncodedProperties(h.Properties), Body: req.Body,
+		BornHost: born, Properties: message.EncodedProperties(h.Properties), Body: req.Body,
 		ReconsumeTimes: h.ReconsumeTimes, MaxReconsumeTimes: h.MaxReconsumeTimes, Batch: h.IsBatch(req.Code),
 		Transactional: rmq.Prepared(h.SysFlag, h.Properties),
 	}
