@@ -25,7 +25,7 @@ func (b *Broker) dedupKey(req *SendRequest, msgs []*message.Message) string {
 	if !b.dedup.Enabled() || req.Batch || isGroupTopic(req.Topic) || txn.IsHalfTopic(msgs[0].Topic) {
 		return ""
 	}
-	k, _ := message.PropertyOf(req.Properties, message.PropertyUniqKey)
+	k, _ := req.Properties.Get(message.PropertyUniqKey)
 	return k
 }
 

@@ -32,7 +32,6 @@ import (
 	"net/netip"
 	"path"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,7 +47,7 @@ const TimerTopic = "rmq_sys_wheel_timer"
 const (
 	PropertyTimerOutMS    = "TIMER_OUT_MS"
 	PropertyTimerDelaySec = "TIMER_DELAY_SEC"
-	PropertyTimerDelayMS  = "TIMER_DELAY_MS"
+	PropertyTimerDelayMS  = "TIMER_DELAY_MS" // a map-properties send's Delay.After
 	// PropertyTimerDelUniqKey marks a cancel record: the delayed message
 	// with this UNIQ_KEY must not be delivered (RocketMQ 5's name).
 	PropertyTimerDelUniqKey = "TIMER_DEL_UNIQKEY"
@@ -77,37 +76,22 @@ type timers struct {
 	once sync.Once
 }
 
-// dueAt returns when m is due (unix ms) if it asks for delayed delivery,
-// or ok false. A level above the last means the last; a due time not in
-// the future means now (ok false: store it at once).
-func (b *Broker) dueAt(m *message.Message) (at int64, ok bool, err error) {
+// dueAt returns when a message sent with delay d is due (unix ms), or ok
+// false when it is not delayed. A level above the last means the last; a
+// due time not in the future means now (ok false: store it at once). A
+// delay beyond MaxTimerDelay is refused (ErrDeliveryTime in the chain).
+func (b *Broker) dueAt(d message.Delay) (at int64, ok bool, err error) {
 	now := b.clk.Now().UnixMilli()
 	switch {
-	case m.Property(message.PropertyTimerDeliverMS) != "":
-		v, perr := strconv.ParseInt(m.Property(message.PropertyTimerDeliverMS), 10, 64)
-		if perr != nil {
-			return 0, false, errorf(KindMessageIllegal, nil, "property %s %q is not a time in unix milliseconds", message.PropertyTimerDeliverMS, m.Property(message.PropertyTimerDeliverMS))
+	case d.AtMS != 0:
+		at = d.AtMS
+	case d.After > 0:
+		if d.After > b.cfg.MaxTimerDelay {
+			return 0, false, b.errTooFar(d.After)
 		}
-		at = v
-	case m.Property(PropertyTimerDelaySec) != "" || m.Property(PropertyTimerDelayMS) != "":
-		key, unit := PropertyTimerDelayMS, time.Millisecond
-		if m.Property(PropertyTimerDelaySec) != "" {
-			key, unit = PropertyTimerDelaySec, time.Second
-		}
-		v, perr := strconv.ParseInt(m.Property(key), 10, 64)
-		if perr != nil || v < 0 {
-			return 0, false, errorf(KindMessageIllegal, nil, "property %s %q is not a non-negative number", key, m.Property(key))
-		}
-		if v > int64(b.cfg.MaxTimerDelay/unit) {
-			return 0, false, b.errTooFar(time.Duration(v) * unit)
-		}
-		at = now + (time.Duration(v) * unit).Milliseconds()
-	case m.Property(message.PropertyDelayLevel) != "":
-		lv, perr := strconv.Atoi(m.Property(message.PropertyDelayLevel))
-		if perr != nil || lv <= 0 {
-			return 0, false, nil // RocketMQ ignores level 0 and junk
-		}
-		lv = min(lv, len(b.cfg.DelayLevels))
+		at = now + d.After.Milliseconds()
+	case d.Level > 0:
+		lv := min(int(d.Level), len(b.cfg.DelayLevels))
 		at = now + b.cfg.DelayLevels[lv-1].Milliseconds()
 	default:
 		return 0, false, nil
@@ -122,18 +106,19 @@ func (b *Broker) dueAt(m *message.Message) (at int64, ok bool, err error) {
 }
 
 func (b *Broker) errTooFar(d time.Duration) *Error {
-	return errorf(KindMessageIllegal, nil, "the message is due in %v, beyond the broker's limit of %v (MaxTimerDelay); deliver it sooner or raise the limit", d.Round(time.Second), b.cfg.MaxTimerDelay)
+	return errorf(KindMessageIllegal, ErrDeliveryTime, "the message is due in %v, beyond the broker's limit of %v (MaxTimerDelay); deliver it sooner or raise the limit", d.Round(time.Second), b.cfg.MaxTimerDelay)
 }
 
-// deferIfDelayed turns m into a timer-topic record when it is not due yet.
-func (b *Broker) deferIfDelayed(m *message.Message) error {
+// deferIfDelayed turns m into a timer-topic record when its delay d has
+// it due later than now.
+func (b *Broker) deferIfDelayed(m *message.Message, d message.Delay) error {
 	if m.Topic == TimerTopic {
 		return errorf(KindMessageIllegal, nil, "topic %s is reserved for delayed messages; send to your own topic with a delay", TimerTopic)
 	}
-	if !strings.Contains(m.Properties, "DELAY") && !strings.Contains(m.Properties, message.PropertyTimerDeliverMS) {
-		return nil // no DELAY, TIMER_DELAY_* or TIMER_DELIVER_MS: not delayed
+	if d.IsZero() {
+		return nil
 	}
-	at, ok, err := b.dueAt(m)
+	at, ok, err := b.dueAt(d)
 	if err != nil || !ok {
 		return err
 	}

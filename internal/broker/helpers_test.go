@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -127,11 +128,36 @@ func props(kv ...string) string {
 	return message.EncodeProperties(m)
 }
 
+// sendReq is a send with encoded properties kv, typed as the 4.x front
+// types them (typed).
 func sendReq(topic string, qid int32, body string, kv ...string) *SendRequest {
-	return &SendRequest{
+	r := &SendRequest{
 		ProducerGroup: "pg", Topic: topic, DefaultTopic: TemplateTopic, DefaultTopicQueueNums: 4,
 		QueueID: qid, BornTimestamp: t0.UnixMilli(), BornHost: netip.MustParseAddrPort("10.0.0.2:40000"),
-		Properties: props(kv...), Body: []byte(body),
+		Properties: message.EncodedProperties(props(kv...)), Body: []byte(body),
+	}
+	typed(r, kv...)
+	return r
+}
+
+// typed sets r's Transactional and Delay from the 4.x properties kv
+// (TRAN_MSG=true; TIMER_DELIVER_MS, TIMER_DELAY_SEC, TIMER_DELAY_MS,
+// DELAY), as the 4.x front does (the tests use one delay key at a time).
+func typed(r *SendRequest, kv ...string) {
+	for i := 0; i+1 < len(kv); i += 2 {
+		v, _ := strconv.ParseInt(kv[i+1], 10, 64)
+		switch kv[i] {
+		case message.PropertyTransactionFlag:
+			r.Transactional = kv[i+1] == "true"
+		case message.PropertyTimerDeliverMS:
+			r.Delay = message.Delay{AtMS: v}
+		case PropertyTimerDelaySec:
+			r.Delay = message.Delay{After: time.Duration(v) * time.Second}
+		case PropertyTimerDelayMS:
+			r.Delay = message.Delay{After: time.Duration(v) * time.Millisecond}
+		case message.PropertyDelayLevel:
+			r.Delay = message.Delay{Level: int32(v)}
+		}
 	}
 }
 

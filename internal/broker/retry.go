@@ -91,10 +91,12 @@ func (b *Broker) SendBack(ctx context.Context, req *SendBackRequest) (SendBackRe
 		return SendBackResult{}, err
 	}
 	out := b.retryCopy(m, res.Topic, attempts+1, origTopic, req.OriginMsgID)
+	var delay message.Delay
 	if res.DelayLevel > 0 {
 		out.SetProperty(message.PropertyDelayLevel, strconv.Itoa(int(res.DelayLevel)))
+		delay.Level = res.DelayLevel
 	}
-	if err := b.deferIfDelayed(out); err != nil {
+	if err := b.deferIfDelayed(out, delay); err != nil {
 		return SendBackResult{}, err
 	}
 	if err := ctx.Err(); err != nil {

@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -49,8 +50,11 @@ const DefaultRegionID = "DefaultRegion"
 // defaultClientQueueNums is used when a send names no defaultTopicQueueNums.
 const defaultClientQueueNums = 4
 
-// SendRequest is a decoded send. The broker does not keep Body or
-// Properties after Send returns.
+// SendRequest is a decoded send, in the broker's terms: fronts translate
+// their protocol's flags and reserved properties into the typed fields
+// (Transactional, Delay, ShardingKey, MessageType), and the broker reads
+// no sysflag bit and no such property of a request. The broker does not
+// keep Body or Properties after Send returns.
 type SendRequest struct {
 	ProducerGroup string
 	Topic         string
@@ -59,14 +63,43 @@ type SendRequest struct {
 	// when ≤ 0).
 	DefaultTopic          string
 	DefaultTopicQueueNums int32
-	// QueueID < 0 lets the broker choose among the write queues.
-	QueueID       int32
+	// NoGroupTopicCreate: never auto-create a %RETRY% or %DLQ% topic for
+	// this send (a 5.x producer cannot name one; 4.x consumers fall back
+	// to plain sends to their retry topic).
+	NoGroupTopicCreate bool
+	// QueueID < 0 lets the broker choose among the write queues: by
+	// ShardingKey when there is one, else in turn.
+	QueueID int32
+	// SysFlag is stored as given (a 4.x producer's compressed-body and
+	// multi-tags bits); the broker reads no bit of it, and clears the
+	// transaction type bits of a half.
 	SysFlag, Flag int32
 	BornTimestamp int64 // ms
 	// BornHost is the producer's address; the front takes it from the
 	// connection (clients do not send it).
-	BornHost   netip.AddrPort
-	Properties string // encoded (key 0x01 value 0x02 ...)
+	BornHost netip.AddrPort
+	// Properties are stored as given when encoded (the 4.x wire form
+	// already says all the typed fields do); to map properties the broker
+	// first adds those of the typed fields: TRAN_MSG=true and
+	// PGROUP=ProducerGroup (Transactional), __SHARDINGKEY (ShardingKey),
+	// TIMER_DELIVER_MS, TIMER_DELAY_MS or DELAY (Delay). The broker adds
+	// UNIQ_KEY to batch items without one and CLUSTER to every message.
+	Properties message.Properties
+	// Transactional makes the message a transaction's half: invisible
+	// until END_TRANSACTION commits it (never delayed). Not for a batch.
+	Transactional bool
+	// Delay asks for later delivery, within the broker's MaxTimerDelay
+	// (a single message; a batch has ItemDelays).
+	Delay message.Delay
+	// ItemDelays[i] is the delay of batch item i; nil when none is
+	// delayed.
+	ItemDelays []message.Delay
+	// ShardingKey places a FIFO message: with QueueID < 0 the broker puts
+	// every message of one key on one queue (ShardQueue).
+	ShardingKey string
+	// MessageType is the type the producer declares, checked against the
+	// topic's (AcceptedTypes); MessageTypeUnspecified is not checked.
+	MessageType MessageType
 	// Body is the message body, or for a batch the SEND_BATCH_MESSAGE body.
 	Body              []byte
 	ReconsumeTimes    int32
@@ -204,7 +237,10 @@ func (b *Broker) putAsync(req *SendRequest, msgs []*message.Message, done func(e
 func (b *Broker) FlushSends() { b.st.FlushDeferred() }
 
 // prepareSend validates req, finds (or, with create, auto-creates) its
-// topic, picks the queue and builds the messages to store.
+// topic, picks the queue and builds the messages to store. After the
+// topic is found, a declared MessageType the topic does not accept is
+// refused (KindMessageIllegal with ErrMessageType in the chain), and a
+// delay beyond MaxTimerDelay too (ErrDeliveryTime).
 func (b *Broker) prepareSend(ctx context.Context, req *SendRequest, create bool) ([]*message.Message, int32, error) {
 	if b.closed.Load() {
 		return nil, 0, b.errClosed()
@@ -215,8 +251,7 @@ func (b *Broker) prepareSend(ctx context.Context, req *SendRequest, create bool)
 	if txn.IsSystemTopic(req.Topic) || req.Topic == TimerTopic {
 		return nil, 0, errorf(KindMessageIllegal, nil, "topic %q is a system topic of the broker; producers may not send to it", req.Topic)
 	}
-	prepared := txn.IsPrepared(req.SysFlag, req.Properties)
-	if prepared && req.Batch {
+	if req.Transactional && req.Batch {
 		return nil, 0, errorf(KindMessageIllegal, nil, "a batch cannot be a transactional (prepared) message; send it on its own")
 	}
 	if len(req.Body) > b.cfg.MaxMessageBytes {
@@ -226,8 +261,9 @@ func (b *Broker) prepareSend(ctx context.Context, req *SendRequest, create bool)
 		}
 		return nil, 0, errorf(KindMessageIllegal, nil, "%s is %d bytes, over the limit of %d bytes (MaxMessageBytes); send a smaller body or split it", what, len(req.Body), b.cfg.MaxMessageBytes)
 	}
+	props := b.sendProperties(req)
 	if !req.Batch {
-		if err := checkProperties(req.Properties, -1); err != nil {
+		if err := checkProperties(props, -1); err != nil {
 			return nil, 0, err
 		}
 	} else if strings.HasPrefix(req.Topic, RetryGroupTopicPrefix) {
@@ -243,6 +279,9 @@ func (b *Broker) prepareSend(ctx context.Context, req *SendRequest, create bool)
 			return nil, 0, err
 		}
 	}
+	if err := checkMessageType(topic, req.MessageType); err != nil {
+		return nil, 0, err
+	}
 	if !b.meta.TopicsDurable() {
 		// The topic may be one another send is creating right now: never
 		// acknowledge a message to a topic whose config a crash could lose.
@@ -254,17 +293,21 @@ func (b *Broker) prepareSend(ctx context.Context, req *SendRequest, create bool)
 		return nil, 0, errorf(KindNoPermission, nil, "topic %q is not writable on broker %s (perm %d); send to another broker or give the topic write permission", topic.Name, b.cfg.BrokerName, topic.Perm)
 	}
 	qid := req.QueueID
-	if qid < 0 {
+	switch {
+	case qid >= 0:
+	case req.ShardingKey != "":
+		qid = ShardQueue(req.ShardingKey, topic.WriteQueueNums)
+	default:
 		qid = int32(b.sendSeq.Add(1) % uint32(max(topic.WriteQueueNums, 1)))
 	}
 	if n := max(topic.ReadQueueNums, topic.WriteQueueNums); qid >= n {
 		return nil, 0, errorf(KindSystemError, nil, "queue id %d is outside topic %q, which has %d queues on broker %s; refresh the route and pick a queue below %d", qid, topic.Name, n, b.cfg.BrokerName, n)
 	}
-	msgs, err := b.buildMessages(req, qid)
+	msgs, err := b.buildMessages(req, props, qid)
 	if err != nil {
 		return nil, 0, err
 	}
-	if prepared {
+	if req.Transactional {
 		// A half message: invisible until END_TRANSACTION commits it (never
 		// delayed: RocketMQ ignores the delay of a prepared message).
 		b.txns.m.Half(msgs[0])
@@ -272,8 +315,15 @@ func (b *Broker) prepareSend(ctx context.Context, req *SendRequest, create bool)
 			return nil, 0, err
 		}
 	} else {
-		for _, m := range msgs {
-			if err := b.deferIfDelayed(m); err != nil {
+		for i, m := range msgs {
+			d := req.Delay
+			if req.Batch {
+				d = message.Delay{}
+				if i < len(req.ItemDelays) {
+					d = req.ItemDelays[i]
+				}
+			}
+			if err := b.deferIfDelayed(m, d); err != nil {
 				return nil, 0, err
 			}
 		}
@@ -282,6 +332,33 @@ func (b *Broker) prepareSend(ctx context.Context, req *SendRequest, create bool)
 		return nil, 0, errorf(KindServiceUnavailable, err, "send was cancelled before the message was stored")
 	}
 	return msgs, qid, nil
+}
+
+// sendProperties are the encoded properties to store for req: encoded
+// ones as given; map ones with the typed fields' properties added.
+func (b *Broker) sendProperties(req *SendRequest) string {
+	m := req.Properties.Map()
+	if m == nil {
+		return req.Properties.Encoded()
+	}
+	if req.Transactional {
+		m[message.PropertyTransactionFlag] = "true"
+		if req.ProducerGroup != "" {
+			m[message.PropertyProducerGroup] = req.ProducerGroup
+		}
+	}
+	if req.ShardingKey != "" {
+		m[PropertyShardingKey] = req.ShardingKey
+	}
+	switch d := req.Delay; {
+	case d.AtMS != 0:
+		m[message.PropertyTimerDeliverMS] = strconv.FormatInt(d.AtMS, 10)
+	case d.After > 0:
+		m[PropertyTimerDelayMS] = strconv.FormatInt(d.After.Milliseconds(), 10)
+	case d.Level > 0:
+		m[message.PropertyDelayLevel] = strconv.Itoa(int(d.Level))
+	}
+	return message.EncodeProperties(m)
 }
 
 // sendResult turns the store's answer for msgs into Send's.
@@ -319,13 +396,21 @@ func (b *Broker) sendResult(msgs []*message.Message, qid int32, err error) (Send
 	return res, nil
 }
 
-// topicForSend finds the topic or auto-creates it.
+// topicForSend finds the topic or auto-creates it: the one auto-creation
+// rule of sends on every front. An unknown topic is created from the
+// template (DefaultTopic, else TBW102) when AutoCreateTopics is on and the
+// template has the inherit bit, with DefaultTopicQueueNums queues (4 when
+// ≤ 0) capped by the template's write queues, and the template's
+// permissions without the inherit bit.
 func (b *Broker) topicForSend(req *SendRequest) (meta.Topic, error) {
 	if t, ok := b.meta.Topic(req.Topic); ok {
 		return t, nil
 	}
 	if !b.cfg.AutoCreateTopics {
 		return meta.Topic{}, errorf(KindTopicNotExist, nil, "topic %q does not exist on broker %s and auto-creation is off; create the topic first", req.Topic, b.cfg.BrokerName)
+	}
+	if req.NoGroupTopicCreate && isGroupTopic(req.Topic) {
+		return meta.Topic{}, errorf(KindTopicNotExist, nil, "topic %q does not exist on broker %s; a retry or dead-letter topic belongs to its consumer group and is not created by a send", req.Topic, b.cfg.BrokerName)
 	}
 	tmplName := req.DefaultTopic
 	if tmplName == "" {
@@ -364,7 +449,7 @@ func checkProperties(props string, item int) *Error {
 }
 
 // buildMessages turns the request into messages ready for the store.
-func (b *Broker) buildMessages(req *SendRequest, qid int32) ([]*message.Message, error) {
+func (b *Broker) buildMessages(req *SendRequest, props string, qid int32) ([]*message.Message, error) {
 	base := message.Message{
 		Topic:          req.Topic,
 		QueueID:        qid,
@@ -381,7 +466,7 @@ func (b *Broker) buildMessages(req *SendRequest, qid int32) ([]*message.Message,
 	if !req.Batch {
 		m := base
 		m.Body = req.Body
-		m.Properties = b.finishProperties(req.Properties, false)
+		m.Properties = b.finishProperties(props, false)
 		if err := checkStorable(&m, -1); err != nil {
 			return nil, err
 		}

@@ -37,7 +37,7 @@ func TestSendValidationRules(t *testing.T) {
 		{"batch body over MaxMessageBytes", func(r *SendRequest) {
 			r.Batch, r.Body = true, message.EncodeBatch([]message.BatchItem{{Body: make([]byte, 1100)}})
 		}, KindMessageIllegal, []string{"batch body", "MaxMessageBytes"}},
-		{"properties over 32767", func(r *SendRequest) { r.Properties = longProps }, KindMessageIllegal, []string{"properties", "32767"}},
+		{"properties over 32767", func(r *SendRequest) { r.Properties = message.EncodedProperties(longProps) }, KindMessageIllegal, []string{"properties", "32767"}},
 		{"batch item properties over 32767", func(r *SendRequest) {
 			r.Batch, r.Body = true, message.EncodeBatch([]message.BatchItem{{Body: []byte("a")}, {Body: []byte("b"), Properties: props("K", strings.Repeat("v", 32750))}})
 			e.b.cfg.MaxMessageBytes = 64 << 10

@@ -14,7 +14,6 @@ func (e *env) sendHalf(topic, pg, id, body string) SendResult {
 	req := sendReq(topic, 0, body, message.PropertyUniqKey, id, message.PropertyTransactionFlag, "true",
 		message.PropertyProducerGroup, pg)
 	req.ProducerGroup = pg
-	req.SysFlag |= message.SysFlagTxPrepared
 	res, err := e.b.Send(context.Background(), req)
 	if err != nil {
 		e.t.Fatalf("prepared send %s: %v", id, err)

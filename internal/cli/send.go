@@ -18,7 +18,6 @@ import (
 	"github.com/petrelmq/petrel/internal/remoting/rmq"
 
 	"github.com/petrelmq/petrel/internal/message"
-	"github.com/petrelmq/petrel/internal/remoting"
 )
 
 // cliProducerGroup is the producer group the CLI's sends carry.
@@ -203,11 +202,12 @@ func (c *CLI) sendOne(ctx context.Context, spec SendSpec, broker, addr string, q
 		props[message.PropertyTimerDeliverMS] = strconv.FormatInt(spec.DeliverAt.UnixMilli(), 10)
 		deliverAt = spec.DeliverAt
 	}
-	req := remoting.NewRequest(codeSendMessageV2, map[string]string{
-		"a": cliProducerGroup, "b": spec.Topic, "c": templateTopic, "d": strconv.Itoa(autoCreateQueues), "e": strconv.Itoa(int(queue)), "f": "0",
-		"g": strconv.FormatInt(now.UnixMilli(), 10), "h": "0", "i": message.EncodeProperties(props),
-		"j": "0", "k": "false", "l": "16", "m": "false", "n": broker,
-	}, body)
+	req := rmq.EncodeSendHeader(rmq.SendHeader{
+		ProducerGroup: cliProducerGroup, Topic: spec.Topic, DefaultTopic: templateTopic, DefaultTopicQueueNums: autoCreateQueues,
+		QueueID: queue, BornTimestamp: now.UnixMilli(), Properties: message.EncodeProperties(props),
+		MaxReconsumeTimes: 16, BrokerName: broker,
+	})
+	req.Body = body
 	resp, err := c.call(ctx, addr, req)
 	if err != nil {
 		return SendResult{}, err

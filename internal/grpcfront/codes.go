@@ -26,6 +26,16 @@ var kindCodes = map[broker.Kind]v2.Code{
 	broker.KindQueryNotFound:           v2.Code_NOT_FOUND,
 }
 
+// causeCodes are the codes of broker refusals that gRPC names more
+// precisely than their Kind.
+var causeCodes = []struct {
+	cause error
+	code  v2.Code
+}{
+	{broker.ErrMessageType, v2.Code_MESSAGE_PROPERTY_CONFLICT_WITH_TYPE},
+	{broker.ErrDeliveryTime, v2.Code_ILLEGAL_DELIVERY_TIME},
+}
+
 // brokerStatus turns a broker error into a status; action names what
 // failed, for the log.
 func (s *Server) brokerStatus(err error, action string) *v2.Status {
@@ -37,6 +47,11 @@ func (s *Server) brokerStatus(err error, action string) *v2.Status {
 	code, ok := kindCodes[be.Kind]
 	if !ok {
 		code = v2.Code_INTERNAL_SERVER_ERROR
+	}
+	for _, c := range causeCodes {
+		if errors.Is(err, c.cause) {
+			code = c.code
+		}
 	}
 	if code == v2.Code_INTERNAL_SERVER_ERROR {
 		s.log.Warn("gRPC request failed", "action", action, "err", err)

@@ -27,7 +27,7 @@ func TestCompressedBodiesAreInflated(t *testing.T) {
 	props := message.EncodeProperties(map[string]string{message.PropertyUniqKey: "ID-Z", message.PropertyTags: "TagZ",
 		message.PropertyShardingKey: "g4", "app": "x"})
 	if _, err := e.b.Send(context.Background(), &broker.SendRequest{Topic: "T1", QueueID: 0, SysFlag: message.SysFlagCompressed,
-		Body: z.Bytes(), Properties: props}); err != nil {
+		Body: z.Bytes(), Properties: message.EncodedProperties(props)}); err != nil {
 		t.Fatal(err)
 	}
 	r := e.awaitRecords("T1", 1)[0][0]
@@ -57,9 +57,9 @@ func TestTypeInferredWhenUnspecified(t *testing.T) {
 	if got := e.send("p1", m); code(got.Status) != v2.Code_OK {
 		t.Fatalf("send: %v", got.Status)
 	}
-	recs := e.awaitRecords("T1", 1)[fifoQueue("g1", 4)]
+	recs := e.awaitRecords("T1", 1)[broker.ShardQueue("g1", 4)]
 	if len(recs) != 1 || prop(recs[0], propertyShardingKey) != "g1" {
-		t.Fatalf("queue %d holds %d records", fifoQueue("g1", 4), len(recs))
+		t.Fatalf("queue %d holds %d records", broker.ShardQueue("g1", 4), len(recs))
 	}
 	// RocketMQ's proxy hands __SHARDINGKEY back as a user property too
 	// (it is not one of MessageConst's system keys).

@@ -77,19 +77,21 @@
 // at one endpoint: Config.Advertise, else the address the client used.
 // An unknown topic is TOPIC_NOT_FOUND with RocketMQ's text, also when the
 // broker auto-creates topics: RocketMQ's proxy never creates a topic on a
-// route query. A send creates an unknown topic from the auto-create
-// template when the broker auto-creates topics (never %RETRY% or %DLQ%
-// topics). A topic accepts every message type unless its attribute
-// message.type names one.
+// route query. A send creates an unknown topic by the broker's rule (the
+// auto-create template, 4 queues; never %RETRY% or %DLQ% topics). A topic
+// accepts every message type unless its attribute message.type names one
+// (broker.AcceptedTypes; the broker checks each send's type).
 //
 // # Sending
 //
-// The server picks the queue: FIFO messages by FNV-1a of the message
-// group modulo the topic's write queues, others round robin (the broker).
-// The client's message id is stored as UNIQ_KEY, so the broker's dedup
-// window answers a retried send with the original result. Delays use the
-// broker's timer (TIMER_DELIVER_MS); transactional messages are the
-// broker's half messages (TRAN_MSG, prepared sysflag). Every send's
+// A message becomes a typed broker send (send.go) and the broker applies
+// the policy. It picks the queue: FIFO messages by their message group
+// (the ShardingKey, broker.ShardQueue: FNV-1a modulo the write queues),
+// others round robin. The client's message id is stored as UNIQ_KEY, so
+// the broker's dedup window answers a retried send with the original
+// result. Delays use the broker's timer (Delay; stored as
+// TIMER_DELIVER_MS) and its MaxTimerDelay; transactional messages are the
+// broker's half messages (Transactional; stored with TRAN_MSG). Every send's
 // transaction id is its message id, as RocketMQ's proxy answers; a half
 // is found by it (see txn.go). Deliveries hand __SHARDINGKEY and
 // __transactionId__ back as user properties, as RocketMQ's do.

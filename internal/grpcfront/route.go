@@ -15,15 +15,6 @@ import (
 	"github.com/petrelmq/petrel/internal/message"
 )
 
-// topicTypeAttribute is RocketMQ 5's topic attribute naming the one
-// message type a topic accepts (NORMAL, FIFO, DELAY, TRANSACTION or
-// MIXED); without it a topic accepts every type.
-const topicTypeAttribute = "message.type"
-
-// autoCreateQueues is the queue count of a topic created by a gRPC client
-// (capped by the template's), as the 4.x clients ask for.
-const autoCreateQueues = 4
-
 // storedName is the broker's name of a resource: "namespace%name", or the
 // name alone without a namespace (the Java proxy's rule).
 func storedName(r *v2.Resource) string {
@@ -71,36 +62,6 @@ func checkGroup(r *v2.Resource) (string, *v2.Status) {
 	return name, nil
 }
 
-// topicFor returns the topic's config, creating it from the auto-create
-// template when the broker allows (never a %RETRY% or %DLQ% topic: those
-// belong to their group). The status says why there is none.
-func (s *Server) topicFor(name string) (broker.TopicConfig, *v2.Status) {
-	if t, ok := s.b.Topic(name); ok {
-		return t, nil
-	}
-	notFound := status(v2.Code_TOPIC_NOT_FOUND, "topic %q does not exist on broker %s; create it first", name, s.b.Config().BrokerName)
-	if !s.b.Config().AutoCreateTopics || strings.HasPrefix(name, broker.RetryGroupTopicPrefix) || strings.HasPrefix(name, broker.DLQGroupTopicPrefix) {
-		return broker.TopicConfig{}, notFound
-	}
-	tmpl, ok := s.b.Topic(broker.TemplateTopic)
-	if !ok || tmpl.Perm&broker.PermInherit == 0 {
-		return broker.TopicConfig{}, notFound
-	}
-	n := max(min(autoCreateQueues, tmpl.WriteQueueNums), 1)
-	t := broker.TopicConfig{Name: name, ReadQueueNums: n, WriteQueueNums: n, Perm: tmpl.Perm &^ broker.PermInherit, TopicFilterType: "SINGLE_TAG"}
-	// Another request may be creating it too: take whichever exists.
-	if cur, ok := s.b.Topic(name); ok {
-		return cur, nil
-	}
-	if err := s.b.CreateTopic(t); err != nil {
-		return broker.TopicConfig{}, s.brokerStatus(err, "create topic")
-	}
-	if cur, ok := s.b.Topic(name); ok {
-		return cur, nil
-	}
-	return t, nil
-}
-
 // noRouteText is the message of RocketMQ's proxy for the route of an
 // unknown topic (its MQClientException of TOPIC_NOT_EXIST, 17, with the FAQ
 // link), which clients show.
@@ -108,7 +69,7 @@ const noRouteText = "CODE: 17  DESC: No topic route info in name server for the 
 
 // existingTopic returns the topic's config, or TOPIC_NOT_FOUND with
 // RocketMQ's text: a route or assignment query never creates a topic, as
-// RocketMQ's proxy (sends still auto-create, topicFor).
+// RocketMQ's proxy (sends still auto-create: the broker's rule).
 func (s *Server) existingTopic(name string) (broker.TopicConfig, *v2.Status) {
 	if t, ok := s.b.Topic(name); ok {
 		return t, nil
@@ -119,19 +80,21 @@ func (s *Server) existingTopic(name string) (broker.TopicConfig, *v2.Status) {
 // queueCount is how many queues a route lists.
 func queueCount(t broker.TopicConfig) int32 { return max(t.ReadQueueNums, t.WriteQueueNums, 1) }
 
-// acceptTypes are the message types a topic accepts.
+// acceptTypes are the message types a topic accepts (the broker's rule,
+// which sends are checked against).
 func acceptTypes(t broker.TopicConfig) []v2.MessageType {
-	switch strings.ToUpper(t.Attributes[topicTypeAttribute]) {
-	case "NORMAL":
-		return []v2.MessageType{v2.MessageType_NORMAL}
-	case "FIFO":
-		return []v2.MessageType{v2.MessageType_FIFO}
-	case "DELAY":
-		return []v2.MessageType{v2.MessageType_DELAY}
-	case "TRANSACTION":
-		return []v2.MessageType{v2.MessageType_TRANSACTION}
+	types := broker.AcceptedTypes(t)
+	out := make([]v2.MessageType, len(types))
+	for i, typ := range types {
+		out[i] = grpcType[typ]
 	}
-	return []v2.MessageType{v2.MessageType_NORMAL, v2.MessageType_FIFO, v2.MessageType_DELAY, v2.MessageType_TRANSACTION}
+	return out
+}
+
+// grpcType is the gRPC name of each broker message type.
+var grpcType = map[broker.MessageType]v2.MessageType{
+	broker.MessageTypeNormal: v2.MessageType_NORMAL, broker.MessageTypeFIFO: v2.MessageType_FIFO,
+	broker.MessageTypeDelay: v2.MessageType_DELAY, broker.MessageTypeTransaction: v2.MessageType_TRANSACTION,
 }
 
 // endpoints is where clients reach this front: Config.Advertise, else

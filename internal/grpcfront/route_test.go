@@ -125,7 +125,7 @@ func TestQueryRouteUnknownTopicWithoutAutoCreate(t *testing.T) {
 func TestTopicTypeAttributeLimitsAcceptedTypes(t *testing.T) {
 	e := newEnv(t)
 	if err := e.b.CreateTopic(broker.TopicConfig{Name: "OnlyFIFO", ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6,
-		Attributes: map[string]string{topicTypeAttribute: "FIFO"}}); err != nil {
+		Attributes: map[string]string{broker.TopicTypeAttribute: "FIFO"}}); err != nil {
 		t.Fatal(err)
 	}
 	resp, err := e.c.QueryRoute(e.ctx("c1"), &v2.QueryRouteRequest{Topic: &v2.Resource{Name: "OnlyFIFO"}})

@@ -1,28 +1,29 @@
 package grpcfront
 
-// SendMessage: each message is validated, turned into a broker send with
-// RocketMQ's properties and stored; the response has one entry per
-// message, in order.
+// SendMessage: each message is validated, turned into a typed broker
+// send and stored; the response has one entry per message, in order. The
+// broker applies the policy: topic auto-creation, the message types a
+// topic accepts (MessageType), the queue of a FIFO message, the timer
+// limit.
 //
-//	gRPC                              stored property / field
-//	system_properties.message_id      UNIQ_KEY (the broker's dedup window uses it)
-//	tag                               TAGS
-//	keys                              KEYS (space-separated)
-//	message_group (FIFO)              __SHARDINGKEY; queue = FNV-1a(group) mod write queues
-//	delivery_timestamp (DELAY)        TIMER_DELIVER_MS (the broker's timer)
-//	message_type TRANSACTION          TRAN_MSG=true, PGROUP=<topic>, prepared sysflag
-//	                                  (the broker adds __transactionId__ = UNIQ_KEY)
-//	trace_context                     TRACE_CONTEXT
-//	born_timestamp                    born timestamp
-//	user_properties                   as given (reserved keys refused)
-//	peer address                      born host
+//	gRPC                              broker send          stored property
+//	system_properties.message_id      properties           UNIQ_KEY (the broker's dedup window uses it)
+//	tag                               properties           TAGS
+//	keys                              properties           KEYS (space-separated)
+//	message_type (or inferred)        MessageType          (checked against the topic's message.type)
+//	message_group (FIFO)              ShardingKey          __SHARDINGKEY; queue = broker.ShardQueue
+//	delivery_timestamp (DELAY)        Delay.AtMS           TIMER_DELIVER_MS (the broker's timer)
+//	message_type TRANSACTION          Transactional,       TRAN_MSG=true, PGROUP=<topic>
+//	                                  ProducerGroup=topic  (the broker adds __transactionId__ = UNIQ_KEY)
+//	trace_context                     properties           TRACE_CONTEXT
+//	born_timestamp                    BornTimestamp
+//	user_properties                   properties           as given (reserved keys refused)
+//	peer address                      BornHost
 
 import (
 	"context"
-	"hash/fnv"
 	"net"
 	"net/netip"
-	"strconv"
 	"strings"
 
 	v2 "github.com/apache/rocketmq-clients/golang/v5/protocol/v2"
@@ -31,6 +32,10 @@ import (
 	"github.com/petrelmq/petrel/internal/broker"
 	"github.com/petrelmq/petrel/internal/message"
 )
+
+// autoCreateQueues is the queue count a gRPC send asks an auto-created
+// topic to have (capped by the template's), as the 4.x clients ask for.
+const autoCreateQueues = 4
 
 // maxSendBatch bounds the messages of one SendMessage (the clients send
 // one).
@@ -162,22 +167,12 @@ func (s *Server) sendRequest(m *v2.Message, born netip.AddrPort) (*broker.SendRe
 		props[propertyTraceContext] = tc
 	}
 
-	t, st := s.topicFor(topic)
-	if st != nil {
-		return nil, 0, st
-	}
 	typ := sp.GetMessageType()
 	if typ == v2.MessageType_MESSAGE_TYPE_UNSPECIFIED {
 		typ = inferType(sp)
 	}
-	accepted := false
-	for _, a := range acceptTypes(t) {
-		accepted = accepted || a == typ
-	}
-	if !accepted {
-		return nil, 0, status(v2.Code_MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, "topic %q accepts %v messages, not %v; send to a topic of that type", topic, acceptTypes(t), typ)
-	}
-	req := &broker.SendRequest{Topic: topic, QueueID: -1, Body: body, BornHost: born}
+	req := &broker.SendRequest{Topic: topic, QueueID: -1, Body: body, BornHost: born,
+		DefaultTopicQueueNums: autoCreateQueues, NoGroupTopicCreate: true}
 	if bt := sp.GetBornTimestamp(); bt != nil {
 		req.BornTimestamp = bt.AsTime().UnixMilli()
 	} else {
@@ -192,28 +187,26 @@ func (s *Server) sendRequest(m *v2.Message, born netip.AddrPort) (*broker.SendRe
 		if why := validText(g, "message group", MaxMessageGroupLen); why != "" {
 			return nil, 0, status(v2.Code_ILLEGAL_MESSAGE_GROUP, "%s", why)
 		}
-		props[propertyShardingKey] = g
-		req.QueueID = fifoQueue(g, t.WriteQueueNums)
+		req.ShardingKey = g
+		req.MessageType = broker.MessageTypeFIFO
 	case v2.MessageType_DELAY:
 		dt := sp.GetDeliveryTimestamp()
 		if dt == nil {
 			return nil, 0, status(v2.Code_ILLEGAL_DELIVERY_TIME, "a DELAY message needs a delivery timestamp; set one")
 		}
-		at := dt.AsTime()
-		if d := at.Sub(s.clk.Now()); d > s.b.Config().MaxTimerDelay {
-			return nil, 0, status(v2.Code_ILLEGAL_DELIVERY_TIME, "the delivery time is %v ahead, beyond the broker's limit of %v; deliver it sooner", d.Round(1e9), s.b.Config().MaxTimerDelay)
-		}
-		props[message.PropertyTimerDeliverMS] = strconv.FormatInt(at.UnixMilli(), 10)
+		req.Delay = message.Delay{AtMS: dt.AsTime().UnixMilli()}
+		req.MessageType = broker.MessageTypeDelay
 	case v2.MessageType_TRANSACTION:
-		props[message.PropertyTransactionFlag] = "true"
-		props[message.PropertyProducerGroup] = topic
+		// The producer group of a 5.x transaction is its topic.
 		req.ProducerGroup = topic
-		req.SysFlag |= message.SysFlagTxPrepared
+		req.Transactional = true
+		req.MessageType = broker.MessageTypeTransaction
 	case v2.MessageType_NORMAL:
+		req.MessageType = broker.MessageTypeNormal
 	default:
 		return nil, 0, status(v2.Code_BAD_REQUEST, "message type %v is not one of NORMAL, FIFO, DELAY, TRANSACTION", typ)
 	}
-	req.Properties = message.EncodeProperties(props)
+	req.Properties = message.MapProperties(props)
 	return req, typ, nil
 }
 
@@ -227,12 +220,4 @@ func inferType(sp *v2.SystemProperties) v2.MessageType {
 		return v2.MessageType_DELAY
 	}
 	return v2.MessageType_NORMAL
-}
-
-// fifoQueue places a message group on a queue: FNV-1a of the group modulo
-// the write queues, so one group always lands on one queue in send order.
-func fifoQueue(group string, writeQueues int32) int32 {
-	h := fnv.New32a()
-	h.Write([]byte(group))
-	return int32(h.Sum32() % uint32(max(writeQueues, 1)))
 }

@@ -78,7 +78,7 @@ func TestSendFIFOKeepsAGroupOnOneQueueInOrder(t *testing.T) {
 	}
 	recs := e.awaitRecords("T1", 15)
 	for _, g := range groups {
-		q := fifoQueue(g, 8)
+		q := broker.ShardQueue(g, 8)
 		var seq []string
 		for qid, rs := range recs {
 			for _, r := range rs {
@@ -96,8 +96,8 @@ func TestSendFIFOKeepsAGroupOnOneQueueInOrder(t *testing.T) {
 			t.Fatalf("group %s stored %v, want %v", g, seq, want)
 		}
 	}
-	if fifoQueue("order-1", 8) != fifoQueue("order-1", 8) {
-		t.Fatal("fifoQueue is not stable")
+	if broker.ShardQueue("order-1", 8) != broker.ShardQueue("order-1", 8) {
+		t.Fatal("ShardQueue is not stable")
 	}
 }
 

@@ -2,7 +2,7 @@ package grpcfront
 
 // EndTransaction and the transaction id.
 //
-// A transactional send stores a half message (broker/txn) whose
+// A transactional send stores a half message (the broker's) whose
 // __transactionId__ property is its UNIQ_KEY, the client's message id.
 // That id is the transaction id, as with RocketMQ: the send answers it
 // (for every send, as RocketMQ's proxy does), check-backs carry it, and
@@ -19,7 +19,6 @@ import (
 	v2 "github.com/apache/rocketmq-clients/golang/v5/protocol/v2"
 
 	"github.com/petrelmq/petrel/internal/broker"
-	"github.com/petrelmq/petrel/internal/broker/txn"
 )
 
 // EndTransaction commits or rolls back a half message;
@@ -40,9 +39,9 @@ func (s *Server) EndTransaction(ctx context.Context, req *v2.EndTransactionReque
 	var kind int32
 	switch req.GetResolution() {
 	case v2.TransactionResolution_COMMIT:
-		kind = txn.EndCommit
+		kind = broker.EndCommit
 	case v2.TransactionResolution_ROLLBACK:
-		kind = txn.EndRollback
+		kind = broker.EndRollback
 	case v2.TransactionResolution_TRANSACTION_RESOLUTION_UNSPECIFIED:
 		// Still undecided: nothing to find; it is checked back again.
 		return &v2.EndTransactionResponse{Status: okStatus()}, nil
@@ -70,10 +69,10 @@ func (s *Server) EndTransaction(ctx context.Context, req *v2.EndTransactionReque
 	switch {
 	case err == nil:
 		return &v2.EndTransactionResponse{Status: okStatus()}, nil
-	case errors.Is(err, txn.ErrHalfNotFound), errors.Is(err, txn.ErrNotHalf), errors.Is(err, txn.ErrOffsetMismatch):
+	case errors.Is(err, broker.ErrHalfNotFound), errors.Is(err, broker.ErrNotHalf), errors.Is(err, broker.ErrOffsetMismatch):
 		return &v2.EndTransactionResponse{Status: status(v2.Code_INVALID_TRANSACTION_ID,
 			"transaction %s names no half message on this broker; use the id the send or the check-back gave", req.GetTransactionId())}, nil
-	case errors.Is(err, txn.ErrGroupMismatch):
+	case errors.Is(err, broker.ErrGroupMismatch):
 		return &v2.EndTransactionResponse{Status: status(v2.Code_INVALID_TRANSACTION_ID,
 			"transaction %s belongs to another topic than %q; end it with the topic it was sent to", req.GetTransactionId(), topic)}, nil
 	}

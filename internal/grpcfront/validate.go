@@ -10,7 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/petrelmq/petrel/internal/broker/txn"
+	"github.com/petrelmq/petrel/internal/broker"
 	"github.com/petrelmq/petrel/internal/message"
 )
 
@@ -122,16 +122,17 @@ var systemPropertyKeys = map[string]bool{
 	"DLQ_ORIGIN_TOPIC": true, "DLQ_ORIGIN_MESSAGE_ID": true, "__BORNHOST": true, propertyTraceContext: true,
 }
 
-// Property keys the gRPC front writes that the message package does not
-// name.
+// Property keys the gRPC front reads or refuses that the message package
+// does not name.
 const (
 	// propertyShardingKey holds a FIFO message's group (Java's
-	// MessageConst.PROPERTY_SHARDING_KEY); message.PropertyShardingKey
-	// (the 4.x Go client's) is read too.
-	propertyShardingKey = "__SHARDINGKEY"
-	// propertyTransactionID is a half's transaction id, its UNIQ_KEY
-	// (txn.PropertyTransactionID), kept on the committed message.
-	propertyTransactionID = txn.PropertyTransactionID
+	// MessageConst.PROPERTY_SHARDING_KEY; the broker writes it from the
+	// send's ShardingKey); message.PropertyShardingKey (the 4.x Go
+	// client's) is read too.
+	propertyShardingKey = broker.PropertyShardingKey
+	// propertyTransactionID is a half's transaction id, its UNIQ_KEY,
+	// kept on the committed message.
+	propertyTransactionID = broker.PropertyTransactionID
 	// propertyTraceContext holds the client's trace context.
 	propertyTraceContext = "TRACE_CONTEXT"
 )

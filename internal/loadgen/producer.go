@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -290,16 +289,11 @@ func (p *producer) prepare(s *slot) bool {
 		}
 		s.req.Body = s.batch
 	}
-	batch := "false"
-	if cfg.Batch > 1 {
-		batch = "true"
-	}
-	s.req.ResetExt().
-		AppendExt("a", cfg.ProducerGroup).AppendExt("b", cfg.Topic).AppendExt("c", "TBW102").
-		AppendExt("d", "4").AppendExt("e", strconv.Itoa(int(q.queueID))).AppendExt("f", "0").
-		AppendExt("g", strconv.FormatInt(time.Now().UnixMilli(), 10)).AppendExt("h", "0").
-		AppendExt("i", string(s.props)).AppendExt("j", "0").AppendExt("k", "false").
-		AppendExt("l", "16").AppendExt("m", batch).AppendExt("n", q.name)
+	rmq.AppendSendHeader(s.req, rmq.SendHeader{
+		ProducerGroup: cfg.ProducerGroup, Topic: cfg.Topic, DefaultTopic: "TBW102", DefaultTopicQueueNums: 4,
+		QueueID: q.queueID, BornTimestamp: time.Now().UnixMilli(), Properties: string(s.props),
+		MaxReconsumeTimes: 16, Batch: cfg.Batch > 1, BrokerName: q.name,
+	})
 	s.q = q
 	s.t0 = time.Now()
 	return true

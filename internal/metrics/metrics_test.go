@@ -110,10 +110,12 @@ func await(t *testing.T, what string, cond func() bool) {
 }
 
 func sendReq(topic string, qid int32, body string, props map[string]string) *broker.SendRequest {
+	level, _ := strconv.Atoi(props[message.PropertyDelayLevel]) // the 4.x front's Delay
 	return &broker.SendRequest{
 		ProducerGroup: "pg", Topic: topic, DefaultTopic: broker.TemplateTopic, DefaultTopicQueueNums: 4,
 		QueueID: qid, BornTimestamp: t0.UnixMilli(), BornHost: netip.MustParseAddrPort("10.0.0.2:40000"),
-		Properties: message.EncodeProperties(props), Body: []byte(body),
+		Properties: message.EncodedProperties(message.EncodeProperties(props)), Body: []byte(body),
+		Delay: message.Delay{Level: int32(level)},
 	}
 }
 

@@ -197,3 +197,44 @@ func TestPopMessageCodeOverRemoting(t *testing.T) {
 		t.Fatalf("next request on the connection: %+v, %v", resp, err)
 	}
 }
+
+// TestSendTypesThe4xFlags: the front turns the 4.x protocol's transaction
+// flag (the prepared sysflag) and delay properties into the broker's typed
+// fields: a delay property that does not parse is refused naming it (for
+// a batch item too); a prepared send is a half and a delayed one waits in
+// the timer, so neither is in the queue when a plain send after them is.
+func TestSendTypesThe4xFlags(t *testing.T) {
+	f := startFront(t)
+	for _, tc := range []struct {
+		name  string
+		code  int16
+		ext   map[string]string
+		body  []byte
+		field string
+	}{
+		{"deliver time", rmq.CodeSendMessage, sendExt("Flags", "TIMER_DELIVER_MS\x01soon\x02", nil), []byte("x"), "TIMER_DELIVER_MS"},
+		{"relative delay", codeSendMessageV2, map[string]string{"a": "pg", "b": "Flags", "e": "0", "i": "TIMER_DELAY_SEC\x01-1\x02"}, []byte("x"), "TIMER_DELAY_SEC"},
+		{"batch item", rmq.CodeSendBatchMessage, sendExt("Flags", "", map[string]string{"batch": "true"}), message.EncodeBatch([]message.BatchItem{
+			{Body: []byte("a")}, {Body: []byte("b"), Properties: "TIMER_DELAY_MS\x01x\x02"}}), "TIMER_DELAY_MS"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := f.invoke(t, tc.code, tc.ext, tc.body)
+			if resp.Code != rmq.RespMessageIllegal || !strings.Contains(resp.Remark, "property "+tc.field+" ") {
+				t.Fatalf("code %d remark %q, want %d naming %s", resp.Code, resp.Remark, rmq.RespMessageIllegal, tc.field)
+			}
+		})
+	}
+	half := sendExt("Flags", "UNIQ_KEY\x01TX-1\x02PGROUP\x01pg\x02", map[string]string{"sysFlag": strconv.Itoa(int(message.SysFlagTxPrepared))})
+	if resp := f.invoke(t, rmq.CodeSendMessage, half, []byte("half")); resp.Code != 0 {
+		t.Fatalf("prepared send: code %d remark %q", resp.Code, resp.Remark)
+	}
+	if resp := f.invoke(t, rmq.CodeSendMessage, sendExt("Flags", "DELAY\x013\x02", nil), []byte("later")); resp.Code != 0 {
+		t.Fatalf("delayed send: code %d remark %q", resp.Code, resp.Remark)
+	}
+	if resp := f.invoke(t, rmq.CodeSendMessage, sendExt("Flags", "", nil), []byte("now")); resp.Code != 0 {
+		t.Fatalf("plain send: code %d remark %q", resp.Code, resp.Remark)
+	}
+	if got := f.settledMaxOffset(t, "Flags", 1); got != "1" {
+		t.Fatalf("queue 0 of Flags holds %s messages, want only the plain one", got)
+	}
+}

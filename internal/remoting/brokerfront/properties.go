@@ -21,14 +21,21 @@ import (
 	"github.com/petrelmq/petrel/internal/remoting"
 )
 
-// checkSendProperties answers MESSAGE_ILLEGAL to a send whose properties,
-// or those of a batch item, are ambiguous; nil when they are not. A batch
-// body that does not decode is left to the broker to refuse.
-func checkSendProperties(req *remoting.Command, sr *broker.SendRequest) *remoting.Command {
+// checkSendProperties answers MESSAGE_ILLEGAL to a send whose properties
+// (props, as sent), or those of a batch item, are ambiguous or ask for a
+// delay that does not parse; nil when they do not. It sets sr.Delay, or
+// for a batch sr.ItemDelays (nil when no item is delayed). A batch body
+// that does not decode is left to the broker to refuse.
+func checkSendProperties(req *remoting.Command, sr *broker.SendRequest, props string) *remoting.Command {
 	if !sr.Batch {
-		if problem := propertiesProblem(sr.Properties); problem != "" {
+		if problem := propertiesProblem(props); problem != "" {
 			return remoting.NewResponse(req, rmq.RespMessageIllegal, problem)
 		}
+		d, err := rmq.PropertiesDelay(props)
+		if err != nil {
+			return remoting.NewResponse(req, rmq.RespMessageIllegal, err.Error())
+		}
+		sr.Delay = d
 		return nil
 	}
 	var found error
@@ -37,6 +44,16 @@ func checkSendProperties(req *remoting.Command, sr *broker.SendRequest) *remotin
 		if problem := propertiesProblem(it.Properties); problem != "" {
 			found = fmt.Errorf("batch item %d: %s", i, problem)
 			return errStopBatch
+		}
+		d, err := rmq.PropertiesDelay(it.Properties)
+		if err != nil {
+			found = err
+			return errStopBatch
+		}
+		if !d.IsZero() {
+			// Items before i without a delay get zero ones.
+			sr.ItemDelays = append(sr.ItemDelays, make([]message.Delay, i-len(sr.ItemDelays))...)
+			sr.ItemDelays = append(sr.ItemDelays, d)
 		}
 		i++
 		return nil

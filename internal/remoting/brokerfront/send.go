@@ -2,11 +2,7 @@ package brokerfront
 
 // SEND_MESSAGE (10) carries the V1 header with long ext keys; Java clients
 // send SEND_MESSAGE_V2 (310) and every client sends SEND_BATCH_MESSAGE (320)
-// with the V2 header, whose keys are single letters:
-//
-//	a producerGroup  b topic  c defaultTopic  d defaultTopicQueueNums
-//	e queueId  f sysFlag  g bornTimestamp  h flag  i properties
-//	j reconsumeTimes  k unitMode  l maxReconsumeTimes  m batch  n brokerName
+// with the V2 header, whose keys are single letters (rmq.SendHeader).
 //
 // The answer is code 0, or 10 FLUSH_DISK_TIMEOUT when the flush did not
 // finish in time (the client counts both as stored), with ext msgId (the
@@ -16,60 +12,54 @@ package brokerfront
 
 import (
 	"context"
+	"net/netip"
 
 	"github.com/petrelmq/petrel/internal/remoting/rmq"
 
 	"github.com/petrelmq/petrel/internal/broker"
+	"github.com/petrelmq/petrel/internal/message"
 	"github.com/petrelmq/petrel/internal/remoting"
 )
 
-// sendRequest decodes a send's header in one pass over its fields, V1
-// names and V2 letters alike (a send handler is async: no ExtFields map).
-func sendRequest(c *remoting.Conn, req *remoting.Command, n *numbers) *broker.SendRequest {
-	sr := &broker.SendRequest{BornHost: addrPort(c.RemoteAddr()), Body: req.Body, Batch: req.Code == rmq.CodeSendBatchMessage}
-	req.EachExt(func(k, v string) {
-		switch k {
-		case "a", "producerGroup":
-			sr.ProducerGroup = v
-		case "b", "topic":
-			sr.Topic = v
-		case "c", "defaultTopic":
-			sr.DefaultTopic = v
-		case "d", "defaultTopicQueueNums":
-			sr.DefaultTopicQueueNums = n.int32("defaultTopicQueueNums", v)
-		case "e", "queueId":
-			sr.QueueID = n.int32("queueId", v)
-		case "f", "sysFlag":
-			sr.SysFlag = n.int32("sysFlag", v)
-		case "g", "bornTimestamp":
-			sr.BornTimestamp = n.int64("bornTimestamp", v)
-		case "h", "flag":
-			sr.Flag = n.int32("flag", v)
-		case "i", "properties":
-			sr.Properties = v
-		case "j", "reconsumeTimes":
-			sr.ReconsumeTimes = n.int32("reconsumeTimes", v)
-		case "l", "maxReconsumeTimes":
-			sr.MaxReconsumeTimes = n.int32("maxReconsumeTimes", v)
-		case "m", "batch":
-			sr.Batch = sr.Batch || v == "true"
-		}
-	})
-	return sr
+// sendRequest decodes a send (rmq.DecodeSendHeader: one pass over its
+// fields, V1 names and V2 letters alike) into the broker's typed request,
+// or returns the MESSAGE_ILLEGAL answer refusing it: a numeric field that
+// does not parse, ambiguous properties (checkSendProperties), a delay
+// property that does not parse. The 4.x protocol's transaction flag (the
+// sysflag's prepared type or TRAN_MSG) and delay properties become
+// Transactional and Delay (ItemDelays for a batch's items); the
+// properties are kept encoded as they arrived.
+func sendRequest(c *remoting.Conn, req *remoting.Command) (*broker.SendRequest, *remoting.Command) {
+	return decodeSend(addrPort(c.RemoteAddr()), req)
+}
+
+// decodeSend is sendRequest for a producer at born.
+func decodeSend(born netip.AddrPort, req *remoting.Command) (*broker.SendRequest, *remoting.Command) {
+	h, err := rmq.DecodeSendHeader(req)
+	if err != nil {
+		return nil, remoting.NewResponse(req, rmq.RespMessageIllegal, err.Error())
+	}
+	sr := &broker.SendRequest{
+		ProducerGroup: h.ProducerGroup, Topic: h.Topic,
+		DefaultTopic: h.DefaultTopic, DefaultTopicQueueNums: h.DefaultTopicQueueNums,
+		QueueID: h.QueueID, SysFlag: h.SysFlag, Flag: h.Flag, BornTimestamp: h.BornTimestamp,
+		BornHost: born, Properties: message.EncodedProperties(h.Properties), Body: req.Body,
+		ReconsumeTimes: h.ReconsumeTimes, MaxReconsumeTimes: h.MaxReconsumeTimes, Batch: h.IsBatch(req.Code),
+		Transactional: rmq.Prepared(h.SysFlag, h.Properties),
+	}
+	if resp := checkSendProperties(req, sr, h.Properties); resp != nil {
+		return nil, resp
+	}
+	return sr, nil
 }
 
 // send is the async handler of the send codes: the store answers it, and
 // the response is built on the connection's writer. A send to a topic that
 // must be created first runs on a goroutine of its own.
 func (f *Front) send(ctx context.Context, c *remoting.Conn, req *remoting.Command, reply func(func() *remoting.Command)) {
-	var n numbers
-	sr := sendRequest(c, req, &n)
-	if resp := n.refused(req, rmq.RespMessageIllegal); resp != nil {
-		reply(func() *remoting.Command { return resp })
-		return
-	}
-	if resp := checkSendProperties(req, sr); resp != nil {
-		reply(func() *remoting.Command { return resp })
+	sr, refused := sendRequest(c, req)
+	if refused != nil {
+		reply(func() *remoting.Command { return refused })
 		return
 	}
 	done := func(res broker.SendResult, err error) {

@@ -27,4 +27,6 @@
 //	kv.go        100, 101, 102, 219: name server KV config
 //	stats.go     202, 203, 208: topic stats, consumer connections, consume stats
 //	runtime.go   28: broker runtime info
+//	send.go      10, 310, 320: send headers (V1, V2, batch); the 4.x transaction flag and
+//	             delay properties (Prepared, PropertiesDelay)
 package rmq
