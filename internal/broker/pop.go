@@ -885,20 +885,63 @@ func (b *Broker) popStateError(group, what string, err error) *Error {
 // when the message's invisible time has passed (it may have been delivered
 // again). It returns once the acknowledgement is durable.
 func (b *Broker) AckPop(group, topic, handle string) error {
+	return b.AckBatch([]AckRequest{{Group: group, Topic: topic, Handle: handle}})[0]
+}
+
+// AckRequest is one acknowledgement of AckBatch.
+type AckRequest struct {
+	Group, Topic string
+	// Handle is the receipt handle the pop returned.
+	Handle string
+}
+
+// AckBatch acknowledges popped messages by their receipt handles, each as
+// AckPop does, and returns one error per request (nil: acknowledged;
+// errors as AckPop's). The acknowledgements share one write and fsync of
+// the pop state, and it returns once all are durable.
+func (b *Broker) AckBatch(reqs []AckRequest) []error {
+	errs := make([]error, len(reqs))
 	if b.closed.Load() {
-		return b.errClosed()
+		for i := range errs {
+			errs[i] = b.errClosed()
+		}
+		return errs
 	}
-	topic = popTopic(group, topic, handle)
-	k, ticket, err := b.pops.st.Ack(group, topic, handle, b.now())
-	if err == nil {
-		err = b.pops.st.Sync(ticket)
+	now := b.now()
+	type acked struct {
+		i     int
+		topic string
+		k     pop.Key
 	}
-	if err != nil {
-		return b.popHandleError(group, topic, "acknowledgement", err)
+	done := make([]acked, 0, len(reqs))
+	var last pop.Ticket
+	for i, r := range reqs {
+		topic := popTopic(r.Group, r.Topic, r.Handle)
+		k, ticket, err := b.pops.st.Ack(r.Group, topic, r.Handle, now)
+		if err != nil {
+			errs[i] = b.popHandleError(r.Group, topic, "acknowledgement", err)
+			continue
+		}
+		last = max(last, ticket)
+		done = append(done, acked{i, topic, k})
 	}
-	b.commitPopOffset(k)
-	b.ackedPops(group, topic, k.QueueID)
-	return nil
+	// Tickets are in log order: the last one's sync makes all durable.
+	if err := b.pops.st.Sync(last); err != nil {
+		for _, a := range done {
+			errs[a.i] = b.popHandleError(reqs[a.i].Group, a.topic, "acknowledgement", err)
+		}
+		return errs
+	}
+	seen := make(map[pop.Key]bool, len(done))
+	for _, a := range done {
+		if seen[a.k] {
+			continue
+		}
+		seen[a.k] = true
+		b.commitPopOffset(a.k)
+		b.ackedPops(a.k.Group, a.k.Topic, a.k.QueueID)
+	}
+	return errs
 }
 
 // ChangeInvisible sets a popped message's invisible time to d from now and
