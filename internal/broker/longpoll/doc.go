@@ -38,9 +38,9 @@
 //   - Len() ≤ maxTotal and, per connection, parked ≤ maxPerConn: Park
 //     refuses beyond either with an error wrapping ErrFull that names the
 //     limit.
-//   - Arrived, Topic and RemoveConn return requests in park order, Expired
-//     in deadline order (park order among equal deadlines), so waking is
-//     fair: the oldest waiter is answered first.
+//   - Arrived (pulls, then pops), Topic and RemoveConn return requests in
+//     park order, Expired in deadline order (park order among equal
+//     deadlines), so waking is fair: the oldest waiter is answered first.
 //
 // # Driving it
 //

@@ -150,7 +150,7 @@ func (r *Request) blocks(topic string, queueID int32) bool {
 }
 
 // Arrived removes and returns the requests a message stored on the queue
-// may answer, in park order: the pulls on the queue whose Offset is below
+// may answer, the pulls first, then the pops, each in park order: the pulls on the queue whose Offset is below
 // maxOffset (the queue's new max offset: the next offset to be written),
 // and, for each group with pops parked on the topic, the oldest pop that
 // can take a message of the queue (one per group: the pops of a group
