@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/petrelmq/petrel/internal/broker/dedup"
-	"github.com/petrelmq/petrel/internal/broker/longpoll"
 	"github.com/petrelmq/petrel/internal/clock"
 	"github.com/petrelmq/petrel/internal/store"
 	"github.com/petrelmq/petrel/internal/store/meta"
@@ -79,7 +78,7 @@ func New(st *store.Store, md meta.Tables, cfg Config) (*Broker, error) {
 		locks: make(map[lockKey]lockEntry),
 	}
 	b.uniq.init(cfg.StoreHost, cfg.Clock.Now())
-	b.polls.table = longpoll.New(cfg.LongPollMaxTotal, cfg.LongPollMaxPerConn)
+	b.polls.init(cfg.Clock, cfg.LongPollMaxTotal, cfg.LongPollMaxPerConn)
 	b.clients.init()
 	b.conns.init()
 	if cfg.AutoCreateTopics {

@@ -44,6 +44,14 @@ type Config struct {
 	// connection. Beyond them a pull is refused with KindServiceUnavailable.
 	// Defaults 100,000 and 1,000.
 	LongPollMaxTotal, LongPollMaxPerConn int
+	// PullMaxSuspend caps how long a 4.x pull is held when nothing is new
+	// (its suspendTimeoutMillis), below the clients' 30 s request timeout.
+	// Default 25 s.
+	PullMaxSuspend time.Duration
+	// PopMaxWait caps how long a pop (a 5.x ReceiveMessage, whose front
+	// asks for the client's long-polling timeout) is held when nothing is
+	// visible. Default 2 min.
+	PopMaxWait time.Duration
 	// ClientExpiry: a (group, client) pair not named by a heartbeat for
 	// this long is dropped. Default 120 s.
 	ClientExpiry time.Duration
@@ -129,6 +137,8 @@ func DefaultConfig() Config {
 		MaxMessageBytes:          4 << 20,
 		LongPollMaxTotal:         100_000,
 		LongPollMaxPerConn:       1_000,
+		PullMaxSuspend:           25 * time.Second,
+		PopMaxWait:               2 * time.Minute,
 		ClientExpiry:             120 * time.Second,
 		LockExpiry:               60 * time.Second,
 		DelayLevels:              slices.Clone(DefaultDelayLevels),
@@ -149,6 +159,8 @@ func (c *Config) fill() {
 	c.MaxMessageBytes = cmp.Or(c.MaxMessageBytes, d.MaxMessageBytes)
 	c.LongPollMaxTotal = cmp.Or(c.LongPollMaxTotal, d.LongPollMaxTotal)
 	c.LongPollMaxPerConn = cmp.Or(c.LongPollMaxPerConn, d.LongPollMaxPerConn)
+	c.PullMaxSuspend = cmp.Or(c.PullMaxSuspend, d.PullMaxSuspend)
+	c.PopMaxWait = cmp.Or(c.PopMaxWait, d.PopMaxWait)
 	c.ClientExpiry = cmp.Or(c.ClientExpiry, d.ClientExpiry)
 	c.LockExpiry = cmp.Or(c.LockExpiry, d.LockExpiry)
 	if len(c.DelayLevels) == 0 {
@@ -175,6 +187,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("broker: MaxMessageBytes %d must be positive", c.MaxMessageBytes)
 	case c.LongPollMaxTotal < 1 || c.LongPollMaxPerConn < 1:
 		return fmt.Errorf("broker: LongPollMaxTotal %d and LongPollMaxPerConn %d must be positive", c.LongPollMaxTotal, c.LongPollMaxPerConn)
+	case c.PullMaxSuspend < 0 || c.PopMaxWait < 0:
+		return fmt.Errorf("broker: PullMaxSuspend %v and PopMaxWait %v must not be negative", c.PullMaxSuspend, c.PopMaxWait)
 	case c.ClientExpiry < time.Second:
 		return fmt.Errorf("broker: ClientExpiry %v is below the minimum 1s", c.ClientExpiry)
 	case c.LockExpiry < time.Second:

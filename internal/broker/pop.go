@@ -58,17 +58,26 @@ package broker
 // offset and forgets what was in flight there, so the next pop reads from
 // it, as 4.x members re-read from a reset offset.
 //
-// Long polling: a Pop that finds nothing and may wait registers a waiter
-// for (group, topic) and for the group's retry topic, and tries once more
-// (so a message that arrived in between is not missed), then sleeps until
-// a message of the topic is dispatched (the store listener signals every
-// waiter of the topic), an
-// in-flight message of the group becomes visible again (a clock timer
-// armed for the earliest such time), an acknowledgement unblocks a FIFO
-// queue, the wait ends (empty answer), ctx ends or the broker closes
-// (empty answer). Parked pops are bounded by LongPollMaxTotal, counted
-// apart from parked pulls. The in-flight messages of a group are bounded
-// by PopMaxInFlight.
+// Long polling: a Pop that finds nothing and may wait parks in a
+// longpoll.Table (the same mechanism as pulls, in a table of its own),
+// keyed by group and topic (and the group's retry topic), and tries once
+// more (so a message that arrived in between is not missed); then it sets
+// its deadline to the end of its wait or the time the next in-flight
+// message of the group becomes visible again, whichever is first, and for
+// a FIFO pop the queues it found held, and sleeps. It wakes when a
+// message is dispatched to a queue it can take (the store listener wakes
+// the oldest such pop of each group, not every pop of the topic), at its
+// deadline (a message became visible again: it looks again; the wait
+// ended: empty answer), when an acknowledgement of the group may have
+// freed a FIFO queue (the oldest FIFO pop of the group), when a change of
+// invisible time makes a message of the group visible sooner (its
+// deadline moves forward), when ctx ends or the broker closes (empty
+// answer). The pops of a group share its position, so one of them looking
+// is enough; one that was woken but does not look (its receive ended), or
+// that took a full batch, wakes the next pop of its group. Parked pops are
+// bounded by LongPollMaxTotal, counted apart from parked pulls, and their
+// wait by PopMaxWait. The in-flight messages of a group are bounded by
+// PopMaxInFlight.
 
 import (
 	"context"
@@ -80,6 +89,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/petrelmq/petrel/internal/broker/longpoll"
 	"github.com/petrelmq/petrel/internal/broker/pop"
 	"github.com/petrelmq/petrel/internal/message"
 	"github.com/petrelmq/petrel/internal/store"
@@ -100,7 +110,7 @@ type PopRequest struct {
 	Invisible time.Duration
 	// Wait: when nothing is visible, hold the request up to this long for a
 	// message to arrive (long polling; no busy polling); ≤ 0 answers at once.
-	// Above MaxSuspendTimeout means that.
+	// Above Config.PopMaxWait means that.
 	Wait time.Duration
 	// FIFO: the group consumes in order; a queue's next message is not
 	// delivered while an earlier one of the same queue is in flight.
@@ -146,26 +156,13 @@ type popState struct {
 	// overwritten by a pop or an ack that read the low before it.
 	commitMu sync.Mutex
 
-	mu      sync.Mutex
-	waiters map[string]map[*popWaiter]struct{} // by topic
-	parked  atomic.Int64
-	closed  bool
+	// polls holds the parked pops (pull.go's shell, in a table apart).
+	polls pollState
+	// rechecks counts the looks of parked pops (for tests and benchmarks).
+	rechecks atomic.Int64
 	// testHookParked, when set (by tests, before any pop), runs when a
-	// pop is about to sleep: registered, re-checked, its timer armed.
+	// pop is about to sleep: parked, re-checked, its deadline set.
 	testHookParked func()
-}
-
-type popWaiter struct {
-	group string
-	fifo  bool
-	ch    chan struct{} // one slot: woken
-}
-
-func (w *popWaiter) wake() {
-	select {
-	case w.ch <- struct{}{}:
-	default:
-	}
 }
 
 // openPops loads the pop state from the store's directory.
@@ -175,7 +172,9 @@ func (b *Broker) openPops() error {
 	if err != nil {
 		return err
 	}
-	b.pops = &popState{st: st, locks: make(map[pop.Key]chan struct{}), waiters: make(map[string]map[*popWaiter]struct{})}
+	b.pops = &popState{st: st, locks: make(map[pop.Key]chan struct{})}
+	// One bound for all parked pops: they come in on no connection.
+	b.pops.polls.init(b.clk, b.cfg.LongPollMaxTotal, b.cfg.LongPollMaxTotal)
 	return nil
 }
 
@@ -185,18 +184,7 @@ func (b *Broker) closePops() {
 	if ps == nil {
 		return
 	}
-	ps.mu.Lock()
-	ps.closed = true
-	var all []*popWaiter
-	for _, ws := range ps.waiters {
-		for w := range ws {
-			all = append(all, w)
-		}
-	}
-	ps.mu.Unlock()
-	for _, w := range all {
-		w.wake()
-	}
+	ps.polls.close()
 	if err := ps.st.Close(); err != nil {
 		b.log.Warn("closing the pop state failed", "err", err)
 	}
@@ -208,81 +196,51 @@ func (b *Broker) closePops() {
 func (b *Broker) PopInFlight() []pop.TopicInFlight { return b.pops.st.InFlightByTopic(b.now()) }
 
 // ParkedPops returns the number of pops waiting for messages.
-func (b *Broker) ParkedPops() int { return int(b.pops.parked.Load()) }
+func (b *Broker) ParkedPops() int { return int(b.pops.polls.parked.Load()) }
 
-// wakePops wakes the pops waiting on topic (store listener: no I/O).
-func (b *Broker) wakePops(topic string) {
-	ps := b.pops
-	if ps == nil || ps.parked.Load() == 0 {
+// arrivedPops wakes, for each group, the oldest pop parked on topic that
+// can take a message of the queue (store listener: no I/O).
+func (b *Broker) arrivedPops(topic string, queueID int32, maxOffset int64) {
+	if b.pops == nil {
 		return
 	}
-	ps.mu.Lock()
-	for w := range ps.waiters[topic] {
-		w.wake()
-	}
-	ps.mu.Unlock()
+	b.pops.polls.wake(wakeArrived, func(t *longpoll.Table) []*longpoll.Request { return t.Arrived(topic, queueID, maxOffset) })
 }
 
-// wakeFIFOPops wakes the FIFO pops of group waiting on topic: an
-// acknowledgement may have unblocked a queue.
-func (b *Broker) wakeFIFOPops(group, topic string) {
-	ps := b.pops
+// wakePops wakes every pop parked on topic (an offset reset moved the
+// groups' positions).
+func (b *Broker) wakePops(topic string) {
+	b.pops.polls.wake(wakeArrived, func(t *longpoll.Table) []*longpoll.Request { return t.Topic(topic) })
+}
+
+// ackedPops wakes the oldest FIFO pop of group parked on topic: an
+// acknowledgement on the queue may have freed it.
+func (b *Broker) ackedPops(group, topic string, queueID int32) {
+	b.pops.polls.wake(wakeArrived, func(t *longpoll.Table) []*longpoll.Request { return t.Acked(group, topic, queueID) })
+}
+
+// visibleAt moves the deadline of the pops of group parked on topic to at
+// where it is later: a message of the group becomes visible again then.
+func (b *Broker) visibleAt(group, topic string, at time.Time) {
+	ps := &b.pops.polls
 	if ps.parked.Load() == 0 {
 		return
 	}
 	ps.mu.Lock()
-	for w := range ps.waiters[topic] {
-		if w.fifo && w.group == group {
-			w.wake()
-		}
+	if ps.closed || ps.table.Reschedule(group, topic, at) == 0 {
+		ps.mu.Unlock()
+		return
+	}
+	var due []*longpoll.Request
+	if now := ps.clk.Now(); at.After(now) {
+		ps.armIfEarlier(at)
+	} else {
+		due = ps.table.Expired(now)
+		ps.parked.Store(int64(ps.table.Len()))
 	}
 	ps.mu.Unlock()
+	signal(due, wakeTimeout)
 }
-
-// register parks w on topics (a message dispatched to any wakes it); it
-// counts once against limit.
-func (ps *popState) register(topics []string, w *popWaiter, limit int) error {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	if ps.closed {
-		return errPollClosed
-	}
-	if int(ps.parked.Load()) >= limit {
-		return errFullPops
-	}
-	for _, topic := range topics {
-		ws := ps.waiters[topic]
-		if ws == nil {
-			ws = make(map[*popWaiter]struct{})
-			ps.waiters[topic] = ws
-		}
-		ws[w] = struct{}{}
-	}
-	ps.parked.Add(1)
-	return nil
-}
-
-func (ps *popState) unregister(topics []string, w *popWaiter) {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	found := false
-	for _, topic := range topics {
-		ws := ps.waiters[topic]
-		if _, ok := ws[w]; !ok {
-			continue
-		}
-		found = true
-		delete(ws, w)
-		if len(ws) == 0 {
-			delete(ps.waiters, topic)
-		}
-	}
-	if found {
-		ps.parked.Add(-1)
-	}
-}
-
-var errFullPops = errors.New("broker: too many parked pops")
 
 // lockQueue takes k's pop lock; with wait false it gives up at once if
 // another pop holds it.
@@ -328,6 +286,12 @@ type popper struct {
 	spec        *filterSpec
 	tag         store.TagFilter
 	rec         store.RecordFilter
+	// Set by each once: blocked lists the queues of the asked topic a FIFO
+	// pop found held by a message in flight; more says that messages may
+	// be left that it did not take (a full batch, the byte budget spent, a
+	// queue another pop held skipped).
+	blocked []int32
+	more    bool
 	// retryTopic is the group's %RETRY% topic, read too (not by FIFO pops);
 	// "" when the asked topic is a retry or dead-letter topic itself.
 	retryTopic string
@@ -346,7 +310,7 @@ type popQueue struct {
 	retry bool
 }
 
-// topics are the topics a pop reads, for its long-poll registration.
+// topics are the topics a pop reads.
 func (p *popper) topics() []string {
 	if p.retryTopic == "" {
 		return []string{p.req.Topic}
@@ -398,7 +362,7 @@ func (b *Broker) Pop(ctx context.Context, req *PopRequest) ([]PoppedMessage, err
 	if err != nil || len(out) > 0 || req.Wait <= 0 {
 		return p.done(out, err)
 	}
-	out, err = p.wait(ctx, b.now().Add(min(req.Wait, MaxSuspendTimeout)))
+	out, err = p.wait(ctx, b.now().Add(min(req.Wait, b.cfg.PopMaxWait)))
 	return p.done(out, err)
 }
 
@@ -414,58 +378,131 @@ func (p *popper) done(out []PoppedMessage, err error) ([]PoppedMessage, error) {
 	return out, nil
 }
 
-// wait long-polls until deadline (see the file comment).
-func (p *popper) wait(ctx context.Context, deadline time.Time) ([]PoppedMessage, error) {
-	b, ps := p.b, p.b.pops
-	w := &popWaiter{group: p.req.Group, fifo: p.req.FIFO, ch: make(chan struct{}, 1)}
-	topics := p.topics()
+// wait long-polls until end (see the file comment).
+func (p *popper) wait(ctx context.Context, end time.Time) ([]PoppedMessage, error) {
+	b, ps := p.b, &p.b.pops.polls
+	w := &waiter{ch: make(chan wake, 1)}
+	r := &longpoll.Request{Group: p.req.Group, Topic: p.req.Topic, Also: p.retryTopic, FIFO: p.req.FIFO, Payload: w}
 	for {
-		if err := ps.register(topics, w, b.cfg.LongPollMaxTotal); err != nil {
-			if errors.Is(err, errFullPops) {
+		if !b.now().Before(end) {
+			// The wait is over: one last look, as at every wake.
+			b.pops.rechecks.Add(1)
+			out, err := p.once(ctx)
+			if len(out) > 0 && p.more {
+				p.passOn()
+			}
+			return out, err
+		}
+		r.Deadline, r.Blocked = end, nil
+		if err := ps.park(r); err != nil {
+			if errors.Is(err, longpoll.ErrFull) {
 				return nil, errorf(KindServiceUnavailable, err, "too many receives are waiting on broker %s (limit LongPollMaxTotal=%d); retry later", b.cfg.BrokerName, b.cfg.LongPollMaxTotal)
 			}
 			return nil, nil // closing
 		}
+		looked := b.now()
+		b.pops.rechecks.Add(1)
 		out, err := p.once(ctx)
-		if err != nil || len(out) > 0 {
-			ps.unregister(topics, w)
+		if err != nil || len(out) > 0 || !b.now().Before(end) {
+			p.leave(r, w, end, len(out) > 0 && p.more)
 			return out, err
 		}
-		now := b.now()
-		if !now.Before(deadline) {
-			ps.unregister(topics, w)
-			return nil, nil
-		}
-		at := deadline
-		for _, topic := range topics {
-			if next, ok := ps.st.NextVisible(p.req.Group, topic, now); ok && next.Before(at) {
+		at := end
+		for _, topic := range p.topics() {
+			// From the time before the look: a message that became visible
+			// during it makes the deadline pass at once.
+			if next, ok := b.pops.st.NextVisible(p.req.Group, topic, looked); ok && next.Before(at) {
 				at = next
 			}
 		}
-		timer := b.clk.AfterFunc(at.Sub(now), w.wake)
-		if h := ps.testHookParked; h != nil {
-			h()
+		var why wake
+		if ps.update(r, at, p.blocked) {
+			if h := b.pops.testHookParked; h != nil {
+				h()
+			}
+			select {
+			case why = <-w.ch:
+			case <-ctx.Done():
+				p.leave(r, w, end, false)
+				return nil, nil
+			}
+		} else {
+			why = <-w.ch // woken while it looked: look again
 		}
-		select {
-		case <-w.ch:
-		case <-ctx.Done():
-		}
-		timer.Stop()
-		ps.unregister(topics, w)
-		if ctx.Err() != nil || b.closed.Load() {
+		if why == wakeClosed || b.closed.Load() {
 			return nil, nil
 		}
-		// Drain a wake that raced with the unregister.
-		select {
-		case <-w.ch:
-		default:
+		if ctx.Err() != nil {
+			if p.unanswered(why, end) {
+				p.passOn()
+			}
+			return nil, nil
 		}
 	}
+}
+
+// unanswered reports whether a wake a pop will not act on should go to
+// another pop of its group: a message arrived or became visible (not the
+// end of its own wait, nor the broker's close).
+func (p *popper) unanswered(why wake, end time.Time) bool {
+	switch why {
+	case wakeArrived:
+		return true
+	case wakeTimeout:
+		return p.b.now().Before(end)
+	}
+	return false
+}
+
+// update sets a parked request's deadline and blocked queues and re-arms
+// the timer when the deadline comes first. False: r was handed back
+// meanwhile, or its deadline has passed (then it is handed back now), and
+// a signal is on its way.
+func (ps *pollState) update(r *longpoll.Request, deadline time.Time, blocked []int32) bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if !ps.table.Update(r, deadline, blocked) {
+		return false
+	}
+	if !deadline.After(ps.clk.Now()) {
+		ps.table.Remove(r)
+		ps.parked.Store(int64(ps.table.Len()))
+		signal([]*longpoll.Request{r}, wakeTimeout)
+		return false
+	}
+	ps.armIfEarlier(deadline)
+	return true
+}
+
+// leave takes the pop out of the table as it returns. A wake it was
+// handed and will not act on goes to the next pop of its group (not the
+// end of its own wait, nor the broker's close), and so does one when it
+// took a full batch (more).
+func (p *popper) leave(r *longpoll.Request, w *waiter, end time.Time, more bool) {
+	if !p.b.pops.polls.unpark(r) && p.unanswered(<-w.ch, end) {
+		more = true
+	}
+	if more {
+		p.passOn()
+	}
+}
+
+// passOn wakes the oldest other pop of the group parked on the topic (or
+// on the group's retry topic).
+func (p *popper) passOn() {
+	g, t, rt := p.req.Group, p.req.Topic, p.retryTopic
+	p.b.pops.polls.wake(wakeArrived, func(tb *longpoll.Table) []*longpoll.Request {
+		if rs := tb.Next(g, t); len(rs) > 0 || rt == "" {
+			return rs
+		}
+		return tb.Next(g, rt)
+	})
 }
 
 // once tries every queue once.
 func (p *popper) once(ctx context.Context) ([]PoppedMessage, error) {
 	b := p.b
+	p.blocked, p.more = nil, false
 	if b.closed.Load() {
 		return nil, b.errClosed()
 	}
@@ -497,6 +534,7 @@ func (p *popper) once(ctx context.Context) ([]PoppedMessage, error) {
 			return p.partial(out, err)
 		}
 		if len(out) >= want || budget <= 0 {
+			p.more = true
 			return out, nil
 		}
 	}
@@ -504,12 +542,14 @@ func (p *popper) once(ctx context.Context) ([]PoppedMessage, error) {
 	// held, which may hold more than they took.
 	for _, q := range busy {
 		if len(out) > 0 || !b.pops.lockQueue(ctx, q.k, true) {
+			p.more = true // queues left unvisited
 			break
 		}
 		if err := take(q); err != nil {
 			return p.partial(out, err)
 		}
 	}
+	p.more = p.more || len(out) >= want || budget <= 0
 	return out, nil
 }
 
@@ -568,6 +608,9 @@ func (p *popper) queue(pq popQueue, want int, budget *int) ([]PoppedMessage, err
 	now := b.now()
 	v := b.pops.st.Peek(k, now, p.req.FIFO, want)
 	if v.Blocked {
+		if !pq.retry {
+			p.blocked = append(p.blocked, k.QueueID)
+		}
 		return nil, nil
 	}
 	c := pop.Claim{Key: k, From: v.Cursor, Until: now.Add(p.invisible)}
@@ -842,20 +885,63 @@ func (b *Broker) popStateError(group, what string, err error) *Error {
 // when the message's invisible time has passed (it may have been delivered
 // again). It returns once the acknowledgement is durable.
 func (b *Broker) AckPop(group, topic, handle string) error {
+	return b.AckBatch([]AckRequest{{Group: group, Topic: topic, Handle: handle}})[0]
+}
+
+// AckRequest is one acknowledgement of AckBatch.
+type AckRequest struct {
+	Group, Topic string
+	// Handle is the receipt handle the pop returned.
+	Handle string
+}
+
+// AckBatch acknowledges popped messages by their receipt handles, each as
+// AckPop does, and returns one error per request (nil: acknowledged;
+// errors as AckPop's). The acknowledgements share one write and fsync of
+// the pop state, and it returns once all are durable.
+func (b *Broker) AckBatch(reqs []AckRequest) []error {
+	errs := make([]error, len(reqs))
 	if b.closed.Load() {
-		return b.errClosed()
+		for i := range errs {
+			errs[i] = b.errClosed()
+		}
+		return errs
 	}
-	topic = popTopic(group, topic, handle)
-	k, ticket, err := b.pops.st.Ack(group, topic, handle, b.now())
-	if err == nil {
-		err = b.pops.st.Sync(ticket)
+	now := b.now()
+	type acked struct {
+		i     int
+		topic string
+		k     pop.Key
 	}
-	if err != nil {
-		return b.popHandleError(group, topic, "acknowledgement", err)
+	done := make([]acked, 0, len(reqs))
+	var last pop.Ticket
+	for i, r := range reqs {
+		topic := popTopic(r.Group, r.Topic, r.Handle)
+		k, ticket, err := b.pops.st.Ack(r.Group, topic, r.Handle, now)
+		if err != nil {
+			errs[i] = b.popHandleError(r.Group, topic, "acknowledgement", err)
+			continue
+		}
+		last = max(last, ticket)
+		done = append(done, acked{i, topic, k})
 	}
-	b.commitPopOffset(k)
-	b.wakeFIFOPops(group, topic)
-	return nil
+	// Tickets are in log order: the last one's sync makes all durable.
+	if err := b.pops.st.Sync(last); err != nil {
+		for _, a := range done {
+			errs[a.i] = b.popHandleError(reqs[a.i].Group, a.topic, "acknowledgement", err)
+		}
+		return errs
+	}
+	seen := make(map[pop.Key]bool, len(done))
+	for _, a := range done {
+		if seen[a.k] {
+			continue
+		}
+		seen[a.k] = true
+		b.commitPopOffset(a.k)
+		b.ackedPops(a.k.Group, a.k.Topic, a.k.QueueID)
+	}
+	return errs
 }
 
 // ChangeInvisible sets a popped message's invisible time to d from now and
@@ -874,8 +960,8 @@ func (b *Broker) ChangeInvisible(group, topic, handle string, d time.Duration) (
 	if err != nil {
 		return "", b.popHandleError(group, topic, "change of invisible time", err)
 	}
-	// The message may now be visible sooner than the waiters' timers.
-	b.wakePops(topic)
+	// The message may now be visible sooner than the waiters' deadlines.
+	b.visibleAt(group, topic, now.Add(max(d, 0)))
 	return h, nil
 }
 

@@ -46,10 +46,6 @@ const (
 	PullFlagSubscription int32 = 0x4
 )
 
-// MaxSuspendTimeout bounds how long a pull is held (clients ask 20 s and
-// time out at 30 s).
-const MaxSuspendTimeout = 2 * time.Minute
-
 // PullStatus is the outcome of a pull.
 type PullStatus int
 
@@ -88,7 +84,7 @@ type PullRequest struct {
 	CommitOffset int64
 	SysFlag      int32
 	// SuspendTimeout is how long a pull with PullFlagSuspend may be held;
-	// ≤ 0 means not at all; above MaxSuspendTimeout means that.
+	// ≤ 0 means not at all; above Config.PullMaxSuspend means that.
 	SuspendTimeout time.Duration
 	// Subscription and ExpressionType are used with PullFlagSubscription.
 	Subscription, ExpressionType string
@@ -267,9 +263,12 @@ func signal(rs []*longpoll.Request, why wake) {
 	}
 }
 
-// pollState is the long-poll shell: the table, its timer and a lock-free
-// count the store listener checks first.
+// pollState is the long-poll shell around a longpoll.Table: its lock,
+// one clock timer armed for the earliest deadline, and a lock-free count
+// the store listener checks first. Pulls and pops each have one (their
+// bounds are counted apart).
 type pollState struct {
+	clk     clock.Clock
 	mu      sync.Mutex
 	table   *longpoll.Table
 	closed  bool
@@ -277,18 +276,26 @@ type pollState struct {
 	timerAt time.Time
 	gen     uint64 // identifies the armed timer
 	parked  atomic.Int64
+	// woken counts the requests handed back by events other than expiry
+	// (for tests and benchmarks).
+	woken atomic.Int64
 	// testHookParked, when set (by tests, before any pull), runs after
 	// each successful park.
 	testHookParked func()
+}
+
+func (ps *pollState) init(clk clock.Clock, maxTotal, maxPerConn int) {
+	ps.clk = clk
+	ps.table = longpoll.New(maxTotal, maxPerConn)
 }
 
 func (p *puller) longPoll(ctx context.Context, scan int64) (*PullResult, error) {
 	b := p.b
 	w := &waiter{ch: make(chan wake, 1)}
 	lr := &longpoll.Request{Topic: p.req.Topic, QueueID: p.req.QueueID, Offset: scan,
-		Deadline: b.now().Add(min(p.req.SuspendTimeout, MaxSuspendTimeout)), Conn: p.req.Conn, Payload: w}
+		Deadline: b.now().Add(min(p.req.SuspendTimeout, b.cfg.PullMaxSuspend)), Conn: p.req.Conn, Payload: w}
 	for first := true; ; first = false {
-		if err := b.park(lr); err != nil {
+		if err := b.polls.park(lr); err != nil {
 			if first && errors.Is(err, longpoll.ErrFull) {
 				return nil, errorf(KindServiceUnavailable, err, "too many pulls are waiting on broker %s (limits LongPollMaxTotal=%d, LongPollMaxPerConn=%d); retry later",
 					b.cfg.BrokerName, b.cfg.LongPollMaxTotal, b.cfg.LongPollMaxPerConn)
@@ -301,13 +308,13 @@ func (p *puller) longPoll(ctx context.Context, scan int64) (*PullResult, error) 
 		var why wake
 		// A message may have arrived between the read and the park, before
 		// the listener could see this request.
-		if b.st.MaxOffset(lr.Topic, lr.QueueID) > lr.Offset && b.unpark(lr) {
+		if b.st.MaxOffset(lr.Topic, lr.QueueID) > lr.Offset && b.polls.unpark(lr) {
 			why = wakeArrived
 		} else {
 			select {
 			case why = <-w.ch:
 			case <-ctx.Done():
-				if !b.unpark(lr) {
+				if !b.polls.unpark(lr) {
 					<-w.ch // a signal is on its way
 				}
 				why = wakeCancel
@@ -343,8 +350,7 @@ var errPollClosed = errors.New("broker: closed")
 
 // park adds lr to the table and arms the timer for its deadline if it is
 // the earliest.
-func (b *Broker) park(lr *longpoll.Request) error {
-	ps := &b.polls
+func (ps *pollState) park(lr *longpoll.Request) error {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	if ps.closed {
@@ -354,38 +360,42 @@ func (b *Broker) park(lr *longpoll.Request) error {
 		return err
 	}
 	ps.parked.Store(int64(ps.table.Len()))
-	if ps.timer == nil || lr.Deadline.Before(ps.timerAt) {
-		b.armPollTimer(lr.Deadline)
-	}
+	ps.armIfEarlier(lr.Deadline)
 	return nil
 }
 
-// armPollTimer replaces the timer with one for at; polls.mu is held.
-func (b *Broker) armPollTimer(at time.Time) {
-	ps := &b.polls
+// armIfEarlier arms the timer for at when no timer is armed or at comes
+// before it; ps.mu is held.
+func (ps *pollState) armIfEarlier(at time.Time) {
+	if ps.timer == nil || at.Before(ps.timerAt) {
+		ps.armTimer(at)
+	}
+}
+
+// armTimer replaces the timer with one for at; ps.mu is held.
+func (ps *pollState) armTimer(at time.Time) {
 	if ps.timer != nil {
 		ps.timer.Stop()
 	}
 	ps.gen++
 	gen := ps.gen
 	ps.timerAt = at
-	ps.timer = b.clk.AfterFunc(at.Sub(b.clk.Now()), func() { b.expirePolls(gen) })
+	ps.timer = ps.clk.AfterFunc(at.Sub(ps.clk.Now()), func() { ps.expire(gen) })
 }
 
-// expirePolls answers the pulls whose deadline passed and re-arms the
+// expire answers the requests whose deadline passed and re-arms the
 // timer for the next deadline.
-func (b *Broker) expirePolls(gen uint64) {
-	ps := &b.polls
+func (ps *pollState) expire(gen uint64) {
 	ps.mu.Lock()
 	if ps.closed {
 		ps.mu.Unlock()
 		return
 	}
-	expired := ps.table.Expired(b.clk.Now())
+	expired := ps.table.Expired(ps.clk.Now())
 	if gen == ps.gen {
 		ps.timer = nil
 		if next, ok := ps.table.NextDeadline(); ok {
-			b.armPollTimer(next)
+			ps.armTimer(next)
 		}
 	}
 	ps.parked.Store(int64(ps.table.Len()))
@@ -394,8 +404,7 @@ func (b *Broker) expirePolls(gen uint64) {
 }
 
 // unpark removes lr and reports whether it was still parked.
-func (b *Broker) unpark(lr *longpoll.Request) bool {
-	ps := &b.polls
+func (ps *pollState) unpark(lr *longpoll.Request) bool {
 	ps.mu.Lock()
 	ok := ps.table.Remove(lr)
 	ps.parked.Store(int64(ps.table.Len()))
@@ -403,34 +412,21 @@ func (b *Broker) unpark(lr *longpoll.Request) bool {
 	return ok
 }
 
-// onArrived is the store listener: it runs on the dispatcher goroutine for
-// every stored message, so it does no I/O and only signals.
-func (b *Broker) onArrived(topic string, queueID int32, maxOffset int64) {
-	b.kickTimers(topic)
-	b.wakePops(topic)
-	ps := &b.polls
+// wake runs op, which removes requests from the table, and signals them
+// why. It does nothing when nothing is parked.
+func (ps *pollState) wake(why wake, op func(*longpoll.Table) []*longpoll.Request) {
 	if ps.parked.Load() == 0 {
 		return
 	}
 	ps.mu.Lock()
-	woken := ps.table.Arrived(topic, queueID, maxOffset)
+	rs := op(ps.table)
 	ps.parked.Store(int64(ps.table.Len()))
 	ps.mu.Unlock()
-	signal(woken, wakeArrived)
+	ps.woken.Add(int64(len(rs)))
+	signal(rs, why)
 }
 
-// answerConnPolls answers the pulls parked by conn.
-func (b *Broker) answerConnPolls(conn uint64) {
-	ps := &b.polls
-	ps.mu.Lock()
-	rs := ps.table.RemoveConn(conn)
-	ps.parked.Store(int64(ps.table.Len()))
-	ps.mu.Unlock()
-	signal(rs, wakeClosed)
-}
-
-func (b *Broker) closePolls() {
-	ps := &b.polls
+func (ps *pollState) close() {
 	ps.mu.Lock()
 	ps.closed = true
 	if ps.timer != nil {
@@ -442,6 +438,21 @@ func (b *Broker) closePolls() {
 	ps.mu.Unlock()
 	signal(rs, wakeClosed)
 }
+
+// onArrived is the store listener: it runs on the dispatcher goroutine for
+// every stored message, so it does no I/O and only signals.
+func (b *Broker) onArrived(topic string, queueID int32, maxOffset int64) {
+	b.kickTimers(topic)
+	b.arrivedPops(topic, queueID, maxOffset)
+	b.polls.wake(wakeArrived, func(t *longpoll.Table) []*longpoll.Request { return t.Arrived(topic, queueID, maxOffset) })
+}
+
+// answerConnPolls answers the pulls parked by conn.
+func (b *Broker) answerConnPolls(conn uint64) {
+	b.polls.wake(wakeClosed, func(t *longpoll.Table) []*longpoll.Request { return t.RemoveConn(conn) })
+}
+
+func (b *Broker) closePolls() { b.polls.close() }
 
 // ParkedPulls returns the number of pulls waiting for messages.
 func (b *Broker) ParkedPulls() int { return int(b.polls.parked.Load()) }

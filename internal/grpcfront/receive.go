@@ -13,7 +13,6 @@ package grpcfront
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	v2 "github.com/apache/rocketmq-clients/golang/v5/protocol/v2"
@@ -37,9 +36,6 @@ const (
 	// maxAckBatch bounds the entries of one AckMessage (the Go client
 	// sends one per message).
 	maxAckBatch = 1024
-	// ackConcurrency bounds the entries of one AckMessage acknowledged
-	// at once (a receive's batch), so that they share the pop log's syncs.
-	ackConcurrency = maxReceiveBatch
 )
 
 // pollWait is how long a receive may wait for messages: the client's
@@ -210,38 +206,29 @@ func (s *Server) AckMessage(ctx context.Context, req *v2.AckMessageRequest) (*v2
 	}
 	entries := req.GetEntries()
 	out := make([]*v2.AckMessageResultEntry, len(entries))
-	ack := func(r *v2.AckMessageResultEntry) {
-		if err := s.pop.AckPop(group, topic, r.ReceiptHandle); err != nil {
-			r.Status = s.brokerStatus(err, "ack")
-		} else {
-			r.Status = okStatus()
-		}
-	}
-	// Each AckPop waits for the broker's pop state to be fsynced; acks
-	// that wait together share one fsync (group commit), so the entries
-	// are acknowledged concurrently, at most ackConcurrency at a time,
-	// rather than at one fsync each.
-	sem := make(chan struct{}, ackConcurrency)
-	var wg sync.WaitGroup
+	// The entries go to the broker in one batch: one write and fsync of
+	// its pop state for all.
+	reqs := make([]broker.AckRequest, 0, len(entries))
+	asked := make([]*v2.AckMessageResultEntry, 0, len(entries))
 	for i, e := range entries {
 		r := &v2.AckMessageResultEntry{MessageId: e.GetMessageId(), ReceiptHandle: e.GetReceiptHandle()}
 		out[i] = r
-		switch {
-		case e.GetReceiptHandle() == "":
+		if e.GetReceiptHandle() == "" {
 			r.Status = status(v2.Code_INVALID_RECEIPT_HANDLE, "the entry has no receipt handle; use the one the receive gave")
-		case len(entries) == 1:
-			ack(r)
-		default:
-			sem <- struct{}{}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer func() { <-sem }()
-				ack(r)
-			}()
+			continue
+		}
+		reqs = append(reqs, broker.AckRequest{Group: group, Topic: topic, Handle: e.GetReceiptHandle()})
+		asked = append(asked, r)
+	}
+	if len(reqs) > 0 {
+		for i, err := range s.pop.AckBatch(reqs) {
+			if err != nil {
+				asked[i].Status = s.brokerStatus(err, "ack")
+			} else {
+				asked[i].Status = okStatus()
+			}
 		}
 	}
-	wg.Wait()
 	return &v2.AckMessageResponse{Status: summary(out, func(e *v2.AckMessageResultEntry) *v2.Status { return e.Status }), Entries: out}, nil
 }
 

@@ -27,12 +27,8 @@ type fakePop struct {
 	parked chan struct{}
 	acks   []string
 	ackErr map[string]error
-	// ackGate, when set, holds every AckPop until that many are in
-	// progress at once (or waitLimit passed: the ack then fails).
-	ackGate    int
-	ackWaiting int
-	ackGaveUp  bool
-	ackCond    *sync.Cond
+	// ackBatches records the size of each AckBatch call.
+	ackBatches []int
 	changes    []string
 	changed    time.Duration
 	chErr      error
@@ -52,28 +48,16 @@ func (f *fakePop) Pop(ctx context.Context, req *broker.PopRequest) ([]broker.Pop
 	return out, err
 }
 
-func (f *fakePop) AckPop(group, topic, handle string) error {
+func (f *fakePop) AckBatch(reqs []broker.AckRequest) []error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.acks = append(f.acks, group+"/"+topic+"/"+handle)
-	if f.ackGate > 0 {
-		f.ackWaiting++
-		f.ackCond.Broadcast()
-		timer := time.AfterFunc(waitLimit, func() {
-			f.mu.Lock()
-			f.ackGaveUp = true // later acks do not wait either
-			f.ackCond.Broadcast()
-			f.mu.Unlock()
-		})
-		defer timer.Stop()
-		for f.ackWaiting < f.ackGate && !f.ackGaveUp {
-			f.ackCond.Wait()
-		}
-		if f.ackWaiting < f.ackGate {
-			return errors.New("the acks of one request were not in progress together")
-		}
+	f.ackBatches = append(f.ackBatches, len(reqs))
+	errs := make([]error, len(reqs))
+	for i, r := range reqs {
+		f.acks = append(f.acks, r.Group+"/"+r.Topic+"/"+r.Handle)
+		errs[i] = f.ackErr[r.Handle]
 	}
-	return f.ackErr[handle]
+	return errs
 }
 
 func (f *fakePop) ChangeInvisible(group, topic, handle string, d time.Duration) (string, error) {
@@ -342,13 +326,12 @@ func TestAckPerEntry(t *testing.T) {
 }
 
 // TestAckEntriesShareTheSyncs: the entries of one AckMessage are
-// acknowledged together (each AckPop waits for an fsync; waiting together
-// they share one), not one after another.
+// acknowledged together, in one broker batch (one fsync of the pop state:
+// the broker's TestAckBatchOneSync), not one after another.
 func TestAckEntriesShareTheSyncs(t *testing.T) {
 	e := newEnv(t)
 	f := e.fakePop()
 	const n = 8
-	f.ackGate, f.ackCond = n, sync.NewCond(&f.mu)
 	req := &v2.AckMessageRequest{Group: &v2.Resource{Name: "g1"}, Topic: &v2.Resource{Name: "T1"}}
 	for i := range n {
 		h := "H" + strconv.Itoa(i)
@@ -364,6 +347,14 @@ func TestAckEntriesShareTheSyncs(t *testing.T) {
 	for i, r := range resp.Entries {
 		if h := "H" + strconv.Itoa(i); r.ReceiptHandle != h || r.MessageId != "ID-"+h || code(r.Status) != v2.Code_OK {
 			t.Fatalf("entry %d: %v, want handle %s acknowledged", i, r, h)
+		}
+	}
+	if len(f.ackBatches) != 1 || f.ackBatches[0] != n {
+		t.Fatalf("broker ack batches %v, want one of %d", f.ackBatches, n)
+	}
+	for i, a := range f.acks {
+		if want := "g1/T1/H" + strconv.Itoa(i); a != want {
+			t.Fatalf("broker ack %d: %q, want %q (in the request's order)", i, a, want)
 		}
 	}
 }

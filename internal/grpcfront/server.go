@@ -66,7 +66,7 @@ var (
 // substitute a fake.
 type popAPI interface {
 	Pop(ctx context.Context, req *broker.PopRequest) ([]broker.PoppedMessage, error)
-	AckPop(group, topic, handle string) error
+	AckBatch(reqs []broker.AckRequest) []error
 	ChangeInvisible(group, topic, handle string, d time.Duration) (string, error)
 	ForwardPopToDLQ(group, topic, handle string) error
 }

@@ -18,17 +18,33 @@ var (
 	ErrParked = errors.New("longpoll: request already parked")
 )
 
-// Request is a parked pull. The Table reads Topic, QueueID, Offset,
-// Deadline and Conn and never looks at Payload, which the caller uses to
-// find its waiter. The fields must not change while the request is parked;
+// Request is a parked pull or pop. The Table reads every field but Payload,
+// which the caller uses to find its waiter. The fields must not change
+// while the request is parked (Update changes Deadline and Blocked);
 // between a removal and the next Park the caller may change them.
+//
+// A pull (Group "") waits on one queue: Topic, QueueID, Offset. A pop
+// (Group set) is a receive of a consumer group that reads every queue of
+// Topic, and of Also when set (the group's retry topic).
 type Request struct {
 	Topic    string
-	QueueID  int32
-	Offset   int64     // wake when the queue's max offset exceeds this
+	QueueID  int32     // pulls only
+	Offset   int64     // pulls only: wake when the queue's max offset exceeds this
 	Deadline time.Time // Expired returns the request once now ≥ Deadline
-	Conn     uint64    // the connection the pull came in on
+	Conn     uint64    // the connection the request came in on
 	Payload  any
+
+	// Group names the consumer group of a pop; "" makes the request a pull.
+	Group string
+	// Also is a second topic a pop reads ("" for none).
+	Also string
+	// FIFO: the pop consumes in order, so a queue of Topic with a message
+	// of the group in flight gives it nothing until an acknowledgement or
+	// a visibility deadline frees it.
+	FIFO bool
+	// Blocked (FIFO pops) lists the queues of Topic that are held so:
+	// an arrival there does not wake the pop.
+	Blocked []int32
 
 	seq     uint64 // park order
 	heapIdx int    // index in the deadline heap; -1 when not parked
@@ -40,12 +56,18 @@ type queueKey struct {
 	queueID int32
 }
 
-// Table holds parked pull requests. The zero value is not usable; call New.
+type groupKey struct {
+	group, topic string
+}
+
+// Table holds parked requests. The zero value is not usable; call New.
 type Table struct {
 	maxTotal, maxPerConn int
 
 	seq      uint64
-	byQueue  map[queueKey][]*Request // park order
+	byQueue  map[queueKey][]*Request // pulls, park order
+	byGroup  map[groupKey][]*Request // pops, park order, under Topic and under Also
+	groupsOf map[string]map[string]struct{}
 	byConn   map[uint64]map[*Request]struct{}
 	deadline deadlineHeap
 }
@@ -57,6 +79,8 @@ func New(maxTotal, maxPerConn int) *Table {
 		maxTotal:   max(maxTotal, 1),
 		maxPerConn: max(maxPerConn, 1),
 		byQueue:    make(map[queueKey][]*Request),
+		byGroup:    make(map[groupKey][]*Request),
+		groupsOf:   make(map[string]map[string]struct{}),
 		byConn:     make(map[uint64]map[*Request]struct{}),
 	}
 }
@@ -90,16 +114,73 @@ func (t *Table) Park(r *Request) error {
 	r.seq = t.seq
 	r.parked = true
 	conns[r] = struct{}{}
-	k := queueKey{r.Topic, r.QueueID}
-	t.byQueue[k] = append(t.byQueue[k], r)
+	if r.Group != "" {
+		for _, topic := range r.topics() {
+			k := groupKey{r.Group, topic}
+			if len(t.byGroup[k]) == 0 {
+				gs := t.groupsOf[topic]
+				if gs == nil {
+					gs = make(map[string]struct{})
+					t.groupsOf[topic] = gs
+				}
+				gs[r.Group] = struct{}{}
+			}
+			t.byGroup[k] = append(t.byGroup[k], r)
+		}
+	} else {
+		k := queueKey{r.Topic, r.QueueID}
+		t.byQueue[k] = append(t.byQueue[k], r)
+	}
 	heap.Push(&t.deadline, r)
 	return nil
 }
 
-// Arrived removes and returns, in park order, the requests on the queue
-// whose Offset is below maxOffset (the queue's new max offset: the next
-// offset to be written). The caller re-runs those pulls.
+// topics returns the topics a pop reads.
+func (r *Request) topics() []string {
+	if r.Also == "" || r.Also == r.Topic {
+		return []string{r.Topic}
+	}
+	return []string{r.Topic, r.Also}
+}
+
+// blocks reports whether a message arriving on queue queueID of topic
+// cannot be taken by the pop r.
+func (r *Request) blocks(topic string, queueID int32) bool {
+	return r.FIFO && topic == r.Topic && slices.Contains(r.Blocked, queueID)
+}
+
+// Arrived removes and returns the requests a message stored on the queue
+// may answer, the pulls first, then the pops, each in park order: the pulls on the queue whose Offset is below
+// maxOffset (the queue's new max offset: the next offset to be written),
+// and, for each group with pops parked on the topic, the oldest pop that
+// can take a message of the queue (one per group: the pops of a group
+// share its position, so one of them looks; see Next for passing a wake
+// on). The caller re-runs those pulls and pops.
 func (t *Table) Arrived(topic string, queueID int32, maxOffset int64) []*Request {
+	out := t.arrivedPulls(topic, queueID, maxOffset)
+	if gs := t.groupsOf[topic]; len(gs) > 0 {
+		pulls := len(out)
+		for g := range gs {
+			for _, r := range t.byGroup[groupKey{g, topic}] {
+				if !r.blocks(topic, queueID) {
+					out = append(out, r)
+					break
+				}
+			}
+		}
+		pops := out[pulls:]
+		slices.SortFunc(pops, bySeq)
+		for _, r := range pops {
+			t.Remove(r)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+func (t *Table) arrivedPulls(topic string, queueID int32, maxOffset int64) []*Request {
 	k := queueKey{topic, queueID}
 	list := t.byQueue[k]
 	if len(list) == 0 {
@@ -125,6 +206,88 @@ func (t *Table) Arrived(topic string, queueID int32, maxOffset int64) []*Request
 		r.parked = false
 	}
 	return out
+}
+
+// Acked removes and returns the oldest FIFO pop of group parked on topic,
+// preferring one that queue queueID blocks: an acknowledgement there may
+// have freed the queue. It returns nothing when no FIFO pop of the group
+// is parked on topic (a pop that is not FIFO waits for no
+// acknowledgement).
+func (t *Table) Acked(group, topic string, queueID int32) []*Request {
+	var first *Request
+	for _, r := range t.byGroup[groupKey{group, topic}] {
+		if !r.FIFO {
+			continue
+		}
+		if r.blocks(topic, queueID) {
+			first = r
+			break
+		}
+		if first == nil {
+			first = r
+		}
+	}
+	if first == nil {
+		return nil
+	}
+	t.Remove(first)
+	return []*Request{first}
+}
+
+// Next removes and returns the oldest pop of group parked on topic, if
+// any. A pop that was handed a wake it did not act on, or that took a full
+// batch (more may be waiting), passes the wake on so.
+func (t *Table) Next(group, topic string) []*Request {
+	list := t.byGroup[groupKey{group, topic}]
+	if len(list) == 0 {
+		return nil
+	}
+	r := list[0]
+	t.Remove(r)
+	return []*Request{r}
+}
+
+// Topic removes and returns, in park order, every pop parked on topic.
+func (t *Table) Topic(topic string) []*Request {
+	var out []*Request
+	for g := range t.groupsOf[topic] {
+		out = append(out, t.byGroup[groupKey{g, topic}]...)
+	}
+	slices.SortFunc(out, bySeq)
+	for _, r := range out {
+		t.Remove(r)
+	}
+	return out
+}
+
+// Reschedule moves the Deadline of every pop of group parked on topic
+// forward to at where it is later (a message of the group becomes visible
+// again at at), and returns how many it moved. Expired then hands them
+// back at at.
+func (t *Table) Reschedule(group, topic string, at time.Time) int {
+	n := 0
+	for _, r := range t.byGroup[groupKey{group, topic}] {
+		if at.Before(r.Deadline) {
+			r.Deadline = at
+			heap.Fix(&t.deadline, r.heapIdx)
+			n++
+		}
+	}
+	return n
+}
+
+// Update sets the Deadline and Blocked of a parked request and reports
+// whether it was parked (false: a call handed it back before).
+func (t *Table) Update(r *Request, deadline time.Time, blocked []int32) bool {
+	if !r.parked {
+		return false
+	}
+	r.Blocked = blocked
+	if !r.Deadline.Equal(deadline) {
+		r.Deadline = deadline
+		heap.Fix(&t.deadline, r.heapIdx)
+	}
+	return true
 }
 
 // Expired removes and returns the requests whose Deadline is at or before
@@ -190,6 +353,8 @@ func (t *Table) RemoveAll() []*Request {
 	}
 	t.deadline = nil
 	clear(t.byQueue)
+	clear(t.byGroup)
+	clear(t.groupsOf)
 	clear(t.byConn)
 	return out
 }
@@ -213,12 +378,37 @@ func (t *Table) setQueue(k queueKey, list []*Request) {
 }
 
 func (t *Table) unlinkQueue(r *Request) {
+	if r.Group != "" {
+		t.unlinkGroup(r)
+		return
+	}
 	k := queueKey{r.Topic, r.QueueID}
 	list := t.byQueue[k]
 	if i := slices.Index(list, r); i >= 0 {
 		list = slices.Delete(list, i, i+1)
 	}
 	t.setQueue(k, list)
+}
+
+func (t *Table) unlinkGroup(r *Request) {
+	for _, topic := range r.topics() {
+		k := groupKey{r.Group, topic}
+		list := t.byGroup[k]
+		if i := slices.Index(list, r); i >= 0 {
+			list = slices.Delete(list, i, i+1)
+		}
+		if len(list) > 0 {
+			t.byGroup[k] = list
+			continue
+		}
+		delete(t.byGroup, k)
+		if gs := t.groupsOf[topic]; gs != nil {
+			delete(gs, r.Group)
+			if len(gs) == 0 {
+				delete(t.groupsOf, topic)
+			}
+		}
+	}
 }
 
 func (t *Table) unlinkConn(r *Request) {

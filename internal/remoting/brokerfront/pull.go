@@ -20,16 +20,10 @@ import (
 	"github.com/petrelmq/petrel/internal/remoting"
 )
 
-// maxSuspend bounds a long poll below the client's 30 s request deadline.
-const maxSuspend = 25 * time.Second
-
 func (f *Front) pull(ctx context.Context, c *remoting.Conn, req *remoting.Command) *remoting.Command {
 	ext := req.ExtFields
 	var n numbers
 	suspend := time.Duration(n.int64("suspendTimeoutMillis", ext["suspendTimeoutMillis"])) * time.Millisecond
-	if suspend > maxSuspend {
-		suspend = maxSuspend
-	}
 	pr := &broker.PullRequest{
 		Group:          ext["consumerGroup"],
 		Topic:          ext["topic"],
