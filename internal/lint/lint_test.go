@@ -186,3 +186,35 @@ func TestMetricsReadsNoStoreInternals(t *testing.T) {
 		t.Fatal("no file of internal/metrics was checked")
 	}
 }
+
+// TestFrontsSpeakOnlyToTheBroker: a front translates a protocol and keeps
+// its sessions; what it stores, decides or waits for is the broker's. So
+// the fronts import neither the store (nor its meta tables) nor the
+// broker's subpackages (txn, pop, timer, ...): only package broker's API.
+func TestFrontsSpeakOnlyToTheBroker(t *testing.T) {
+	fronts := []string{"internal/remoting/brokerfront", "internal/grpcfront"}
+	checked := map[string]int{}
+	for pkg, files := range pkgFiles(t) {
+		for _, front := range fronts {
+			if !under(pkg, front) {
+				continue
+			}
+			for _, f := range files {
+				for _, imp := range imports(f) {
+					if under(imp, "internal/store") {
+						t.Errorf("%s imports %s; a front reaches the store only through package broker", pkg, imp)
+					}
+					if under(imp, "internal/broker") && imp != "internal/broker" {
+						t.Errorf("%s imports %s; a front uses package broker's API, not its subpackages", pkg, imp)
+					}
+				}
+				checked[front]++
+			}
+		}
+	}
+	for _, front := range fronts {
+		if checked[front] == 0 {
+			t.Errorf("no file of %s was checked", front)
+		}
+	}
+}
