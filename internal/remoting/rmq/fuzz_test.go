@@ -155,7 +155,9 @@ func FuzzDecodeHeartbeat(f *testing.F) {
 
 func FuzzDecodeLockBatch(f *testing.F) {
 	f.Add([]byte(`{"consumerGroup":"cg","clientId":"c","mqSet":[{"topic":"T","brokerName":"b","queueId":1}]}`))
-	dec := func(b []byte) (LockBatchBody, error) { return DecodeLockBatch(remoting.NewRequest(CodeLockBatchMQ, nil, b)) }
+	dec := func(b []byte) (LockBatchBody, error) {
+		return DecodeLockBatch(remoting.NewRequest(CodeLockBatchMQ, nil, b))
+	}
 	enc := func(b LockBatchBody) []byte { return EncodeLockBatchRequest(b).Body }
 	f.Fuzz(func(t *testing.T, body []byte) {
 		checkBody(t, "lock", body, dec, enc)

@@ -72,4 +72,6 @@ func EncodeResetOffsetResponse(req *remoting.Command, table []byte) *remoting.Co
 }
 
 // DecodeResetOffsetResponse reads the table of a successful answer.
-func DecodeResetOffsetResponse(c *remoting.Command) (OffsetTable, error) { return DecodeOffsetTable(c.Body) }
+func DecodeResetOffsetResponse(c *remoting.Command) (OffsetTable, error) {
+	return DecodeOffsetTable(c.Body)
+}
