@@ -141,7 +141,7 @@ func (f *Front) notifyConsumerIDsChanged(group string, conns []uint64) {
 		if c == nil {
 			continue
 		}
-		req := remoting.NewRequest(rmq.CodeNotifyConsumerIDsChanged, map[string]string{"consumerGroup": group}, nil)
+		req := rmq.EncodeNotifyConsumerIDsChanged(rmq.ConsumerGroupRequest{ConsumerGroup: group})
 		if err := c.InvokeOneway(req); err != nil {
 			f.log.Debug("notify consumer ids changed failed", "group", group, "remote", c.RemoteAddr().String(), "err", err)
 		}
