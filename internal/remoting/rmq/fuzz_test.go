@@ -113,6 +113,9 @@ func FuzzDecodePullRequest(f *testing.F) {
 	}, "nextBeginOffset", "minOffset", "maxOffset", "suggestWhichBrokerId")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ext := extFrom(data)
+		for _, v := range ext {
+			checkParseDecimal(t, v)
+		}
 		checkHeader(t, pull, ext)
 		checkHeader(t, answer, ext)
 	})
