@@ -70,10 +70,14 @@ type connectionList struct {
 		Language   any    `json:"language"`
 		Version    int    `json:"version"`
 	} `json:"connectionSet"`
-	SubscriptionTable map[string]rmq.SubscriptionData `json:"subscriptionTable"`
-	ConsumeType       string                          `json:"consumeType"`
-	MessageModel      string                          `json:"messageModel"`
-	ConsumeFromWhere  string                          `json:"consumeFromWhere"`
+	SubscriptionTable map[string]struct {
+		Topic          string `json:"topic"`
+		SubString      string `json:"subString"`
+		ExpressionType string `json:"expressionType"`
+	} `json:"subscriptionTable"`
+	ConsumeType      string `json:"consumeType"`
+	MessageModel     string `json:"messageModel"`
+	ConsumeFromWhere string `json:"consumeFromWhere"`
 }
 
 type offsetWrapper struct {

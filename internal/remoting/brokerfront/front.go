@@ -141,7 +141,7 @@ func (f *Front) notifyConsumerIDsChanged(group string, conns []uint64) {
 		if c == nil {
 			continue
 		}
-		req := rmq.EncodeNotifyConsumerIDsChanged(rmq.ConsumerGroupRequest{ConsumerGroup: group})
+		req := remoting.NewRequest(rmq.CodeNotifyConsumerIDsChanged, map[string]string{"consumerGroup": group}, nil)
 		if err := c.InvokeOneway(req); err != nil {
 			f.log.Debug("notify consumer ids changed failed", "group", group, "remote", c.RemoteAddr().String(), "err", err)
 		}

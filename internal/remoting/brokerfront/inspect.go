@@ -220,6 +220,16 @@ func (f *Front) topicStats(_ context.Context, _ *remoting.Conn, req *remoting.Co
 	return bodyResponse(req, body, err)
 }
 
+type subscriptionJSON struct {
+	ClassFilterMode bool     `json:"classFilterMode"`
+	Topic           string   `json:"topic"`
+	SubString       string   `json:"subString"`
+	TagsSet         []string `json:"tagsSet"`
+	CodeSet         []int32  `json:"codeSet"`
+	SubVersion      int64    `json:"subVersion"`
+	ExpressionType  string   `json:"expressionType"`
+}
+
 type connectionJSON struct {
 	ClientID   string `json:"clientId"`
 	ClientAddr string `json:"clientAddr"`
@@ -234,12 +244,12 @@ func (f *Front) consumerConnections(_ context.Context, _ *remoting.Conn, req *re
 		return remoting.NewResponse(req, rmq.RespConsumerNotOnline, "the consumer group ["+group+"] not online: no member has sent a heartbeat to this broker")
 	}
 	out := struct {
-		ConnectionSet     []connectionJSON                `json:"connectionSet"`
-		SubscriptionTable map[string]rmq.SubscriptionData `json:"subscriptionTable"`
-		ConsumeType       string                          `json:"consumeType"`
-		MessageModel      string                          `json:"messageModel"`
-		ConsumeFromWhere  string                          `json:"consumeFromWhere"`
-	}{SubscriptionTable: map[string]rmq.SubscriptionData{}}
+		ConnectionSet     []connectionJSON            `json:"connectionSet"`
+		SubscriptionTable map[string]subscriptionJSON `json:"subscriptionTable"`
+		ConsumeType       string                      `json:"consumeType"`
+		MessageModel      string                      `json:"messageModel"`
+		ConsumeFromWhere  string                      `json:"consumeFromWhere"`
+	}{SubscriptionTable: map[string]subscriptionJSON{}}
 	for _, m := range members {
 		cj := connectionJSON{ClientID: m.ClientID, Language: "OTHER"}
 		f.mu.Lock()
@@ -270,8 +280,8 @@ func (f *Front) consumerConnections(_ context.Context, _ *remoting.Conn, req *re
 			if et == "" {
 				et = "TAG"
 			}
-			out.SubscriptionTable[s.Topic] = rmq.SubscriptionData{Topic: s.Topic, SubString: s.Expression, TagsSet: tags,
-				CodeSet: rmq.CodeSet{}, SubVersion: s.SubVersion, ExpressionType: et}
+			out.SubscriptionTable[s.Topic] = subscriptionJSON{Topic: s.Topic, SubString: s.Expression, TagsSet: tags,
+				CodeSet: []int32{}, SubVersion: s.SubVersion, ExpressionType: et}
 		}
 	}
 	return jsonResponse(req, out)

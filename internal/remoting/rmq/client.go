@@ -2,6 +2,7 @@ package rmq
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
 
 	"github.com/petrelmq/petrel/internal/remoting"
@@ -18,21 +19,12 @@ import (
 // ("clientId" is clientID). The official Go client writes codeSet as
 // strings, Java as numbers: CodeSet reads both.
 
-// BodyError is a request body that is not the JSON its request needs. Its
-// Error text is a sentence for the client (the front sends it as the
-// remark).
-type BodyError struct {
-	What string // "heartbeat", "lock", ...
-	Err  error  // the JSON decoder's error
-}
-
-func (e *BodyError) Error() string { return e.What + " body is not valid JSON: " + e.Err.Error() }
-
-func (e *BodyError) Unwrap() error { return e.Err }
-
+// decodeBody unmarshals a request body into v. Its error reads "<what>
+// body is not valid JSON: <the JSON decoder's error>", the remark the
+// front has always sent for such a body (it carries no internal cause).
 func decodeBody(what string, b []byte, v any) error {
 	if err := json.Unmarshal(b, v); err != nil {
-		return &BodyError{What: what, Err: err}
+		return fmt.Errorf("%s body is not valid JSON: %w", what, err)
 	}
 	return nil
 }
@@ -118,8 +110,8 @@ func (s *CodeSet) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// DecodeHeartbeatBody reads a HEART_BEAT body; a *BodyError when it is not
-// JSON of that shape.
+// DecodeHeartbeatBody reads a HEART_BEAT body; the error (a body that is
+// not JSON of that shape) is a sentence for the client.
 func DecodeHeartbeatBody(b []byte) (HeartbeatData, error) {
 	var h HeartbeatData
 	err := decodeBody("heartbeat", b, &h)

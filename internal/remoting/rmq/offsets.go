@@ -84,7 +84,7 @@ func DecodeMQMap[V any](body []byte, field string) (map[MessageQueue]V, error) {
 	if i < 0 {
 		return nil, fmt.Errorf("rmq: no %q in %.200q", field, body)
 	}
-	p := &scan{b: body[i+len(key):]}
+	p := &mqScan{b: body[i+len(key):]}
 	p.ws()
 	out := map[MessageQueue]V{}
 	add := func(kb, vb []byte) error {
@@ -175,21 +175,21 @@ func DecodeOffsetTable(body []byte) (OffsetTable, error) {
 	return OffsetTable(m), err
 }
 
-// scan finds the extent of JSON values in text that is not JSON as a
+// mqScan finds the extent of JSON values in text that is not JSON as a
 // whole.
-type scan struct {
+type mqScan struct {
 	b []byte
 	i int
 }
 
-func (p *scan) peek() byte {
+func (p *mqScan) peek() byte {
 	if p.i < len(p.b) {
 		return p.b[p.i]
 	}
 	return 0
 }
 
-func (p *scan) ws() {
+func (p *mqScan) ws() {
 	for p.i < len(p.b) && strings.IndexByte(" \t\r\n", p.b[p.i]) >= 0 {
 		p.i++
 	}
@@ -197,7 +197,7 @@ func (p *scan) ws() {
 
 // value returns the JSON value at i: a string, an object or array
 // (balanced, strings skipped), or a literal up to the next , : } ].
-func (p *scan) value() ([]byte, error) {
+func (p *mqScan) value() ([]byte, error) {
 	v, err := p.extent()
 	if err == nil && !json.Valid(v) {
 		err = fmt.Errorf("rmq: invalid JSON value %.100q", v)
@@ -205,7 +205,7 @@ func (p *scan) value() ([]byte, error) {
 	return v, err
 }
 
-func (p *scan) extent() ([]byte, error) {
+func (p *mqScan) extent() ([]byte, error) {
 	start := p.i
 	depth := 0
 	for p.i < len(p.b) {

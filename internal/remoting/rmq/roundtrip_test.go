@@ -1,6 +1,7 @@
 package rmq
 
 import (
+	"encoding/json"
 	"errors"
 	"reflect"
 	"strings"
@@ -164,8 +165,8 @@ func TestRequestHeadersRoundTrip(t *testing.T) {
 	}
 }
 
-// TestBodiesRoundTrip: every body type survives Encode then Decode.
-func TestBodiesRoundTrip(t *testing.T) {
+// TestMessageBodiesRoundTrip: every body type survives Encode then Decode.
+func TestMessageBodiesRoundTrip(t *testing.T) {
 	req := remoting.NewRequest(CodeHeartBeat, nil, nil)
 	hb := HeartbeatData{
 		ClientID:        "10.0.0.1@4242#1",
@@ -323,8 +324,8 @@ func second[T any](_ T, err error) error { return err }
 
 // TestHeartbeatReadsWhatClientsWrite: the official Go client writes codeSet
 // as strings, Java as numbers; keys match whatever their case; unknown
-// keys are skipped. A body that is not JSON is a *BodyError whose text is
-// the remark the front has always sent.
+// keys are skipped. A body that is not JSON fails with the text the front
+// has always sent as the remark.
 func TestHeartbeatReadsWhatClientsWrite(t *testing.T) {
 	goBody := `{"clientID":"127.0.0.1@1","producerDataSet":[],"consumerDataSet":[{"groupName":"cg","consumeType":"CONSUME_PASSIVELY","messageModel":"CLUSTERING","consumeFromWhere":"CONSUME_FROM_LAST_OFFSET","subscriptionDataSet":[{"classFilterMode":false,"topic":"T","subString":"a || b","tagsSet":["a","b"],"codeSet":["97","98"],"subVersion":1733046000000123456,"expressionType":"TAG"}],"unitMode":false}]}`
 	javaBody := `{"clientID":"127.0.0.1@1","consumerDataSet":[{"consumeFromWhere":"CONSUME_FROM_LAST_OFFSET","consumeType":"CONSUME_PASSIVELY","groupName":"cg","messageModel":"CLUSTERING","subscriptionDataSet":[{"classFilterMode":false,"codeSet":[97,98],"expressionType":"TAG","subString":"a || b","subVersion":1733046000000123456,"tagsSet":["a","b"],"topic":"T"}],"unitMode":false}],"heartbeatFingerprint":0,"producerDataSet":[{"groupName":"CLIENT_INNER_PRODUCER"}]}`
@@ -343,8 +344,8 @@ func TestHeartbeatReadsWhatClientsWrite(t *testing.T) {
 		t.Errorf("case-insensitive keys: %+v, %v", h, err)
 	}
 	_, err = DecodeHeartbeatBody([]byte(`{"clientID":`))
-	var be *BodyError
-	if !errors.As(err, &be) || !strings.HasPrefix(err.Error(), "heartbeat body is not valid JSON: ") {
+	var se *json.SyntaxError
+	if !errors.As(err, &se) || err.Error() != "heartbeat body is not valid JSON: unexpected end of JSON input" {
 		t.Errorf("bad heartbeat: %v", err)
 	}
 	_, err = DecodeLockBatch(remoting.NewRequest(CodeUnlockBatchMQ, nil, []byte("[")))
