@@ -10,17 +10,33 @@ import (
 	"github.com/petrelmq/petrel/internal/remoting"
 )
 
-// wire sends c through the frame codec (JSON header) and returns what a
-// peer decodes, so that a round trip covers the wire and not just maps.
-func wire(t testing.TB, c *remoting.Command) *remoting.Command {
+// overWire sends c through the frame codec in both header serialisations
+// (JSON and ROCKETMQ binary) and returns what a peer decodes, so that a
+// round trip covers the wire and not just maps.
+func overWire(t testing.TB, c *remoting.Command) *remoting.Command {
 	t.Helper()
-	b, err := remoting.EncodeFrame(nil, c)
-	if err != nil {
-		t.Fatalf("encode frame: %v", err)
-	}
-	out, n, err := remoting.DecodeFrame(b, 0)
-	if err != nil || n != len(b) {
-		t.Fatalf("decode frame: %v (%d of %d bytes)", err, n, len(b))
+	var out *remoting.Command
+	for _, ser := range []byte{remoting.SerializeRocketMQ, remoting.SerializeJSON} {
+		c.SerializeType = ser
+		b, err := remoting.EncodeFrame(nil, c)
+		if err != nil {
+			t.Fatalf("encode frame: %v", err)
+		}
+		got, n, err := remoting.DecodeFrame(b, 0)
+		if err != nil || n != len(b) {
+			t.Fatalf("decode frame: %v (%d of %d bytes)", err, n, len(b))
+		}
+		if out != nil {
+			ext := func(c *remoting.Command) map[string]string {
+				m := map[string]string{}
+				c.EachExt(func(k, v string) { m[k] = v })
+				return m
+			}
+			if !reflect.DeepEqual(ext(out), ext(got)) || string(out.Body) != string(got.Body) {
+				t.Fatalf("binary and JSON headers decode differently: %v vs %v", ext(out), ext(got))
+			}
+		}
+		out = got
 	}
 	return out
 }
@@ -42,114 +58,114 @@ func TestRequestHeadersRoundTrip(t *testing.T) {
 	pull := PullRequest{ConsumerGroup: "cg", Topic: "T", QueueID: 3, QueueOffset: 1 << 40, MaxMsgNums: 32,
 		SysFlag: PullFlagSuspend | PullFlagSubscription, CommitOffset: -1, SuspendTimeoutMillis: 20000,
 		Subscription: "a || b", SubVersion: 1733046000000123456, ExpressionType: "TAG"}
-	c := wire(t, EncodePullRequest(pull))
+	c := overWire(t, EncodePullRequest(pull))
 	got, err := DecodePullRequest(c)
 	same(t, "pull", got, pull, c.Code, CodePullMessage)
 	check(t, err)
 
 	pr := PullResponse{NextBeginOffset: 10, MinOffset: 1, MaxOffset: 99, SuggestWhichBrokerID: 0}
-	c = wire(t, EncodePullResponse(req, RespPullNotFound, pr))
+	c = overWire(t, EncodePullResponse(req, RespPullNotFound, pr))
 	gpr, err := DecodePullResponse(c)
 	same(t, "pull answer", gpr, pr, c.Code, RespPullNotFound)
 	check(t, err)
 
 	qco := QueryConsumerOffsetRequest{ConsumerGroup: "cg", Topic: "T", QueueID: 7}
-	c = wire(t, EncodeQueryConsumerOffsetRequest(qco))
+	c = overWire(t, EncodeQueryConsumerOffsetRequest(qco))
 	gqco, err := DecodeQueryConsumerOffsetRequest(c)
 	same(t, "query consumer offset", gqco, qco, c.Code, CodeQueryConsumerOffset)
 	check(t, err)
 
 	uco := UpdateConsumerOffsetRequest{ConsumerGroup: "cg", Topic: "T", QueueID: 7, CommitOffset: 12345}
-	c = wire(t, EncodeUpdateConsumerOffsetRequest(uco))
+	c = overWire(t, EncodeUpdateConsumerOffsetRequest(uco))
 	guco, err := DecodeUpdateConsumerOffsetRequest(c)
 	same(t, "update consumer offset", guco, uco, c.Code, CodeUpdateConsumerOffset)
 	check(t, err)
 
 	so := SearchOffsetRequest{Topic: "T", QueueID: 2, Timestamp: 1733046000000}
-	c = wire(t, EncodeSearchOffsetRequest(so))
+	c = overWire(t, EncodeSearchOffsetRequest(so))
 	gso, err := DecodeSearchOffsetRequest(c)
 	same(t, "search offset", gso, so, c.Code, CodeSearchOffsetByTimestamp)
 	check(t, err)
 
 	qo := QueueOffsetRequest{Topic: "T", QueueID: 5}
-	c = wire(t, EncodeGetMaxOffsetRequest(qo))
+	c = overWire(t, EncodeGetMaxOffsetRequest(qo))
 	gqo, err := DecodeQueueOffsetRequest(c)
 	same(t, "max offset", gqo, qo, c.Code, CodeGetMaxOffset)
 	check(t, err)
-	c = wire(t, EncodeGetMinOffsetRequest(qo))
+	c = overWire(t, EncodeGetMinOffsetRequest(qo))
 	gqo, err = DecodeQueueOffsetRequest(c)
 	same(t, "min offset", gqo, qo, c.Code, CodeGetMinOffset)
 	check(t, err)
 
 	or := OffsetResponse{Offset: 1<<63 - 1}
-	c = wire(t, EncodeOffsetResponse(req, RespSuccess, or))
+	c = overWire(t, EncodeOffsetResponse(req, RespSuccess, or))
 	gor, err := DecodeOffsetResponse(c)
 	same(t, "offset answer", gor, or, c.Code, RespSuccess)
 	check(t, err)
 
 	ur := UnregisterClientRequest{ClientID: "10.0.0.1@1", ProducerGroup: "pg", ConsumerGroup: "cg"}
-	c = wire(t, EncodeUnregisterClientRequest(ur))
+	c = overWire(t, EncodeUnregisterClientRequest(ur))
 	gur, err := DecodeUnregisterClientRequest(c)
 	same(t, "unregister", gur, ur, c.Code, CodeUnregisterClient)
 	check(t, err)
 
 	cg := ConsumerGroupRequest{ConsumerGroup: "cg"}
-	c = wire(t, EncodeGetConsumerListRequest(cg))
+	c = overWire(t, EncodeGetConsumerListRequest(cg))
 	gcg, err := DecodeConsumerGroupRequest(c)
 	same(t, "consumer list", gcg, cg, c.Code, CodeGetConsumerListByGroup)
 	check(t, err)
-	c = wire(t, EncodeNotifyConsumerIDsChanged(cg))
+	c = overWire(t, EncodeNotifyConsumerIDsChanged(cg))
 	gcg, err = DecodeConsumerGroupRequest(c)
 	same(t, "notify consumer ids changed", gcg, cg, c.Code, CodeNotifyConsumerIDsChanged)
 	check(t, err)
 
 	qm := QueryMessageRequest{Topic: "T", Key: "k1", MaxNum: 64, BeginTimestamp: 1, EndTimestamp: 1<<63 - 1}
-	c = wire(t, EncodeQueryMessageRequest(qm))
+	c = overWire(t, EncodeQueryMessageRequest(qm))
 	gqm, err := DecodeQueryMessageRequest(c)
 	same(t, "query message", gqm, qm, c.Code, CodeQueryMessage)
 	check(t, err)
 
 	qmr := QueryMessageResponse{IndexLastUpdateTimestamp: 1733046000000, IndexLastUpdatePhyoffset: 0}
-	c = wire(t, EncodeQueryMessageResponse(req, RespSuccess, qmr))
+	c = overWire(t, EncodeQueryMessageResponse(req, RespSuccess, qmr))
 	gqmr, err := DecodeQueryMessageResponse(c)
 	same(t, "query message answer", gqmr, qmr, c.Code, RespSuccess)
 	check(t, err)
 
 	for _, vm := range []ViewMessageRequest{{Offset: 4096}, {Topic: "T", Offset: 0}} {
-		c = wire(t, EncodeViewMessageRequest(vm))
+		c = overWire(t, EncodeViewMessageRequest(vm))
 		gvm, err := DecodeViewMessageRequest(c)
 		same(t, "view message", gvm, vm, c.Code, CodeViewMessageByID)
 		check(t, err)
 	}
 
 	sb := SendBackRequest{Offset: 8192, Group: "cg", DelayLevel: -1, OriginMsgID: "UNIQ", OriginTopic: "T", UnitMode: true, MaxReconsumeTimes: 16}
-	c = wire(t, EncodeSendBackRequest(sb))
+	c = overWire(t, EncodeSendBackRequest(sb))
 	gsb, err := DecodeSendBackRequest(c)
 	same(t, "send back", gsb, sb, c.Code, CodeConsumerSendMsgBack)
 	check(t, err)
 
 	for _, rd := range []ResendDLQRequest{{Group: "cg", Offset: 77}, {Group: "cg", MsgID: "0A00000100002A9F0000000000001000"}, {Group: "cg", Offset: 3, MsgID: "id"}} {
-		c = wire(t, EncodeResendDLQRequest(rd))
+		c = overWire(t, EncodeResendDLQRequest(rd))
 		grd, err := DecodeResendDLQRequest(c)
 		same(t, "resend dlq", grd, rd, c.Code, CodePetrelResendDLQ)
 		check(t, err)
 	}
 
 	cd := CancelDelayedRequest{MsgID: "AC110001000078308DB174A4F1C30000"}
-	c = wire(t, EncodeCancelDelayedRequest(cd))
+	c = overWire(t, EncodeCancelDelayedRequest(cd))
 	gcd, err := DecodeCancelDelayedRequest(c)
 	same(t, "cancel delayed", gcd, cd, c.Code, CodePetrelCancelDelayed)
 	check(t, err)
 
 	et := EndTransactionRequest{ProducerGroup: "pg", TranStateTableOffset: 4, CommitLogOffset: 1 << 33, CommitOrRollback: TransactionCommit,
 		FromTransactionCheck: true, MsgID: "UNIQ", TransactionID: "tx-1"}
-	c = wire(t, EncodeEndTransactionRequest(et))
+	c = overWire(t, EncodeEndTransactionRequest(et))
 	get, err := DecodeEndTransactionRequest(c)
 	same(t, "end transaction", get, et, c.Code, CodeEndTransaction)
 	check(t, err)
 
 	ct := CheckTransactionStateRequest{TranStateTableOffset: 4, CommitLogOffset: 1 << 33, MsgID: "UNIQ", TransactionID: "tx-1", OffsetMsgID: "0A000001"}
-	c = wire(t, EncodeCheckTransactionState(ct, []byte("half")))
+	c = overWire(t, EncodeCheckTransactionState(ct, []byte("half")))
 	gct, err := DecodeCheckTransactionState(c)
 	same(t, "check transaction", gct, ct, c.Code, CodeCheckTransactionState)
 	check(t, err)
@@ -158,7 +174,7 @@ func TestRequestHeadersRoundTrip(t *testing.T) {
 	}
 
 	for _, ro := range []ResetOffsetRequest{{Topic: "T", Group: "cg", Timestamp: 1733046000000, IsForce: true}, {Topic: "T", Group: "cg", Timestamp: ResetOffsetLatest}} {
-		c = wire(t, EncodeResetOffsetRequest(ro))
+		c = overWire(t, EncodeResetOffsetRequest(ro))
 		gro, err := DecodeResetOffsetRequest(c)
 		same(t, "reset offset", gro, ro, c.Code, CodeInvokeBrokerToResetOffset)
 		check(t, err)
@@ -179,41 +195,41 @@ func TestMessageBodiesRoundTrip(t *testing.T) {
 			},
 		}},
 	}
-	c := wire(t, EncodeHeartbeat(hb))
+	c := overWire(t, EncodeHeartbeat(hb))
 	ghb, err := DecodeHeartbeat(c)
 	same(t, "heartbeat", ghb, hb, c.Code, CodeHeartBeat)
 	check(t, err)
 
 	lb := LockBatchBody{ConsumerGroup: "cg", ClientID: "c1", MQSet: []MessageQueue{{Topic: "T", BrokerName: "b", QueueID: 0}, {Topic: "T", BrokerName: "b", QueueID: 3}}}
-	c = wire(t, EncodeLockBatchRequest(lb))
+	c = overWire(t, EncodeLockBatchRequest(lb))
 	glb, err := DecodeLockBatch(c)
 	same(t, "lock", glb, lb, c.Code, CodeLockBatchMQ)
 	check(t, err)
-	c = wire(t, EncodeUnlockBatchRequest(lb))
+	c = overWire(t, EncodeUnlockBatchRequest(lb))
 	glb, err = DecodeLockBatch(c)
 	same(t, "unlock", glb, lb, c.Code, CodeUnlockBatchMQ)
 	check(t, err)
 
 	lr := LockBatchResponse{LockOKMQSet: lb.MQSet[1:]}
-	c = wire(t, EncodeLockBatchResponse(req, lr))
+	c = overWire(t, EncodeLockBatchResponse(req, lr))
 	glr, err := DecodeLockBatchResponse(c)
 	same(t, "lock answer", glr, lr, c.Code, RespSuccess)
 	check(t, err)
 
 	cl := ConsumerListBody{ConsumerIDList: []string{"c1", "c2"}}
-	c = wire(t, EncodeConsumerListResponse(req, cl))
+	c = overWire(t, EncodeConsumerListResponse(req, cl))
 	gcl, err := DecodeConsumerListResponse(c)
 	same(t, "consumer list", gcl, cl, c.Code, RespSuccess)
 	check(t, err)
 
 	table := OffsetTable{{Topic: "T", BrokerName: "b", QueueID: 0}: 5, {Topic: "T", BrokerName: "b", QueueID: 1}: 0, {Topic: `we"ird`, BrokerName: "b<2>", QueueID: 9}: 1 << 40}
-	c = wire(t, EncodeResetOffsetResponse(req, EncodeOffsetTable(table)))
+	c = overWire(t, EncodeResetOffsetResponse(req, EncodeOffsetTable(table)))
 	gt, err := DecodeResetOffsetResponse(c)
 	same(t, "reset answer", gt, table, c.Code, RespSuccess)
 	check(t, err)
 
 	ro := ResetOffsetRequest{Topic: "T", Group: "cg", Timestamp: 5, IsForce: true}
-	c = wire(t, EncodeResetClientOffset(ro, EncodeOffsetTable(table)))
+	c = overWire(t, EncodeResetClientOffset(ro, EncodeOffsetTable(table)))
 	gro, gt, err := DecodeResetClientOffset(c)
 	same(t, "reset notice", gro, ro, c.Code, CodeResetConsumerClientOffset)
 	same(t, "reset notice table", gt, table, 0, 0)
