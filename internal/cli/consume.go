@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"text/template"
@@ -20,13 +19,6 @@ const cliReaderGroup = "PETREL_CLI_READER"
 
 // DefaultFormat is consume's default line template.
 const DefaultFormat = "{{.ID}} {{.Body}}"
-
-// Pull sysFlag bits.
-const (
-	pullCommitOffset = 1
-	pullSuspend      = 2
-	pullSubscription = 4
-)
 
 // pullSuspendTime is how long a tailing pull waits at the broker for news.
 const pullSuspendTime = 15 * time.Second
@@ -120,8 +112,7 @@ func (c *CLI) Consume(ctx context.Context, spec ConsumeSpec) error {
 			return err
 		}
 		if spec.Exit {
-			ext := map[string]string{"topic": spec.Topic, "queueId": strconv.Itoa(int(q.queue))}
-			if ends[i], err = c.offsetCall(ctx, q, rmq.CodeGetMaxOffset, ext); err != nil {
+			if ends[i], err = c.offsetCall(ctx, q, rmq.EncodeGetMaxOffsetRequest(q.offsetRequest(spec.Topic))); err != nil {
 				return err
 			}
 		}
@@ -219,45 +210,67 @@ func (c *CLI) printMessage(tmpl *template.Template, m Message) error {
 	return err
 }
 
-func (c *CLI) offsetCall(ctx context.Context, q queueRef, code int16, ext map[string]string) (int64, error) {
-	resp, err := c.callOK(ctx, q.addr, "queue offset", remoting.NewRequest(code, ext, nil))
+// offsetRequest is the GET_MIN_OFFSET / GET_MAX_OFFSET header of q.
+func (q queueRef) offsetRequest(topic string) rmq.QueueOffsetRequest {
+	return rmq.QueueOffsetRequest{Topic: topic, QueueID: q.queue}
+}
+
+// offsetCall sends an offset request (14, 29, 30, 31) and returns the
+// offset of its successful answer.
+func (c *CLI) offsetCall(ctx context.Context, q queueRef, req *remoting.Command) (int64, error) {
+	resp, err := c.callOK(ctx, q.addr, "queue offset", req)
 	if err != nil {
 		return 0, err
 	}
-	return strconv.ParseInt(resp.Ext("offset"), 10, 64)
+	return offsetOf(q.addr, resp)
+}
+
+// offsetOf reads the offset of an answer.
+func offsetOf(addr string, resp *remoting.Command) (int64, error) {
+	r, err := rmq.DecodeOffsetResponse(resp)
+	if err != nil {
+		return 0, fmt.Errorf("%w: offset answer from %s: %w", ErrRefused, addr, err)
+	}
+	return r.Offset, nil
 }
 
 func (c *CLI) startOffset(ctx context.Context, spec ConsumeSpec, from time.Time, q queueRef) (int64, error) {
-	ext := map[string]string{"topic": spec.Topic, "queueId": strconv.Itoa(int(q.queue))}
 	switch {
 	case spec.From == "earliest" || spec.From == "" && spec.Group == "":
-		return c.offsetCall(ctx, q, rmq.CodeGetMinOffset, ext)
+		return c.offsetCall(ctx, q, rmq.EncodeGetMinOffsetRequest(q.offsetRequest(spec.Topic)))
 	case spec.From == "latest":
-		return c.offsetCall(ctx, q, rmq.CodeGetMaxOffset, ext)
+		return c.offsetCall(ctx, q, rmq.EncodeGetMaxOffsetRequest(q.offsetRequest(spec.Topic)))
 	case spec.From != "":
-		ext["timestamp"] = strconv.FormatInt(from.UnixMilli(), 10)
-		return c.offsetCall(ctx, q, rmq.CodeSearchOffsetByTimestamp, ext)
+		return c.offsetCall(ctx, q, rmq.EncodeSearchOffsetRequest(rmq.SearchOffsetRequest{Topic: spec.Topic, QueueID: q.queue, Timestamp: from.UnixMilli()}))
 	}
-	ext["consumerGroup"] = spec.Group
-	resp, err := c.call(ctx, q.addr, remoting.NewRequest(rmq.CodeQueryConsumerOffset, ext, nil))
+	resp, err := c.call(ctx, q.addr, rmq.EncodeQueryConsumerOffsetRequest(rmq.QueryConsumerOffsetRequest{ConsumerGroup: spec.Group, Topic: spec.Topic, QueueID: q.queue}))
 	if err != nil {
 		return 0, err
 	}
 	switch resp.Code {
 	case rmq.RespSuccess:
-		return strconv.ParseInt(resp.Ext("offset"), 10, 64)
+		return offsetOf(q.addr, resp)
 	case rmq.RespQueryNotFound:
-		delete(ext, "consumerGroup")
-		return c.offsetCall(ctx, q, rmq.CodeGetMaxOffset, ext)
+		return c.offsetCall(ctx, q, rmq.EncodeGetMaxOffsetRequest(q.offsetRequest(spec.Topic)))
 	}
 	return 0, refused(q.addr, "offset of group "+spec.Group, resp)
 }
 
 func (c *CLI) commit(ctx context.Context, spec ConsumeSpec, q queueRef, off int64) error {
-	_, err := c.callOK(ctx, q.addr, "commit the offset of group "+spec.Group, remoting.NewRequest(rmq.CodeUpdateConsumerOffset, map[string]string{
-		"consumerGroup": spec.Group, "topic": spec.Topic, "queueId": strconv.Itoa(int(q.queue)), "commitOffset": strconv.FormatInt(off, 10),
-	}, nil))
+	_, err := c.callOK(ctx, q.addr, "commit the offset of group "+spec.Group, rmq.EncodeUpdateConsumerOffsetRequest(rmq.UpdateConsumerOffsetRequest{
+		ConsumerGroup: spec.Group, Topic: spec.Topic, QueueID: q.queue, CommitOffset: off,
+	}))
 	return err
+}
+
+// pullAnswer is the next offset of a pull answer with one of the pull
+// codes (FOUND, NOT_FOUND, RETRY_IMMEDIATELY, OFFSET_MOVED).
+func pullAnswer(addr string, resp *remoting.Command) (int64, error) {
+	r, err := rmq.DecodePullResponse(resp)
+	if err != nil {
+		return 0, fmt.Errorf("%w: pull answer from %s: %w", ErrRefused, addr, err)
+	}
+	return r.NextBeginOffset, nil
 }
 
 // pullLoop pulls one queue from off and hands the batches on.
@@ -280,17 +293,15 @@ func (c *CLI) pullLoop(ctx context.Context, spec ConsumeSpec, q queueRef, off, e
 			send(pulledBatch{done: true})
 			return
 		}
-		flag, suspend := pullSubscription, time.Duration(0)
+		flag, suspend := rmq.PullFlagSubscription, time.Duration(0)
 		if !spec.Exit {
-			flag |= pullSuspend
+			flag |= rmq.PullFlagSuspend
 			suspend = pullSuspendTime
 		}
-		req := remoting.NewRequest(rmq.CodePullMessage, map[string]string{
-			"consumerGroup": group, "topic": spec.Topic, "queueId": strconv.Itoa(int(q.queue)),
-			"queueOffset": strconv.FormatInt(off, 10), "maxMsgNums": strconv.Itoa(pullBatch), "sysFlag": strconv.Itoa(flag),
-			"commitOffset": "0", "suspendTimeoutMillis": strconv.FormatInt(suspend.Milliseconds(), 10),
-			"subscription": spec.Tag, "subVersion": "0", "expressionType": "TAG",
-		}, nil)
+		req := rmq.EncodePullRequest(rmq.PullRequest{
+			ConsumerGroup: group, Topic: spec.Topic, QueueID: q.queue, QueueOffset: off, MaxMsgNums: pullBatch, SysFlag: flag,
+			SuspendTimeoutMillis: suspend.Milliseconds(), Subscription: spec.Tag, ExpressionType: "TAG",
+		})
 		pctx, cancel := context.WithTimeout(ctx, suspend+c.cfg.Timeout)
 		resp, err := c.rc.Invoke(pctx, q.addr, req)
 		cancel()
@@ -301,7 +312,14 @@ func (c *CLI) pullLoop(ctx context.Context, spec ConsumeSpec, q queueRef, off, e
 			send(pulledBatch{err: fmt.Errorf("%w: pull %s queue %d from %s: %w", ErrUnreachable, spec.Topic, q.queue, q.addr, err)})
 			return
 		}
-		next, _ := strconv.ParseInt(resp.Ext("nextBeginOffset"), 10, 64)
+		var next int64
+		switch resp.Code {
+		case rmq.RespSuccess, rmq.RespPullNotFound, rmq.RespPullRetryImmediately, rmq.RespPullOffsetMoved:
+			if next, err = pullAnswer(q.addr, resp); err != nil {
+				send(pulledBatch{err: err})
+				return
+			}
+		}
 		switch resp.Code {
 		case rmq.RespSuccess:
 			msgs, err := decodeRecords(resp.Body, q.broker)

@@ -13,7 +13,6 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/petrelmq/petrel/internal/message"
-	"github.com/petrelmq/petrel/internal/remoting"
 )
 
 // dlqTopic is the dead-letter topic of a consumer group.
@@ -41,25 +40,29 @@ func (c *CLI) readTopic(ctx context.Context, topic string, limit int) ([]Message
 	for _, b := range rt {
 		for q := range b.q.ReadQueueNums {
 			ref := queueRef{b.name, b.addr, q}
-			ext := map[string]string{"topic": topic, "queueId": strconv.Itoa(int(q))}
-			off, err := c.offsetCall(ctx, ref, rmq.CodeGetMinOffset, ext)
+			off, err := c.offsetCall(ctx, ref, rmq.EncodeGetMinOffsetRequest(ref.offsetRequest(topic)))
 			if err != nil {
 				return nil, err
 			}
-			end, err := c.offsetCall(ctx, ref, rmq.CodeGetMaxOffset, ext)
+			end, err := c.offsetCall(ctx, ref, rmq.EncodeGetMaxOffsetRequest(ref.offsetRequest(topic)))
 			if err != nil {
 				return nil, err
 			}
 			for off < end && len(out) < limit {
-				resp, err := c.call(ctx, b.addr, remoting.NewRequest(rmq.CodePullMessage, map[string]string{
-					"consumerGroup": cliReaderGroup, "topic": topic, "queueId": strconv.Itoa(int(q)),
-					"queueOffset": strconv.FormatInt(off, 10), "maxMsgNums": strconv.Itoa(pullBatch), "sysFlag": strconv.Itoa(pullSubscription),
-					"commitOffset": "0", "suspendTimeoutMillis": "0", "subscription": "*", "subVersion": "0", "expressionType": "TAG",
-				}, nil))
+				resp, err := c.call(ctx, b.addr, rmq.EncodePullRequest(rmq.PullRequest{
+					ConsumerGroup: cliReaderGroup, Topic: topic, QueueID: q, QueueOffset: off, MaxMsgNums: pullBatch,
+					SysFlag: rmq.PullFlagSubscription, Subscription: "*", ExpressionType: "TAG",
+				}))
 				if err != nil {
 					return nil, err
 				}
-				next, _ := strconv.ParseInt(resp.Ext("nextBeginOffset"), 10, 64)
+				var next int64
+				switch resp.Code {
+				case rmq.RespSuccess, rmq.RespPullNotFound, rmq.RespPullRetryImmediately, rmq.RespPullOffsetMoved:
+					if next, err = pullAnswer(b.addr, resp); err != nil {
+						return nil, err
+					}
+				}
 				switch resp.Code {
 				case rmq.RespSuccess:
 					ms, err := decodeRecords(resp.Body, b.name)
@@ -217,9 +220,7 @@ func (c *CLI) resendOne(ctx context.Context, group string, m Message) (Resent, e
 	if err != nil {
 		return Resent{}, fmt.Errorf("%w: offset id %s: %w", ErrRefused, m.OffsetID, err)
 	}
-	resp, err := c.callOK(ctx, host.String(), "resend "+m.OffsetID, remoting.NewRequest(rmq.CodePetrelResendDLQ, map[string]string{
-		"group": group, "msgId": m.OffsetID,
-	}, nil))
+	resp, err := c.callOK(ctx, host.String(), "resend "+m.OffsetID, rmq.EncodeResendDLQRequest(rmq.ResendDLQRequest{Group: group, MsgID: m.OffsetID}))
 	if err != nil {
 		return Resent{}, err
 	}

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -337,9 +336,7 @@ func (c *CLI) GroupResetOffset(ctx context.Context, group, topic string, to Rese
 	res := ResetResult{Group: group, Topic: topic, Timestamp: ts, Queues: []ResetQueue{}}
 	unknown := 0
 	for _, b := range rt {
-		resp, err := c.call(ctx, b.addr, remoting.NewRequest(rmq.CodeInvokeBrokerToResetOffset, map[string]string{
-			"topic": topic, "group": group, "timestamp": strconv.FormatInt(ts, 10), "isForce": "true",
-		}, nil))
+		resp, err := c.call(ctx, b.addr, rmq.EncodeResetOffsetRequest(rmq.ResetOffsetRequest{Topic: topic, Group: group, Timestamp: ts, IsForce: true}))
 		if err != nil {
 			return err
 		}
@@ -351,16 +348,12 @@ func (c *CLI) GroupResetOffset(ctx context.Context, group, topic string, to Rese
 		default:
 			return refused(b.addr, "reset offsets of group "+group, resp)
 		}
-		entries, err := decodeMQMap(resp.Body, "offsetTable")
+		table, err := rmq.DecodeResetOffsetResponse(resp)
 		if err != nil {
 			return fmt.Errorf("%w: reset answer from %s: %w", ErrRefused, b.addr, err)
 		}
-		for _, e := range entries {
-			off, err := strconv.ParseInt(string(e.value), 10, 64)
-			if err != nil {
-				return fmt.Errorf("%w: reset answer from %s: offset %s: %w", ErrRefused, b.addr, e.value, err)
-			}
-			res.Queues = append(res.Queues, ResetQueue{Broker: b.name, QueueID: e.QueueID, Offset: off})
+		for q, off := range table {
+			res.Queues = append(res.Queues, ResetQueue{Broker: b.name, QueueID: q.QueueID, Offset: off})
 		}
 	}
 	if unknown == len(rt) {

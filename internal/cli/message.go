@@ -10,14 +10,12 @@ import (
 	"math"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/petrelmq/petrel/internal/remoting/rmq"
 
 	"github.com/petrelmq/petrel/internal/message"
-	"github.com/petrelmq/petrel/internal/remoting"
 )
 
 // Message is a stored message as the CLI shows it (JSON output, and the
@@ -100,7 +98,7 @@ func (c *CLI) MessageGet(ctx context.Context, id, topic string) error {
 	}
 	var found []Message
 	if host, off, err := message.ParseOffsetID(id); err == nil {
-		resp, err := c.call(ctx, host.String(), remoting.NewRequest(rmq.CodeViewMessageByID, map[string]string{"offset": strconv.FormatInt(off, 10)}, nil))
+		resp, err := c.call(ctx, host.String(), rmq.EncodeViewMessageRequest(rmq.ViewMessageRequest{Offset: off}))
 		if err != nil {
 			return err
 		}
@@ -157,10 +155,9 @@ func (c *CLI) queryKey(ctx context.Context, topic, key string, sinceMS int64, li
 	}
 	var out []Message
 	for _, b := range rt {
-		resp, err := c.call(ctx, b.addr, remoting.NewRequest(rmq.CodeQueryMessage, map[string]string{
-			"topic": topic, "key": key, "maxNum": strconv.Itoa(limit),
-			"beginTimestamp": strconv.FormatInt(sinceMS, 10), "endTimestamp": strconv.FormatInt(math.MaxInt64, 10),
-		}, nil))
+		resp, err := c.call(ctx, b.addr, rmq.EncodeQueryMessageRequest(rmq.QueryMessageRequest{
+			Topic: topic, Key: key, MaxNum: int32(min(limit, math.MaxInt32)), BeginTimestamp: sinceMS, EndTimestamp: math.MaxInt64,
+		}))
 		if err != nil {
 			return nil, err
 		}

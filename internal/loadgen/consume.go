@@ -2,10 +2,8 @@ package loadgen
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -142,37 +140,13 @@ type consumer struct {
 }
 
 func (c *consumer) heartbeat(ctx context.Context) error {
-	type sub struct {
-		Topic          string   `json:"topic"`
-		SubString      string   `json:"subString"`
-		TagsSet        []string `json:"tagsSet"`
-		CodeSet        []int    `json:"codeSet"`
-		SubVersion     int64    `json:"subVersion"`
-		ExpressionType string   `json:"expressionType"`
-	}
-	type consumerData struct {
-		GroupName           string `json:"groupName"`
-		ConsumeType         string `json:"consumeType"`
-		MessageModel        string `json:"messageModel"`
-		ConsumeFromWhere    string `json:"consumeFromWhere"`
-		SubscriptionDataSet []sub  `json:"subscriptionDataSet"`
-		UnitMode            bool   `json:"unitMode"`
-	}
-	body, err := json.Marshal(struct {
-		ClientID        string         `json:"clientID"`
-		ProducerDataSet []any          `json:"producerDataSet"`
-		ConsumerDataSet []consumerData `json:"consumerDataSet"`
-	}{c.clientID, []any{}, []consumerData{{
+	hb := rmq.HeartbeatData{ClientID: c.clientID, ConsumerDataSet: []rmq.ConsumerData{{
 		GroupName: c.cfg.Group, ConsumeType: "CONSUME_PASSIVELY", MessageModel: "CLUSTERING",
-		ConsumeFromWhere: "CONSUME_FROM_FIRST_OFFSET",
-		SubscriptionDataSet: []sub{{Topic: c.cfg.Topic, SubString: "*", TagsSet: []string{}, CodeSet: []int{},
-			SubVersion: c.subVersion, ExpressionType: "TAG"}},
-	}}})
-	if err != nil {
-		return fmt.Errorf("encode heartbeat: %w", err)
-	}
+		ConsumeFromWhere:    "CONSUME_FROM_FIRST_OFFSET",
+		SubscriptionDataSet: []rmq.SubscriptionData{{Topic: c.cfg.Topic, SubString: "*", SubVersion: c.subVersion, ExpressionType: "TAG"}},
+	}}}
 	for _, a := range c.rt.uniqueAddrs() {
-		resp, err := invokeTimeout(ctx, c.cl, a, defaultControlTimeout, remoting.NewRequest(rmq.CodeHeartBeat, nil, body))
+		resp, err := invokeTimeout(ctx, c.cl, a, defaultControlTimeout, rmq.EncodeHeartbeat(hb))
 		if err != nil {
 			return fmt.Errorf("heartbeat to %s: %w", a, err)
 		}
@@ -196,35 +170,35 @@ func (r *route) uniqueAddrs() []string {
 	return out
 }
 
-func (c *consumer) queueExt(q queueRef) map[string]string {
-	return map[string]string{"consumerGroup": c.cfg.Group, "topic": c.cfg.Topic, "queueId": strconv.Itoa(int(q.queueID))}
-}
-
 // startOffset is the group's committed offset of q or, without one or
 // with FromStart, q's minimum offset.
 func (c *consumer) startOffset(ctx context.Context, q queueRef) (int64, error) {
 	addr := c.rt.addrs[q.broker]
 	if !c.cfg.FromStart {
-		resp, err := invokeTimeout(ctx, c.cl, addr, defaultControlTimeout, remoting.NewRequest(rmq.CodeQueryConsumerOffset, c.queueExt(q), nil))
+		req := rmq.EncodeQueryConsumerOffsetRequest(rmq.QueryConsumerOffsetRequest{ConsumerGroup: c.cfg.Group, Topic: c.cfg.Topic, QueueID: q.queueID})
+		resp, err := invokeTimeout(ctx, c.cl, addr, defaultControlTimeout, req)
 		if err != nil {
 			return 0, fmt.Errorf("query the offset of queue %d: %w", q.queueID, err)
 		}
 		switch resp.Code {
 		case rmq.RespSuccess:
-			return strconv.ParseInt(resp.Ext("offset"), 10, 64)
+			r, err := rmq.DecodeOffsetResponse(resp)
+			return r.Offset, err
 		case rmq.RespQueryNotFound:
 		default:
 			return 0, fmt.Errorf("query the offset of queue %d: code %d: %s", q.queueID, resp.Code, resp.Remark)
 		}
 	}
-	resp, err := invokeTimeout(ctx, c.cl, addr, defaultControlTimeout, remoting.NewRequest(rmq.CodeGetMinOffset, c.queueExt(q), nil))
+	req := rmq.EncodeGetMinOffsetRequest(rmq.QueueOffsetRequest{Topic: c.cfg.Topic, QueueID: q.queueID})
+	resp, err := invokeTimeout(ctx, c.cl, addr, defaultControlTimeout, req)
 	if err != nil {
 		return 0, fmt.Errorf("query the min offset of queue %d: %w", q.queueID, err)
 	}
 	if resp.Code != rmq.RespSuccess {
 		return 0, fmt.Errorf("query the min offset of queue %d: code %d: %s", q.queueID, resp.Code, resp.Remark)
 	}
-	return strconv.ParseInt(resp.Ext("offset"), 10, 64)
+	r, err := rmq.DecodeOffsetResponse(resp)
+	return r.Offset, err
 }
 
 func (c *consumer) run(ctx context.Context, offsets []int64) (*Result, error) {
@@ -305,22 +279,17 @@ func (c *consumer) fail(stop context.CancelFunc, msg string) {
 // reached.
 func (c *consumer) pullQueue(ctx context.Context, stop context.CancelFunc, q queueRef, off int64) int64 {
 	addr := c.rt.addrs[q.broker]
-	batch := strconv.Itoa(c.cfg.PullBatch)
-	suspend := strconv.FormatInt(c.cfg.SuspendTimeout.Milliseconds(), 10)
-	subVersion := strconv.FormatInt(c.subVersion, 10)
-	qid := strconv.Itoa(int(q.queueID))
-	const flagCommit, flagSuspend, flagSubscription = 1, 2, 4
+	h := rmq.PullRequest{
+		ConsumerGroup: c.cfg.Group, Topic: c.cfg.Topic, QueueID: q.queueID, MaxMsgNums: int32(c.cfg.PullBatch),
+		SuspendTimeoutMillis: c.cfg.SuspendTimeout.Milliseconds(), Subscription: "*", SubVersion: c.subVersion, ExpressionType: "TAG",
+	}
 	for ctx.Err() == nil {
-		sys := flagSuspend | flagSubscription
+		h.SysFlag = rmq.PullFlagSuspend | rmq.PullFlagSubscription
 		if off > 0 {
-			sys |= flagCommit
+			h.SysFlag |= rmq.PullFlagCommitOffset
 		}
-		offStr := strconv.FormatInt(off, 10)
-		req := remoting.NewRequest(rmq.CodePullMessage, map[string]string{
-			"consumerGroup": c.cfg.Group, "topic": c.cfg.Topic, "queueId": qid, "queueOffset": offStr,
-			"maxMsgNums": batch, "sysFlag": strconv.Itoa(sys), "commitOffset": offStr,
-			"suspendTimeoutMillis": suspend, "subscription": "*", "subVersion": subVersion, "expressionType": "TAG",
-		}, nil)
+		h.QueueOffset, h.CommitOffset = off, off
+		req := rmq.EncodePullRequest(h)
 		resp, err := c.cl.Invoke(ctx, addr, req)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -330,7 +299,7 @@ func (c *consumer) pullQueue(ctx context.Context, stop context.CancelFunc, q que
 			c.backoff(ctx)
 			continue
 		}
-		next, perr := strconv.ParseInt(resp.Ext("nextBeginOffset"), 10, 64)
+		pr, perr := rmq.DecodePullResponse(resp)
 		switch resp.Code {
 		case rmq.RespSuccess:
 			n, bytes, cerr := c.records(resp.Body)
@@ -352,11 +321,11 @@ func (c *consumer) pullQueue(ctx context.Context, stop context.CancelFunc, q que
 			continue
 		}
 		if perr != nil {
-			c.fail(stop, fmt.Sprintf("pull of queue %d at offset %d: answer without a valid nextBeginOffset", q.queueID, off))
+			c.fail(stop, fmt.Sprintf("pull of queue %d at offset %d: answer without valid offsets: %v", q.queueID, off, perr))
 			c.backoff(ctx)
 			continue
 		}
-		off = next
+		off = pr.NextBeginOffset
 	}
 	return off
 }
@@ -391,10 +360,10 @@ func (c *consumer) backoff(ctx context.Context) {
 // commit stores the offsets reached, as a push consumer does on shutdown.
 func (c *consumer) commit(offsets []int64) {
 	for i, q := range c.rt.queues {
-		ext := c.queueExt(q)
-		ext["commitOffset"] = strconv.FormatInt(offsets[i], 10)
-		resp, err := invokeTimeout(context.Background(), c.cl, c.rt.addrs[q.broker], defaultControlTimeout,
-			remoting.NewRequest(rmq.CodeUpdateConsumerOffset, ext, nil))
+		req := rmq.EncodeUpdateConsumerOffsetRequest(rmq.UpdateConsumerOffsetRequest{
+			ConsumerGroup: c.cfg.Group, Topic: c.cfg.Topic, QueueID: q.queueID, CommitOffset: offsets[i],
+		})
+		resp, err := invokeTimeout(context.Background(), c.cl, c.rt.addrs[q.broker], defaultControlTimeout, req)
 		switch {
 		case err != nil:
 			c.fail(func() {}, fmt.Sprintf("commit the offset of queue %d: %v", q.queueID, err))

@@ -1,14 +1,12 @@
 package brokerfront
 
-// Clients. 34 HEART_BEAT: JSON body with clientID, producerDataSet and
-// consumerDataSet (subscriptions; subVersion is a 19-digit integer, codeSet
-// is ignored: the broker hashes tags itself); answered with code 0.
-// 38 GET_CONSUMER_LIST_BY_GROUP: {"consumerIdList":[...]}, which must list
-// the asking client. 41 LOCK_BATCH_MQ / 42 UNLOCK_BATCH_MQ: body
-// {consumerGroup, clientId, mqSet:[{topic, brokerName, queueId}]}; the lock
-// answer lists the queues now held in lockOKMQSet. 35 UNREGISTER_CLIENT
-// (Java clients on shutdown) is answered; the client's connection closing
-// removes it anyway.
+// Clients (bodies and headers in rmq/client.go). 34 HEART_BEAT: answered
+// with code 0 (codeSet is ignored: the broker hashes tags itself).
+// 38 GET_CONSUMER_LIST_BY_GROUP: the group's client ids, which must list
+// the asking client. 41 LOCK_BATCH_MQ / 42 UNLOCK_BATCH_MQ: the lock answer
+// lists the queues now held. 35 UNREGISTER_CLIENT (Java clients on
+// shutdown) is answered; the client's connection closing removes it
+// anyway.
 
 import (
 	"context"
@@ -20,31 +18,8 @@ import (
 	"github.com/petrelmq/petrel/internal/remoting"
 )
 
-type heartbeatBody struct {
-	ClientID        string `json:"clientID"`
-	ProducerDataSet []struct {
-		GroupName string `json:"groupName"`
-	} `json:"producerDataSet"`
-	ConsumerDataSet []struct {
-		GroupName           string `json:"groupName"`
-		ConsumeType         string `json:"consumeType"`
-		MessageModel        string `json:"messageModel"`
-		ConsumeFromWhere    string `json:"consumeFromWhere"`
-		SubscriptionDataSet []struct {
-			Topic          string   `json:"topic"`
-			SubString      string   `json:"subString"`
-			TagsSet        []string `json:"tagsSet"`
-			SubVersion     int64    `json:"subVersion"`
-			ExpressionType string   `json:"expressionType"`
-		} `json:"subscriptionDataSet"`
-	} `json:"consumerDataSet"`
-}
-
-func (f *Front) heartbeat(_ context.Context, c *remoting.Conn, req *remoting.Command) *remoting.Command {
-	var body heartbeatBody
-	if err := json.Unmarshal(req.Body, &body); err != nil {
-		return remoting.NewResponse(req, rmq.RespSystemError, "heartbeat body is not valid JSON: "+err.Error())
-	}
+// heartbeatOf converts a heartbeat's wire shape into the broker's.
+func heartbeatOf(body rmq.HeartbeatData) broker.Heartbeat {
 	hb := broker.Heartbeat{ClientID: body.ClientID}
 	for _, p := range body.ProducerDataSet {
 		hb.Producers = append(hb.Producers, p.GroupName)
@@ -58,12 +33,23 @@ func (f *Front) heartbeat(_ context.Context, c *remoting.Conn, req *remoting.Com
 		}
 		hb.Consumers = append(hb.Consumers, d)
 	}
+	return hb
+}
+
+func (f *Front) heartbeat(_ context.Context, c *remoting.Conn, req *remoting.Command) *remoting.Command {
+	body, err := rmq.DecodeHeartbeat(req)
+	if err != nil {
+		return remoting.NewResponse(req, rmq.RespSystemError, err.Error())
+	}
 	noteClient(c, req)
-	f.b.Heartbeat(f.id(c), hb)
+	f.b.Heartbeat(f.id(c), heartbeatOf(body))
 	return remoting.NewResponse(req, rmq.RespSuccess, "")
 }
 
 func (f *Front) unregisterClient(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	if _, err := rmq.DecodeUnregisterClientRequest(req); err != nil {
+		return refuseHeader(req, err)
+	}
 	return remoting.NewResponse(req, rmq.RespSuccess, "")
 }
 
@@ -78,59 +64,40 @@ func jsonResponse(req *remoting.Command, v any) *remoting.Command {
 }
 
 func (f *Front) consumerList(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	ids := f.b.ConsumerIDs(req.ExtFields["consumerGroup"])
-	if ids == nil {
-		ids = []string{}
+	h, err := rmq.DecodeConsumerGroupRequest(req)
+	if err != nil {
+		return refuseHeader(req, err)
 	}
-	return jsonResponse(req, struct {
-		ConsumerIDList []string `json:"consumerIdList"`
-	}{ids})
+	return rmq.EncodeConsumerListResponse(req, rmq.ConsumerListBody{ConsumerIDList: f.b.ConsumerIDs(h.ConsumerGroup)})
 }
 
-type queueJSON struct {
-	Topic      string `json:"topic"`
-	BrokerName string `json:"brokerName"`
-	QueueID    int32  `json:"queueId"`
-}
-
-type lockBody struct {
-	ConsumerGroup string      `json:"consumerGroup"`
-	ClientID      string      `json:"clientId"`
-	MQSet         []queueJSON `json:"mqSet"`
-}
-
-func decodeLock(req *remoting.Command) (lockBody, []broker.QueueRef, error) {
-	var body lockBody
-	if err := json.Unmarshal(req.Body, &body); err != nil {
-		return body, nil, err
-	}
-	qs := make([]broker.QueueRef, len(body.MQSet))
-	for i, q := range body.MQSet {
+// queueRefs converts a lock body's queues into the broker's.
+func queueRefs(mqs []rmq.MessageQueue) []broker.QueueRef {
+	qs := make([]broker.QueueRef, len(mqs))
+	for i, q := range mqs {
 		qs[i] = broker.QueueRef{Topic: q.Topic, BrokerName: q.BrokerName, QueueID: q.QueueID}
 	}
-	return body, qs, nil
+	return qs
 }
 
 func (f *Front) lockBatch(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	body, qs, err := decodeLock(req)
+	body, err := rmq.DecodeLockBatch(req)
 	if err != nil {
-		return remoting.NewResponse(req, rmq.RespSystemError, "lock body is not valid JSON: "+err.Error())
+		return remoting.NewResponse(req, rmq.RespSystemError, err.Error())
 	}
-	held := f.b.LockQueues(body.ConsumerGroup, body.ClientID, qs)
-	out := make([]queueJSON, len(held))
+	held := f.b.LockQueues(body.ConsumerGroup, body.ClientID, queueRefs(body.MQSet))
+	out := make([]rmq.MessageQueue, len(held))
 	for i, q := range held {
-		out[i] = queueJSON{Topic: q.Topic, BrokerName: q.BrokerName, QueueID: q.QueueID}
+		out[i] = rmq.MessageQueue{Topic: q.Topic, BrokerName: q.BrokerName, QueueID: q.QueueID}
 	}
-	return jsonResponse(req, struct {
-		LockOKMQSet []queueJSON `json:"lockOKMQSet"`
-	}{out})
+	return rmq.EncodeLockBatchResponse(req, rmq.LockBatchResponse{LockOKMQSet: out})
 }
 
 func (f *Front) unlockBatch(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	body, qs, err := decodeLock(req)
+	body, err := rmq.DecodeLockBatch(req)
 	if err != nil {
-		return remoting.NewResponse(req, rmq.RespSystemError, "unlock body is not valid JSON: "+err.Error())
+		return remoting.NewResponse(req, rmq.RespSystemError, err.Error())
 	}
-	f.b.UnlockQueues(body.ConsumerGroup, body.ClientID, qs)
+	f.b.UnlockQueues(body.ConsumerGroup, body.ClientID, queueRefs(body.MQSet))
 	return remoting.NewResponse(req, rmq.RespSuccess, "")
 }

@@ -84,7 +84,8 @@ func (f *front) settledMaxOffset(t *testing.T, topic string, atLeast int64) stri
 
 // TestNumericHeaderFieldsAreRefused: a numeric header field that does not
 // parse is refused with a remark that names it; the request does nothing
-// (before, "abc" became 0: a send to queue 0, a pull from offset 0).
+// (before, "abc" became 0: a send to queue 0, a pull from offset 0), and
+// so is a request without a field Java requires.
 func TestNumericHeaderFieldsAreRefused(t *testing.T) {
 	f := startFront(t)
 	if resp := f.invoke(t, rmq.CodeSendMessage, sendExt("Orders", "", nil), []byte("ok")); resp.Code != 0 {
@@ -103,6 +104,15 @@ func TestNumericHeaderFieldsAreRefused(t *testing.T) {
 		{"pull queueOffset", rmq.CodePullMessage, map[string]string{"consumerGroup": "cg", "topic": "Orders", "queueId": "0", "queueOffset": "x",
 			"maxMsgNums": "32", "sysFlag": "0", "commitOffset": "0", "suspendTimeoutMillis": "0", "subscription": "*", "expressionType": "TAG"}, rmq.RespSystemError, "queueOffset"},
 		{"max offset queueId", rmq.CodeGetMaxOffset, map[string]string{"topic": "Orders", "queueId": "one"}, rmq.RespSystemError, "queueId"},
+		{"pull queueId", rmq.CodePullMessage, map[string]string{"consumerGroup": "cg", "topic": "Orders", "queueId": "x", "queueOffset": "0",
+			"maxMsgNums": "32", "sysFlag": "0", "commitOffset": "0", "suspendTimeoutMillis": "0", "subscription": "*", "subVersion": "0", "expressionType": "TAG"}, rmq.RespSystemError, "queueId"},
+		{"pull without topic", rmq.CodePullMessage, map[string]string{"consumerGroup": "cg", "queueId": "0", "queueOffset": "0",
+			"maxMsgNums": "32", "sysFlag": "0", "commitOffset": "0", "suspendTimeoutMillis": "0", "subVersion": "0"}, rmq.RespSystemError, "topic"},
+		{"commit offset", rmq.CodeUpdateConsumerOffset, map[string]string{"consumerGroup": "cg", "topic": "Orders", "queueId": "0", "commitOffset": "1.5"}, rmq.RespSystemError, "commitOffset"},
+		{"search timestamp", rmq.CodeSearchOffsetByTimestamp, map[string]string{"topic": "Orders", "queueId": "0", "timestamp": "today"}, rmq.RespSystemError, "timestamp"},
+		{"send back delayLevel", rmq.CodeConsumerSendMsgBack, map[string]string{"group": "cg", "offset": "0", "delayLevel": "high"}, rmq.RespSystemError, "delayLevel"},
+		{"view offset", rmq.CodeViewMessageByID, map[string]string{"offset": "0x10"}, rmq.RespSystemError, "offset"},
+		{"reset timestamp", rmq.CodeInvokeBrokerToResetOffset, map[string]string{"topic": "Orders", "group": "cg", "timestamp": "-1s"}, rmq.RespSystemError, "timestamp"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp := f.invoke(t, tc.code, tc.ext, []byte("refused"))

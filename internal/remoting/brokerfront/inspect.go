@@ -39,8 +39,6 @@ const (
 	// brokerVersionDesc is the RocketMQ version we answer to as, the one
 	// DefaultVersion (401) names.
 	brokerVersionDesc = "V4_9_4"
-	// resetOffsetLatest in a reset's timestamp means the max offset.
-	resetOffsetLatest int64 = -1
 )
 
 // tpsWindows are the windows of the putTps and getTransferredTps values,
@@ -282,44 +280,33 @@ func (f *Front) consumeStats(_ context.Context, _ *remoting.Conn, req *remoting.
 }
 
 func (f *Front) resetOffset(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	ext := req.ExtFields
-	topic, group := ext["topic"], ext["group"]
-	ts := resetOffsetLatest
-	if v := ext["timestamp"]; v != "" {
-		var n numbers
-		ts = n.int64("timestamp", v)
-		if resp := n.refused(req, rmq.RespSystemError); resp != nil {
-			return resp
-		}
+	h, err := rmq.DecodeResetOffsetRequest(req)
+	if err != nil {
+		return refuseHeader(req, err)
 	}
-	offsets, err := f.b.ResetOffset(group, topic, ts)
+	offsets, err := f.b.ResetOffset(h.Group, h.Topic, h.Timestamp)
 	if err != nil {
 		return f.errorResponse(req, err)
 	}
 	name := f.b.Config().BrokerName
-	var m mqMap
-	for q := range int32(len(offsets)) {
-		m.add(mqKey(topic, name, q), offsets[q])
+	table := make(rmq.OffsetTable, len(offsets))
+	for q, off := range offsets {
+		table[rmq.MessageQueue{Topic: h.Topic, BrokerName: name, QueueID: int32(q)}] = off
 	}
-	body, err := mqMapBody(&m, nil)
-	if err != nil {
-		return bodyResponse(req, nil, err)
-	}
-	for _, id := range f.b.ConsumerConns(group) {
+	body := rmq.EncodeOffsetTable(table)
+	notice := rmq.ResetOffsetRequest{Topic: h.Topic, Group: h.Group, Timestamp: h.Timestamp, IsForce: true}
+	for _, id := range f.b.ConsumerConns(h.Group) {
 		f.mu.Lock()
 		c := f.conns[id]
 		f.mu.Unlock()
 		if c == nil {
 			continue
 		}
-		notice := remoting.NewRequest(rmq.CodeResetConsumerClientOffset, map[string]string{
-			"topic": topic, "group": group, "timestamp": itoa(ts), "isForce": "true",
-		}, body)
-		if err := c.InvokeOneway(notice); err != nil {
-			f.log.Warn("reset offset notice not sent", "group", group, "topic", topic, "remote", c.RemoteAddr().String(), "err", err)
+		if err := c.InvokeOneway(rmq.EncodeResetClientOffset(notice, body)); err != nil {
+			f.log.Warn("reset offset notice not sent", "group", h.Group, "topic", h.Topic, "remote", c.RemoteAddr().String(), "err", err)
 		}
 	}
-	return bodyResponse(req, body, nil)
+	return rmq.EncodeResetOffsetResponse(req, body)
 }
 
 // applyAttributes applies RocketMQ's attribute changes ("+key=value" sets,

@@ -1,11 +1,10 @@
 package brokerfront
 
-// Offsets. 14 QUERY_CONSUMER_OFFSET (ext consumerGroup, topic, queueId):
-// code 0 with ext offset, or 22 QUERY_NOT_FOUND when the group has none.
-// 15 UPDATE_CONSUMER_OFFSET (ext consumerGroup, topic, queueId,
-// commitOffset) is sent as a oneway call by clients; answered anyway.
-// 30 GET_MAX_OFFSET, 31 GET_MIN_OFFSET, 29 SEARCH_OFFSET_BY_TIMESTAMP (ext
-// topic, queueId, timestamp) answer ext offset; clients do not check the
+// Offsets (headers in rmq/offset.go). 14 QUERY_CONSUMER_OFFSET: code 0
+// with the offset, or 22 QUERY_NOT_FOUND when the group has none.
+// 15 UPDATE_CONSUMER_OFFSET is sent as a oneway call by clients; answered
+// anyway. 30 GET_MAX_OFFSET, 31 GET_MIN_OFFSET, 29
+// SEARCH_OFFSET_BY_TIMESTAMP answer the offset; clients do not check the
 // code, so the offset is always present.
 
 import (
@@ -17,19 +16,21 @@ import (
 )
 
 func offsetResponse(req *remoting.Command, off int64) *remoting.Command {
-	resp := remoting.NewResponse(req, rmq.RespSuccess, "")
-	resp.ExtFields = map[string]string{"offset": itoa(off)}
-	return resp
+	return rmq.EncodeOffsetResponse(req, rmq.RespSuccess, rmq.OffsetResponse{Offset: off})
+}
+
+// refuseHeader answers a request whose header does not decode: the remark
+// names the field (SYSTEM_ERROR, as Java answers a header it cannot read).
+func refuseHeader(req *remoting.Command, err error) *remoting.Command {
+	return remoting.NewResponse(req, rmq.RespSystemError, err.Error())
 }
 
 func (f *Front) queryConsumerOffset(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	ext := req.ExtFields
-	var n numbers
-	qid := n.int32("queueId", ext["queueId"])
-	if resp := n.refused(req, rmq.RespSystemError); resp != nil {
-		return resp
+	h, err := rmq.DecodeQueryConsumerOffsetRequest(req)
+	if err != nil {
+		return refuseHeader(req, err)
 	}
-	off, ok := f.b.QueryConsumerOffset(ext["consumerGroup"], ext["topic"], qid)
+	off, ok := f.b.QueryConsumerOffset(h.ConsumerGroup, h.Topic, h.QueueID)
 	if !ok {
 		return remoting.NewResponse(req, rmq.RespQueryNotFound, "no offset stored for this group and queue; start by the consumer's ConsumeFromWhere")
 	}
@@ -37,40 +38,34 @@ func (f *Front) queryConsumerOffset(_ context.Context, _ *remoting.Conn, req *re
 }
 
 func (f *Front) updateConsumerOffset(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	ext := req.ExtFields
-	var n numbers
-	qid, off := n.int32("queueId", ext["queueId"]), n.int64("commitOffset", ext["commitOffset"])
-	if resp := n.refused(req, rmq.RespSystemError); resp != nil {
-		return resp
+	h, err := rmq.DecodeUpdateConsumerOffsetRequest(req)
+	if err != nil {
+		return refuseHeader(req, err)
 	}
-	f.b.UpdateConsumerOffset(ext["consumerGroup"], ext["topic"], qid, off)
+	f.b.UpdateConsumerOffset(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
 	return remoting.NewResponse(req, rmq.RespSuccess, "")
 }
 
 func (f *Front) maxOffset(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	var n numbers
-	qid := n.int32("queueId", req.ExtFields["queueId"])
-	if resp := n.refused(req, rmq.RespSystemError); resp != nil {
-		return resp
+	h, err := rmq.DecodeQueueOffsetRequest(req)
+	if err != nil {
+		return refuseHeader(req, err)
 	}
-	return offsetResponse(req, f.b.MaxOffset(req.ExtFields["topic"], qid))
+	return offsetResponse(req, f.b.MaxOffset(h.Topic, h.QueueID))
 }
 
 func (f *Front) minOffset(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	var n numbers
-	qid := n.int32("queueId", req.ExtFields["queueId"])
-	if resp := n.refused(req, rmq.RespSystemError); resp != nil {
-		return resp
+	h, err := rmq.DecodeQueueOffsetRequest(req)
+	if err != nil {
+		return refuseHeader(req, err)
 	}
-	return offsetResponse(req, f.b.MinOffset(req.ExtFields["topic"], qid))
+	return offsetResponse(req, f.b.MinOffset(h.Topic, h.QueueID))
 }
 
 func (f *Front) searchOffset(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	ext := req.ExtFields
-	var n numbers
-	qid, ts := n.int32("queueId", ext["queueId"]), n.int64("timestamp", ext["timestamp"])
-	if resp := n.refused(req, rmq.RespSystemError); resp != nil {
-		return resp
+	h, err := rmq.DecodeSearchOffsetRequest(req)
+	if err != nil {
+		return refuseHeader(req, err)
 	}
-	return offsetResponse(req, f.b.SearchOffset(ext["topic"], qid, ts))
+	return offsetResponse(req, f.b.SearchOffset(h.Topic, h.QueueID, h.Timestamp))
 }

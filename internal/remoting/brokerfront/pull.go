@@ -1,14 +1,10 @@
 package brokerfront
 
-// PULL_MESSAGE (11). Ext: consumerGroup, topic, queueId, queueOffset,
-// maxMsgNums, sysFlag (bit 0 commit offset, bit 1 long polling allowed,
-// bit 2 subscription in this request), commitOffset, suspendTimeoutMillis,
-// subscription, expressionType, subVersion. The answer always carries
-// nextBeginOffset, minOffset, maxOffset and suggestWhichBrokerId (a missing
-// nextBeginOffset sends the client back to offset 0). Codes: 0 FOUND with
-// the stored records as the body (written from the store's buffer without
-// copying), 19 PULL_NOT_FOUND, 20 PULL_RETRY_IMMEDIATELY, 21
-// PULL_OFFSET_MOVED.
+// PULL_MESSAGE (11): rmq.PullRequest in, rmq.PullResponse out. Codes: 0
+// FOUND with the stored records as the body (written from the store's
+// buffer without copying), 19 PULL_NOT_FOUND, 20 PULL_RETRY_IMMEDIATELY,
+// 21 PULL_OFFSET_MOVED; a header that does not decode is refused with 1
+// SYSTEM_ERROR and a remark naming the field, as Java refuses it.
 
 import (
 	"context"
@@ -21,26 +17,24 @@ import (
 )
 
 func (f *Front) pull(ctx context.Context, c *remoting.Conn, req *remoting.Command) *remoting.Command {
-	ext := req.ExtFields
-	var n numbers
-	suspend := time.Duration(n.int64("suspendTimeoutMillis", ext["suspendTimeoutMillis"])) * time.Millisecond
-	pr := &broker.PullRequest{
-		Group:          ext["consumerGroup"],
-		Topic:          ext["topic"],
-		QueueID:        n.int32("queueId", ext["queueId"]),
-		Offset:         n.int64("queueOffset", ext["queueOffset"]),
-		MaxMsgs:        n.int32("maxMsgNums", ext["maxMsgNums"]),
-		CommitOffset:   n.int64("commitOffset", ext["commitOffset"]),
-		SysFlag:        n.int32("sysFlag", ext["sysFlag"]),
+	h, err := rmq.DecodePullRequest(req)
+	if err != nil {
+		return remoting.NewResponse(req, rmq.RespSystemError, err.Error())
+	}
+	suspend := time.Duration(h.SuspendTimeoutMillis) * time.Millisecond
+	res, err := f.b.Pull(ctx, &broker.PullRequest{
+		Group:          h.ConsumerGroup,
+		Topic:          h.Topic,
+		QueueID:        h.QueueID,
+		Offset:         h.QueueOffset,
+		MaxMsgs:        h.MaxMsgNums,
+		CommitOffset:   h.CommitOffset,
+		SysFlag:        h.SysFlag,
 		SuspendTimeout: suspend,
-		Subscription:   ext["subscription"],
-		ExpressionType: ext["expressionType"],
+		Subscription:   h.Subscription,
+		ExpressionType: h.ExpressionType,
 		Conn:           f.id(c),
-	}
-	if resp := n.refused(req, rmq.RespSystemError); resp != nil {
-		return resp
-	}
-	res, err := f.b.Pull(ctx, pr)
+	})
 	if err != nil {
 		return f.errorResponse(req, err)
 	}
@@ -53,13 +47,9 @@ func (f *Front) pull(ctx context.Context, c *remoting.Conn, req *remoting.Comman
 	case broker.PullOffsetMoved:
 		code = rmq.RespPullOffsetMoved
 	}
-	resp := remoting.NewResponse(req, code, "")
-	resp.ExtFields = map[string]string{
-		"nextBeginOffset":      itoa(res.NextBeginOffset),
-		"minOffset":            itoa(res.MinOffset),
-		"maxOffset":            itoa(res.MaxOffset),
-		"suggestWhichBrokerId": "0",
-	}
+	resp := rmq.EncodePullResponse(req, code, rmq.PullResponse{
+		NextBeginOffset: res.NextBeginOffset, MinOffset: res.MinOffset, MaxOffset: res.MaxOffset,
+	})
 	if res.Status == broker.PullFound {
 		resp.BodyParts = [][]byte{res.Body}
 		resp.Release = res.Release

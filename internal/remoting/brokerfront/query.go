@@ -1,61 +1,63 @@
 package brokerfront
 
-// Lookups used by tools. 12 QUERY_MESSAGE: ext topic, key, maxNum,
-// beginTimestamp, endTimestamp; body = the matching records back to back,
-// ext indexLastUpdateTimestamp and indexLastUpdatePhyoffset; 22 when none.
-// 33 VIEW_MESSAGE_BY_ID: ext offset (the commit-log offset inside an offset
-// message id); body = that record; 1 when there is none.
+// Lookups used by tools (headers in rmq/query.go). 12 QUERY_MESSAGE: body =
+// the records with the key back to back, 22 when none. 33
+// VIEW_MESSAGE_BY_ID: body = the record at the commit-log offset (the one
+// inside an offset message id); 1 when there is none.
 
 import (
 	"context"
+	"strconv"
 
 	"github.com/petrelmq/petrel/internal/remoting/rmq"
 
 	"github.com/petrelmq/petrel/internal/remoting"
 )
 
+// defaultQueryLimit is the records a query returns when its maxNum is not
+// positive.
+const defaultQueryLimit = 32
+
 func (f *Front) queryMessage(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	ext := req.ExtFields
-	var n numbers
-	limit := int(n.int32("maxNum", ext["maxNum"]))
-	if limit <= 0 {
-		limit = 32
+	h, err := rmq.DecodeQueryMessageRequest(req)
+	if err != nil {
+		return refuseHeader(req, err)
 	}
-	end := n.int64("endTimestamp", ext["endTimestamp"])
+	limit := int(h.MaxNum)
+	if limit <= 0 {
+		limit = defaultQueryLimit
+	}
+	end := h.EndTimestamp
 	if end == 0 {
 		end = 1<<63 - 1
 	}
-	begin := n.int64("beginTimestamp", ext["beginTimestamp"])
-	if resp := n.refused(req, rmq.RespSystemError); resp != nil {
-		return resp
-	}
-	recs, err := f.b.QueryByKey(ext["topic"], ext["key"], begin, end, limit)
+	recs, err := f.b.QueryByKey(h.Topic, h.Key, h.BeginTimestamp, end, limit)
 	if err != nil {
 		return f.errorResponse(req, err)
 	}
 	if len(recs) == 0 {
-		return remoting.NewResponse(req, rmq.RespQueryNotFound, "no message of topic "+ext["topic"]+" has key "+ext["key"]+" in that time range")
+		return remoting.NewResponse(req, rmq.RespQueryNotFound, "no message of topic "+h.Topic+" has key "+h.Key+" in that time range")
 	}
-	resp := remoting.NewResponse(req, rmq.RespSuccess, "")
 	var last int64
 	for _, r := range recs {
-		resp.BodyParts = append(resp.BodyParts, r)
 		last = max(last, r.StoreTimestamp())
 	}
-	resp.ExtFields = map[string]string{"indexLastUpdateTimestamp": itoa(last), "indexLastUpdatePhyoffset": "0"}
+	resp := rmq.EncodeQueryMessageResponse(req, rmq.RespSuccess, rmq.QueryMessageResponse{IndexLastUpdateTimestamp: last})
+	for _, r := range recs {
+		resp.BodyParts = append(resp.BodyParts, r)
+	}
 	return resp
 }
 
 func (f *Front) viewMessage(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	var n numbers
-	off := n.int64("offset", req.ExtFields["offset"])
-	if resp := n.refused(req, rmq.RespSystemError); resp != nil {
-		return resp
-	}
-	r, err := f.b.ViewByOffset(off)
+	h, err := rmq.DecodeViewMessageRequest(req)
 	if err != nil {
-		f.log.Debug("view message failed", "offset", off, "err", err)
-		return remoting.NewResponse(req, rmq.RespSystemError, "no message at commit-log offset "+req.ExtFields["offset"])
+		return refuseHeader(req, err)
+	}
+	r, err := f.b.ViewByOffset(h.Offset)
+	if err != nil {
+		f.log.Debug("view message failed", "offset", h.Offset, "err", err)
+		return remoting.NewResponse(req, rmq.RespSystemError, "no message at commit-log offset "+strconv.FormatInt(h.Offset, 10))
 	}
 	resp := remoting.NewResponse(req, rmq.RespSuccess, "")
 	resp.Body = r

@@ -1,8 +1,7 @@
 package brokerfront
 
-// CONSUMER_SEND_MSG_BACK (36): ext group, offset (commit-log offset of the
-// failed message), delayLevel, originMsgId, originTopic, unitMode,
-// maxReconsumeTimes, bname. Answered with code 0 and no fields.
+// CONSUMER_SEND_MSG_BACK (36, header rmq.SendBackRequest): answered with
+// code 0 and no fields.
 
 import (
 	"context"
@@ -15,20 +14,18 @@ import (
 )
 
 func (f *Front) sendBack(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	ext := req.ExtFields
-	var n numbers
-	sb := &broker.SendBackRequest{
-		Offset:            n.int64("offset", ext["offset"]),
-		Group:             ext["group"],
-		DelayLevel:        n.int32("delayLevel", ext["delayLevel"]),
-		OriginMsgID:       ext["originMsgId"],
-		OriginTopic:       ext["originTopic"],
-		MaxReconsumeTimes: n.int32("maxReconsumeTimes", ext["maxReconsumeTimes"]),
+	h, err := rmq.DecodeSendBackRequest(req)
+	if err != nil {
+		return refuseHeader(req, err)
 	}
-	if resp := n.refused(req, rmq.RespSystemError); resp != nil {
-		return resp
-	}
-	_, err := f.b.SendBack(ctx, sb)
+	_, err = f.b.SendBack(ctx, &broker.SendBackRequest{
+		Offset:            h.Offset,
+		Group:             h.Group,
+		DelayLevel:        h.DelayLevel,
+		OriginMsgID:       h.OriginMsgID,
+		OriginTopic:       h.OriginTopic,
+		MaxReconsumeTimes: h.MaxReconsumeTimes,
+	})
 	if err != nil {
 		return f.errorResponse(req, err)
 	}
@@ -37,25 +34,23 @@ func (f *Front) sendBack(ctx context.Context, _ *remoting.Conn, req *remoting.Co
 
 // rmq.CodePetrelResendDLQ is Petrel's admin request (RocketMQ has none; its
 // console re-consumes through a client) that stores a dead-letter message
-// again in its original topic: ext group and offset (the commit-log offset,
-// as in an offset message id) or msgId. Answered like a send: msgId,
-// queueId, queueOffset.
+// again in its original topic (header rmq.ResendDLQRequest). Answered like
+// a send: msgId, queueId, queueOffset.
 
 func (f *Front) resendDLQ(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	ext := req.ExtFields
-	var n numbers
-	off := n.int64("offset", ext["offset"])
-	if resp := n.refused(req, rmq.RespSystemError); resp != nil {
-		return resp
+	h, err := rmq.DecodeResendDLQRequest(req)
+	if err != nil {
+		return refuseHeader(req, err)
 	}
-	if id := ext["msgId"]; id != "" {
+	off := h.Offset
+	if id := h.MsgID; id != "" {
 		_, phys, err := message.ParseOffsetID(id)
 		if err != nil {
 			return remoting.NewResponse(req, rmq.RespMessageIllegal, "msgId "+id+" is not an offset message id: "+err.Error())
 		}
 		off = phys
 	}
-	res, err := f.b.ResendDLQ(ctx, ext["group"], off)
+	res, err := f.b.ResendDLQ(ctx, h.Group, off)
 	if err != nil {
 		return f.errorResponse(req, err)
 	}
@@ -63,12 +58,15 @@ func (f *Front) resendDLQ(ctx context.Context, _ *remoting.Conn, req *remoting.C
 }
 
 // rmq.CodePetrelCancelDelayed is Petrel's admin request that cancels a delayed
-// message not delivered yet: ext msgId (its UNIQ_KEY, the msgId a send
-// result names). Answered with code 0, 22 QUERY_NOT_FOUND for an unknown
+// message not delivered yet (header rmq.CancelDelayedRequest). Answered with code 0, 22 QUERY_NOT_FOUND for an unknown
 // id, 13 when it is already due.
 
 func (f *Front) cancelDelayed(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	if err := f.b.CancelDelayed(ctx, req.ExtFields["msgId"]); err != nil {
+	h, err := rmq.DecodeCancelDelayedRequest(req)
+	if err != nil {
+		return refuseHeader(req, err)
+	}
+	if err := f.b.CancelDelayed(ctx, h.MsgID); err != nil {
 		return f.errorResponse(req, err)
 	}
 	return remoting.NewResponse(req, rmq.RespSuccess, "")

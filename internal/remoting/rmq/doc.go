@@ -29,4 +29,13 @@
 //	runtime.go   28: broker runtime info
 //	send.go      10, 310, 320: send headers (V1, V2, batch); the 4.x transaction flag and
 //	             delay properties (Prepared, PropertiesDelay)
+//	pull.go      PULL_MESSAGE and its answer
+//	offset.go    consumer offsets, queue min/max, search by time
+//	offsets.go   maps keyed by message queue (OffsetTable, MessageQueue)
+//	client.go    heartbeat (SubscriptionData), unregister, consumer list,
+//	             queue locks, consumer-ids-changed notice
+//	query.go     query by key, view by offset
+//	retry.go     send back, Petrel's resend from DLQ and cancel delayed
+//	txn.go       end transaction, check transaction state
+//	reset.go     reset offsets (to the broker and to its consumers)
 package rmq

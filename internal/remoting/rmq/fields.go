@@ -90,12 +90,42 @@ func (f *fields) num(name, v string, bits int, required bool) int64 {
 		}
 		return 0
 	}
-	x, err := strconv.ParseInt(v, 10, bits)
-	if err != nil {
+	x, ok := parseDecimal(v, bits)
+	if !ok {
 		f.fail(&FieldError{Field: name, Value: v, Want: fmt.Sprintf("a %d-bit integer", bits)})
 		return 0
 	}
 	return x
+}
+
+// parseDecimal is strconv.ParseInt(v, 10, bits) with a fast path for what
+// clients send, an optional minus and at most 18 digits (no overflow is
+// possible): the pull header alone carries eight numbers.
+func parseDecimal(v string, bits int) (int64, bool) {
+	d := v
+	if len(d) > 0 && d[0] == '-' {
+		d = d[1:]
+	}
+	if len(d) == 0 || len(d) > 18 {
+		x, err := strconv.ParseInt(v, 10, bits)
+		return x, err == nil
+	}
+	var x int64
+	for i := 0; i < len(d); i++ {
+		c := d[i] - '0'
+		if c > 9 {
+			x, err := strconv.ParseInt(v, 10, bits)
+			return x, err == nil
+		}
+		x = x*10 + int64(c)
+	}
+	if len(d) < len(v) {
+		x = -x
+	}
+	if bits < 64 && (x < -1<<(bits-1) || x > 1<<(bits-1)-1) {
+		return 0, false
+	}
+	return x, true
 }
 
 // parseNum is num for decoders that walk the fields themselves (EachExt,

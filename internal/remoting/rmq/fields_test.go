@@ -2,6 +2,7 @@ package rmq
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -31,5 +32,25 @@ func TestFieldsNameTheFirstBadField(t *testing.T) {
 	h := fields{c: remoting.NewRequest(CodePullMessage, map[string]string{"queueId": "7"}, nil)}
 	if got := h.needI32("queueId"); got != 7 || h.result() != nil {
 		t.Fatalf("queueId = %d, %v", got, h.result())
+	}
+}
+
+// TestParseDecimalIsParseInt: the fast path answers as strconv.ParseInt.
+func TestParseDecimalIsParseInt(t *testing.T) {
+	for _, v := range []string{"0", "-0", "7", "-7", "007", "+7", "-", "", "1_000", " 1", "1 ", "0x10", "1e3", "١",
+		"2147483647", "2147483648", "-2147483648", "-2147483649", "999999999999999999", "-999999999999999999",
+		"9223372036854775807", "9223372036854775808", "-9223372036854775808", "-9223372036854775809", "1733046000000123456"} {
+		checkParseDecimal(t, v)
+	}
+}
+
+func checkParseDecimal(t *testing.T, v string) {
+	t.Helper()
+	for _, bits := range []int{32, 64} {
+		want, err := strconv.ParseInt(v, 10, bits)
+		got, ok := parseDecimal(v, bits)
+		if ok != (err == nil) || ok && got != want {
+			t.Fatalf("parseDecimal(%q, %d) = %d, %v; ParseInt: %d, %v", v, bits, got, ok, want, err)
+		}
 	}
 }
