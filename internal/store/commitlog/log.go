@@ -192,7 +192,7 @@ type Log struct {
 	busy    atomic.Bool // a waiter is older than BusyAfter (sweeper)
 
 	appendc    chan []*request // the requests of one submission
-	syncc      chan syncJob // writer -> flusher, FlushSync only
+	syncc      chan syncJob    // writer -> flusher, FlushSync only
 	kick       chan struct{}
 	quit       chan struct{}
 	writerDone chan struct{}
