@@ -68,10 +68,7 @@ func New(b *broker.Broker, opts Options) *Front {
 
 // Register installs the handlers on s.
 func (f *Front) Register(s *remoting.Server) {
-	s.OnReadIdle(f.readIdle)
-	s.HandleAsync(rmq.CodeSendMessage, f.send)
-	s.HandleAsync(codeSendMessageV2, f.send)
-	s.HandleAsync(rmq.CodeSendBatchMessage, f.send)
+	s.HandleBatch(f.send, rmq.CodeSendMessage, codeSendMessageV2, rmq.CodeSendBatchMessage)
 	s.Handle(rmq.CodePullMessage, f.pull)
 	s.Handle(rmq.CodeQueryConsumerOffset, f.queryConsumerOffset)
 	s.Handle(rmq.CodeUpdateConsumerOffset, f.updateConsumerOffset)
