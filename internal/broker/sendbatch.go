@@ -73,8 +73,10 @@ func (b *Broker) sendBatch(ctx context.Context, reqs []*SendRequest, done func(i
 	)
 	for i, req := range reqs {
 		p := pendingSend{i: i, req: req, t0: b.sendStart()}
-		if _, ok := b.meta.Topic(req.Topic); !ok || !b.meta.TopicsDurable() {
-			// Creating the topic or waiting for the table writes metadata.
+		if _, ok := b.meta.Topic(req.Topic); !ok || !b.meta.TopicsDurable() || hasTopic(slow, req.Topic) {
+			// Creating the topic or waiting for the table writes metadata;
+			// and a send after one of its topic that had to wait waits
+			// too, so that the sends of a queue are stored in order.
 			slow = append(slow, p)
 			continue
 		}
@@ -106,6 +108,17 @@ func (b *Broker) sendBatch(ctx context.Context, reqs []*SendRequest, done func(i
 	if len(slow) > 0 {
 		b.goSlow(ctx, slow, done)
 	}
+}
+
+// hasTopic reports whether a send of ps is to topic (ps is short: sends
+// that had to wait are rare).
+func hasTopic(ps []pendingSend, topic string) bool {
+	for i := range ps {
+		if ps[i].req.Topic == topic {
+			return true
+		}
+	}
+	return false
 }
 
 // claim takes the dedup claim of p (prepared), waiting for a send holding

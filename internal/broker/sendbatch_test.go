@@ -196,6 +196,35 @@ func TestSendBatchWithAnAutoCreatedTopicInTheMiddle(t *testing.T) {
 	}
 }
 
+// TestSendBatchKeepsTheOrderOfATopicsSends: once a send of a topic has
+// to wait (its UNIQ_KEY is held by a send being stored), the later sends
+// of that topic in the batch wait behind it, so the queue stores them in
+// the batch's order; a send to another topic does not wait.
+func TestSendBatchKeepsTheOrderOfATopicsSends(t *testing.T) {
+	e := newEnv(t)
+	e.createTopic("T", 1)
+	e.createTopic("U", 1)
+	held, ok := e.b.dedup.TryAcquire("T", "K1") // the original, being stored
+	if !ok || !held.Held() {
+		t.Fatal("no claim on K1")
+	}
+	t.Cleanup(held.Release) // before Close, which waits for the send behind it
+	reqs := []*SendRequest{sendReq("T", 0, "a", "UNIQ_KEY", "K1"), sendReq("T", 0, "b"), sendReq("U", 0, "u")}
+	a := newBatchAnswers(len(reqs))
+	e.b.SendBatch(context.Background(), reqs, a.done)
+	e.waitMax("U", 0, 1)
+	if e.st.MaxOffset("T", 0) != 0 {
+		t.Fatal("a send of T was stored before the send it follows")
+	}
+	held.Release() // the original failed: the resend stores it
+	a.wait(t)
+	for i, want := range []int64{0, 1, 0} {
+		if a.errs[i] != nil || a.res[i].QueueOffset != want {
+			t.Fatalf("request %d: offset %d %v, want offset %d", i, a.res[i].QueueOffset, a.errs[i], want)
+		}
+	}
+}
+
 // TestSendBatchResendOfAnItemOfTheSameBatch: a request repeating the
 // UNIQ_KEY of an earlier one of its batch (held while that one is stored)
 // waits for it on the broker's goroutine and gets its result; one message
