@@ -20,11 +20,11 @@ package grpcfront
 import (
 	"context"
 	"hash/fnv"
-	"sync"
 	"net"
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 
 	v2 "github.com/apache/rocketmq-clients/golang/v5/protocol/v2"
 	"google.golang.org/grpc/peer"
