@@ -78,6 +78,10 @@ const (
 	maxPooledHead       = 64 << 10
 )
 
+// writerYield: the writer yields once when woken before it takes the
+// queue. A variable for BenchmarkBurstReplies.
+var writerYield = true
+
 // pendingCall waits for the response to one request: Invoke's channel or
 // InvokeAsync's callback.
 type pendingCall struct {
@@ -532,8 +536,11 @@ func (c *Conn) writeLoop() {
 			// Whoever queued this frame has likely readied others that are
 			// about to queue theirs (the reader delivering a burst of
 			// responses, the store answering a group of sends): let them,
-			// so that one writev carries the lot.
-			runtime.Gosched()
+			// so that one writev carries the lot (BenchmarkBurstReplies
+			// shows what it buys).
+			if writerYield {
+				runtime.Gosched()
+			}
 		case <-c.wstop:
 			closing = true
 		}
