@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -77,10 +76,6 @@ const (
 	readerWriteMaxBytes = 256 << 10
 	maxPooledHead       = 64 << 10
 )
-
-// writerYield: the writer yields once when woken before it takes the
-// queue. A variable for BenchmarkBurstReplies.
-var writerYield = true
 
 // pendingCall waits for the response to one request: Invoke's channel or
 // InvokeAsync's callback.
@@ -533,14 +528,6 @@ func (c *Conn) writeLoop() {
 		closing := false
 		select {
 		case <-c.wsignal:
-			// Whoever queued this frame has likely readied others that are
-			// about to queue theirs (the reader delivering a burst of
-			// responses, the store answering a group of sends): let them,
-			// so that one writev carries the lot (BenchmarkBurstReplies
-			// shows what it buys).
-			if writerYield {
-				runtime.Gosched()
-			}
 		case <-c.wstop:
 			closing = true
 		}

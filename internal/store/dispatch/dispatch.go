@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -177,24 +176,11 @@ func (d *Dispatcher) armCheckpoint() {
 	})
 }
 
-// yieldOnWake: the dispatcher yields once when woken before it reads. A
-// variable for BenchmarkDispatchYield.
-var yieldOnWake = true
-
 func (d *Dispatcher) loop() {
 	defer close(d.done)
 	for {
 		select {
 		case <-d.wake:
-			// A sync that made records durable also answered their
-			// appenders, who are about to append again: let them go
-			// first, so the next group commit gathers them sooner (the
-			// dispatch is not latency-critical; it measured 10% more
-			// sync throughput with 64 producers; BenchmarkDispatchYield
-			// shows it).
-			if yieldOnWake {
-				runtime.Gosched()
-			}
 			d.step()
 		case <-d.ckpt:
 			d.step()
