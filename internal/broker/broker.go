@@ -52,6 +52,7 @@ type Broker struct {
 	stats  stats         // traffic counters, stats.go
 	pops   *popState     // pop consumption, pop.go
 	jumps  offsetJumps   // logged offset jumps, offsetjump.go
+	sends  sendWork      // goroutines of sends that had to wait, sendbatch.go
 }
 
 // New returns a broker over st, an open store, and md, the meta store of
@@ -125,6 +126,7 @@ func New(st *store.Store, md meta.Tables, cfg Config) (*Broker, error) {
 func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
 		b.closed.Store(true)
+		b.sends.close() // before the timers and transactions its sends use
 		b.closePolls()
 		b.closePops()
 		b.closeTimers()

@@ -89,10 +89,10 @@ type Config struct {
 	// invisible time passes. Concurrent pops may overshoot it by a batch
 	// each. Default 100,000.
 	PopMaxInFlight int
-	// ObserveSend, when set, is called once for every Send and SendAsync
-	// the broker answers (stored, deduplicated or refused) with the time
-	// from the call to the answer, by Clock. It runs on the answering
-	// goroutine (the store's for async sends) and must not block.
+	// ObserveSend, when set, is called once for every send (of Send or
+	// SendBatch) the broker answers (stored, deduplicated or refused) with
+	// the time from the call to the answer, by Clock. It runs on the
+	// answering goroutine (often the store's) and must not block.
 	// Default nil.
 	ObserveSend func(took time.Duration)
 	// Clock drives long-poll timeouts, client expiry, lock expiry and

@@ -9,7 +9,7 @@ import (
 )
 
 // TestResendWithinTheWindowIsNotStoredTwice: a resend with the same
-// UNIQ_KEY gets the original result and stores nothing — sync or async,
+// UNIQ_KEY gets the original result and stores nothing — Send or SendBatch,
 // after a restart too — until the window has passed; another topic, a
 // batch-free message without a key and a window of -1 are not deduplicated.
 func TestResendWithinTheWindowIsNotStoredTwice(t *testing.T) {
@@ -22,16 +22,14 @@ func TestResendWithinTheWindowIsNotStoredTwice(t *testing.T) {
 		t.Fatalf("resend answered %+v %v, want the original %+v", again, err, first)
 	}
 	got := make(chan SendResult, 1)
-	if !e.b.SendAsync(context.Background(), sendReq("T", 0, "one", "UNIQ_KEY", "K1"), func(r SendResult, err error) {
+	e.b.SendBatch(context.Background(), []*SendRequest{sendReq("T", 0, "one", "UNIQ_KEY", "K1")}, func(_ int, r SendResult, err error) {
 		if err != nil {
 			t.Error(err)
 		}
 		got <- r
-	}) {
-		t.Fatal("async resend declined")
-	}
+	})
 	if r := <-got; r != first {
-		t.Fatalf("async resend answered %+v, want %+v", r, first)
+		t.Fatalf("batch resend answered %+v, want %+v", r, first)
 	}
 	e.send("U", 0, "one", "UNIQ_KEY", "K1") // another topic: a new message
 	e.restart()

@@ -49,14 +49,12 @@ func TestObserveSendSeesSyncAsyncDuplicateAndRefusedSends(t *testing.T) {
 		t.Fatalf("DedupStats().Hits = %d after one resend, want 1", hits)
 	}
 	done := make(chan error, 1)
-	if !e.b.SendAsync(context.Background(), sendReq("T", 0, "b"), func(_ SendResult, err error) { done <- err }) {
-		t.Fatal("SendAsync to an existing topic did not take the send")
-	}
+	e.b.SendBatch(context.Background(), []*SendRequest{sendReq("T", 0, "b")}, func(_ int, _ SendResult, err error) { done <- err })
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
 	if got := obs.count(); got != 3 {
-		t.Fatalf("after an async send the observer saw %d sends, want 3", got)
+		t.Fatalf("after a batch send the observer saw %d sends, want 3", got)
 	}
 	bad := sendReq("T", 0, "c")
 	bad.QueueID = 99

@@ -105,11 +105,6 @@ type SendRequest struct {
 	ReconsumeTimes    int32
 	MaxReconsumeTimes int32 // accepted and ignored for now (retry/DLQ routing comes later)
 	Batch             bool
-	// Deferred (SendAsync only) lets the store hold the write until the
-	// next FlushSends, so that the sends of one socket read are written
-	// together by the connection's reader. The caller must then call
-	// FlushSends before it blocks.
-	Deferred bool
 }
 
 // SendResult answers a stored send.
@@ -145,96 +140,18 @@ type SendResult struct {
 // timeout is not an error: the result has Status SendFlushDiskTimeout.
 //
 // Send does not give up when ctx ends during the store write (the message
-// may be stored regardless); ctx is checked before the write.
+// may be stored regardless); ctx is checked before the write. Send is
+// SendBatch of one request that waits for its answer.
 func (b *Broker) Send(ctx context.Context, req *SendRequest) (SendResult, error) {
-	if b.cfg.ObserveSend != nil {
-		defer b.sendDone(b.clk.Now())
+	type answer struct {
+		res SendResult
+		err error
 	}
-	msgs, qid, err := b.prepareSend(ctx, req, true)
-	if err != nil {
-		return SendResult{}, err
-	}
-	if uk := b.dedupKey(req, msgs); uk != "" {
-		c := b.dedup.Acquire(req.Topic, uk)
-		if c.Dup {
-			return b.dupResult(c.Result), nil
-		}
-		defer c.Release()
-		res, err := b.sendResult(msgs, qid, b.st.Put(msgs[0]))
-		if err == nil {
-			c.Commit(dedupResult(req.Topic, qid, msgs[0]))
-		}
-		return res, err
-	}
-	if req.Batch {
-		err = b.st.PutBatch(msgs)
-	} else {
-		err = b.st.Put(msgs[0])
-	}
-	return b.sendResult(msgs, qid, err)
+	ch := make(chan answer, 1)
+	b.SendBatch(ctx, []*SendRequest{req}, func(_ int, res SendResult, err error) { ch <- answer{res, err} })
+	a := <-ch
+	return a.res, a.err
 }
-
-// SendAsync is Send that does not wait: it validates and hands the message
-// to the store, then returns; done is called once with the result, from the
-// store's goroutine when the message is durable (so it must not block), or
-// from SendAsync itself when the send fails before the store. SendAsync
-// does not block either — it returns false and calls nothing when the
-// topic does not exist yet or a topic change is not yet on disk: creating
-// it or waiting for it writes metadata, so the caller should then run Send
-// on a goroutine of its own. req.Body and
-// req.Properties must stay unchanged until done runs.
-func (b *Broker) SendAsync(ctx context.Context, req *SendRequest, done func(SendResult, error)) bool {
-	if _, ok := b.meta.Topic(req.Topic); !ok || !b.meta.TopicsDurable() {
-		return false
-	}
-	t0 := b.sendStart()
-	msgs, qid, err := b.prepareSend(ctx, req, false)
-	if err != nil {
-		b.sendDone(t0)
-		done(SendResult{}, err)
-		return true
-	}
-	if uk := b.dedupKey(req, msgs); uk != "" {
-		c, ok := b.dedup.TryAcquire(req.Topic, uk)
-		if !ok {
-			return false // its original is being stored: Send waits for it
-		}
-		if c.Dup {
-			b.sendDone(t0)
-			done(b.dupResult(c.Result), nil)
-			return true
-		}
-		b.putAsync(req, msgs, func(err error) {
-			res, err := b.sendResult(msgs, qid, err)
-			if err == nil {
-				c.Commit(dedupResult(req.Topic, qid, msgs[0]))
-			} else {
-				c.Release()
-			}
-			b.sendDone(t0)
-			done(res, err)
-		})
-		return true
-	}
-	b.putAsync(req, msgs, func(err error) {
-		res, err := b.sendResult(msgs, qid, err)
-		b.sendDone(t0)
-		done(res, err)
-	})
-	return true
-}
-
-func (b *Broker) putAsync(req *SendRequest, msgs []*message.Message, done func(error)) {
-	if req.Deferred {
-		b.st.PutDeferred(msgs, done)
-	} else {
-		b.st.PutAsync(msgs, done)
-	}
-}
-
-// FlushSends writes (or hands to the store's writer) the deferred sends
-// (SendRequest.Deferred) made so far, on the calling goroutine.
-func (b *Broker) FlushSends() { b.st.FlushDeferred() }
 
 // prepareSend validates req, finds (or, with create, auto-creates) its
 // topic, picks the queue and builds the messages to store. After the

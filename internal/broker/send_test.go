@@ -290,48 +290,6 @@ func TestClosedBrokerRefuses(t *testing.T) {
 	wantKind(t, err, KindServiceUnavailable)
 }
 
-// TestSendAsync: the async send stores like Send and answers through done;
-// a refused send answers through done at once; an unknown topic is left to
-// the caller (false, done not called) so that creating it never blocks.
-func TestSendAsync(t *testing.T) {
-	e := newEnv(t)
-	e.createTopic("T", 2)
-	type answer struct {
-		res SendResult
-		err error
-	}
-	got := make(chan answer, 1)
-	done := func(res SendResult, err error) { got <- answer{res, err} }
-	if !e.b.SendAsync(context.Background(), sendReq("T", 1, "one"), done) {
-		t.Fatal("SendAsync refused an existing topic")
-	}
-	a := <-got
-	if a.err != nil || a.res.Status != SendOK || a.res.QueueID != 1 || a.res.QueueOffset != 0 {
-		t.Fatalf("async send: %+v %v", a.res, a.err)
-	}
-	if _, phys, err := message.ParseOffsetID(a.res.MsgID); err != nil {
-		t.Fatalf("msgId %q: %v", a.res.MsgID, err)
-	} else if rec, err := e.b.ViewByOffset(phys); err != nil || string(rec.Body()) != "one" {
-		t.Fatalf("view by offset: %v", err)
-	}
-	if !e.b.SendAsync(context.Background(), sendReq("T", 9, "x"), done) {
-		t.Fatal("SendAsync refused a bad queue id without answering")
-	}
-	a = <-got
-	wantKind(t, a.err, KindSystemError, "queue id 9")
-	if e.b.SendAsync(context.Background(), sendReq("NotYet", 0, "x"), done) {
-		t.Fatal("SendAsync took a send to a topic that does not exist")
-	}
-	select {
-	case a := <-got:
-		t.Fatalf("done called for a send SendAsync declined: %+v", a)
-	default:
-	}
-	if _, ok := e.b.Topic("NotYet"); ok {
-		t.Fatal("SendAsync created a topic")
-	}
-}
-
 // TestNoSendAckedBeforeItsTopicIsDurable: while an auto-created topic's
 // config is being written, the topic is already visible, but no send to it
 // is acknowledged until the config is on disk (a crash in between would
@@ -356,12 +314,10 @@ func TestNoSendAckedBeforeItsTopicIsDurable(t *testing.T) {
 	if _, ok := e.b.Topic("New"); !ok {
 		t.Fatal("the topic is not visible while its config is written")
 	}
-	declined := !e.b.SendAsync(context.Background(), sendReq("New", 0, "async"), func(SendResult, error) {
-		t.Error("SendAsync answered before the topic was durable")
-	})
-	if !declined {
-		t.Fatal("SendAsync took a send while the topic config was not durable")
-	}
+	// A batch send does not wait for the topic table: SendBatch returns
+	// with the send unanswered, and answers it once the table is durable.
+	batched := make(chan error, 1)
+	e.b.SendBatch(context.Background(), []*SendRequest{sendReq("New", 0, "batched")}, func(_ int, _ SendResult, err error) { batched <- err })
 	second := make(chan error, 1)
 	go func() {
 		_, err := e.b.Send(context.Background(), sendReq("New", 0, "second"))
@@ -370,6 +326,8 @@ func TestNoSendAckedBeforeItsTopicIsDurable(t *testing.T) {
 	select {
 	case err := <-second:
 		t.Fatalf("a send was answered (%v) while the topic config was not durable", err)
+	case err := <-batched:
+		t.Fatalf("a batch send was answered (%v) while the topic config was not durable", err)
 	case err := <-first:
 		t.Fatalf("the creating send was answered (%v) before its topic was durable", err)
 	default:
@@ -381,8 +339,11 @@ func TestNoSendAckedBeforeItsTopicIsDurable(t *testing.T) {
 	if err := <-second; err != nil {
 		t.Fatal(err)
 	}
+	if err := <-batched; err != nil {
+		t.Fatal(err)
+	}
 	e.fs.InjectError(nil)
-	e.waitMax("New", 0, 2)
+	e.waitMax("New", 0, 3)
 }
 
 // TestSendBusyWhileTheDiskStalls: while the disk does not sync, sends are

@@ -25,6 +25,7 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"sync"
 
 	v2 "github.com/apache/rocketmq-clients/golang/v5/protocol/v2"
 	"google.golang.org/grpc/peer"
@@ -53,8 +54,25 @@ func (s *Server) SendMessage(ctx context.Context, req *v2.SendMessageRequest) (*
 	born := bornHost(ctx)
 	id := header(ctx, headerClientID)
 	entries := make([]*v2.SendResultEntry, len(msgs))
+	reqs := make([]*broker.SendRequest, 0, len(msgs))
+	idx := make([]int, 0, len(msgs)) // reqs[k] stores msgs[idx[k]]
 	for i, m := range msgs {
-		entries[i] = s.sendOne(ctx, id, m, born)
+		var req *broker.SendRequest
+		if entries[i], req = s.prepareOne(id, m, born); req != nil {
+			reqs = append(reqs, req)
+			idx = append(idx, i)
+		}
+	}
+	if len(reqs) > 0 {
+		// One broker call: the messages go to the commit log as one group
+		// commit.
+		var answered sync.WaitGroup
+		answered.Add(len(reqs))
+		s.b.SendBatch(ctx, reqs, func(k int, res broker.SendResult, err error) {
+			s.sent(entries[idx[k]], msgs[idx[k]], res, err)
+			answered.Done()
+		})
+		answered.Wait()
 	}
 	return &v2.SendMessageResponse{Status: summary(entries, func(e *v2.SendResultEntry) *v2.Status { return e.Status }), Entries: entries}, nil
 }
@@ -87,16 +105,14 @@ func bornHost(ctx context.Context) netip.AddrPort {
 	return ap
 }
 
-// sendOne validates and stores one message. The entry's transaction id
-// is the message id, for every type of message, as RocketMQ's proxy
-// answers.
-func (s *Server) sendOne(ctx context.Context, clientID string, m *v2.Message, born netip.AddrPort) *v2.SendResultEntry {
-	sp := m.GetSystemProperties()
-	entry := &v2.SendResultEntry{MessageId: sp.GetMessageId()}
+// prepareOne validates one message and returns its entry and the broker
+// send to store it, or the entry with the refusing status and no send.
+func (s *Server) prepareOne(clientID string, m *v2.Message, born netip.AddrPort) (*v2.SendResultEntry, *broker.SendRequest) {
+	entry := &v2.SendResultEntry{MessageId: m.GetSystemProperties().GetMessageId()}
 	req, typ, st := s.sendRequest(m, born)
 	if st != nil {
 		entry.Status = st
-		return entry
+		return entry, nil
 	}
 	if typ == v2.MessageType_TRANSACTION && clientID != "" {
 		// The producer answers check-backs of this topic: make sure the
@@ -105,17 +121,22 @@ func (s *Server) sendOne(ctx context.Context, clientID string, m *v2.Message, bo
 			s.register(c)
 		}
 	}
-	res, err := s.b.Send(ctx, req)
+	return entry, req
+}
+
+// sent fills the entry of m with the broker's answer. The entry's
+// transaction id is the message id, for every type of message, as
+// RocketMQ's proxy answers.
+func (s *Server) sent(entry *v2.SendResultEntry, m *v2.Message, res broker.SendResult, err error) {
 	if err != nil {
 		entry.Status = s.brokerStatus(err, "send")
-		return entry
+		return
 	}
 	entry.Status = okStatus()
 	entry.Offset = res.QueueOffset
 	// RocketMQ answers the message id (UNIQ_KEY) as the transaction id of
 	// every send; a half is found by it again (EndTransaction).
-	entry.TransactionId = sp.GetMessageId()
-	return entry
+	entry.TransactionId = m.GetSystemProperties().GetMessageId()
 }
 
 // sendRequest builds the broker send for m, or the status refusing it.

@@ -198,9 +198,7 @@ func TestMetricsAfterProduceAndConsume(t *testing.T) {
 	e.send(sendReq(topic, 0, "body", map[string]string{message.PropertyUniqKey: "K0"}))
 	for range 5 {
 		done := make(chan error, 1)
-		if !e.b.SendAsync(context.Background(), sendReq(topic, 1, "body", nil), func(_ broker.SendResult, err error) { done <- err }) {
-			t.Fatal("SendAsync did not take a send to an existing topic")
-		}
+		e.b.SendBatch(context.Background(), []*broker.SendRequest{sendReq(topic, 1, "body", nil)}, func(_ int, _ broker.SendResult, err error) { done <- err })
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}

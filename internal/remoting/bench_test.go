@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"sync"
 	"testing"
 	"time"
 )
@@ -122,4 +123,60 @@ func BenchmarkReadFrameBudget(b *testing.B) {
 		}
 		return cmd, err
 	})
+}
+
+// BenchmarkBurstReplies: 64 requests in flight on one connection to a
+// batch handler whose answers come in bursts from another goroutine, as a
+// commit log's flusher answers a group of sends under sync flush. (The
+// writer used to yield once when woken, to let a burst finish queuing;
+// measured with and without it, 77.5k/76.8k and 131k/128k msgs/s: it bought
+// nothing measurable and went.)
+func BenchmarkBurstReplies(b *testing.B) { benchBurstReplies(b) }
+
+func benchBurstReplies(b *testing.B) {
+	type burst struct {
+		reqs  []*Command
+		reply func(int, func() *Command)
+	}
+	bursts := make(chan burst, 64)
+	s := NewServer(ServerOptions{})
+	s.HandleBatch(func(_ context.Context, _ *Conn, reqs []*Command, reply func(int, func() *Command)) {
+		bursts <- burst{append([]*Command(nil), reqs...), reply}
+	}, codeAsync)
+	go func() {
+		// The "flusher": answers each burst in one go.
+		for bu := range bursts {
+			for i, req := range bu.reqs {
+				bu.reply(i, func() *Command { return NewResponse(req, CodeSuccess, "") })
+			}
+		}
+	}()
+	ln := listen(b)
+	go s.Serve(ln)
+	defer func() { s.Close(); close(bursts) }()
+	cl := NewClient(ClientOptions{})
+	defer cl.Close()
+	conn, err := cl.Conn(context.Background(), ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	body := make([]byte, 1024)
+	window := make(chan struct{}, 64)
+	var wg sync.WaitGroup
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		window <- struct{}{}
+		wg.Add(1)
+		req := NewRequest(codeAsync, nil, body)
+		conn.InvokeAsync(req, func(_ *Command, err error) {
+			if err != nil {
+				b.Error(err)
+			}
+			<-window
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
 }

@@ -97,8 +97,8 @@ type Command struct {
 	// Its fields come after those of ExtFields and before those of ext.
 	bext string
 	// ext holds ext fields as a list, after those of ExtFields and bext:
-	// set by AppendExt, and by the JSON decoder for requests given to an
-	// AsyncHandler (building a map costs more than the send it carries).
+	// set by AppendExt, and by the JSON decoder for requests given to a
+	// BatchHandler (building a map costs more than the send it carries).
 	// Ext reads all three.
 	ext []extPair
 
@@ -164,8 +164,8 @@ func (c *Command) SetExt(key, value string) *Command {
 }
 
 // Ext returns the ext field key, or "" when it is absent. Handlers
-// registered with HandleAsync must read ext fields with Ext (their
-// request's ExtFields is nil).
+// registered with HandleBatch must read ext fields with Ext (their
+// requests' ExtFields is nil).
 func (c *Command) Ext(key string) string {
 	for i := len(c.ext) - 1; i >= 0; i-- {
 		if p := &c.ext[i]; p.key == key {

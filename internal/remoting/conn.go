@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -24,16 +23,39 @@ import (
 // For requests with the oneway flag the response is discarded.
 type Handler func(ctx context.Context, c *Conn, req *Command) *Command
 
-// AsyncHandler answers a request without a goroutine of its own, for the
-// hot requests (sends) where a goroutine per request costs more than the
-// work. It runs on the connection's reader, so it must not block: slow work
-// goes to a goroutine of its own. It calls reply exactly once — at once or
-// later, from any goroutine, without blocking — with a function that builds
-// the response (or nil to send none). build runs on the connection's writer
-// goroutine, so whoever answers (often a storage goroutine) pays next to
-// nothing. Until reply is called the request counts against the
-// connection's in-flight limit. Later calls of reply are ignored.
-type AsyncHandler func(ctx context.Context, c *Conn, req *Command, reply func(build func() *Command))
+// BatchHandler answers requests without a goroutine per request, for the
+// hot requests (sends) where a goroutine costs more than the work, and
+// sees together the requests that came together: the connection's reader
+// gathers the consecutive requests of the codes registered with one
+// HandleBatch call that it decodes from what it has buffered (what one
+// socket read brought), and calls the handler once with them, in arrival
+// order, before it would wait — for more bytes, for an in-flight slot, or
+// for the writer to drain — and before it handles any other frame. A batch
+// holds at most MaxBatchRequests requests and MaxBatchBodyBytes of bodies
+// (the request that reaches the byte bound ends its batch).
+//
+// It runs on the connection's reader, so it must not block: slow work goes
+// to a goroutine of its own. reqs is the reader's: it may be reused once h
+// returns (the requests themselves stay valid until answered). For each i
+// it calls reply(i, build) exactly once — at once or later, from any
+// goroutine, without blocking — with a function that builds the response
+// to reqs[i] (or nil to send none). build runs on the connection's writer
+// goroutine (or on its reader, which writes what was queued before it
+// reads again), so whoever answers (often a storage goroutine) pays next to
+// nothing. Until it is answered a request counts against the connection's
+// in-flight limit. Later calls of reply for the same i are ignored.
+type BatchHandler func(ctx context.Context, c *Conn, reqs []*Command, reply func(i int, build func() *Command))
+
+// Bounds of one BatchHandler call.
+const (
+	// MaxBatchRequests bounds the requests of one batch (and so of one
+	// store submission).
+	MaxBatchRequests = 128
+	// MaxBatchBodyBytes bounds the body bytes a batch gathers: the request
+	// that reaches it is the batch's last. Batches are usually far below
+	// it, since a batch holds what one 64 KiB read brought.
+	MaxBatchBodyBytes = 1 << 20
+)
 
 const (
 	// DefaultMaxInFlightPerConn bounds the handlers running for one
@@ -74,9 +96,8 @@ type owner struct {
 	maxFrame    int
 	maxInFlight int
 	handler     func(code int16) Handler
-	async       func(code int16) AsyncHandler // nil, or returns nil for codes without one
+	batch       func(code int16) *batchReg // nil, or returns nil for codes without one
 	onClose     func(*Conn)
-	onIdle      func(*Conn) // nil, or the server's OnReadIdle
 	// readerWrites: the reader writes what was queued while it was busy
 	// (server connections). A client's reader only reads: were the readers
 	// of both ends writing to each other, with both sockets full, neither
@@ -133,16 +154,17 @@ type Conn struct {
 	wsignal chan struct{} // cap 1: wq is not empty
 
 	// wio is held by whoever takes wq and writes it: the writer goroutine,
-	// or the reader writing the replies its idle hook produced (writeOut).
+	// or the reader writing the replies queued while it was busy
+	// (writeOut).
 	wio     sync.Mutex
 	wbatch  []outFrame  // guarded by wio
 	wbufs   net.Buffers // guarded by wio
 	wfailed bool        // guarded by wio: a write failed, drop the rest
 	wdlAt   time.Time   // guarded by wio: when armWrite last set the write deadline
 	// readerWrites is set (owner.readerWrites only) while the reader
-	// handles what it read, up to and including its idle hook: frames
-	// queued meanwhile do not wake the writer, because the reader writes
-	// them itself before it reads again.
+	// handles what it read, up to and including its batch handler call:
+	// frames queued meanwhile do not wake the writer, because the reader
+	// writes them itself before it reads again.
 	readerWrites atomic.Bool
 
 	vmu    sync.Mutex
@@ -506,11 +528,6 @@ func (c *Conn) writeLoop() {
 		closing := false
 		select {
 		case <-c.wsignal:
-			// Whoever queued this frame has likely readied others that are
-			// about to queue theirs (the reader delivering a burst of
-			// responses, the store answering a group of sends): let them,
-			// so that one writev carries the lot.
-			runtime.Gosched()
 		case <-c.wstop:
 			closing = true
 		}
@@ -620,14 +637,11 @@ func (c *Conn) isClosing() bool {
 	}
 }
 
-// idle runs the owner's idle hook, then (owner.readerWrites) writes what
-// was queued while the reader was busy, on this goroutine, unless the
-// writer is writing (then the writer is woken). The reader calls it before
-// it may block.
+// idle (owner.readerWrites) writes what was queued while the reader was
+// busy, on this goroutine, unless the writer is writing (then the writer
+// is woken). The reader calls it, after handing on its batch, before it may
+// block.
 func (c *Conn) idle() {
-	if c.own.onIdle != nil {
-		c.own.onIdle(c)
-	}
 	if !c.own.readerWrites {
 		return
 	}
@@ -662,13 +676,16 @@ func (c *Conn) readLoop() {
 	if lim != nil && (c.rbudget != nil || lim.budget != nil) {
 		fb = c
 	}
+	var b batch
 	for {
 		if lim != nil && lim.ConnWriteQueueBytes > 0 && c.wbytes.Load() > lim.ConnWriteQueueBytes {
+			c.runBatch(&b)
 			if !c.waitDrained() {
 				break
 			}
 		}
 		if !frameBuffered(br) {
+			c.runBatch(&b)
 			c.idle()
 			if err := c.awaitFrame(br); err != nil {
 				c.readFailed(err)
@@ -689,11 +706,14 @@ func (c *Conn) readLoop() {
 		if c.own.readerWrites {
 			c.readerWrites.Store(true)
 		}
-		var async AsyncHandler
-		if !cmd.IsResponse() && c.own.async != nil && cmd.wideCode == 0 {
-			async = c.own.async(cmd.Code)
+		var reg *batchReg
+		if !cmd.IsResponse() && c.own.batch != nil && cmd.wideCode == 0 {
+			reg = c.own.batch(cmd.Code)
 		}
-		if async == nil && !(c.own.lazyResponses && cmd.IsResponse()) {
+		if reg != b.reg {
+			c.runBatch(&b) // a batch is of one registration, in order
+		}
+		if reg == nil && !(c.own.lazyResponses && cmd.IsResponse()) {
 			cmd.materialize()
 		}
 		if cmd.IsResponse() {
@@ -715,6 +735,8 @@ func (c *Conn) readLoop() {
 		select {
 		case c.sem <- struct{}{}:
 		default:
+			// The batch's answers (and others') free slots.
+			c.runBatch(&b)
 			c.idle()
 			select {
 			case c.sem <- struct{}{}:
@@ -725,8 +747,11 @@ func (c *Conn) readLoop() {
 		case <-c.closing:
 		default:
 			c.handlers.Add(1)
-			if async != nil {
-				c.callAsync(async, cmd)
+			if reg != nil {
+				b.add(reg, cmd)
+				if len(b.reqs) >= MaxBatchRequests || b.bytes >= MaxBatchBodyBytes {
+					c.runBatch(&b)
+				}
 				continue
 			}
 			c.own.wg.Add(1)
@@ -736,7 +761,8 @@ func (c *Conn) readLoop() {
 		c.unreserveCmd(cmd)
 		break
 	}
-	c.idle() // what this reader deferred is not left behind
+	c.runBatch(&b) // what this reader gathered is handled, and answered
+	c.idle()
 	c.Close()
 	c.failPending()
 	c.handlers.Wait()
@@ -957,8 +983,56 @@ func (c *Conn) call(req *Command) (resp *Command) {
 	return c.own.handler(req.Code)(c.ctx, c, req)
 }
 
-// asyncCall is one request given to an AsyncHandler.
-type asyncCall struct {
+// batchReg is one HandleBatch registration: requests of its codes that
+// come one after another form one batch.
+type batchReg struct{ h BatchHandler }
+
+// batch is the requests the reader gathered for one registration and not
+// yet handed on; each holds an in-flight slot and counts in c.handlers.
+type batch struct {
+	reg   *batchReg
+	reqs  []*Command
+	bytes int
+}
+
+func (b *batch) add(reg *batchReg, cmd *Command) {
+	b.reg = reg
+	b.reqs = append(b.reqs, cmd)
+	b.bytes += len(cmd.Body)
+}
+
+// runBatch hands the gathered requests to their handler, once, and empties
+// b. A panic in the handler answers each request it had not answered with
+// SYSTEM_ERROR.
+func (c *Conn) runBatch(b *batch) {
+	if len(b.reqs) == 0 {
+		b.reg = nil
+		return
+	}
+	calls := make([]replyOnce, len(b.reqs))
+	for i, req := range b.reqs {
+		calls[i] = replyOnce{c: c, req: req}
+	}
+	reply := func(i int, build func() *Command) { calls[i].reply(build) }
+	h, reqs := b.reg.h, b.reqs
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error("handler panicked", "code", calls[0].req.Code, "requests", len(calls), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			for i := range calls {
+				req := calls[i].req
+				calls[i].reply(func() *Command {
+					return NewResponse(req, CodeSystemError, fmt.Sprintf("internal error handling request code %d", req.Code))
+				})
+			}
+		}
+		clear(b.reqs)
+		b.reqs, b.reg, b.bytes = b.reqs[:0], nil, 0
+	}()
+	h(c.ctx, c, reqs, reply)
+}
+
+// replyOnce is one request given to a BatchHandler.
+type replyOnce struct {
 	c       *Conn
 	req     *Command
 	replied atomic.Bool
@@ -966,7 +1040,8 @@ type asyncCall struct {
 
 // reply queues the response builder (bypassing the queue bound: the
 // in-flight limit bounds these) and frees the request's in-flight slot.
-func (a *asyncCall) reply(build func() *Command) {
+// Only the first call acts.
+func (a *replyOnce) reply(build func() *Command) {
 	if !a.replied.CompareAndSwap(false, true) {
 		return
 	}
@@ -989,22 +1064,7 @@ func (a *asyncCall) reply(build func() *Command) {
 	c.handlers.Done()
 }
 
-// callAsync runs h on the reader; a panic becomes a SYSTEM_ERROR answer
-// unless h replied before it.
-func (c *Conn) callAsync(h AsyncHandler, req *Command) {
-	a := &asyncCall{c: c, req: req}
-	defer func() {
-		if r := recover(); r != nil {
-			c.log.Error("handler panicked", "code", req.Code, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-			a.reply(func() *Command {
-				return NewResponse(req, CodeSystemError, fmt.Sprintf("internal error handling request code %d", req.Code))
-			})
-		}
-	}()
-	h(c.ctx, c, req, a.reply)
-}
-
-// buildFrame builds and encodes a response queued by an async reply. It
+// buildFrame builds and encodes a response queued by a batch reply. It
 // reports false when there is nothing to write.
 func (c *Conn) buildFrame(f *outFrame) bool {
 	resp := f.build()

@@ -59,11 +59,18 @@
 // while the limit is reached); responses go out in completion order and
 // are matched by opaque.
 //
-// On a Server's connections the reader also writes: before it may block
-// (no whole frame buffered, or no handler slot free) it runs the
-// OnReadIdle hook (the broker writes the sends it deferred) and then
-// writes what was queued while it was busy itself, unless the writer is
-// writing; frames queued while it is busy do not wake the writer. A
+// Requests of codes registered with HandleBatch (sends) run on no
+// goroutine of their own: the reader gathers the consecutive ones it
+// decodes from its buffer and hands them to their BatchHandler in one call
+// before it may block (no whole frame buffered, no handler slot free, the
+// write queue over its bound), before any other frame, or at the batch
+// bounds (MaxBatchRequests, MaxBatchBodyBytes), so that the broker sees
+// what one socket read brought as one batch.
+//
+// On a Server's connections the reader also writes: before it may block,
+// once its batch is handed on, it writes what was queued while it was busy
+// itself, unless the writer is writing; frames queued while it is busy do
+// not wake the writer. A
 // Client's reader only reads, so that two of our processes never both
 // wait to write to a peer that is itself waiting to write.
 //

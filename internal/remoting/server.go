@@ -38,9 +38,8 @@ type Server struct {
 	opts     ServerOptions
 	log      *slog.Logger
 	handlers atomic.Pointer[map[int16]Handler]
-	async    atomic.Pointer[map[int16]AsyncHandler]
+	batch    atomic.Pointer[map[int16]*batchReg]
 	def      atomic.Pointer[Handler]
-	idle     atomic.Pointer[func(*Conn)]
 	own      owner
 
 	ctx    context.Context
@@ -86,17 +85,16 @@ func NewServer(opts ServerOptions) *Server {
 	}
 	empty := map[int16]Handler{}
 	s.handlers.Store(&empty)
-	noAsync := map[int16]AsyncHandler{}
-	s.async.Store(&noAsync)
+	noBatch := map[int16]*batchReg{}
+	s.batch.Store(&noBatch)
 	s.own = owner{
 		wg:          &s.wg,
 		log:         log,
 		maxFrame:    opts.MaxFrameBytes,
 		maxInFlight: opts.MaxInFlightPerConn,
 		handler:     s.handler,
-		async:       s.asyncHandler,
+		batch:       s.batchHandler,
 		onClose:     s.connClosed,
-		onIdle:      s.readIdle,
 		// The peers are clients whose readers only read (or other
 		// RocketMQ clients, whose readers do not wait on their writes).
 		readerWrites: true,
@@ -105,46 +103,40 @@ func NewServer(opts ServerOptions) *Server {
 	return s
 }
 
-// OnReadIdle sets fn to be called on a connection's reader goroutine
-// whenever the reader is about to wait: no whole frame is buffered, or
-// every handler slot is taken. Async handlers that defer work (the
-// broker's deferred sends) finish it here, so what one socket read brought
-// is handled as one batch. Set it before Serve, with the handlers.
-func (s *Server) OnReadIdle(fn func(*Conn)) { s.idle.Store(&fn) }
-
-func (s *Server) readIdle(c *Conn) {
-	if fn := s.idle.Load(); fn != nil {
-		(*fn)(c)
-	}
-}
-
 // Handle registers h for requests with the given code, replacing any
 // earlier one. Call it before Serve (it is safe, but racy in effect, later).
 func (s *Server) Handle(code int16, h Handler) { s.setHandler(code, h, nil) }
 
-// HandleAsync registers h for requests with the given code, replacing any
-// earlier handler of either kind. Call it before Serve.
-func (s *Server) HandleAsync(code int16, h AsyncHandler) { s.setHandler(code, nil, h) }
+// HandleBatch registers h for requests with the given codes, replacing any
+// earlier handler of either kind for them: requests of these codes that
+// arrive one after another on a connection are handed to h together (see
+// BatchHandler). Call it before Serve.
+func (s *Server) HandleBatch(h BatchHandler, codes ...int16) {
+	reg := &batchReg{h: h}
+	for _, code := range codes {
+		s.setHandler(code, nil, reg)
+	}
+}
 
-// setHandler installs h or a (one of them is nil) for code.
-func (s *Server) setHandler(code int16, h Handler, a AsyncHandler) {
+// setHandler installs h or b (one of them is nil) for code.
+func (s *Server) setHandler(code int16, h Handler, b *batchReg) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	hs := maps.Clone(*s.handlers.Load())
-	as := maps.Clone(*s.async.Load())
+	bs := maps.Clone(*s.batch.Load())
 	delete(hs, code)
-	delete(as, code)
+	delete(bs, code)
 	if h != nil {
 		hs[code] = h
 	}
-	if a != nil {
-		as[code] = a
+	if b != nil {
+		bs[code] = b
 	}
 	s.handlers.Store(&hs)
-	s.async.Store(&as)
+	s.batch.Store(&bs)
 }
 
-func (s *Server) asyncHandler(code int16) AsyncHandler { return (*s.async.Load())[code] }
+func (s *Server) batchHandler(code int16) *batchReg { return (*s.batch.Load())[code] }
 
 // HandleDefault registers h for codes without a handler. Without it they
 // are answered with code 3 (REQUEST_CODE_NOT_SUPPORTED) and the remark

@@ -121,3 +121,49 @@ func BenchmarkGetMessages(b *testing.B) {
 	}
 	b.ReportMetric(float64(msgs)/b.Elapsed().Seconds(), "msgs/s")
 }
+
+// BenchmarkPutBatches is the store's side of a remoting connection's sends
+// of one read: 64 one-message groups of 1 KiB put with one call through an
+// Appender (written on this goroutine under async flush) and waited for,
+// by one caller and by 4 (four connections) at once. One op is one message.
+func BenchmarkPutBatches(b *testing.B) {
+	for _, mode := range []commitlog.FlushMode{commitlog.FlushSync, commitlog.FlushAsync} {
+		for _, callers := range []int{1, 4} {
+			b.Run(fmt.Sprintf("flush=%s/callers=%d", mode, callers), func(b *testing.B) {
+				s := benchStore(b, mode)
+				b.ReportAllocs()
+				b.SetBytes(1024)
+				const n = 64
+				var next atomic.Int64
+				var wg sync.WaitGroup
+				b.ResetTimer()
+				for c := range callers {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						app := s.NewAppender()
+						groups := make([][]*message.Message, n)
+						for i := range groups {
+							groups[i] = []*message.Message{benchMessage(1024, c*n+i)}
+						}
+						var answered sync.WaitGroup
+						done := func(_ int, err error) {
+							if err != nil {
+								b.Error(err)
+							}
+							answered.Done()
+						}
+						for next.Add(n) <= int64(b.N)+n-1 {
+							answered.Add(n)
+							app.PutBatches(groups, done)
+							answered.Wait()
+						}
+					}()
+				}
+				wg.Wait()
+				b.StopTimer()
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+			})
+		}
+	}
+}

@@ -110,13 +110,14 @@ func TestFailedRollOverOnARealFullDisk(t *testing.T) {
 			put := func(msgs []*message.Message) error {
 				var err error
 				if mode == commitlog.FlushAsync {
-					// A connection's deferred sends, written by Flush.
+					// A connection's sends of one read, written by its
+					// Appender on this goroutine.
 					errs := make(chan error, len(msgs))
-					for _, m := range msgs {
-						one := []*message.Message{m}
-						s.PutDeferred(one, func(err error) { led.record(one, err); errs <- err })
+					groups := make([][]*message.Message, len(msgs))
+					for i, m := range msgs {
+						groups[i] = []*message.Message{m}
 					}
-					s.FlushDeferred()
+					s.NewAppender().PutBatches(groups, func(i int, err error) { led.record(groups[i], err); errs <- err })
 					for range msgs {
 						if e := <-errs; e != nil {
 							err = e

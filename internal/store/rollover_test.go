@@ -129,13 +129,13 @@ func checkLedger(t *testing.T, s *Store, fsys vfs.FS, led *sendLedger, when stri
 // TestFailedRollOverStoresNothingOfARefusedSend: the next segment cannot be
 // preallocated (full disk) under sends that straddle the segment end: as one
 // batch, as a group of concurrent single sends, and as a connection's
-// deferred sends. Every acknowledged message stays readable at its offset,
-// nothing refused is in the log, dispatch keeps running, the store accepts
+// sends of one read put as one submission (PutBatches). Every acknowledged
+// message stays readable at its offset, nothing refused is in the log, dispatch keeps running, the store accepts
 // sends again once there is space, and it reopens (after a crash clone
 // under sync flush) with the same contents.
 func TestFailedRollOverStoresNothingOfARefusedSend(t *testing.T) {
 	for _, mode := range []commitlog.FlushMode{commitlog.FlushSync, commitlog.FlushAsync} {
-		for _, kind := range []string{"batch", "group", "deferred"} {
+		for _, kind := range []string{"batch", "group", "batches"} {
 			if kind == "group" && mode == commitlog.FlushAsync {
 				continue // only sync flush gathers concurrent appends deterministically
 			}
@@ -197,14 +197,15 @@ func rollOverScenario(t *testing.T, mode commitlog.FlushMode, kind string) {
 			t.Fatalf("the send before the group: %v", err)
 		}
 		answered.Wait()
-	case "deferred":
+	case "batches":
+		// A connection's sends of one read, put through its Appender.
 		var answered sync.WaitGroup
-		for _, m := range straddle {
+		groups := make([][]*message.Message, len(straddle))
+		for i, m := range straddle {
 			answered.Add(1)
-			one := []*message.Message{m}
-			s.PutDeferred(one, func(err error) { led.record(one, err); answered.Done() })
+			groups[i] = []*message.Message{m}
 		}
-		s.FlushDeferred()
+		s.NewAppender().PutBatches(groups, func(i int, err error) { led.record(groups[i], err); answered.Done() })
 		answered.Wait()
 	}
 	refusedStraddle := 0

@@ -276,18 +276,6 @@ func (s *Store) PutBatch(msgs []*message.Message) error {
 // PutAsync stores msgs and calls done once they are durable under the flush
 // mode, or with the error. done runs on a store goroutine and must not block.
 func (s *Store) PutAsync(msgs []*message.Message, done func(error)) {
-	s.putAsync(msgs, done, s.clog.AppendAsync)
-}
-
-// PutDeferred is PutAsync that may hold the write until the next
-// FlushDeferred (see commitlog.Log.AppendDeferred): a connection reader
-// defers the sends of one socket read and flushes before it reads again.
-// The caller must call FlushDeferred before it blocks.
-func (s *Store) PutDeferred(msgs []*message.Message, done func(error)) {
-	s.putAsync(msgs, done, s.clog.AppendDeferred)
-}
-
-func (s *Store) putAsync(msgs []*message.Message, done func(error), appendLog func([]*message.Message, func(commitlog.Result, error))) {
 	if len(msgs) > 0 && s.mem.isMemTopic(s.meta, msgs[0].Topic) {
 		done(s.mem.put(s, msgs))
 		return
@@ -299,12 +287,76 @@ func (s *Store) putAsync(msgs []*message.Message, done func(error), appendLog fu
 	for _, m := range msgs {
 		m.StoreHost = s.cfg.StoreHost
 	}
-	appendLog(msgs, func(_ commitlog.Result, err error) { done(s.putError(err)) })
+	s.clog.AppendAsync(msgs, func(_ commitlog.Result, err error) { done(s.putError(err)) })
 }
 
-// FlushDeferred writes (under async flush) or hands to the writer (under
-// sync flush) every PutDeferred so far.
-func (s *Store) FlushDeferred() { s.clog.Flush() }
+// PutBatches stores each of groups as PutAsync would (a group's messages
+// consecutive records) and hands every group for the commit log to its
+// writer as one submission, so that they are written as one group commit
+// (commitlog.Log.AppendMany). done(i, err) is called once per group i, on
+// a store goroutine or on the caller's (in-memory topics, refusals); it
+// must not block. The messages must not be modified until their done runs.
+func (s *Store) PutBatches(groups [][]*message.Message, done func(i int, err error)) {
+	s.putBatches(groups, done, s.clog.AppendMany)
+}
+
+// An Appender is one caller's handle for PutBatches (a remoting
+// connection's reader has one): under async flush it writes on the
+// caller's goroutine and has answered every group when PutBatches returns
+// (see commitlog.Appender). It serves one call at a time.
+type Appender struct {
+	s   *Store
+	app *commitlog.Appender
+}
+
+// NewAppender returns an Appender for one caller.
+func (s *Store) NewAppender() *Appender { return &Appender{s: s, app: s.clog.NewAppender()} }
+
+// PutBatches is Store.PutBatches through the appender.
+func (a *Appender) PutBatches(groups [][]*message.Message, done func(i int, err error)) {
+	a.s.putBatches(groups, done, a.app.AppendMany)
+}
+
+func (s *Store) putBatches(groups [][]*message.Message, done func(int, error), appendMany func([][]*message.Message, func(int, commitlog.Result, error))) {
+	disk := groups
+	var idx []int // disk[k] is groups[idx[k]], when some groups are not for the log
+	for i, g := range groups {
+		var err error
+		switch {
+		case len(g) > 0 && s.mem.isMemTopic(s.meta, g[0].Topic):
+			err = s.mem.put(s, g)
+		case s.diskFull.Load():
+			err = s.diskFullError()
+		default:
+			for _, m := range g {
+				m.StoreHost = s.cfg.StoreHost
+			}
+			if idx != nil {
+				disk = append(disk, g)
+				idx = append(idx, i)
+			}
+			continue
+		}
+		if idx == nil {
+			// From here on only the groups for the log are passed on.
+			disk = append([][]*message.Message(nil), groups[:i]...)
+			idx = make([]int, i, len(groups))
+			for k := range idx {
+				idx[k] = k
+			}
+		}
+		done(i, err)
+	}
+	if len(disk) == 0 {
+		return
+	}
+	appendMany(disk, func(k int, _ commitlog.Result, err error) {
+		if idx != nil {
+			k = idx[k]
+		}
+		done(k, s.putError(err))
+	})
+}
 
 // Durable is the commit-log offset below which messages are readable.
 func (s *Store) Durable() int64 { return s.clog.Durable() }

@@ -108,9 +108,9 @@
 //			CommitLogOffset: msg.PhysicalOffset, StoredAt: msg.StoreTimestamp})
 //	}
 //
-// SendAsync must not block: it uses TryAcquire and, when the id is held by
-// a send still being stored, returns false so that the caller runs Send
-// on a goroutine of its own (as for a topic that must be created). The
+// SendBatch must not block: it uses TryAcquire and, when the id is held by
+// a send still being stored, finishes that send on a goroutine of the
+// broker's that calls Acquire (as for a topic that must be created). The
 // store's done callback Commits or Releases; both are O(1) and do not
 // block.
 //

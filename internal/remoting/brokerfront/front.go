@@ -2,7 +2,6 @@ package brokerfront
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -66,10 +65,7 @@ func New(b *broker.Broker, opts Options) *Front {
 
 // Register installs the handlers on s.
 func (f *Front) Register(s *remoting.Server) {
-	s.OnReadIdle(f.readIdle)
-	s.HandleAsync(rmq.CodeSendMessage, f.send)
-	s.HandleAsync(codeSendMessageV2, f.send)
-	s.HandleAsync(rmq.CodeSendBatchMessage, f.send)
+	s.HandleBatch(f.send, rmq.CodeSendMessage, codeSendMessageV2, rmq.CodeSendBatchMessage)
 	s.Handle(rmq.CodePullMessage, f.pull)
 	s.Handle(rmq.CodeQueryConsumerOffset, f.queryConsumerOffset)
 	s.Handle(rmq.CodeUpdateConsumerOffset, f.updateConsumerOffset)
@@ -163,49 +159,6 @@ func addrPort(a net.Addr) netip.AddrPort {
 	}
 	ap, _ := netip.ParseAddrPort(a.String())
 	return ap
-}
-
-// numbers parses a request's numeric ext fields, remembering the first
-// that is not a number: the request is then refused with a remark that
-// names it, instead of running with 0 (Java refuses such a header too). An
-// absent or empty field is 0.
-type numbers struct {
-	field, value string // the first field that did not parse
-	bits         int
-}
-
-func (n *numbers) int32(field, v string) int32 {
-	return int32(n.parse(field, v, 32))
-}
-
-func (n *numbers) int64(field, v string) int64 { return n.parse(field, v, 64) }
-
-func (n *numbers) parse(field, v string, bits int) int64 {
-	if v == "" {
-		return 0
-	}
-	x, err := strconv.ParseInt(v, 10, bits)
-	if err != nil {
-		if n.field == "" {
-			n.field, n.value, n.bits = field, v, bits
-		}
-		return 0
-	}
-	return x
-}
-
-// refused is the answer to a request with a field that did not parse
-// (code: MESSAGE_ILLEGAL for sends, SYSTEM_ERROR for the rest, as Java),
-// or nil when all did.
-func (n *numbers) refused(req *remoting.Command, code int16) *remoting.Command {
-	if n.field == "" {
-		return nil
-	}
-	v := n.value
-	if len(v) > 64 {
-		v = v[:64] + "..."
-	}
-	return remoting.NewResponse(req, code, fmt.Sprintf("request header field %s is %q, not a %d-bit integer; send it as decimal digits", n.field, v, n.bits))
 }
 
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }

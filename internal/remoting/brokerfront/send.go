@@ -53,28 +53,53 @@ func decodeSend(born netip.AddrPort, req *remoting.Command) (*broker.SendRequest
 	return sr, nil
 }
 
-// send is the async handler of the send codes: the store answers it, and
-// the response is built on the connection's writer. A send to a topic that
-// must be created first runs on a goroutine of its own.
-func (f *Front) send(ctx context.Context, c *remoting.Conn, req *remoting.Command, reply func(func() *remoting.Command)) {
-	sr, refused := sendRequest(c, req)
-	if refused != nil {
-		reply(func() *remoting.Command { return refused })
+// send is the batch handler of the send codes: the sends the connection's
+// reader decoded from one read go to the broker in one SendBatch, through
+// the connection's Sender (one group commit; under async flush written on
+// this reader, which then writes the replies too). The broker answers
+// each; the response is built on the connection's writer (or reader).
+func (f *Front) send(ctx context.Context, c *remoting.Conn, reqs []*remoting.Command, reply func(int, func() *remoting.Command)) {
+	b := sendBatch{srs: make([]*broker.SendRequest, 0, len(reqs)), cmds: make([]*remoting.Command, 0, len(reqs)), idx: make([]int, 0, len(reqs))}
+	for i, req := range reqs {
+		sr, refused := sendRequest(c, req)
+		if refused != nil {
+			reply(i, func() *remoting.Command { return refused })
+			continue
+		}
+		b.srs = append(b.srs, sr)
+		b.cmds = append(b.cmds, req)
+		b.idx = append(b.idx, i)
+	}
+	if len(b.srs) == 0 {
 		return
 	}
-	done := func(res broker.SendResult, err error) {
-		reply(func() *remoting.Command { return f.sendResponse(req, res, err) })
-	}
-	sr.Deferred = true // written at ReadIdle, with the rest of this read
-	if f.b.SendAsync(ctx, sr, done) {
-		return
-	}
-	sr.Deferred = false
-	go func() { done(f.b.Send(ctx, sr)) }()
+	f.sender(c).SendBatch(ctx, b.srs, func(k int, res broker.SendResult, err error) {
+		req := b.cmds[k]
+		reply(b.idx[k], func() *remoting.Command { return f.sendResponse(req, res, err) })
+	})
 }
 
-// readIdle writes the sends deferred by the connection readers.
-func (f *Front) readIdle(*remoting.Conn) { f.b.FlushSends() }
+// sendBatch is what send hands the broker: srs[k] is the send of cmds[k],
+// the idx[k]-th request of the reader's batch.
+type sendBatch struct {
+	srs  []*broker.SendRequest
+	cmds []*remoting.Command
+	idx  []int
+}
+
+type senderKey struct{}
+
+// sender is the connection's broker.Sender, made on its first send. Only
+// the connection's reader calls it (batch handlers run there), one batch
+// at a time, as a Sender requires.
+func (f *Front) sender(c *remoting.Conn) *broker.Sender {
+	if s, ok := c.Value(senderKey{}).(*broker.Sender); ok {
+		return s
+	}
+	s := f.b.NewSender()
+	c.SetValue(senderKey{}, s)
+	return s
+}
 
 func (f *Front) sendResponse(req *remoting.Command, res broker.SendResult, err error) *remoting.Command {
 	if err != nil {

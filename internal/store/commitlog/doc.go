@@ -30,12 +30,14 @@
 // answered once the bytes are written, and the flusher syncs every
 // FlushInterval.
 //
-// AppendDeferred holds an append until the next Flush, so that a
-// connection reader hands on everything one socket read brought at once:
-// under FlushAsync Flush writes the held appends itself, on its caller's
-// goroutine (the writer and Flush take turns on the tail under one mutex);
-// under FlushSync it passes them to the writer. Close flushes what is held
-// and waits for a Flush in progress before it stops the writer.
+// AppendMany hands the writer many appends as one submission, which it
+// writes as one group (a remoting connection's sends of one socket read).
+// An Appender is one caller's handle for that: under FlushAsync it writes
+// the group on the caller's goroutine (the writer and Appenders take turns
+// on the tail under one mutex) and has answered every append when it
+// returns, so nothing is ever held for later; under FlushSync it hands the
+// group to the writer. Close waits for an Appender's write in progress
+// before it stops the writer.
 //
 // A roll-over does no I/O that can fail for lack of space: the writer
 // prepares (creates and preallocates) the next segment once the tail is

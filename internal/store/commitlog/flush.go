@@ -131,10 +131,9 @@ func (l *Log) sweep() {
 func (l *Log) Close() error {
 	l.closeOnce.Do(func() {
 		l.closeMu.Lock()
+		// No Appender is half-way through a write (it holds closeMu), none
+		// can start one later.
 		l.closed = true
-		// Deferred appends made before Close are written; no Flush is
-		// half-way through (it holds closeMu), none can start one later.
-		l.flushDeferred()
 		l.closeMu.Unlock()
 
 		l.waitMu.Lock()

@@ -102,11 +102,11 @@ type Options struct {
 	PageCacheBytes int64
 	// OnDurable is called with the new durable offset each time it grows,
 	// from the writer or flusher goroutine (under FlushAsync also from the
-	// goroutine calling Flush), one call at a time. It must not block.
+	// goroutine of an Appender), one call at a time. It must not block.
 	OnDurable func(durable int64)
 	// OnGroupCommit, when set, is called once per group commit (never per
 	// message) from the writer or flusher goroutine (under FlushAsync also
-	// from the goroutine calling Flush); it must not block.
+	// from the goroutine of an Appender); it must not block.
 	// See GroupCommit. Metrics hang their histograms here.
 	OnGroupCommit func(GroupCommit)
 	Clock         clock.Clock
@@ -191,8 +191,8 @@ type Log struct {
 	failed  atomic.Bool
 	busy    atomic.Bool // a waiter is older than BusyAfter (sweeper)
 
-	appendc    chan *request
-	syncc      chan syncJob // writer -> flusher, FlushSync only
+	appendc    chan []*request // the requests of one submission
+	syncc      chan syncJob    // writer -> flusher, FlushSync only
 	kick       chan struct{}
 	quit       chan struct{}
 	writerDone chan struct{}
@@ -212,12 +212,12 @@ type Log struct {
 	// dropKick wakes the page-cache dropper (PageCacheBytes), cache.go.
 	dropKick chan struct{}
 
-	// Deferred appends (AppendDeferred), handed on by Flush.
-	pendMu sync.Mutex
-	pend   []*request
+	// submissions counts the request lists handed to the writer or
+	// written by an Appender (Submissions).
+	submissions atomic.Int64
 
 	// wmu is held while a batch is written: by the writer goroutine, or
-	// under FlushAsync by Flush writing deferred appends itself.
+	// under FlushAsync by an Appender writing on its caller's goroutine.
 	wmu sync.Mutex
 	// Writer-owned state (guarded by wmu).
 	queueOffsets map[queueKey]int64
@@ -271,11 +271,15 @@ func (s *segment) release() {
 
 // request is one append. Requests of single synchronous appends are pooled.
 type request struct {
-	msgs   []*message.Message
-	one    [1]*message.Message
-	size   int
-	done   chan struct{}
-	cb     func(Result, error)
+	msgs []*message.Message
+	one  [1]*message.Message
+	self [1]*request // self[0] is the request: a submission of it alone
+	size int
+	done chan struct{}
+	cb   func(Result, error)
+	// many and idx: AppendMany's callback and the group's index in it.
+	many   func(int, Result, error)
+	idx    int
 	res    Result
 	err    error
 	since  time.Time
@@ -308,7 +312,7 @@ func Open(fsys vfs.FS, dir string, opts Options) (*Log, error) {
 		dir:          dir,
 		opts:         opts,
 		log:          opts.Logger.With("component", "commitlog"),
-		appendc:      make(chan *request, opts.QueueDepth),
+		appendc:      make(chan []*request, opts.QueueDepth),
 		kick:         make(chan struct{}, 1),
 		quit:         make(chan struct{}),
 		writerDone:   make(chan struct{}),
@@ -483,14 +487,80 @@ func (l *Log) submit(r *request) error {
 	if err := l.check(r); err != nil {
 		return err
 	}
+	r.self[0] = r
+	return l.submitList(r.self[:])
+}
+
+// submitList hands reqs, checked, to the writer as one submission: the
+// writer takes them into one group.
+func (l *Log) submitList(reqs []*request) error {
 	l.closeMu.RLock()
 	defer l.closeMu.RUnlock()
 	if l.closed {
 		return ErrClosed
 	}
-	l.appendc <- r
+	l.submissions.Add(1)
+	l.appendc <- reqs
 	return nil
 }
+
+// AppendMany appends each of groups as an append of its own (its messages
+// consecutive records, answered together) and hands them all to the writer
+// as one submission, so that they are written as one group: one write and,
+// under FlushSync, one fsync (the writer splits a submission only where it
+// exceeds MaxBatchBytes, between groups). done(i, res, err) is called once
+// per group i: when it is durable under the flush mode, from a log
+// goroutine, or with the error that refused it, possibly from AppendMany
+// itself. A group refused at admission (too large, invalid) fails alone.
+// done must not block; the messages must not be modified until their done
+// runs.
+func (l *Log) AppendMany(groups [][]*message.Message, done func(i int, res Result, err error)) {
+	_, list := l.admitMany(nil, nil, groups, done)
+	if len(list) == 0 {
+		return
+	}
+	if err := l.submitList(list); err != nil {
+		failAll(list, err)
+	}
+}
+
+// admitMany makes the requests of AppendMany in reqs and list (reused when
+// large enough) and returns them, list holding those that pass check; the
+// others are answered.
+func (l *Log) admitMany(reqs []request, list []*request, groups [][]*message.Message, done func(int, Result, error)) ([]request, []*request) {
+	if cap(reqs) < len(groups) {
+		reqs = make([]request, len(groups))
+	}
+	reqs = reqs[:len(groups)]
+	list = list[:0]
+	for i, g := range groups {
+		r := &reqs[i]
+		*r = request{msgs: g, idx: i, many: done}
+		if err := l.check(r); err != nil {
+			done(i, Result{}, err)
+			continue
+		}
+		list = append(list, r)
+	}
+	return reqs, list
+}
+
+// failAll answers every request of reqs with err.
+func failAll(reqs []*request, err error) {
+	for _, r := range reqs {
+		if r.many != nil {
+			r.many(r.idx, Result{}, err)
+		} else {
+			r.cb(Result{}, err)
+		}
+	}
+}
+
+// Submissions is the number of request lists handed to the writer (one per
+// Append, AppendBatch, AppendAsync or AppendMany call that was admitted)
+// or written by an Appender. For tests and diagnostics: a batch of sends
+// that became one submission was written as one group.
+func (l *Log) Submissions() int64 { return l.submissions.Load() }
 
 // check validates r, computes its size and checksums, and refuses it when
 // the log has failed or is busy.
@@ -528,90 +598,16 @@ func (l *Log) check(r *request) error {
 	return nil
 }
 
-// AppendDeferred is AppendAsync that leaves the append pending until the
-// next Flush, so that the appends a connection reader decodes from one
-// socket read are written together, by that reader (under FlushAsync),
-// without waking the writer goroutine for each. The caller must call Flush
-// before it blocks; cb runs as for AppendAsync (from Flush's goroutine
-// under FlushAsync).
-func (l *Log) AppendDeferred(msgs []*message.Message, cb func(Result, error)) {
-	r := &request{msgs: msgs, cb: cb}
-	if err := l.check(r); err != nil {
-		cb(Result{}, err)
-		return
-	}
-	l.closeMu.RLock()
-	if l.closed {
-		l.closeMu.RUnlock()
-		cb(Result{}, ErrClosed)
-		return
-	}
-	l.pendMu.Lock()
-	l.pend = append(l.pend, r)
-	l.pendMu.Unlock()
-	l.closeMu.RUnlock()
-}
-
-// Flush hands on the deferred appends: under FlushAsync it writes them on
-// the calling goroutine (in groups of up to MaxBatchBytes) and answers
-// them; under FlushSync it passes them to the writer, whose group commit
-// gathers them. Cheap when nothing is deferred.
-func (l *Log) Flush() {
-	l.pendMu.Lock()
-	idle := len(l.pend) == 0
-	l.pendMu.Unlock()
-	if idle {
-		return
-	}
-	// Held for reading until the appends are handed on, so that Close
-	// (which takes it to flush what is left) does not stop the writer and
-	// close the segments under a Flush that is still writing.
-	l.closeMu.RLock()
-	defer l.closeMu.RUnlock()
-	l.flushDeferred()
-}
-
-// flushDeferred is Flush; the caller holds closeMu.
-func (l *Log) flushDeferred() {
-	l.pendMu.Lock()
-	if len(l.pend) == 0 {
-		l.pendMu.Unlock()
-		return
-	}
-	bp := reqSlicePool.Get().(*[]*request)
-	all := append((*bp)[:0], l.pend...)
-	batch := all
-	clear(l.pend)
-	l.pend = l.pend[:0]
-	l.pendMu.Unlock()
-	if l.opts.FlushMode == FlushAsync {
-		l.wmu.Lock()
-		for len(batch) > 0 {
-			n, bytes := 0, 0
-			for n < len(batch) && (n == 0 || bytes+batch[n].size <= l.opts.MaxBatchBytes) {
-				bytes += batch[n].size
-				n++
-			}
-			l.writeBatch(batch[:n])
-			batch = batch[n:]
-		}
-		l.wmu.Unlock()
-	} else {
-		for _, r := range batch {
-			l.appendc <- r
-		}
-	}
-	clear(all)
-	*bp = all[:0]
-	reqSlicePool.Put(bp)
-}
-
 // finish answers a request once.
 func (l *Log) finish(r *request, res Result, err error) {
 	if !r.answer.CompareAndSwap(false, true) {
 		return
 	}
 	r.res, r.err = res, err
+	if r.many != nil {
+		r.many(r.idx, res, err)
+		return
+	}
 	if r.cb != nil {
 		r.cb(res, err)
 		return
@@ -631,25 +627,24 @@ func (l *Log) writer() {
 	var batch []*request
 	token := false // the flusher's idle token is held
 	for {
-		var first *request
+		var first []*request
 		select {
 		case first = <-l.appendc:
 		case <-l.quit:
 			// Drain what was submitted before Close stopped submissions.
 			for {
 				select {
-				case r := <-l.appendc:
-					batch = append(batch[:0], r)
+				case rs := <-l.appendc:
 					l.wmu.Lock()
-					l.writeBatch(batch)
+					l.writeGroups(rs)
 					l.wmu.Unlock()
 				default:
 					return
 				}
 			}
 		}
-		batch = append(batch[:0], first)
-		bytes := first.size
+		batch = append(batch[:0], first...)
+		bytes := listBytes(first)
 		// Under FlushSync there is no point writing while an fsync runs:
 		// the bytes would wait for the next one anyway. Keep gathering
 		// until the flusher is idle (or the batch is full), so one write
@@ -658,9 +653,9 @@ func (l *Log) writer() {
 		drain:
 			for bytes < l.opts.MaxBatchBytes {
 				select {
-				case r := <-l.appendc:
-					batch = append(batch, r)
-					bytes += r.size
+				case rs := <-l.appendc:
+					batch = append(batch, rs...)
+					bytes += listBytes(rs)
 				default:
 					break drain
 				}
@@ -670,23 +665,24 @@ func (l *Log) writer() {
 		gather:
 			for bytes < l.opts.MaxBatchBytes {
 				select {
-				case r := <-l.appendc:
-					batch = append(batch, r)
-					bytes += r.size
+				case rs := <-l.appendc:
+					batch = append(batch, rs...)
+					bytes += listBytes(rs)
 				case <-l.flushIdle:
 					token = true
 					// Appenders the last sync answered are about to
-					// submit again: let them, so this write covers them.
-					for range 16 {
+					// submit again: let them, so this write covers them
+					// (BenchmarkGroupCommit/yields=0 shows what it buys).
+					for range gatherYields {
 						runtime.Gosched()
 						n := len(l.appendc)
 						if n == 0 {
 							break
 						}
 						for range n {
-							r := <-l.appendc
-							batch = append(batch, r)
-							bytes += r.size
+							rs := <-l.appendc
+							batch = append(batch, rs...)
+							bytes += listBytes(rs)
 						}
 					}
 					break gather
@@ -696,7 +692,7 @@ func (l *Log) writer() {
 			}
 		}
 		l.wmu.Lock()
-		synced := l.writeBatch(batch)
+		synced := l.writeGroups(batch)
 		l.wmu.Unlock()
 		if !synced && token {
 			// No sync job went to the flusher, so it stays idle.
@@ -704,6 +700,37 @@ func (l *Log) writer() {
 		}
 		clear(batch)
 	}
+}
+
+// gatherYields is how many times the writer under FlushSync yields, once
+// the flusher is idle, to let the appenders the last sync answered submit
+// again before it writes. A variable for BenchmarkGroupCommit.
+var gatherYields = 16
+
+func listBytes(reqs []*request) int {
+	n := 0
+	for _, r := range reqs {
+		n += r.size
+	}
+	return n
+}
+
+// writeGroups writes batch in groups of up to MaxBatchBytes (a request
+// larger than that alone), and reports whether it handed the flusher a
+// sync job. The caller holds wmu.
+func (l *Log) writeGroups(batch []*request) (synced bool) {
+	for len(batch) > 0 {
+		n, bytes := 0, 0
+		for n < len(batch) && (n == 0 || bytes+batch[n].size <= l.opts.MaxBatchBytes) {
+			bytes += batch[n].size
+			n++
+		}
+		if l.writeBatch(batch[:n]) {
+			synced = true
+		}
+		batch = batch[n:]
+	}
+	return synced
 }
 
 // writeBatch places, encodes and writes one group of requests. It reports

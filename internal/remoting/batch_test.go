@@ -12,18 +12,27 @@ import (
 
 const codeAsync int16 = 102
 
-// asyncServer serves codeAsync with h and codeEcho with the goroutine echo.
-func asyncServer(t *testing.T, opts ServerOptions, h AsyncHandler) *testServer {
+// asyncHandler answers one request the way a handler without batches
+// would: reply takes the response builder of req.
+type asyncHandler func(ctx context.Context, c *Conn, req *Command, reply func(func() *Command))
+
+// asyncServer serves codeAsync with a batch handler that gives each
+// request of a batch to h in turn, and codeEcho with the goroutine echo.
+func asyncServer(t *testing.T, opts ServerOptions, h asyncHandler) *testServer {
 	t.Helper()
 	srv := startServer(t, opts, nil)
-	srv.HandleAsync(codeAsync, h)
+	srv.HandleBatch(func(ctx context.Context, c *Conn, reqs []*Command, reply func(int, func() *Command)) {
+		for i, req := range reqs {
+			h(ctx, c, req, func(build func() *Command) { reply(i, build) })
+		}
+	}, codeAsync)
 	return srv
 }
 
-// TestAsyncHandlerAnswersLaterFromAnotherGoroutine: replies given in any
+// TestBatchHandlerAnswersLaterFromAnotherGoroutine: replies given in any
 // order from other goroutines reach the right callers; the response is
 // built on the writer, with the request's opaque.
-func TestAsyncHandlerAnswersLaterFromAnotherGoroutine(t *testing.T) {
+func TestBatchHandlerAnswersLaterFromAnotherGoroutine(t *testing.T) {
 	type held struct {
 		req   *Command
 		reply func(func() *Command)
@@ -62,13 +71,13 @@ func TestAsyncHandlerAnswersLaterFromAnotherGoroutine(t *testing.T) {
 		<-done
 	}
 	wg.Wait()
-	// The goroutine handlers still work next to the async ones.
+	// The goroutine handlers still work next to the batch ones.
 	invokeEcho(t, cl, srv.addr, 7)
 }
 
-// TestAsyncHandlerCountsAgainstInFlight: a request whose reply is pending
+// TestBatchHandlerCountsAgainstInFlight: a request whose reply is pending
 // holds its in-flight slot, so the reader stops at the limit.
-func TestAsyncHandlerCountsAgainstInFlight(t *testing.T) {
+func TestBatchHandlerCountsAgainstInFlight(t *testing.T) {
 	var mu sync.Mutex
 	var pending []func(func() *Command)
 	var reqs []*Command
@@ -107,14 +116,14 @@ func TestAsyncHandlerCountsAgainstInFlight(t *testing.T) {
 	}
 	wg.Wait()
 	if p := peak.Load(); p != 2 {
-		t.Fatalf("peak pending async requests %d, want 2", p)
+		t.Fatalf("peak pending batch requests %d, want 2", p)
 	}
 }
 
-// TestAsyncHandlerPanicAndOneway: a panic before replying answers
+// TestBatchHandlerPanicAndOneway: a panic before replying answers
 // SYSTEM_ERROR; a oneway request's reply sends nothing; a nil builder sends
 // nothing either.
-func TestAsyncHandlerPanicAndOneway(t *testing.T) {
+func TestBatchHandlerPanicAndOneway(t *testing.T) {
 	srv := asyncServer(t, ServerOptions{}, func(_ context.Context, _ *Conn, req *Command, reply func(func() *Command)) {
 		switch req.Ext("do") {
 		case "panic":
@@ -141,9 +150,9 @@ func TestAsyncHandlerPanicAndOneway(t *testing.T) {
 	}
 }
 
-// TestCloseWaitsForAsyncReplies: Close waits until pending async requests
+// TestCloseWaitsForBatchReplies: Close waits until pending batch requests
 // are answered, and their answers are flushed before the socket closes.
-func TestCloseWaitsForAsyncReplies(t *testing.T) {
+func TestCloseWaitsForBatchReplies(t *testing.T) {
 	got := make(chan func(func() *Command), 1)
 	var req0 atomic.Pointer[Command]
 	srv := asyncServer(t, ServerOptions{}, func(_ context.Context, _ *Conn, req *Command, reply func(func() *Command)) {
@@ -164,7 +173,7 @@ func TestCloseWaitsForAsyncReplies(t *testing.T) {
 	go func() { srv.Close(); close(closed) }()
 	select {
 	case <-closed:
-		t.Fatal("Close returned while an async request was unanswered")
+		t.Fatal("Close returned while a batch request was unanswered")
 	case <-time.After(50 * time.Millisecond):
 		// Not a synchronisation: only a window in which a wrong Close
 		// would return; the test passes either way if Close waits.
