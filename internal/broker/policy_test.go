@@ -108,7 +108,11 @@ func TestMessageTypeAcceptance(t *testing.T) {
 	if got := AcceptedTypes(TopicConfig{}); len(got) != 4 {
 		t.Fatalf("a topic without the attribute accepts %v", got)
 	}
-	// Only the accepted sends were stored: Fifo holds FIFO + unspecified.
+	// Only the accepted sends were stored: Fifo holds FIFO + unspecified
+	// (counted once dispatch has caught up with the log).
+	if err := e.st.WaitDispatched(ctx); err != nil {
+		t.Fatal(err)
+	}
 	var n int64
 	for q := range int32(2) {
 		n += e.st.MaxOffset("Fifo", q)
