@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -17,7 +18,7 @@ import (
 // for concurrent use. See the package doc.
 type Broker struct {
 	cfg  Config
-	st   *store.Store
+	st   store.MessageStore
 	meta *meta.Store
 	clk  clock.Clock
 	log  *slog.Logger
@@ -55,15 +56,20 @@ type Broker struct {
 	jumps  offsetJumps   // logged offset jumps, offsetjump.go
 }
 
-// New returns a broker over st, an open store the caller keeps owning
-// (close the broker first, then the store). When cfg.AutoCreateTopics is on
+// New returns a broker over st, an open message store, and md, its metadata
+// store (topics, groups, consumer offsets); the caller keeps owning both
+// (close the broker first, then the stores). Timer and pop state live in
+// st.Config().Dir on st.Config().FS. When cfg.AutoCreateTopics is on
 // it creates the TBW102 template (perm 7, cfg.DefaultTopicQueueNums queues)
 // if missing. It registers a store listener that wakes parked pulls and
 // starts the client-expiry timer.
-func New(st *store.Store, cfg Config) (*Broker, error) {
+func New(st store.MessageStore, md *meta.Store, cfg Config) (*Broker, error) {
 	cfg.fill()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if st == nil || md == nil {
+		return nil, errors.New("broker: a message store and a metadata store are required")
 	}
 	if !cfg.StoreHost.IsValid() {
 		cfg.StoreHost = st.Config().StoreHost
@@ -71,7 +77,7 @@ func New(st *store.Store, cfg Config) (*Broker, error) {
 	b := &Broker{
 		cfg:   cfg,
 		st:    st,
-		meta:  st.Meta(),
+		meta:  md,
 		clk:   cfg.Clock,
 		log:   cfg.Logger.With("component", "broker", "broker", cfg.BrokerName),
 		locks: make(map[lockKey]lockEntry),

@@ -64,7 +64,7 @@ func (e *env) open() {
 		default:
 		}
 	})
-	b, err := New(st, e.bcfg)
+	b, err := New(st, st.Meta(), e.bcfg)
 	if err != nil {
 		st.Close()
 		e.t.Fatalf("new broker: %v", err)

@@ -54,7 +54,7 @@ func (b *Broker) OnTransactionCheck(fn func(TransactionCheck) bool) {
 }
 
 func (b *Broker) openTransactions() error {
-	m, err := txn.New(b.st, b.checkTransaction, txn.Config{Clock: b.clk, Logger: b.log,
+	m, err := txn.New(b.st, b.meta, b.checkTransaction, txn.Config{Clock: b.clk, Logger: b.log,
 		Timeout: b.cfg.TransactionTimeout, CheckInterval: b.cfg.TransactionCheckInterval, MaxChecks: b.cfg.TransactionMaxChecks})
 	if err != nil {
 		return err

@@ -168,7 +168,7 @@ func StartBroker(cfg BrokerConfig) (_ *Broker, err error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := broker.New(st, cfg.Broker)
+	b, err := broker.New(st, st.Meta(), cfg.Broker)
 	if err != nil {
 		st.Close()
 		return nil, err

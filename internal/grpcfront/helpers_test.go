@@ -68,7 +68,7 @@ func newEnv(t testing.TB, opts ...func(*envOptions)) *env {
 	if o.broker != nil {
 		o.broker(&bcfg)
 	}
-	b, err := broker.New(st, bcfg)
+	b, err := broker.New(st, st.Meta(), bcfg)
 	if err != nil {
 		st.Close()
 		t.Fatalf("new broker: %v", err)

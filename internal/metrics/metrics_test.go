@@ -60,7 +60,7 @@ func newEnv(t *testing.T) *env {
 // and serves m; all of it is closed when the test ends.
 func startEnv(t *testing.T, m *Metrics, st *store.Store, bcfg broker.Config) *env {
 	t.Helper()
-	b, err := broker.New(st, bcfg)
+	b, err := broker.New(st, st.Meta(), bcfg)
 	if err != nil {
 		st.Close()
 		t.Fatalf("new broker: %v", err)

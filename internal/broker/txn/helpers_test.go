@@ -143,7 +143,7 @@ func (e *env) open() {
 	if err != nil {
 		e.t.Fatalf("open store: %v", err)
 	}
-	m, err := New(st, e.chk.check, e.cfg)
+	m, err := New(st, st.Meta(), e.chk.check, e.cfg)
 	if err != nil {
 		st.Close()
 		e.t.Fatalf("new manager: %v", err)

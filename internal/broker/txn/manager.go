@@ -19,7 +19,7 @@ import (
 // Manager runs the transactions of one broker's store. All methods are
 // safe for concurrent use. See the package doc.
 type Manager struct {
-	st   *store.Store
+	st   store.MessageStore
 	meta *meta.Store
 	chk  Checker
 	cfg  Config
@@ -61,9 +61,10 @@ const (
 )
 
 // New rebuilds the transaction state of st from the half and op topics and
-// the progress offsets, and returns a Manager that does not check yet
-// (Start). chk is required. The store must stay open until Close returns.
-func New(st *store.Store, chk Checker, cfg Config) (*Manager, error) {
+// the progress offsets kept in md, and returns a Manager that does not
+// check yet (Start). chk is required. The stores must stay open until Close
+// returns.
+func New(st store.MessageStore, md *meta.Store, chk Checker, cfg Config) (*Manager, error) {
 	cfg.fill()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -71,8 +72,11 @@ func New(st *store.Store, chk Checker, cfg Config) (*Manager, error) {
 	if chk == nil {
 		return nil, errors.New("txn: a Checker is required")
 	}
+	if st == nil || md == nil {
+		return nil, errors.New("txn: a message store and a metadata store are required")
+	}
 	m := &Manager{
-		st: st, meta: st.Meta(), chk: chk, cfg: cfg, clk: cfg.Clock,
+		st: st, meta: md, chk: chk, cfg: cfg, clk: cfg.Clock,
 		log:       cfg.Logger.With("component", "txn"),
 		host:      st.Config().StoreHost,
 		live:      make(map[int64]*half),

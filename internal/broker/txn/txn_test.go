@@ -580,7 +580,7 @@ func TestConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if _, err := New(st, nil, Config{}); err == nil {
+	if _, err := New(st, st.Meta(), nil, Config{}); err == nil {
 		t.Error("New without a Checker succeeded")
 	}
 }

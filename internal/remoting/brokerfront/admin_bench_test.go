@@ -81,7 +81,7 @@ func startBenchBroker(b *testing.B, mode string, cfg daemon.BrokerConfig) *bench
 	if err != nil {
 		b.Fatal(err)
 	}
-	br, err := broker.New(st, cfg.Broker)
+	br, err := broker.New(st, st.Meta(), cfg.Broker)
 	if err != nil {
 		b.Fatal(err)
 	}
