@@ -422,6 +422,9 @@ func (s *Store) QueryByKey(topic, key string, beginMS, endMS int64, max int) ([]
 			break
 		}
 		r := s.d.record(cands[i])
+		if r == nil {
+			continue
+		}
 		if ts := r.StoreTimestamp(); ts < beginMS || ts > endMS || !store.RecordHasKey(r, key) {
 			continue
 		}
