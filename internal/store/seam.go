@@ -20,8 +20,9 @@ import (
 //     ever see durable messages; a message becomes readable at some point
 //     after it is durable, and WaitDispatched waits for that point.
 //   - Listeners hear of each message once it is readable, in store order,
-//     every listener in the order they were added, on a store goroutine
-//     (never the putter's), one message at a time.
+//     every listener in the order they were added, one message at a time,
+//     on a store goroutine (the file store's in-memory topics excepted,
+//     whose puts call them on the putter's goroutine).
 //   - PhysicalOffset is the message's commit-log offset: ReadMessage finds
 //     the record there, and offset message ids are built from it.
 type MessageStore interface {
@@ -71,7 +72,9 @@ type MessageStore interface {
 	// messages.
 	QueueIDs(topic string) []int32
 	// DeleteTopic forgets a topic's queues: they read as NoMessageInQueue
-	// and a later put starts them again at offset 0.
+	// and QueueIDs no longer lists them. A later put starts a queue again
+	// (the file store goes on from the deleted queue's max offset until it
+	// restarts, and so does the twin); its records stay where they are.
 	DeleteTopic(topic string) error
 
 	// CommitLogMinOffset is the oldest commit-log offset still stored:
