@@ -101,6 +101,24 @@ func Run(t *testing.T, open Opener) {
 	}
 }
 
+// waitLimit bounds each wait of the suite.
+const waitLimit = 10 * time.Second
+
+// receive waits for a value on ch, failing t after waitLimit.
+func receive[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	select {
+	case v := <-ch:
+		return v
+	case <-ctx.Done():
+		t.Fatalf("%s: nothing within %v", what, waitLimit)
+	}
+	var zero T
+	return zero
+}
+
 type suite struct {
 	t   *testing.T
 	h   Harness
@@ -137,7 +155,7 @@ func (s *suite) put(m *message.Message) {
 // sync waits until what is durable is readable.
 func (s *suite) sync() {
 	s.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
 	if err := s.st().WaitDispatched(ctx); err != nil {
 		s.t.Fatalf("wait dispatched: %v", err)
@@ -283,13 +301,8 @@ func testBatchPuts(t *testing.T, s *suite) {
 	deferred := s.msg("T", 0, "f", "", "")
 	s.st().PutDeferred([]*message.Message{deferred}, func(err error) { done <- err })
 	s.st().FlushDeferred()
-	select {
-	case err := <-done:
-		if err != nil || deferred.QueueOffset != 6 {
-			t.Fatalf("deferred put: offset %d, %v", deferred.QueueOffset, err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("deferred put not done after FlushDeferred")
+	if err := receive(t, done, "the deferred put's done after FlushDeferred"); err != nil || deferred.QueueOffset != 6 {
+		t.Fatalf("deferred put: offset %d, %v", deferred.QueueOffset, err)
 	}
 	s.sync()
 	_, recs := s.get("T", 0, 0, 32, 0, nil, nil)
@@ -589,12 +602,8 @@ func testListeners(t *testing.T, s *suite) {
 	if err := st.PutBatch([]*message.Message{s.msg("T", 2, "b", "", ""), s.msg("U", 0, "c", "", "")}); err != nil {
 		t.Fatal(err)
 	}
-	for range 3 {
-		select {
-		case <-all:
-		case <-time.After(10 * time.Second):
-			t.Fatal("listeners did not hear of 3 messages")
-		}
+	for i := range 3 {
+		receive(t, all, fmt.Sprintf("the listeners hearing of message %d", i))
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -715,13 +724,8 @@ func testRestart(t *testing.T, s *suite) {
 	if next.QueueOffset != 3 || next.PhysicalOffset < last.PhysicalOffset+int64(last.EncodedLen()) {
 		t.Fatalf("put after restart: queue offset %d at %d, want 3 after %d", next.QueueOffset, next.PhysicalOffset, last.PhysicalOffset)
 	}
-	select {
-	case max := <-heard:
-		if max != 4 {
-			t.Fatalf("listener heard max %d, want 4", max)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("listener added after the restart heard nothing")
+	if max := receive(t, heard, "the listener added after the restart"); max != 4 {
+		t.Fatalf("listener heard max %d, want 4", max)
 	}
 }
 
