@@ -80,6 +80,9 @@ type MessageStore interface {
 	// CommitLogMinOffset is the oldest commit-log offset still stored:
 	// records below it were removed by retention.
 	CommitLogMinOffset() int64
+	// Durable is the commit-log offset below which every record is
+	// durable: past the end of every message a put has answered.
+	Durable() int64
 	// WaitDispatched returns once every message durable at the call is
 	// readable and its listeners have run, or with ctx's error.
 	WaitDispatched(ctx context.Context) error

@@ -470,6 +470,9 @@ func (s *Store) Written() int64 {
 	return s.d.end
 }
 
+// Durable is Written: a put is durable when it returns.
+func (s *Store) Durable() int64 { return s.Written() }
+
 // WaitDispatched returns once the listeners have heard of every message
 // stored before the call (the messages themselves were readable at once),
 // or with ctx's error.

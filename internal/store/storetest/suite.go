@@ -216,6 +216,9 @@ func testPutAndRead(t *testing.T, s *suite) {
 		if i > 0 && m.PhysicalOffset <= msgs[i-1].PhysicalOffset {
 			t.Fatalf("message %d: commit-log offset %d not after %d", i, m.PhysicalOffset, msgs[i-1].PhysicalOffset)
 		}
+		if end := m.PhysicalOffset + int64(m.EncodedLen()); s.st().Durable() < end {
+			t.Fatalf("message %d: Durable %d after the put answered, want at least its end %d", i, s.st().Durable(), end)
+		}
 		msgs = append(msgs, m)
 		s.clk.Advance(time.Second)
 	}
