@@ -85,7 +85,7 @@ func BenchmarkCreateTopic(b *testing.B) {
 				for i := range pre {
 					pre[i] = topicCfg(fmt.Sprintf("existing-topic-%06d", i), 8, 6).meta()
 				}
-				if err := e.st.Meta().PutTopics(pre); err != nil {
+				if err := e.md.PutTopics(pre); err != nil {
 					b.Fatal(err)
 				}
 				if hook {

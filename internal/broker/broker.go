@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -16,7 +17,7 @@ import (
 // for concurrent use. See the package doc.
 type Broker struct {
 	cfg  Config
-	st   *store.Store
+	st   store.MessageStore
 	meta meta.Tables
 	clk  clock.Clock
 	log  *slog.Logger
@@ -55,17 +56,21 @@ type Broker struct {
 	sends  sendWork      // goroutines of sends that had to wait, sendbatch.go
 }
 
-// New returns a broker over st, an open store, and md, the meta store of
-// topics, groups and offsets (st.Meta() for a file store: the store reads
-// topic attributes and offsets from it too); the caller keeps owning both
-// (close the broker first, then the stores). When cfg.AutoCreateTopics is on
-// it creates the TBW102 template (perm 7, cfg.DefaultTopicQueueNums queues)
-// if missing. It registers a store listener that wakes parked pulls and
-// starts the client-expiry timer.
-func New(st *store.Store, md meta.Tables, cfg Config) (*Broker, error) {
+// New returns a broker over st, an open message store, and md, its metadata
+// store of topics, groups and offsets (st.Meta() for a file store: the
+// store reads topic attributes and offsets from it too); the caller keeps
+// owning both (close the broker first, then the stores). Timer and pop
+// state live in st.Config().Dir on st.Config().FS. When cfg.AutoCreateTopics
+// is on it creates the TBW102 template (perm 7, cfg.DefaultTopicQueueNums
+// queues) if missing. It registers a store listener that wakes parked pulls
+// and starts the client-expiry timer.
+func New(st store.MessageStore, md meta.Tables, cfg Config) (*Broker, error) {
 	cfg.fill()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if st == nil || md == nil {
+		return nil, errors.New("broker: a message store and a metadata store are required")
 	}
 	if !cfg.StoreHost.IsValid() {
 		cfg.StoreHost = st.Config().StoreHost

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"path"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +15,8 @@ import (
 	"github.com/petrelmq/petrel/internal/clock"
 	"github.com/petrelmq/petrel/internal/message"
 	"github.com/petrelmq/petrel/internal/store"
+	"github.com/petrelmq/petrel/internal/store/memstore"
+	"github.com/petrelmq/petrel/internal/store/meta"
 	"github.com/petrelmq/petrel/internal/store/storetest"
 	"github.com/petrelmq/petrel/internal/vfs"
 )
@@ -22,12 +25,20 @@ var t0 = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 
 const waitLimit = 10 * time.Second
 
-// env is a broker over a store on an in-memory FS with a manual clock.
+// env is a broker over a store with a manual clock: by default the
+// in-memory twin (memstore), with the meta, timer and pop state on an
+// in-memory FS; newDiskEnv puts it on the file store on that FS, for the
+// tests of durability, visibility after fsync, crashes, disk errors and
+// retention.
 type env struct {
 	t       testing.TB
 	fs      *vfs.MemFS
 	clk     *clock.Manual
-	st      *store.Store
+	disk    bool // on the file store
+	st      store.MessageStore
+	file    *store.Store    // st on the file store
+	mem     *memstore.Store // st on the twin
+	md      *meta.Store
 	b       *Broker
 	scfg    store.Config
 	bcfg    Config
@@ -35,9 +46,21 @@ type env struct {
 	parked  chan struct{}
 }
 
+// newEnv is a broker over the in-memory twin of the store.
 func newEnv(t testing.TB, opts ...func(*store.Config, *Config)) *env {
 	t.Helper()
-	e := &env{t: t, fs: vfs.NewMem(), clk: clock.NewManual(t0)}
+	return startEnv(t, false, opts)
+}
+
+// newDiskEnv is a broker over the file store on an in-memory FS.
+func newDiskEnv(t testing.TB, opts ...func(*store.Config, *Config)) *env {
+	t.Helper()
+	return startEnv(t, true, opts)
+}
+
+func startEnv(t testing.TB, disk bool, opts []func(*store.Config, *Config)) *env {
+	t.Helper()
+	e := &env{t: t, fs: vfs.NewMem(), clk: clock.NewManual(t0), disk: disk}
 	logger := storetest.Logger(t)
 	e.scfg = storetest.SmallConfig(e.fs, e.clk, logger)
 	e.bcfg = DefaultConfig()
@@ -53,11 +76,30 @@ func newEnv(t testing.TB, opts ...func(*store.Config, *Config)) *env {
 
 func (e *env) open() {
 	e.t.Helper()
-	st, err := store.Open(e.scfg)
-	if err != nil {
-		e.t.Fatalf("open store: %v", err)
+	if e.disk {
+		st, err := store.Open(e.scfg)
+		if err != nil {
+			e.t.Fatalf("open store: %v", err)
+		}
+		e.file, e.st, e.md = st, st, st.Meta()
+	} else {
+		if e.mem == nil {
+			e.mem = memstore.New(e.scfg)
+		} else {
+			mem, err := e.mem.Reopen()
+			if err != nil {
+				e.t.Fatalf("reopen the in-memory store: %v", err)
+			}
+			e.mem = mem
+		}
+		md, err := meta.Open(e.scfg.FS, path.Join(e.scfg.Dir, "meta"), meta.Options{
+			Clock: e.scfg.Clock, OffsetFlushInterval: e.scfg.OffsetFlushInterval, Logger: e.scfg.Logger})
+		if err != nil {
+			e.t.Fatalf("open the meta store: %v", err)
+		}
+		e.st, e.md = e.mem, md
 	}
-	e.st = st
+	st := e.st
 	e.arrived = make(chan struct{}, 1)
 	st.AddListener(func(string, int32, int64) {
 		select {
@@ -65,9 +107,9 @@ func (e *env) open() {
 		default:
 		}
 	})
-	b, err := New(st, st.Meta(), e.bcfg)
+	b, err := New(st, e.md, e.bcfg)
 	if err != nil {
-		st.Close()
+		e.closeStores()
 		e.t.Fatalf("new broker: %v", err)
 	}
 	e.b = b
@@ -80,12 +122,25 @@ func (e *env) close() {
 		e.b.Close()
 		e.b = nil
 	}
-	if e.st != nil {
-		if err := e.st.Close(); err != nil {
+	e.closeStores()
+}
+
+func (e *env) closeStores() {
+	if e.st == nil {
+		return
+	}
+	if e.disk {
+		if err := e.file.Close(); err != nil {
 			e.t.Errorf("close store: %v", err)
 		}
-		e.st = nil
+		e.file = nil
+	} else {
+		e.mem.Close()
+		if err := e.md.Close(); err != nil {
+			e.t.Errorf("close the meta store: %v", err)
+		}
 	}
+	e.st, e.md = nil, nil
 }
 
 // restart closes broker and store and opens both again on the same FS.

@@ -15,7 +15,7 @@ import (
 // logged once.
 func TestPopBelowMinContinuesFromMinAndLogsOnce(t *testing.T) {
 	logs := &logtest.Buffer{}
-	e := newPopEnv(t, func(sc *store.Config, bc *Config) {
+	e := newDiskPopEnv(t, func(sc *store.Config, bc *Config) {
 		sc.SegmentBytes = 8 << 10
 		sc.MaxMessageBytes = 4 << 10
 		sc.RetentionInterval = 1000 * sc.FileReservedTime
@@ -29,7 +29,7 @@ func TestPopBelowMinContinuesFromMinAndLogsOnce(t *testing.T) {
 	e.waitMax("T", 0, 60)
 	u, _ := e.fs.Usage("/")
 	e.fs.SetCapacity(int64(float64(u.UsedBytes) / 0.85))
-	if rep, err := e.st.RunRetention(); err != nil || rep.SegmentsRemoved == 0 {
+	if rep, err := e.file.RunRetention(); err != nil || rep.SegmentsRemoved == 0 {
 		t.Fatalf("retention: %+v %v", rep, err)
 	}
 	e.fs.SetCapacity(0)

@@ -26,6 +26,13 @@ func newPopEnv(t *testing.T, opts ...func(*store.Config, *Config)) *popEnv {
 	return e
 }
 
+// newDiskPopEnv is newPopEnv on the file store.
+func newDiskPopEnv(t *testing.T, opts ...func(*store.Config, *Config)) *popEnv {
+	e := &popEnv{env: newDiskEnv(t, opts...)}
+	e.hook()
+	return e
+}
+
 func (e *popEnv) hook() {
 	e.parked = make(chan struct{}, 100)
 	e.b.pops.testHookParked = func() { e.parked <- struct{}{} }
@@ -491,7 +498,7 @@ func TestPopStateSurvivesRestart(t *testing.T) {
 // TestPopStateSurvivesCrash: what a Pop handed out and what AckPop
 // confirmed is on disk when they return, whatever was not synced.
 func TestPopStateSurvivesCrash(t *testing.T) {
-	e := newPopEnv(t)
+	e := newDiskPopEnv(t)
 	e.createTopic("T", 2)
 	for i := range 6 {
 		e.send("T", int32(i%2), fmt.Sprint(i))

@@ -64,7 +64,7 @@ func TestPullStatusesAndNextBeginOffset(t *testing.T) {
 // TestPullOffsetsAfterRetention covers the rows that need a min offset
 // above 0: offset too small, and past max with min > 0.
 func TestPullOffsetsAfterRetention(t *testing.T) {
-	e := newEnv(t, func(s *store.Config, _ *Config) {
+	e := newDiskEnv(t, func(s *store.Config, _ *Config) {
 		s.SegmentBytes = 4096
 		s.MaxMessageBytes = 2048
 		s.FileReservedTime = time.Minute
@@ -76,7 +76,7 @@ func TestPullOffsetsAfterRetention(t *testing.T) {
 		e.send("T", 0, body)
 	}
 	e.clk.Advance(2 * time.Minute)
-	if _, err := e.st.RunRetention(); err != nil {
+	if _, err := e.file.RunRetention(); err != nil {
 		t.Fatal(err)
 	}
 	minOff, maxOff := e.b.MinOffset("T", 0), e.b.MaxOffset("T", 0)

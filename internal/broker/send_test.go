@@ -228,7 +228,7 @@ func TestSendBatch(t *testing.T) {
 }
 
 func TestSendFlushTimeoutStatus(t *testing.T) {
-	e := newEnv(t)
+	e := newDiskEnv(t)
 	e.createTopic("T", 1)
 	release := make(chan struct{})
 	entered := make(chan struct{})
@@ -260,7 +260,7 @@ func TestSendFlushTimeoutStatus(t *testing.T) {
 }
 
 func TestSendDiskFullIsServiceUnavailable(t *testing.T) {
-	e := newEnv(t)
+	e := newDiskEnv(t)
 	e.createTopic("T", 1)
 	e.fs.InjectError(func(op vfs.Op, p string) error {
 		if op == vfs.OpWrite && strings.Contains(p, "commitlog/") {
@@ -350,7 +350,7 @@ func TestNoSendAckedBeforeItsTopicIsDurable(t *testing.T) {
 // refused as busy (SYSTEM_BUSY, which producers retry) rather than left to
 // time out, and nothing refused is stored.
 func TestSendBusyWhileTheDiskStalls(t *testing.T) {
-	e := newEnv(t)
+	e := newDiskEnv(t)
 	e.createTopic("T", 1)
 	release := make(chan struct{})
 	entered := make(chan struct{})

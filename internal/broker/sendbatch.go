@@ -40,7 +40,7 @@ func (b *Broker) SendBatch(ctx context.Context, reqs []*SendRequest, done func(i
 // serves one call at a time; a call while another runs panics.
 type Sender struct {
 	b   *Broker
-	app *store.Appender
+	app store.BatchAppender
 }
 
 // NewSender returns a Sender for one caller.

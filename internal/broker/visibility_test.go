@@ -40,7 +40,7 @@ func (e *env) sendHeld(req *SendRequest) *heldSend {
 	prefix := strings.TrimSuffix(e.scfg.Dir, "/") + "/commitlog/"
 	h := &heldSend{
 		hold:   e.fs.HoldSync(func(name string) bool { return strings.HasPrefix(name, prefix) }),
-		before: e.st.Written(),
+		before: e.file.Written(),
 		done:   make(chan struct{}),
 	}
 	e.t.Cleanup(h.hold.Release) // before the env's close, which waits for the fsync
@@ -53,7 +53,7 @@ func (e *env) sendHeld(req *SendRequest) *heldSend {
 	if err := h.hold.WaitBlocked(ctx, 1); err != nil {
 		e.t.Fatalf("the send's fsync never started: %v", err)
 	}
-	if w := e.st.Written(); w <= h.before {
+	if w := e.file.Written(); w <= h.before {
 		e.t.Fatalf("fsync held but the commit log's written end %d has not passed %d", w, h.before)
 	}
 	if err := e.st.WaitDispatched(ctx); err != nil {
@@ -64,7 +64,7 @@ func (e *env) sendHeld(req *SendRequest) *heldSend {
 
 // what names the moment in failure messages.
 func (h *heldSend) what(e *env) string {
-	return fmt.Sprintf("while the fsync of [%d, %d) is held", h.before, e.st.Written())
+	return fmt.Sprintf("while the fsync of [%d, %d) is held", h.before, e.file.Written())
 }
 
 func (h *heldSend) answered() bool {
@@ -95,7 +95,7 @@ func (h *heldSend) release(t *testing.T) SendResult {
 // loss: only synced data), sharing e's clock. Close it with close.
 func (e *env) crashClone() *env {
 	e.t.Helper()
-	c := &env{t: e.t, fs: e.fs.CrashClone(vfs.CrashOptions{}), clk: e.clk, scfg: e.scfg, bcfg: e.bcfg}
+	c := &env{t: e.t, fs: e.fs.CrashClone(vfs.CrashOptions{}), clk: e.clk, disk: true, scfg: e.scfg, bcfg: e.bcfg}
 	c.scfg.FS = c.fs
 	c.open()
 	e.t.Cleanup(c.close)
@@ -135,7 +135,7 @@ func (a *asyncPop) answered() bool {
 // and a crash at that moment loses it; once the fsync returns the parked
 // pull and pop get it and every lookup finds it.
 func TestHeldFsyncHidesASendFromPullPopAndLongPoll(t *testing.T) {
-	e := newPopEnv(t)
+	e := newDiskPopEnv(t)
 	e.createTopic("T", 1)
 	parkedPull := e.startPull(context.Background(), suspendReq("g-long", "T", 0, 0, 1))
 	e.waitParked(1)
@@ -224,7 +224,7 @@ func TestHeldFsyncHidesASendFromPullPopAndLongPoll(t *testing.T) {
 // (so no timer fires for it), and a crash at that moment loses it; after
 // the fsync it is scheduled and delivered at its time.
 func TestHeldFsyncHidesADelayedMessageFromTheTimers(t *testing.T) {
-	e := newEnv(t)
+	e := newDiskEnv(t)
 	e.createTopic("T", 1)
 	h := e.sendHeld(sendReq("T", 0, "later", "DELAY", "2", "UNIQ_KEY", "U-later"))
 	held := h.what(e)
@@ -260,7 +260,7 @@ func TestHeldFsyncHidesADelayedMessageFromTheTimers(t *testing.T) {
 // does not find it), and a crash at that moment loses it; after the fsync
 // a commit delivers it.
 func TestHeldFsyncHidesAHalfMessageFromTransactions(t *testing.T) {
-	e := newEnv(t)
+	e := newDiskEnv(t)
 	e.createTopic("T", 1)
 	h := e.sendHeld(sendReq("T", 0, "half", "TRAN_MSG", "true", "PGROUP", "pg", "UNIQ_KEY", "U-half"))
 	held := h.what(e)

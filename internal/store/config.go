@@ -96,6 +96,13 @@ func DefaultConfig(dir string) Config {
 	}
 }
 
+// WithDefaults returns c with its zero fields set to their defaults, as
+// Open fills them in.
+func (c Config) WithDefaults() Config {
+	c.fill()
+	return c
+}
+
 // fill sets zero fields to their defaults.
 func (c *Config) fill() {
 	d := DefaultConfig(c.Dir)

@@ -26,4 +26,11 @@
 // memory only (see memtopic.go): same Put and Get, bounded by
 // Config.MemTopicMaxBytes per topic with the oldest dropped first, nothing on
 // disk, gone after a restart.
+//
+// # The seam
+//
+// The broker depends on MessageStore (seam.go), the methods it uses of a
+// message store, not on *Store. Package memstore is the in-memory twin of
+// *Store that broker-level tests run on, and package storetest holds both
+// to one conformance suite (storetest.Run).
 package store

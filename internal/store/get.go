@@ -376,7 +376,7 @@ func (s *Store) QueryByKey(topic, key string, beginMS, endMS int64, max int) ([]
 		if string(r.Topic()) != topic || r.StoreTimestamp() < beginMS || r.StoreTimestamp() > endMS {
 			continue
 		}
-		if !recordHasKey(r, key) {
+		if !RecordHasKey(r, key) {
 			continue
 		}
 		out = append(out, r)
@@ -385,7 +385,9 @@ func (s *Store) QueryByKey(topic, key string, beginMS, endMS int64, max int) ([]
 	return out, nil
 }
 
-func recordHasKey(r message.Record, key string) bool {
+// RecordHasKey says whether r matches a QueryByKey for key: one of its
+// KEYS is key, or its UNIQ_KEY is key compared case-insensitively.
+func RecordHasKey(r message.Record, key string) bool {
 	if u, ok := r.Property(message.PropertyUniqKey); ok && equalFold(u, key) {
 		return true
 	}

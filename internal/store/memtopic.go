@@ -236,7 +236,7 @@ func (mt *memTopics) queryByKey(topic, key string, beginMS, endMS int64, max int
 	var out []message.Record
 	for i := len(t.fifo) - 1; i >= 0 && len(out) < max; i-- {
 		r := t.fifo[i].rec
-		if ts := r.StoreTimestamp(); ts >= beginMS && ts <= endMS && recordHasKey(r, key) {
+		if ts := r.StoreTimestamp(); ts >= beginMS && ts <= endMS && RecordHasKey(r, key) {
 			out = append(out, append(message.Record(nil), r...))
 		}
 	}

@@ -310,7 +310,7 @@ type Appender struct {
 }
 
 // NewAppender returns an Appender for one caller.
-func (s *Store) NewAppender() *Appender { return &Appender{s: s, app: s.clog.NewAppender()} }
+func (s *Store) NewAppender() BatchAppender { return &Appender{s: s, app: s.clog.NewAppender()} }
 
 // PutBatches is Store.PutBatches through the appender.
 func (a *Appender) PutBatches(groups [][]*message.Message, done func(i int, err error)) {

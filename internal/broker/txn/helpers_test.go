@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"path"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,8 @@ import (
 	"github.com/petrelmq/petrel/internal/clock"
 	"github.com/petrelmq/petrel/internal/message"
 	"github.com/petrelmq/petrel/internal/store"
+	"github.com/petrelmq/petrel/internal/store/memstore"
+	"github.com/petrelmq/petrel/internal/store/meta"
 	"github.com/petrelmq/petrel/internal/store/storetest"
 	"github.com/petrelmq/petrel/internal/vfs"
 )
@@ -107,7 +110,9 @@ func (l *logSink) warned(substr string) int {
 	return n
 }
 
-// env is a Manager over a store on an in-memory FS with a manual clock.
+// env is a Manager with a manual clock over the in-memory twin of the
+// store (memstore) and a meta store on an in-memory FS, or, from
+// newDiskEnv, over the file store on that FS (for crashes and disk errors).
 type env struct {
 	t       *testing.T
 	fs      *vfs.MemFS
@@ -116,7 +121,11 @@ type env struct {
 	scfg    store.Config
 	cfg     Config
 	chk     *fakeChecker
-	st      *store.Store
+	disk    bool
+	st      store.MessageStore
+	file    *store.Store    // st on the file store
+	mem     *memstore.Store // st on the twin
+	md      *meta.Store
 	m       *Manager
 	arrived chan struct{}
 	uniq    int
@@ -124,7 +133,17 @@ type env struct {
 
 func newEnv(t *testing.T, opts ...func(*Config)) *env {
 	t.Helper()
-	e := &env{t: t, fs: vfs.NewMem(), clk: clock.NewManual(t0), logs: &logSink{t: t}}
+	return startEnv(t, false, opts)
+}
+
+func newDiskEnv(t *testing.T, opts ...func(*Config)) *env {
+	t.Helper()
+	return startEnv(t, true, opts)
+}
+
+func startEnv(t *testing.T, disk bool, opts []func(*Config)) *env {
+	t.Helper()
+	e := &env{t: t, fs: vfs.NewMem(), clk: clock.NewManual(t0), logs: &logSink{t: t}, disk: disk}
 	e.chk = &fakeChecker{clk: e.clk}
 	logger := slog.New(e.logs)
 	e.scfg = storetest.SmallConfig(e.fs, e.clk, slog.New(slog.DiscardHandler))
@@ -139,13 +158,33 @@ func newEnv(t *testing.T, opts ...func(*Config)) *env {
 
 func (e *env) open() {
 	e.t.Helper()
-	st, err := store.Open(e.scfg)
-	if err != nil {
-		e.t.Fatalf("open store: %v", err)
+	if e.disk {
+		st, err := store.Open(e.scfg)
+		if err != nil {
+			e.t.Fatalf("open store: %v", err)
+		}
+		e.file, e.st, e.md = st, st, st.Meta()
+	} else {
+		if e.mem == nil {
+			e.mem = memstore.New(e.scfg)
+		} else {
+			mem, err := e.mem.Reopen()
+			if err != nil {
+				e.t.Fatalf("reopen the in-memory store: %v", err)
+			}
+			e.mem = mem
+		}
+		md, err := meta.Open(e.scfg.FS, path.Join(e.scfg.Dir, "meta"), meta.Options{
+			Clock: e.scfg.Clock, OffsetFlushInterval: e.scfg.OffsetFlushInterval, Logger: e.scfg.Logger})
+		if err != nil {
+			e.t.Fatalf("open the meta store: %v", err)
+		}
+		e.st, e.md = e.mem, md
 	}
-	m, err := New(st, st.Meta(), e.chk.check, e.cfg)
+	st := e.st
+	m, err := New(st, e.md, e.chk.check, e.cfg)
 	if err != nil {
-		st.Close()
+		e.closeStores()
 		e.t.Fatalf("new manager: %v", err)
 	}
 	// After New: listeners run in order, so when this one has run for a
@@ -157,7 +196,7 @@ func (e *env) open() {
 		default:
 		}
 	})
-	e.st, e.m = st, m
+	e.m = m
 	m.Start()
 }
 
@@ -168,12 +207,25 @@ func (e *env) close() {
 		}
 		e.m = nil
 	}
-	if e.st != nil {
-		if err := e.st.Close(); err != nil {
+	e.closeStores()
+}
+
+func (e *env) closeStores() {
+	if e.st == nil {
+		return
+	}
+	if e.disk {
+		if err := e.file.Close(); err != nil {
 			e.t.Errorf("close store: %v", err)
 		}
-		e.st = nil
+		e.file = nil
+	} else {
+		e.mem.Close()
+		if err := e.md.Close(); err != nil {
+			e.t.Errorf("close the meta store: %v", err)
+		}
 	}
+	e.st, e.md = nil, nil
 }
 
 func (e *env) restart() {
@@ -186,15 +238,23 @@ func (e *env) restart() {
 // listeners, the manager's included, have seen it).
 func (e *env) settle() {
 	e.t.Helper()
-	target := e.st.Durable()
+	if !e.disk {
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+		defer cancel()
+		if err := e.st.WaitDispatched(ctx); err != nil {
+			e.t.Fatalf("wait for the listeners: %v", err)
+		}
+		return
+	}
+	target := e.file.Durable()
 	deadline := time.NewTimer(waitLimit)
 	defer deadline.Stop()
-	for e.st.Dispatched() < target {
+	for e.file.Dispatched() < target {
 		select {
 		case <-e.arrived:
 		case <-time.After(time.Millisecond):
 		case <-deadline.C:
-			e.t.Fatalf("dispatched %d, want %d", e.st.Dispatched(), target)
+			e.t.Fatalf("dispatched %d, want %d", e.file.Dispatched(), target)
 		}
 	}
 }

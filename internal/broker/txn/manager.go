@@ -19,7 +19,7 @@ import (
 // Manager runs the transactions of one broker's store. All methods are
 // safe for concurrent use. See the package doc.
 type Manager struct {
-	st   *store.Store
+	st   store.MessageStore
 	meta meta.Tables
 	chk  Checker
 	cfg  Config
@@ -64,13 +64,16 @@ const (
 // the progress offsets (kept in md as the offsets of ProgressGroup), and
 // returns a Manager that does not check yet (Start). chk is required. The
 // stores must stay open until Close returns.
-func New(st *store.Store, md meta.Tables, chk Checker, cfg Config) (*Manager, error) {
+func New(st store.MessageStore, md meta.Tables, chk Checker, cfg Config) (*Manager, error) {
 	cfg.fill()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if chk == nil {
 		return nil, errors.New("txn: a Checker is required")
+	}
+	if st == nil || md == nil {
+		return nil, errors.New("txn: a message store and a metadata store are required")
 	}
 	m := &Manager{
 		st: st, meta: md, chk: chk, cfg: cfg, clk: cfg.Clock,

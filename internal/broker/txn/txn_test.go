@@ -310,7 +310,7 @@ func TestRestartBeforeFirstCheck(t *testing.T) {
 }
 
 func TestCrashAfterCommit(t *testing.T) {
-	e := newEnv(t)
+	e := newDiskEnv(t)
 	a := e.prepare("orders", 0, "a", "pg")
 	b := e.prepare("orders", 0, "b", "pg")
 	e.advance(6 * time.Second)
@@ -461,7 +461,7 @@ func TestProgressOffsetsMove(t *testing.T) {
 	}
 	open := e.prepare("orders", 0, "open", "pg")
 	e.advance(time.Second)
-	meta := e.st.Meta()
+	meta := e.md
 	if off, ok := meta.Offset(ProgressGroup, HalfTopic, 0); !ok || off != open.QueueOffset {
 		t.Fatalf("half progress %d (%v), want %d (the open half)", off, ok, open.QueueOffset)
 	}
@@ -586,7 +586,7 @@ func TestConfig(t *testing.T) {
 }
 
 func TestStoreFailureLeavesTransactionOpen(t *testing.T) {
-	e := newEnv(t)
+	e := newDiskEnv(t)
 	h := e.prepare("orders", 0, "x", "pg")
 	e.advance(time.Second)
 	e.fs.InjectError(func(op vfs.Op, p string) error {
@@ -608,8 +608,8 @@ func TestStoreFailureLeavesTransactionOpen(t *testing.T) {
 	// Reopen without the fault: the transaction is still open.
 	e.fs.InjectError(nil)
 	e.m.Close()
-	e.st.Close() // reports the log failure
-	e.m, e.st = nil, nil
+	e.file.Close() // reports the log failure
+	e.m, e.st, e.file = nil, nil, nil
 	e.open()
 	e.advance(time.Second)
 	e.wantPending(1)

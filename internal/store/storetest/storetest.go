@@ -1,7 +1,8 @@
 // Package storetest gives the tests of the packages built on the store a
 // small store on an in-memory file system: segments, index and consume
 // queue files a few KiB to a MiB, so that rolling over and recovery happen
-// within a test.
+// within a test. Run is the conformance suite of store.MessageStore that
+// the file store and its in-memory twin (memstore) both pass (suite.go).
 package storetest
 
 import (
