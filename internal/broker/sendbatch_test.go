@@ -132,7 +132,7 @@ func TestSendBatchIsOneGroupCommit(t *testing.T) {
 		for _, how := range []string{"broker", "sender"} {
 			t.Run(mode.String()+"/"+how, func(t *testing.T) {
 				gc := &groupCommits{}
-				e := newEnv(t, func(s *store.Config, _ *Config) { s.FlushMode = mode; s.OnGroupCommit = gc.observe })
+				e := newDiskEnv(t, func(s *store.Config, _ *Config) { s.FlushMode = mode; s.OnGroupCommit = gc.observe })
 				e.createTopic("T", 4)
 				e.send("T", 0, "warm-up")
 				gc.take()
@@ -171,7 +171,7 @@ func TestSendBatchIsOneGroupCommit(t *testing.T) {
 // are stored together; every request is answered once and stored.
 func TestSendBatchWithAnAutoCreatedTopicInTheMiddle(t *testing.T) {
 	gc := &groupCommits{}
-	e := newEnv(t, func(s *store.Config, _ *Config) { s.OnGroupCommit = gc.observe })
+	e := newDiskEnv(t, func(s *store.Config, _ *Config) { s.OnGroupCommit = gc.observe })
 	e.createTopic("T", 1)
 	reqs := []*SendRequest{sendReq("T", 0, "a"), sendReq("T", 0, "b"), sendReq("Fresh", 0, "new"), sendReq("T", 0, "c"), sendReq("T", 0, "d")}
 	a := newBatchAnswers(len(reqs))
