@@ -224,6 +224,11 @@ func (e *env) send(topic string, qid int32, body string, kv ...string) SendResul
 		e.t.Fatalf("send %s/%d: %v", topic, qid, err)
 	}
 	e.waitMax(topic, qid, res.QueueOffset+1)
+	// And until its listeners ran: a late arrival must not wake a pull or
+	// pop the test parks next.
+	if err := e.st.WaitDispatched(context.Background()); err != nil {
+		e.t.Fatalf("send %s/%d: wait for dispatch: %v", topic, qid, err)
+	}
 	return res
 }
 

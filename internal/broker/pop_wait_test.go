@@ -15,8 +15,9 @@ import (
 func (e *popEnv) parkPop(req *PopRequest) chan []PoppedMessage {
 	e.t.Helper()
 	done := make(chan []PoppedMessage, 1)
+	b := e.b // e.b is cleared by the cleanup, which may run first after a Fatal
 	go func() {
-		got, err := e.b.Pop(context.Background(), req)
+		got, err := b.Pop(context.Background(), req)
 		if err != nil {
 			e.t.Error(err)
 		}
