@@ -406,3 +406,34 @@ func TestOffsetTableForms(t *testing.T) {
 		t.Fatalf("DecodeMQMap: %v, %v", m, err)
 	}
 }
+
+// TestDecodeMQMapRawValues: keys whose strings hold the scanner's own
+// delimiters, object and scalar values, both forms, an empty map, and
+// refusals (moved here with the CLI's copy of the scanner).
+func TestDecodeMQMapRawValues(t *testing.T) {
+	q0, q1 := MessageQueue{Topic: "T", BrokerName: "b", QueueID: 0}, MessageQueue{Topic: "T,}:x", BrokerName: "b", QueueID: 1}
+	for name, body := range map[string]string{
+		"fastjson": `{"offsetTable":{{"brokerName":"b","queueId":0,"topic":"T"}:{"minOffset":1,"maxOffset":5},{"brokerName":"b","queueId":1,"topic":"T,}:x"}:{"minOffset":0,"maxOffset":0}},"topicPutTps":0}`,
+		"array":    `{"offsetTable":[[{"topic":"T","brokerName":"b","queueId":0},{"minOffset":1,"maxOffset":5}],[{"topic":"T,}:x","brokerName":"b","queueId":1},{"minOffset":0,"maxOffset":0}]]}`,
+	} {
+		got, err := DecodeMQMap[json.RawMessage]([]byte(body), "offsetTable")
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(got) != 2 || string(got[q0]) != `{"minOffset":1,"maxOffset":5}` || string(got[q1]) != `{"minOffset":0,"maxOffset":0}` {
+			t.Fatalf("%s: %+v", name, got)
+		}
+	}
+	scalar, err := DecodeMQMap[json.RawMessage]([]byte(`{"offsetTable":{{"brokerName":"b","queueId":3,"topic":"T"}:42}}`), "offsetTable")
+	if err != nil || len(scalar) != 1 || string(scalar[MessageQueue{Topic: "T", BrokerName: "b", QueueID: 3}]) != "42" {
+		t.Fatalf("scalar values: %+v %v", scalar, err)
+	}
+	if got, err := DecodeMQMap[json.RawMessage]([]byte(`{"offsetTable":{}}`), "offsetTable"); err != nil || len(got) != 0 {
+		t.Fatalf("empty: %+v %v", got, err)
+	}
+	for _, bad := range []string{`{"other":1}`, `{"offsetTable":{{"topic":"T"}`, `{"offsetTable":{{"topic":"T"}:1;}`} {
+		if _, err := DecodeMQMap[json.RawMessage]([]byte(bad), "offsetTable"); err == nil {
+			t.Fatalf("%s: no error", bad)
+		}
+	}
+}
