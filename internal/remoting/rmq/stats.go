@@ -204,11 +204,11 @@ func DecodeConsumeStatsBody(body []byte) (ConsumeStats, error) {
 
 // ConsumerConnection is the answer body of 203.
 type ConsumerConnection struct {
-	ConnectionSet     []Connection                      `json:"connectionSet"`
-	SubscriptionTable map[string]ConnectionSubscription `json:"subscriptionTable"`
-	ConsumeType       string                            `json:"consumeType"`
-	MessageModel      string                            `json:"messageModel"`
-	ConsumeFromWhere  string                            `json:"consumeFromWhere"`
+	ConnectionSet     []Connection                `json:"connectionSet"`
+	SubscriptionTable map[string]SubscriptionData `json:"subscriptionTable"`
+	ConsumeType       string                      `json:"consumeType"`
+	MessageModel      string                      `json:"messageModel"`
+	ConsumeFromWhere  string                      `json:"consumeFromWhere"`
 }
 
 // Connection is one member of a ConsumerConnection.
@@ -219,35 +219,16 @@ type Connection struct {
 	Version    int16  `json:"version"`
 }
 
-// ConnectionSubscription is a subscription of a ConsumerConnection
-// (Java's SubscriptionData; nil sets are written as []).
-type ConnectionSubscription struct {
-	ClassFilterMode bool     `json:"classFilterMode"`
-	Topic           string   `json:"topic"`
-	SubString       string   `json:"subString"`
-	TagsSet         []string `json:"tagsSet"`
-	CodeSet         []int32  `json:"codeSet"`
-	SubVersion      int64    `json:"subVersion"`
-	ExpressionType  string   `json:"expressionType"`
-}
-
 // EncodeConsumerConnectionBody writes the answer body of 203 (nil sets,
-// tables and lists as {} and []).
+// tables and lists as {} and []; SubscriptionData writes its nil sets as
+// []).
 func EncodeConsumerConnectionBody(c ConsumerConnection) []byte {
 	if c.ConnectionSet == nil {
 		c.ConnectionSet = []Connection{}
 	}
-	subs := make(map[string]ConnectionSubscription, len(c.SubscriptionTable))
-	for k, s := range c.SubscriptionTable {
-		if s.TagsSet == nil {
-			s.TagsSet = []string{}
-		}
-		if s.CodeSet == nil {
-			s.CodeSet = []int32{}
-		}
-		subs[k] = s
+	if c.SubscriptionTable == nil {
+		c.SubscriptionTable = map[string]SubscriptionData{}
 	}
-	c.SubscriptionTable = subs
 	return mustJSON(c)
 }
 
