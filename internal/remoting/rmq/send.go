@@ -54,8 +54,8 @@ type SendHeader struct {
 func (h *SendHeader) IsBatch(code int16) bool { return h.Batch || code == CodeSendBatchMessage }
 
 // DecodeSendHeader reads a send's header in one pass over its ext fields,
-// V1 names and V2 letters alike (send handlers are async: no ExtFields
-// map). Every field is optional, as Petrel has always taken them (the
+// V1 names and V2 letters alike (sends go to a remoting BatchHandler,
+// whose requests have no ExtFields map). Every field is optional, as Petrel has always taken them (the
 // broker refuses an empty topic); a numeric field that does not parse is a
 // *FieldError naming the field by its V1 name.
 func DecodeSendHeader(c *remoting.Command) (SendHeader, error) {
