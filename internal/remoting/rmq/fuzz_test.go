@@ -129,6 +129,17 @@ func FuzzDecodeHeaders(f *testing.F) {
 	})
 }
 
+// FuzzDecodeSendResponse covers the send answer (and PETREL_RESEND_DLQ's)
+// that the CLI reads from a broker.
+func FuzzDecodeSendResponse(f *testing.F) {
+	answer := codecOf(RespSuccess, DecodeSendResponse, func(r SendResponse) *remoting.Command {
+		return EncodeSendResponse(remoting.NewRequest(CodeSendMessageV2, nil, nil), RespSuccess, r)
+	}, "msgId", "queueId", "queueOffset")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkHeader(t, answer, extFrom(data))
+	})
+}
+
 // checkBody: a body that decodes encodes to bytes that decode and encode
 // to the same bytes again; one that does not says so.
 func checkBody[T any](t *testing.T, what string, body []byte, dec func([]byte) (T, error), enc func(T) []byte) {

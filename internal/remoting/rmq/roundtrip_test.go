@@ -437,3 +437,42 @@ func TestDecodeMQMapRawValues(t *testing.T) {
 		}
 	}
 }
+
+// TestSendResponseRoundTrip: a send answer decodes to what was encoded,
+// through the wire, with its fields in the order Petrel writes them, and a
+// missing or malformed required field is refused by name.
+func TestSendResponseRoundTrip(t *testing.T) {
+	req := remoting.NewRequest(CodeSendMessageV2, nil, nil)
+	sr := SendResponse{MsgID: "7F00000100002A9F0000000000001000", QueueID: 3, QueueOffset: 1<<40 + 7, Region: "DefaultRegion", TraceOn: true}
+	resp := EncodeSendResponse(req, RespFlushDiskTimeout, sr)
+	var keys []string
+	resp.EachExt(func(k, _ string) { keys = append(keys, k) })
+	if want := []string{"msgId", "queueId", "queueOffset", "MSG_REGION", "TRACE_ON"}; !reflect.DeepEqual(keys, want) {
+		t.Fatalf("fields %v, want %v", keys, want)
+	}
+	c := overWire(t, resp)
+	got, err := DecodeSendResponse(c)
+	if err != nil || c.Opaque != req.Opaque || !c.IsResponse() {
+		t.Fatalf("send response: %v, opaque %d of %d, response %v", err, c.Opaque, req.Opaque, c.IsResponse())
+	}
+	same(t, "send response", got, sr, c.Code, RespFlushDiskTimeout)
+	for ext, field := range map[string]string{
+		`{"queueId":"1","queueOffset":"2"}`:                   "msgId",
+		`{"msgId":"m","queueOffset":"2"}`:                     "queueId",
+		`{"msgId":"m","queueId":"1"}`:                         "queueOffset",
+		`{"msgId":"m","queueId":"x","queueOffset":"2"}`:       "queueId",
+		`{"msgId":"m","queueId":"1","queueOffset":"9e9e9e9"}`: "queueOffset",
+	} {
+		var m map[string]string
+		if err := json.Unmarshal([]byte(ext), &m); err != nil {
+			t.Fatal(err)
+		}
+		resp := remoting.NewResponse(req, RespSuccess, "")
+		resp.ExtFields = m
+		_, err := DecodeSendResponse(resp)
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != field {
+			t.Errorf("%s: %v, want a FieldError naming %s", ext, err, field)
+		}
+	}
+}
