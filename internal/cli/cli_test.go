@@ -11,6 +11,7 @@ import (
 
 	"github.com/petrelmq/petrel/internal/broker"
 	"github.com/petrelmq/petrel/internal/remoting"
+	"github.com/petrelmq/petrel/internal/remoting/rmq"
 )
 
 var bg = context.Background()
@@ -309,9 +310,14 @@ func TestGroupLagDrainAndReset(t *testing.T) {
 		if n.Code != 220 || n.ExtFields["group"] != "workers" || n.ExtFields["topic"] != "Jobs" || n.ExtFields["timestamp"] != "0" {
 			t.Fatalf("notice code %d ext %v", n.Code, n.ExtFields)
 		}
-		entries, err := decodeMQMap(n.Body, "offsetTable")
-		if err != nil || len(entries) != 1 || entries[0].BrokerName != "broker-a" || string(entries[0].value) != "0" {
+		entries, err := rmq.DecodeOffsetTable(n.Body)
+		if err != nil || len(entries) != 1 {
 			t.Fatalf("notice body %s: %+v %v", n.Body, entries, err)
+		}
+		for q, off := range entries {
+			if q.BrokerName != "broker-a" || off != 0 {
+				t.Fatalf("notice body %s: %+v", n.Body, entries)
+			}
 		}
 	case <-time.After(waitLimit):
 		t.Fatal("the member got no RESET_CONSUMER_CLIENT_OFFSET")

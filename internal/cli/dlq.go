@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 
 	"github.com/petrelmq/petrel/internal/remoting/rmq"
 
@@ -224,9 +223,11 @@ func (c *CLI) resendOne(ctx context.Context, group string, m Message) (Resent, e
 	if err != nil {
 		return Resent{}, err
 	}
-	q, _ := strconv.ParseInt(resp.Ext("queueId"), 10, 32)
-	off, _ := strconv.ParseInt(resp.Ext("queueOffset"), 10, 64)
-	return Resent{DLQOffsetID: m.OffsetID, ID: m.ID, Topic: m.Properties[message.PropertyRetryTopic], QueueID: int32(q), QueueOffset: off, OffsetID: resp.Ext("msgId")}, nil
+	r, err := rmq.DecodeSendResponse(resp)
+	if err != nil {
+		return Resent{}, fmt.Errorf("%w: resend answer from %s: %w", ErrRefused, host, err)
+	}
+	return Resent{DLQOffsetID: m.OffsetID, ID: m.ID, Topic: m.Properties[message.PropertyRetryTopic], QueueID: r.QueueID, QueueOffset: r.QueueOffset, OffsetID: r.MsgID}, nil
 }
 
 // progressBar returns a bar on Config.Progress when that is a terminal.

@@ -18,6 +18,6 @@
 //
 // Maps keyed by message queue (topic stats 202, consume stats 208, reset
 // offset 222) come in fastjson's form, {{"brokerName":..}:value,...},
-// which is not JSON; decodeMQMap reads it and the array form
+// which is not JSON; rmq's decoders read it and the array form
 // [[{queue},value],...].
 package cli

@@ -222,10 +222,11 @@ func (c *CLI) sendOne(ctx context.Context, spec SendSpec, broker, addr string, q
 	default:
 		return SendResult{}, refused(addr, "send to "+spec.Topic, resp)
 	}
-	res.OffsetID = resp.Ext("msgId")
-	q, _ := strconv.ParseInt(resp.Ext("queueId"), 10, 32)
-	res.QueueID = int32(q)
-	res.QueueOffset, _ = strconv.ParseInt(resp.Ext("queueOffset"), 10, 64)
+	r, err := rmq.DecodeSendResponse(resp)
+	if err != nil {
+		return SendResult{}, fmt.Errorf("%w: send answer from %s: %w", ErrRefused, addr, err)
+	}
+	res.OffsetID, res.QueueID, res.QueueOffset = r.MsgID, r.QueueID, r.QueueOffset
 	if !deliverAt.IsZero() && deliverAt.After(now) {
 		res.DeliverAt = deliverAt.UTC().Format(time.RFC3339Nano)
 	}

@@ -20,34 +20,6 @@ func parseOffsetID(t *testing.T, id string) (netip.AddrPort, int64, error) {
 	return h, off, nil
 }
 
-func TestDecodeMQMapReadsFastjsonAndArrayForms(t *testing.T) {
-	for name, body := range map[string]string{
-		"fastjson": `{"offsetTable":{{"brokerName":"b","queueId":0,"topic":"T"}:{"minOffset":1,"maxOffset":5},{"brokerName":"b","queueId":1,"topic":"T,}:x"}:{"minOffset":0,"maxOffset":0}},"topicPutTps":0}`,
-		"array":    `{"offsetTable":[[{"topic":"T","brokerName":"b","queueId":0},{"minOffset":1,"maxOffset":5}],[{"topic":"T,}:x","brokerName":"b","queueId":1},{"minOffset":0,"maxOffset":0}]]}`,
-	} {
-		got, err := decodeMQMap([]byte(body), "offsetTable")
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if len(got) != 2 || got[0].Topic != "T" || got[0].QueueID != 0 || string(got[0].value) != `{"minOffset":1,"maxOffset":5}` ||
-			got[1].Topic != "T,}:x" || got[1].QueueID != 1 {
-			t.Fatalf("%s: %+v", name, got)
-		}
-	}
-	scalar, err := decodeMQMap([]byte(`{"offsetTable":{{"brokerName":"b","queueId":3,"topic":"T"}:42}}`), "offsetTable")
-	if err != nil || len(scalar) != 1 || string(scalar[0].value) != "42" || scalar[0].QueueID != 3 {
-		t.Fatalf("scalar values: %+v %v", scalar, err)
-	}
-	if got, err := decodeMQMap([]byte(`{"offsetTable":{}}`), "offsetTable"); err != nil || len(got) != 0 {
-		t.Fatalf("empty: %+v %v", got, err)
-	}
-	for _, bad := range []string{`{"other":1}`, `{"offsetTable":{{"topic":"T"}`, `{"offsetTable":{{"topic":"T"}:1;}`} {
-		if _, err := decodeMQMap([]byte(bad), "offsetTable"); err == nil {
-			t.Fatalf("%s: no error", bad)
-		}
-	}
-}
-
 func TestParsePermAndFormatPerm(t *testing.T) {
 	for in, want := range map[string]int32{"rw": 6, "r": 4, "w": 2, "-": 0, "6": 6, "wr": 6} {
 		got, err := ParsePerm(in)

@@ -146,7 +146,7 @@ func (r *remoteConn) Expired() {}
 // notifyConsumerIDsChanged sends NOTIFY_CONSUMER_IDS_CHANGED (40) to a
 // member of the group so it rebalances at once; clients never answer it.
 func (f *Front) notifyConsumerIDsChanged(c *remoting.Conn, group string) {
-	req := remoting.NewRequest(rmq.CodeNotifyConsumerIDsChanged, map[string]string{"consumerGroup": group}, nil)
+	req := rmq.EncodeNotifyConsumerIDsChanged(rmq.ConsumerGroupRequest{ConsumerGroup: group})
 	if err := c.InvokeOneway(req); err != nil {
 		f.log.Debug("notify consumer ids changed failed", "group", group, "remote", c.RemoteAddr().String(), "err", err)
 	}

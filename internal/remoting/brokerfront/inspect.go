@@ -226,7 +226,7 @@ func (f *Front) consumerConnections(_ context.Context, _ *remoting.Conn, req *re
 	if len(members) == 0 {
 		return remoting.NewResponse(req, rmq.RespConsumerNotOnline, "the consumer group ["+group+"] not online: no member has sent a heartbeat to this broker")
 	}
-	out := rmq.ConsumerConnection{SubscriptionTable: map[string]rmq.ConnectionSubscription{}}
+	out := rmq.ConsumerConnection{SubscriptionTable: map[string]rmq.SubscriptionData{}}
 	for _, m := range members {
 		cj := rmq.Connection{ClientID: m.ClientID, Language: "OTHER"}
 		f.mu.Lock()
@@ -253,7 +253,7 @@ func (f *Front) consumerConnections(_ context.Context, _ *remoting.Conn, req *re
 			if et == "" {
 				et = "TAG"
 			}
-			out.SubscriptionTable[s.Topic] = rmq.ConnectionSubscription{Topic: s.Topic, SubString: s.Expression, TagsSet: s.Tags,
+			out.SubscriptionTable[s.Topic] = rmq.SubscriptionData{Topic: s.Topic, SubString: s.Expression, TagsSet: s.Tags,
 				SubVersion: s.SubVersion, ExpressionType: et}
 		}
 	}

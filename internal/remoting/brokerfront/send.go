@@ -109,14 +109,10 @@ func (f *Front) sendResponse(req *remoting.Command, res broker.SendResult, err e
 	if res.Status == broker.SendFlushDiskTimeout {
 		code = rmq.RespFlushDiskTimeout
 	}
-	resp := remoting.NewResponse(req, code, "")
 	region := res.RegionID
 	if region == "" {
 		region = "DefaultRegion"
 	}
-	return resp.AppendExt("msgId", res.MsgID).
-		AppendExt("queueId", itoa(int64(res.QueueID))).
-		AppendExt("queueOffset", itoa(res.QueueOffset)).
-		AppendExt("MSG_REGION", region).
-		AppendExt("TRACE_ON", "true")
+	return rmq.EncodeSendResponse(req, code, rmq.SendResponse{
+		MsgID: res.MsgID, QueueID: res.QueueID, QueueOffset: res.QueueOffset, Region: region, TraceOn: true})
 }

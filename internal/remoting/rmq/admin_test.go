@@ -273,7 +273,7 @@ func TestBodiesRoundTrip(t *testing.T) {
 		t.Fatalf("208: %+v %v", got, err)
 	}
 	cc := ConsumerConnection{ConnectionSet: []Connection{{ClientID: "c", ClientAddr: "a:1", Language: "JAVA", Version: 401}},
-		SubscriptionTable: map[string]ConnectionSubscription{"T": {Topic: "T", SubString: "a||b", TagsSet: []string{"a", "b"}, CodeSet: []int32{97, 98},
+		SubscriptionTable: map[string]SubscriptionData{"T": {Topic: "T", SubString: "a||b", TagsSet: []string{"a", "b"}, CodeSet: []int32{97, 98},
 			SubVersion: 4, ExpressionType: "TAG"}},
 		ConsumeType: "CONSUME_ACTIVELY", MessageModel: "BROADCASTING", ConsumeFromWhere: "CONSUME_FROM_FIRST_OFFSET"}
 	if got, err := DecodeConsumerConnectionBody(EncodeConsumerConnectionBody(cc)); err != nil || !reflect.DeepEqual(got, cc) {

@@ -43,7 +43,9 @@ const wantBool = "true or false"
 
 // fields reads a command's ext fields, remembering the first that is
 // missing or malformed: decoders read every field, then return f.err.
-// Ext works for requests given to async handlers too (no ExtFields map).
+// It reads through Ext, which also finds the fields of requests given to
+// a remoting BatchHandler and of lazily decoded responses (no ExtFields
+// map: the fields stay listed as received).
 type fields struct {
 	c   *remoting.Command
 	err *FieldError

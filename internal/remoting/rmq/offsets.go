@@ -49,6 +49,17 @@ func appendMQKey(dst []byte, q MessageQueue) []byte {
 	return append(dst, b...)
 }
 
+// appendMQEntry appends one entry q:v of a map keyed by message queues,
+// after a comma unless it is the first.
+func appendMQEntry(dst []byte, first bool, q MessageQueue, v []byte) []byte {
+	if !first {
+		dst = append(dst, ',')
+	}
+	dst = appendMQKey(dst, q)
+	dst = append(dst, ':')
+	return append(dst, v...)
+}
+
 // AppendMQMap appends m as a fastjson map keyed by message queues,
 // {key:value,...}, entries ordered by queue (topic, broker, queue id). It
 // fails only when a value does not marshal.
@@ -60,16 +71,11 @@ func AppendMQMap[V any](dst []byte, m map[MessageQueue]V) ([]byte, error) {
 	slices.SortFunc(keys, compareQueues)
 	dst = append(dst, '{')
 	for i, q := range keys {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
 		v, err := json.Marshal(m[q])
 		if err != nil {
 			return dst, fmt.Errorf("rmq: value of queue %d of %s: %w", q.QueueID, q.Topic, err)
 		}
-		dst = appendMQKey(dst, q)
-		dst = append(dst, ':')
-		dst = append(dst, v...)
+		dst = appendMQEntry(dst, i == 0, q, v)
 	}
 	return append(dst, '}'), nil
 }
@@ -84,76 +90,21 @@ func DecodeMQMap[V any](body []byte, field string) (map[MessageQueue]V, error) {
 	if i < 0 {
 		return nil, fmt.Errorf("rmq: no %q in %.200q", field, body)
 	}
-	p := &mqScan{b: body[i+len(key):]}
+	p := &scan{b: body[i+len(key):]}
 	p.ws()
-	out := map[MessageQueue]V{}
-	add := func(kb, vb []byte) error {
-		var q MessageQueue
-		if err := json.Unmarshal(kb, &q); err != nil {
-			return fmt.Errorf("rmq: queue key %.100s of %q: %w", kb, field, err)
-		}
+	entries, err := p.queueMap()
+	if err != nil {
+		return nil, fmt.Errorf("rmq: %q: %w", field, err)
+	}
+	out := make(map[MessageQueue]V, len(entries))
+	for _, e := range entries {
 		var v V
-		if err := json.Unmarshal(vb, &v); err != nil {
-			return fmt.Errorf("rmq: value %.100s of queue %d of %s in %q: %w", vb, q.QueueID, q.Topic, field, err)
+		if err := json.Unmarshal(e.value, &v); err != nil {
+			return nil, fmt.Errorf("rmq: value %.100s of queue %d of %s in %q: %w", e.value, e.QueueID, e.Topic, field, err)
 		}
-		out[q] = v
-		return nil
+		out[e.MessageQueue] = v
 	}
-	switch p.peek() {
-	case '{':
-		p.i++
-		for {
-			p.ws()
-			if p.peek() == '}' {
-				return out, nil
-			}
-			kb, err := p.value()
-			if err != nil {
-				return nil, err
-			}
-			p.ws()
-			if p.peek() != ':' {
-				return nil, fmt.Errorf("rmq: want ':' after a queue key of %q at byte %d", field, p.i)
-			}
-			p.i++
-			p.ws()
-			vb, err := p.value()
-			if err != nil {
-				return nil, err
-			}
-			if err := add(kb, vb); err != nil {
-				return nil, err
-			}
-			p.ws()
-			switch p.peek() {
-			case ',':
-				p.i++
-			case '}':
-				return out, nil
-			default:
-				return nil, fmt.Errorf("rmq: want ',' or '}' in %q at byte %d", field, p.i)
-			}
-		}
-	case '[':
-		v, err := p.value()
-		if err != nil {
-			return nil, err
-		}
-		var pairs [][]json.RawMessage
-		if err := json.Unmarshal(v, &pairs); err != nil {
-			return nil, fmt.Errorf("rmq: %q: %w", field, err)
-		}
-		for _, pr := range pairs {
-			if len(pr) != 2 {
-				return nil, fmt.Errorf("rmq: an entry of %q has %d elements, want [queue, value]", field, len(pr))
-			}
-			if err := add(pr[0], pr[1]); err != nil {
-				return nil, err
-			}
-		}
-		return out, nil
-	}
-	return nil, fmt.Errorf("rmq: %q is neither an object nor an array", field)
+	return out, nil
 }
 
 // OffsetTable is the reset-offset body, ResetOffsetBody: per queue the
@@ -175,21 +126,96 @@ func DecodeOffsetTable(body []byte) (OffsetTable, error) {
 	return OffsetTable(m), err
 }
 
-// mqScan finds the extent of JSON values in text that is not JSON as a
+// queueEntry is one entry of a map keyed by a message queue, its value
+// not yet unmarshalled.
+type queueEntry struct {
+	MessageQueue
+	value json.RawMessage
+}
+
+// scan finds the extent of JSON values in text that is not JSON as a
 // whole.
-type mqScan struct {
+type scan struct {
 	b []byte
 	i int
 }
 
-func (p *mqScan) peek() byte {
+// queueMap reads a map keyed by message queues at p: fastjson's object
+// form or the array form [[{queue},value],...]. The entries are in the
+// order written.
+func (p *scan) queueMap() ([]queueEntry, error) {
+	var out []queueEntry
+	switch p.peek() {
+	case '{':
+		p.i++
+		for {
+			p.ws()
+			if p.peek() == '}' {
+				p.i++
+				return out, nil
+			}
+			kb, err := p.value()
+			if err != nil {
+				return nil, err
+			}
+			var e queueEntry
+			if err := json.Unmarshal(kb, &e.MessageQueue); err != nil {
+				return nil, fmt.Errorf("a queue key is not a MessageQueue object (at byte %d)", p.i)
+			}
+			p.ws()
+			if p.peek() != ':' {
+				return nil, fmt.Errorf("want ':' after a queue key at byte %d", p.i)
+			}
+			p.i++
+			p.ws()
+			if e.value, err = p.value(); err != nil {
+				return nil, err
+			}
+			out = append(out, e)
+			p.ws()
+			switch p.peek() {
+			case ',':
+				p.i++
+			case '}':
+				p.i++
+				return out, nil
+			default:
+				return nil, fmt.Errorf("want ',' or '}' at byte %d", p.i)
+			}
+		}
+	case '[':
+		v, err := p.value()
+		if err != nil {
+			return nil, err
+		}
+		var pairs [][]json.RawMessage
+		if err := json.Unmarshal(v, &pairs); err != nil {
+			return nil, fmt.Errorf("the array form is not [[queue, value],...]")
+		}
+		for _, pr := range pairs {
+			if len(pr) != 2 {
+				return nil, fmt.Errorf("an entry has %d elements, want [queue, value]", len(pr))
+			}
+			var e queueEntry
+			if err := json.Unmarshal(pr[0], &e.MessageQueue); err != nil {
+				return nil, fmt.Errorf("a queue is not a MessageQueue object")
+			}
+			e.value = pr[1]
+			out = append(out, e)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("neither an object nor an array")
+}
+
+func (p *scan) peek() byte {
 	if p.i < len(p.b) {
 		return p.b[p.i]
 	}
 	return 0
 }
 
-func (p *mqScan) ws() {
+func (p *scan) ws() {
 	for p.i < len(p.b) && strings.IndexByte(" \t\r\n", p.b[p.i]) >= 0 {
 		p.i++
 	}
@@ -197,15 +223,15 @@ func (p *mqScan) ws() {
 
 // value returns the JSON value at i: a string, an object or array
 // (balanced, strings skipped), or a literal up to the next , : } ].
-func (p *mqScan) value() ([]byte, error) {
+func (p *scan) value() ([]byte, error) {
 	v, err := p.extent()
 	if err == nil && !json.Valid(v) {
-		err = fmt.Errorf("rmq: invalid JSON value %.100q", v)
+		err = fmt.Errorf("invalid JSON value at byte %d", p.i-len(v))
 	}
 	return v, err
 }
 
-func (p *mqScan) extent() ([]byte, error) {
+func (p *scan) extent() ([]byte, error) {
 	start := p.i
 	depth := 0
 	for p.i < len(p.b) {
@@ -220,7 +246,7 @@ func (p *mqScan) extent() ([]byte, error) {
 				p.i++
 			}
 			if p.i >= len(p.b) {
-				return nil, fmt.Errorf("rmq: unterminated string at byte %d", start)
+				return nil, fmt.Errorf("unterminated string at byte %d", start)
 			}
 			p.i++
 			if depth == 0 {
@@ -244,7 +270,7 @@ func (p *mqScan) extent() ([]byte, error) {
 		p.i++
 	}
 	if depth != 0 || p.i == start {
-		return nil, fmt.Errorf("rmq: truncated value at byte %d", start)
+		return nil, fmt.Errorf("truncated value at byte %d", start)
 	}
 	return p.b[start:p.i], nil
 }

@@ -406,3 +406,73 @@ func TestOffsetTableForms(t *testing.T) {
 		t.Fatalf("DecodeMQMap: %v, %v", m, err)
 	}
 }
+
+// TestDecodeMQMapRawValues: keys whose strings hold the scanner's own
+// delimiters, object and scalar values, both forms, an empty map, and
+// refusals (moved here with the CLI's copy of the scanner).
+func TestDecodeMQMapRawValues(t *testing.T) {
+	q0, q1 := MessageQueue{Topic: "T", BrokerName: "b", QueueID: 0}, MessageQueue{Topic: "T,}:x", BrokerName: "b", QueueID: 1}
+	for name, body := range map[string]string{
+		"fastjson": `{"offsetTable":{{"brokerName":"b","queueId":0,"topic":"T"}:{"minOffset":1,"maxOffset":5},{"brokerName":"b","queueId":1,"topic":"T,}:x"}:{"minOffset":0,"maxOffset":0}},"topicPutTps":0}`,
+		"array":    `{"offsetTable":[[{"topic":"T","brokerName":"b","queueId":0},{"minOffset":1,"maxOffset":5}],[{"topic":"T,}:x","brokerName":"b","queueId":1},{"minOffset":0,"maxOffset":0}]]}`,
+	} {
+		got, err := DecodeMQMap[json.RawMessage]([]byte(body), "offsetTable")
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(got) != 2 || string(got[q0]) != `{"minOffset":1,"maxOffset":5}` || string(got[q1]) != `{"minOffset":0,"maxOffset":0}` {
+			t.Fatalf("%s: %+v", name, got)
+		}
+	}
+	scalar, err := DecodeMQMap[json.RawMessage]([]byte(`{"offsetTable":{{"brokerName":"b","queueId":3,"topic":"T"}:42}}`), "offsetTable")
+	if err != nil || len(scalar) != 1 || string(scalar[MessageQueue{Topic: "T", BrokerName: "b", QueueID: 3}]) != "42" {
+		t.Fatalf("scalar values: %+v %v", scalar, err)
+	}
+	if got, err := DecodeMQMap[json.RawMessage]([]byte(`{"offsetTable":{}}`), "offsetTable"); err != nil || len(got) != 0 {
+		t.Fatalf("empty: %+v %v", got, err)
+	}
+	for _, bad := range []string{`{"other":1}`, `{"offsetTable":{{"topic":"T"}`, `{"offsetTable":{{"topic":"T"}:1;}`} {
+		if _, err := DecodeMQMap[json.RawMessage]([]byte(bad), "offsetTable"); err == nil {
+			t.Fatalf("%s: no error", bad)
+		}
+	}
+}
+
+// TestSendResponseRoundTrip: a send answer decodes to what was encoded,
+// through the wire, with its fields in the order Petrel writes them, and a
+// missing or malformed required field is refused by name.
+func TestSendResponseRoundTrip(t *testing.T) {
+	req := remoting.NewRequest(CodeSendMessageV2, nil, nil)
+	sr := SendResponse{MsgID: "7F00000100002A9F0000000000001000", QueueID: 3, QueueOffset: 1<<40 + 7, Region: "DefaultRegion", TraceOn: true}
+	resp := EncodeSendResponse(req, RespFlushDiskTimeout, sr)
+	var keys []string
+	resp.EachExt(func(k, _ string) { keys = append(keys, k) })
+	if want := []string{"msgId", "queueId", "queueOffset", "MSG_REGION", "TRACE_ON"}; !reflect.DeepEqual(keys, want) {
+		t.Fatalf("fields %v, want %v", keys, want)
+	}
+	c := overWire(t, resp)
+	got, err := DecodeSendResponse(c)
+	if err != nil || c.Opaque != req.Opaque || !c.IsResponse() {
+		t.Fatalf("send response: %v, opaque %d of %d, response %v", err, c.Opaque, req.Opaque, c.IsResponse())
+	}
+	same(t, "send response", got, sr, c.Code, RespFlushDiskTimeout)
+	for ext, field := range map[string]string{
+		`{"queueId":"1","queueOffset":"2"}`:                   "msgId",
+		`{"msgId":"m","queueOffset":"2"}`:                     "queueId",
+		`{"msgId":"m","queueId":"1"}`:                         "queueOffset",
+		`{"msgId":"m","queueId":"x","queueOffset":"2"}`:       "queueId",
+		`{"msgId":"m","queueId":"1","queueOffset":"9e9e9e9"}`: "queueOffset",
+	} {
+		var m map[string]string
+		if err := json.Unmarshal([]byte(ext), &m); err != nil {
+			t.Fatal(err)
+		}
+		resp := remoting.NewResponse(req, RespSuccess, "")
+		resp.ExtFields = m
+		_, err := DecodeSendResponse(resp)
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != field {
+			t.Errorf("%s: %v, want a FieldError naming %s", ext, err, field)
+		}
+	}
+}

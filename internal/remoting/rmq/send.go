@@ -54,8 +54,8 @@ type SendHeader struct {
 func (h *SendHeader) IsBatch(code int16) bool { return h.Batch || code == CodeSendBatchMessage }
 
 // DecodeSendHeader reads a send's header in one pass over its ext fields,
-// V1 names and V2 letters alike (send handlers are async: no ExtFields
-// map). Every field is optional, as Petrel has always taken them (the
+// V1 names and V2 letters alike (sends go to a remoting BatchHandler,
+// whose requests have no ExtFields map). Every field is optional, as Petrel has always taken them (the
 // broker refuses an empty topic); a numeric field that does not parse is a
 // *FieldError naming the field by its V1 name.
 func DecodeSendHeader(c *remoting.Command) (SendHeader, error) {
@@ -116,6 +116,44 @@ func AppendSendHeader(c *remoting.Command, h SendHeader) *remoting.Command {
 		AppendExt("g", itoa(h.BornTimestamp)).AppendExt("h", itoa(h.Flag)).
 		AppendExt("i", h.Properties).AppendExt("j", itoa(h.ReconsumeTimes)).AppendExt("k", btoa(h.UnitMode)).
 		AppendExt("l", itoa(h.MaxReconsumeTimes)).AppendExt("m", btoa(h.Batch)).AppendExt("n", h.BrokerName)
+}
+
+// SendResponse is the header of a send's answer (SendMessageResponseHeader;
+// PETREL_RESEND_DLQ is answered alike): msgId, the stored message's offset
+// id, queueId and queueOffset are required; MSG_REGION and TRACE_ON are
+// optional.
+type SendResponse struct {
+	MsgID       string
+	QueueID     int32
+	QueueOffset int64
+	Region      string // MSG_REGION
+	TraceOn     bool   // TRACE_ON
+}
+
+// EncodeSendResponse answers req with code and header r, the fields in
+// the order Petrel has always written them.
+func EncodeSendResponse(req *remoting.Command, code int16, r SendResponse) *remoting.Command {
+	return remoting.NewResponse(req, code, "").
+		AppendExt("msgId", r.MsgID).
+		AppendExt("queueId", itoa(r.QueueID)).
+		AppendExt("queueOffset", itoa(r.QueueOffset)).
+		AppendExt("MSG_REGION", r.Region).
+		AppendExt("TRACE_ON", btoa(r.TraceOn))
+}
+
+// DecodeSendResponse reads a send answer's header. Only a stored send
+// (SUCCESS, FLUSH_DISK_TIMEOUT and the like) carries it; other codes are
+// refusals with a remark.
+func DecodeSendResponse(c *remoting.Command) (SendResponse, error) {
+	f := fields{c: c}
+	r := SendResponse{
+		MsgID:       f.need("msgId"),
+		QueueID:     f.needI32("queueId"),
+		QueueOffset: f.needI64("queueOffset"),
+		Region:      f.str("MSG_REGION"),
+		TraceOn:     f.boolean("TRACE_ON"),
+	}
+	return r, f.result()
 }
 
 // Property keys of a 4.x send's relative delay (RocketMQ 5's).

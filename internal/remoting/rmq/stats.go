@@ -17,10 +17,8 @@ package rmq
 // writers use.
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/petrelmq/petrel/internal/remoting"
 )
@@ -110,15 +108,14 @@ type TopicStatsTable struct {
 
 // EncodeTopicStatsBody writes the answer body of 202.
 func EncodeTopicStatsBody(t TopicStatsTable) []byte {
-	var m queueMap
-	for _, o := range t.Offsets {
-		m.add(o.Topic, o.BrokerName, o.QueueID, topicOffsetJSON{o.MinOffset, o.MaxOffset, o.LastUpdateTimestamp})
-	}
 	lost := t.RemovedUnconsumed
 	if lost == nil {
 		lost = map[string]uint64{}
 	}
-	return m.body(struct {
+	return queueMapBody(len(t.Offsets), func(i int) (MessageQueue, any) {
+		o := t.Offsets[i]
+		return MessageQueue{o.Topic, o.BrokerName, o.QueueID}, topicOffsetJSON{o.MinOffset, o.MaxOffset, o.LastUpdateTimestamp}
+	}, struct {
 		RemovedUnconsumed map[string]uint64 `json:"removedUnconsumed"`
 		TopicPutTps       float64           `json:"topicPutTps"`
 	}{lost, t.TopicPutTps})
@@ -176,11 +173,10 @@ type ConsumeStats struct {
 
 // EncodeConsumeStatsBody writes the answer body of 208.
 func EncodeConsumeStatsBody(s ConsumeStats) []byte {
-	var m queueMap
-	for _, o := range s.Offsets {
-		m.add(o.Topic, o.BrokerName, o.QueueID, consumeOffsetJSON{o.BrokerOffset, o.ConsumerOffset, o.PullOffset, o.LastTimestamp, o.InFlight})
-	}
-	return m.body(struct {
+	return queueMapBody(len(s.Offsets), func(i int) (MessageQueue, any) {
+		o := s.Offsets[i]
+		return MessageQueue{o.Topic, o.BrokerName, o.QueueID}, consumeOffsetJSON{o.BrokerOffset, o.ConsumerOffset, o.PullOffset, o.LastTimestamp, o.InFlight}
+	}, struct {
 		ConsumeTps float64 `json:"consumeTps"`
 	}{s.ConsumeTps})
 }
@@ -208,11 +204,11 @@ func DecodeConsumeStatsBody(body []byte) (ConsumeStats, error) {
 
 // ConsumerConnection is the answer body of 203.
 type ConsumerConnection struct {
-	ConnectionSet     []Connection                      `json:"connectionSet"`
-	SubscriptionTable map[string]ConnectionSubscription `json:"subscriptionTable"`
-	ConsumeType       string                            `json:"consumeType"`
-	MessageModel      string                            `json:"messageModel"`
-	ConsumeFromWhere  string                            `json:"consumeFromWhere"`
+	ConnectionSet     []Connection                `json:"connectionSet"`
+	SubscriptionTable map[string]SubscriptionData `json:"subscriptionTable"`
+	ConsumeType       string                      `json:"consumeType"`
+	MessageModel      string                      `json:"messageModel"`
+	ConsumeFromWhere  string                      `json:"consumeFromWhere"`
 }
 
 // Connection is one member of a ConsumerConnection.
@@ -223,35 +219,16 @@ type Connection struct {
 	Version    int16  `json:"version"`
 }
 
-// ConnectionSubscription is a subscription of a ConsumerConnection
-// (Java's SubscriptionData; nil sets are written as []).
-type ConnectionSubscription struct {
-	ClassFilterMode bool     `json:"classFilterMode"`
-	Topic           string   `json:"topic"`
-	SubString       string   `json:"subString"`
-	TagsSet         []string `json:"tagsSet"`
-	CodeSet         []int32  `json:"codeSet"`
-	SubVersion      int64    `json:"subVersion"`
-	ExpressionType  string   `json:"expressionType"`
-}
-
 // EncodeConsumerConnectionBody writes the answer body of 203 (nil sets,
-// tables and lists as {} and []).
+// tables and lists as {} and []; SubscriptionData writes its nil sets as
+// []).
 func EncodeConsumerConnectionBody(c ConsumerConnection) []byte {
 	if c.ConnectionSet == nil {
 		c.ConnectionSet = []Connection{}
 	}
-	subs := make(map[string]ConnectionSubscription, len(c.SubscriptionTable))
-	for k, s := range c.SubscriptionTable {
-		if s.TagsSet == nil {
-			s.TagsSet = []string{}
-		}
-		if s.CodeSet == nil {
-			s.CodeSet = []int32{}
-		}
-		subs[k] = s
+	if c.SubscriptionTable == nil {
+		c.SubscriptionTable = map[string]SubscriptionData{}
 	}
-	c.SubscriptionTable = subs
 	return mustJSON(c)
 }
 
@@ -262,53 +239,21 @@ func DecodeConsumerConnectionBody(body []byte) (ConsumerConnection, error) {
 	return c, err
 }
 
-// queueMap writes {key:value,...} with message-queue object keys, the
-// entries in the order added.
-type queueMap struct {
-	b bytes.Buffer
-	n int
-}
-
-// queueKey is a message queue as fastjson writes it: fields in name order.
-type queueKey struct {
-	BrokerName string `json:"brokerName"`
-	QueueID    int32  `json:"queueId"`
-	Topic      string `json:"topic"`
-}
-
-func (m *queueMap) add(topic, brokerName string, queueID int32, v any) {
-	if m.n == 0 {
-		m.b.WriteString(`{"offsetTable":{`)
-	} else {
-		m.b.WriteByte(',')
+// queueMapBody writes {"offsetTable":{key:value,...},...}: n entries of
+// a map keyed by message queues, entry i from at(i), in that order, then
+// the fields of rest (a struct).
+func queueMapBody(n int, at func(i int) (MessageQueue, any), rest any) []byte {
+	b := append(make([]byte, 0, 64+128*n), `{"offsetTable":{`...)
+	for i := range n {
+		q, v := at(i)
+		b = appendMQEntry(b, i == 0, q, mustJSON(v))
 	}
-	m.n++
-	m.b.Write(mustJSON(queueKey{brokerName, queueID, topic}))
-	m.b.WriteByte(':')
-	m.b.Write(mustJSON(v))
-}
-
-// body closes the table and appends the fields of rest (a struct) after it.
-func (m *queueMap) body(rest any) []byte {
-	if m.n == 0 {
-		m.b.WriteString(`{"offsetTable":{`)
+	b = append(b, '}')
+	if x := mustJSON(rest); len(x) > 2 {
+		b = append(b, ',')
+		b = append(b, x[1:len(x)-1]...)
 	}
-	m.b.WriteByte('}')
-	x := mustJSON(rest)
-	if len(x) > 2 {
-		m.b.WriteByte(',')
-		m.b.Write(x[1 : len(x)-1])
-	}
-	m.b.WriteByte('}')
-	return m.b.Bytes()
-}
-
-// queueEntry is one entry of a map keyed by a message queue.
-type queueEntry struct {
-	Topic      string `json:"topic"`
-	BrokerName string `json:"brokerName"`
-	QueueID    int32  `json:"queueId"`
-	value      json.RawMessage
+	return append(b, '}')
 }
 
 // decodeQueueMapBody reads a top-level JSON-like object whose offsetTable
@@ -385,145 +330,4 @@ func decodeQueueMapBody(body []byte, name string, rest any) ([]queueEntry, error
 		return nil, bad("%s", jsonProblem(err, name))
 	}
 	return entries, nil
-}
-
-// queueMap reads a map keyed by message queues at p: fastjson's object
-// form or the array form [[{queue},value],...].
-func (p *scan) queueMap() ([]queueEntry, error) {
-	var out []queueEntry
-	switch p.peek() {
-	case '{':
-		p.i++
-		for {
-			p.ws()
-			if p.peek() == '}' {
-				p.i++
-				return out, nil
-			}
-			kb, err := p.value()
-			if err != nil {
-				return nil, err
-			}
-			var e queueEntry
-			if err := json.Unmarshal(kb, &e); err != nil {
-				return nil, fmt.Errorf("a queue key is not a MessageQueue object (at byte %d)", p.i)
-			}
-			p.ws()
-			if p.peek() != ':' {
-				return nil, fmt.Errorf("want ':' after a queue key at byte %d", p.i)
-			}
-			p.i++
-			p.ws()
-			if e.value, err = p.value(); err != nil {
-				return nil, err
-			}
-			out = append(out, e)
-			p.ws()
-			switch p.peek() {
-			case ',':
-				p.i++
-			case '}':
-				p.i++
-				return out, nil
-			default:
-				return nil, fmt.Errorf("want ',' or '}' at byte %d", p.i)
-			}
-		}
-	case '[':
-		v, err := p.value()
-		if err != nil {
-			return nil, err
-		}
-		var pairs [][]json.RawMessage
-		if err := json.Unmarshal(v, &pairs); err != nil {
-			return nil, fmt.Errorf("the array form is not [[queue, value],...]")
-		}
-		for _, pr := range pairs {
-			if len(pr) != 2 {
-				return nil, fmt.Errorf("an entry has %d elements, want [queue, value]", len(pr))
-			}
-			var e queueEntry
-			if err := json.Unmarshal(pr[0], &e); err != nil {
-				return nil, fmt.Errorf("a queue is not a MessageQueue object")
-			}
-			e.value = pr[1]
-			out = append(out, e)
-		}
-		return out, nil
-	}
-	return nil, fmt.Errorf("neither an object nor an array")
-}
-
-// scan finds the extent of JSON values in text that is not JSON as a
-// whole.
-type scan struct {
-	b []byte
-	i int
-}
-
-func (p *scan) peek() byte {
-	if p.i < len(p.b) {
-		return p.b[p.i]
-	}
-	return 0
-}
-
-func (p *scan) ws() {
-	for p.i < len(p.b) && strings.IndexByte(" \t\r\n", p.b[p.i]) >= 0 {
-		p.i++
-	}
-}
-
-// value returns the JSON value at i: a string, an object or array
-// (balanced, strings skipped), or a literal up to the next , : } ].
-func (p *scan) value() ([]byte, error) {
-	v, err := p.extent()
-	if err == nil && !json.Valid(v) {
-		err = fmt.Errorf("invalid JSON value at byte %d", p.i-len(v))
-	}
-	return v, err
-}
-
-func (p *scan) extent() ([]byte, error) {
-	start := p.i
-	depth := 0
-	for p.i < len(p.b) {
-		c := p.b[p.i]
-		switch {
-		case c == '"':
-			p.i++
-			for p.i < len(p.b) && p.b[p.i] != '"' {
-				if p.b[p.i] == '\\' {
-					p.i++
-				}
-				p.i++
-			}
-			if p.i >= len(p.b) {
-				return nil, fmt.Errorf("unterminated string at byte %d", start)
-			}
-			p.i++
-			if depth == 0 {
-				return p.b[start:p.i], nil
-			}
-			continue
-		case c == '{' || c == '[':
-			depth++
-		case c == '}' || c == ']':
-			if depth == 0 {
-				return p.b[start:p.i], nil
-			}
-			depth--
-			if depth == 0 {
-				p.i++
-				return p.b[start:p.i], nil
-			}
-		case depth == 0 && (c == ',' || c == ':'):
-			return p.b[start:p.i], nil
-		}
-		p.i++
-	}
-	if depth != 0 || p.i == start {
-		return nil, fmt.Errorf("truncated value at byte %d", start)
-	}
-	return p.b[start:p.i], nil
 }

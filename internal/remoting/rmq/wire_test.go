@@ -38,7 +38,7 @@ func TestEncodersWriteTheBytesPetrelWrote(t *testing.T) {
 			`{"table":{"brokerName":"b","putTps":"1.00 2.00 3.00"}}`},
 		{"203", EncodeConsumerConnectionBody(ConsumerConnection{
 			ConnectionSet:     []Connection{{ClientID: "c", ClientAddr: "1.2.3.4:5", Language: "GO", Version: 317}},
-			SubscriptionTable: map[string]ConnectionSubscription{"T": {Topic: "T", SubString: "*", SubVersion: 5, ExpressionType: "TAG"}},
+			SubscriptionTable: map[string]SubscriptionData{"T": {Topic: "T", SubString: "*", SubVersion: 5, ExpressionType: "TAG"}},
 			ConsumeType:       "CONSUME_PASSIVELY", MessageModel: "CLUSTERING", ConsumeFromWhere: "CONSUME_FROM_LAST_OFFSET"}),
 			`{"connectionSet":[{"clientId":"c","clientAddr":"1.2.3.4:5","language":"GO","version":317}],"subscriptionTable":{"T":{"classFilterMode":false,"topic":"T","subString":"*","tagsSet":[],"codeSet":[],"subVersion":5,"expressionType":"TAG"}},"consumeType":"CONSUME_PASSIVELY","messageModel":"CLUSTERING","consumeFromWhere":"CONSUME_FROM_LAST_OFFSET"}`},
 		{"21", EncodeTopicConfigBody(TopicConfigBody{

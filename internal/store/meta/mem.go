@@ -27,8 +27,7 @@ type Mem struct {
 	topicVer DataVersion
 	groupVer DataVersion
 
-	offMu   sync.Mutex
-	offsets map[offsetKey]int64
+	offsets offsetMap
 }
 
 // NewMem returns an empty Mem whose versions take their timestamps from
@@ -38,7 +37,7 @@ func NewMem(clk clock.Clock) *Mem {
 		clk = clock.Real
 	}
 	return &Mem{clk: clk, topics: make(map[string]Topic), groups: make(map[string]Group),
-		offsets: make(map[offsetKey]int64)}
+		offsets: offsetMap{m: make(map[offsetKey]int64)}}
 }
 
 // bump records a change of the table whose version is v; m.mu must be held.
@@ -195,69 +194,28 @@ func (m *Mem) DeleteGroup(name string) error {
 
 // CommitOffset implements Tables.
 func (m *Mem) CommitOffset(group, topic string, queueID int32, offset int64) {
-	m.offMu.Lock()
-	m.offsets[offsetKey{group, topic, queueID}] = offset
-	m.offMu.Unlock()
+	m.offsets.commit(group, topic, queueID, offset)
 }
 
 // Offset implements Tables.
 func (m *Mem) Offset(group, topic string, queueID int32) (int64, bool) {
-	m.offMu.Lock()
-	defer m.offMu.Unlock()
-	off, ok := m.offsets[offsetKey{group, topic, queueID}]
-	return off, ok
+	return m.offsets.get(group, topic, queueID)
 }
 
 // GroupOffsets implements Tables.
-func (m *Mem) GroupOffsets(group string) map[string]map[int32]int64 {
-	out := make(map[string]map[int32]int64)
-	m.offMu.Lock()
-	defer m.offMu.Unlock()
-	for k, v := range m.offsets {
-		if k.group != group {
-			continue
-		}
-		q := out[k.topic]
-		if q == nil {
-			q = make(map[int32]int64)
-			out[k.topic] = q
-		}
-		q[k.queueID] = v
-	}
-	return out
-}
+func (m *Mem) GroupOffsets(group string) map[string]map[int32]int64 { return m.offsets.group(group) }
 
 // AllOffsets implements Tables.
-func (m *Mem) AllOffsets() []OffsetEntry {
-	m.offMu.Lock()
-	defer m.offMu.Unlock()
-	out := make([]OffsetEntry, 0, len(m.offsets))
-	for k, v := range m.offsets {
-		out = append(out, OffsetEntry{Group: k.group, Topic: k.topic, QueueID: k.queueID, Offset: v})
-	}
-	return out
-}
+func (m *Mem) AllOffsets() []OffsetEntry { return m.offsets.all() }
 
 // DeleteOffsets implements Tables.
 func (m *Mem) DeleteOffsets(group, topic string) {
-	m.offMu.Lock()
-	defer m.offMu.Unlock()
-	for k := range m.offsets {
-		if k.group == group && (topic == "" || k.topic == topic) {
-			delete(m.offsets, k)
-		}
-	}
+	m.offsets.deleteWhere(func(k offsetKey) bool { return k.group == group && (topic == "" || k.topic == topic) })
 }
 
 // DeleteTopicOffsets implements Tables.
 func (m *Mem) DeleteTopicOffsets(topic string) {
-	m.offMu.Lock()
-	defer m.offMu.Unlock()
-	for k := range m.offsets {
-		if k.topic == topic {
-			delete(m.offsets, k)
-		}
-	}
+	m.offsets.deleteWhere(func(k offsetKey) bool { return k.topic == topic })
 }
 
 // SyncOffsets implements Tables: there is nothing to write.

@@ -25,11 +25,17 @@ type offsetsFile struct {
 	OffsetTable map[string]map[string]map[int32]int64 `json:"offsetTable"`
 }
 
-// offsetTable holds the consumer offsets and the writer of offsets.json.
-type offsetTable struct {
+// offsetMap is the consumer offsets in memory: Store's (whose offsetTable
+// also writes them to offsets.json) and Mem's.
+type offsetMap struct {
 	mu  sync.Mutex
 	m   map[offsetKey]int64
-	seq uint64 // changes made; the file holds changes ≤ w.durable
+	seq uint64 // changes made; Store's file holds changes ≤ w.durable
+}
+
+// offsetTable holds the consumer offsets and the writer of offsets.json.
+type offsetTable struct {
+	offsetMap
 
 	// scratch is reused by snapshots; only the running write uses it.
 	scratch []offsetEntry
@@ -95,7 +101,10 @@ func (t *offsetTable) snapshot() (uint64, func() ([]byte, error)) {
 // or Close. It does no I/O, and does not allocate when the key exists.
 // Safe for concurrent use.
 func (s *Store) CommitOffset(group, topic string, queueID int32, offset int64) {
-	t := &s.offsets
+	s.offsets.commit(group, topic, queueID, offset)
+}
+
+func (t *offsetMap) commit(group, topic string, queueID int32, offset int64) {
 	t.mu.Lock()
 	t.m[offsetKey{group, topic, queueID}] = offset
 	t.seq++
@@ -105,7 +114,10 @@ func (s *Store) CommitOffset(group, topic string, queueID int32, offset int64) {
 // Offset returns the committed next offset to consume of group on a queue
 // of topic, and false if none was committed.
 func (s *Store) Offset(group, topic string, queueID int32) (int64, bool) {
-	t := &s.offsets
+	return s.offsets.get(group, topic, queueID)
+}
+
+func (t *offsetMap) get(group, topic string, queueID int32) (int64, bool) {
 	t.mu.Lock()
 	off, ok := t.m[offsetKey{group, topic, queueID}]
 	t.mu.Unlock()
@@ -115,8 +127,11 @@ func (s *Store) Offset(group, topic string, queueID int32) (int64, bool) {
 // GroupOffsets returns a copy of the offsets of group: topic → queue id →
 // offset; an empty map if it has none. The caller owns the result.
 func (s *Store) GroupOffsets(group string) map[string]map[int32]int64 {
+	return s.offsets.group(group)
+}
+
+func (t *offsetMap) group(group string) map[string]map[int32]int64 {
 	out := make(map[string]map[int32]int64)
-	t := &s.offsets
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for k, v := range t.m {
@@ -142,8 +157,9 @@ type OffsetEntry struct {
 
 // AllOffsets returns a copy of every committed offset, in no order, taken
 // in one pass under the table's lock.
-func (s *Store) AllOffsets() []OffsetEntry {
-	t := &s.offsets
+func (s *Store) AllOffsets() []OffsetEntry { return s.offsets.all() }
+
+func (t *offsetMap) all() []OffsetEntry {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := make([]OffsetEntry, 0, len(t.m))
@@ -167,7 +183,7 @@ func (s *Store) DeleteTopicOffsets(topic string) {
 	s.offsets.deleteWhere(func(k offsetKey) bool { return k.topic == topic })
 }
 
-func (t *offsetTable) deleteWhere(match func(offsetKey) bool) {
+func (t *offsetMap) deleteWhere(match func(offsetKey) bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	n := len(t.m)
@@ -181,7 +197,7 @@ func (t *offsetTable) deleteWhere(match func(offsetKey) bool) {
 	}
 }
 
-func (t *offsetTable) current() uint64 {
+func (t *offsetMap) current() uint64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.seq
