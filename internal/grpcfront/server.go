@@ -126,6 +126,12 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 	opts := []grpc.ServerOption{
 		// A body at the broker's limit plus its properties must fit.
 		grpc.MaxRecvMsgSize(max(16<<20, b.Config().MaxMessageBytes+1<<20)),
+		// Calls run on a pool of long-lived goroutines (gRPC starts one
+		// more when all are busy) instead of a new goroutine per call,
+		// whose stack then grows: 12% of a one-message send's CPU went to
+		// newstack/copystack. Calls wait (for an fsync, a long poll), so
+		// the pool is sized for the calls in flight, not for the cores.
+		grpc.NumStreamWorkers(streamWorkers),
 	}
 	if !cfg.Plaintext {
 		cert, err := loadOrCreateCert(cfg.TLSCert, cfg.TLSKey, cfg.CertDir, s.clk.Now())
@@ -198,6 +204,10 @@ func (s *Server) listenAddr() net.Addr {
 	return s.listener
 }
 
+// streamWorkers is the size of the pool of goroutines that run calls
+// (grpc.NumStreamWorkers): idle ones cost a few KiB of stack each.
+const streamWorkers = 256
+
 // Headers the clients send with every call.
 const (
 	headerClientID  = "x-mq-client-id"
@@ -205,13 +215,11 @@ const (
 )
 
 // header returns the first value of a request header (the client repeats
-// headers on retries).
+// headers on retries). ValueFromIncomingContext reads the one key;
+// FromIncomingContext would copy every header of the call first (3.6% of
+// a one-message send's CPU).
 func header(ctx context.Context, key string) string {
-	md, ok := metadata.FromIncomingContext(ctx)
-	if !ok {
-		return ""
-	}
-	if v := md.Get(key); len(v) > 0 {
+	if v := metadata.ValueFromIncomingContext(ctx, key); len(v) > 0 {
 		return v[0]
 	}
 	return ""
