@@ -274,25 +274,15 @@ func (s *Store) PutBatch(msgs []*message.Message) error {
 }
 
 // PutAsync stores msgs and calls done once they are durable under the flush
-// mode, or with the error. done runs on a store goroutine and must not block.
+// mode, or with the error: PutBatches of one group. done runs on a store
+// goroutine or the caller's and must not block.
 func (s *Store) PutAsync(msgs []*message.Message, done func(error)) {
-	if len(msgs) > 0 && s.mem.isMemTopic(s.meta, msgs[0].Topic) {
-		done(s.mem.put(s, msgs))
-		return
-	}
-	if s.diskFull.Load() {
-		done(s.diskFullError())
-		return
-	}
-	for _, m := range msgs {
-		m.StoreHost = s.cfg.StoreHost
-	}
-	s.clog.AppendAsync(msgs, func(_ commitlog.Result, err error) { done(s.putError(err)) })
+	s.PutBatches([][]*message.Message{msgs}, func(_ int, err error) { done(err) })
 }
 
-// PutBatches stores each of groups as PutAsync would (a group's messages
-// consecutive records) and hands every group for the commit log to its
-// writer as one submission, so that they are written as one group commit
+// PutBatches stores each of groups as PutBatch would (a group's messages
+// consecutive records, all or none) and hands every group for the commit
+// log to its writer as one submission, so that they are written as one group commit
 // (commitlog.Log.AppendMany). done(i, err) is called once per group i, on
 // a store goroutine or on the caller's (in-memory topics, refusals); it
 // must not block. The messages must not be modified until their done runs.

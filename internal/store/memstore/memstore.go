@@ -145,10 +145,6 @@ func (s *Store) Put(m *message.Message) error {
 // PutBatch stores msgs as consecutive records, all or none.
 func (s *Store) PutBatch(msgs []*message.Message) error { return s.put(msgs) }
 
-// PutAsync is PutBatch that calls done, on the caller's goroutine, before
-// it returns.
-func (s *Store) PutAsync(msgs []*message.Message, done func(error)) { done(s.put(msgs)) }
-
 // PutBatches stores each group as PutBatch does and calls done for it, on
 // the caller's goroutine, before it returns.
 func (s *Store) PutBatches(groups [][]*message.Message, done func(i int, err error)) {
