@@ -117,7 +117,8 @@
 //
 // # What the broker does
 //
-//   - Send: if IsPrepared(sysFlag, properties), call Half on the message
+//   - Send: if the send is a transaction's half (SendRequest.Transactional:
+//     the 4.x front decodes it with rmq.Prepared), call Half on the message
 //     before validating and storing it; answer as for any send (msgId =
 //     the half's offset id, queueOffset = its offset in HalfTopic). Refuse
 //     prepared batch sends, and client sends to IsSystemTopic topics.

@@ -279,9 +279,6 @@ func (e *env) prepare(topic string, qid int32, body, group string, kv ...string)
 		BornTimestamp: e.clk.Now().UnixMilli(), BornHost: netip.MustParseAddrPort("10.0.0.2:40000"),
 		Body: []byte(body), Properties: props(kv...),
 	}
-	if !IsPrepared(msg.SysFlag, msg.Properties) {
-		e.t.Fatal("IsPrepared is false for a prepared send")
-	}
 	e.m.Half(msg)
 	if err := msg.Validate(); err != nil {
 		e.t.Fatal(err)

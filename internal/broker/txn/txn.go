@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/petrelmq/petrel/internal/clock"
@@ -163,17 +162,6 @@ func IsHalfTopic(topic string) bool { return topic == HalfTopic }
 // never registered with name servers or offered in routes.
 func IsSystemTopic(topic string) bool {
 	return topic == HalfTopic || topic == OpTopic || topic == CheckMaxTimeTopic
-}
-
-// IsPrepared reports whether a send is a transactional half: SYSFLAG's
-// transaction type is prepared (0x4), or property TRAN_MSG is "true"
-// (ignoring case), which is what Java brokers test.
-func IsPrepared(sysFlag int32, properties string) bool {
-	if sysFlag&message.SysFlagTxMask == message.SysFlagTxPrepared {
-		return true
-	}
-	v, ok := message.PropertyOf(properties, PropertyTransactionPrepared)
-	return ok && strings.EqualFold(v, "true")
 }
 
 // EndRequest is a decoded END_TRANSACTION (code 37) header.

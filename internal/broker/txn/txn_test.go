@@ -515,26 +515,10 @@ func TestHalfTransactionIDReplacesClients(t *testing.T) {
 	}
 }
 
-func TestIsPrepared(t *testing.T) {
-	cases := []struct {
-		sys   int32
-		props string
-		want  bool
-	}{
-		{0, "", false},
-		{message.SysFlagTxPrepared, "", true},
-		{message.SysFlagTxPrepared | message.SysFlagCompressed, "", true},
-		{message.SysFlagTxCommit, "", false},
-		{message.SysFlagTxRollback, "", false},
-		{0, props(PropertyTransactionPrepared, "true"), true},
-		{0, props(PropertyTransactionPrepared, "TRUE"), true},
-		{0, props(PropertyTransactionPrepared, "false"), false},
-	}
-	for _, c := range cases {
-		if got := IsPrepared(c.sys, c.props); got != c.want {
-			t.Errorf("IsPrepared(%#x, %q) = %v, want %v", c.sys, c.props, got, c.want)
-		}
-	}
+// TestIsSystemTopic: the three transaction topics are system topics; a
+// send's prepared flag is the front's to decode (rmq.Prepared, tested
+// there).
+func TestIsSystemTopic(t *testing.T) {
 	for _, s := range []string{HalfTopic, OpTopic, CheckMaxTimeTopic} {
 		if !IsSystemTopic(s) {
 			t.Errorf("IsSystemTopic(%s) = false", s)
