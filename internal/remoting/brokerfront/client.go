@@ -10,7 +10,6 @@ package brokerfront
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/petrelmq/petrel/internal/remoting/rmq"
 
@@ -51,16 +50,6 @@ func (f *Front) unregisterClient(_ context.Context, _ *remoting.Conn, req *remot
 		return refuseHeader(req, err)
 	}
 	return remoting.NewResponse(req, rmq.RespSuccess, "")
-}
-
-func jsonResponse(req *remoting.Command, v any) *remoting.Command {
-	resp := remoting.NewResponse(req, rmq.RespSuccess, "")
-	body, err := json.Marshal(v)
-	if err != nil {
-		return remoting.NewResponse(req, rmq.RespSystemError, "encode answer: "+err.Error())
-	}
-	resp.Body = body
-	return resp
 }
 
 func (f *Front) consumerList(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
