@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"path"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,7 +14,6 @@ import (
 	"github.com/petrelmq/petrel/internal/clock"
 	"github.com/petrelmq/petrel/internal/message"
 	"github.com/petrelmq/petrel/internal/store"
-	"github.com/petrelmq/petrel/internal/store/memstore"
 	"github.com/petrelmq/petrel/internal/store/meta"
 	"github.com/petrelmq/petrel/internal/store/storetest"
 	"github.com/petrelmq/petrel/internal/vfs"
@@ -34,10 +32,9 @@ type env struct {
 	t       testing.TB
 	fs      *vfs.MemFS
 	clk     *clock.Manual
-	disk    bool // on the file store
 	st      store.MessageStore
-	file    *store.Store    // st on the file store
-	mem     *memstore.Store // st on the twin
+	file    *store.Store     // st on the file store
+	stores  storetest.Stores // st and md: the twin, or the file store (Disk)
 	md      *meta.Store
 	b       *Broker
 	scfg    store.Config
@@ -60,7 +57,7 @@ func newDiskEnv(t testing.TB, opts ...func(*store.Config, *Config)) *env {
 
 func startEnv(t testing.TB, disk bool, opts []func(*store.Config, *Config)) *env {
 	t.Helper()
-	e := &env{t: t, fs: vfs.NewMem(), clk: clock.NewManual(t0), disk: disk}
+	e := &env{t: t, fs: vfs.NewMem(), clk: clock.NewManual(t0), stores: storetest.Stores{Disk: disk}}
 	logger := storetest.Logger(t)
 	e.scfg = storetest.SmallConfig(e.fs, e.clk, logger)
 	e.bcfg = DefaultConfig()
@@ -76,29 +73,9 @@ func startEnv(t testing.TB, disk bool, opts []func(*store.Config, *Config)) *env
 
 func (e *env) open() {
 	e.t.Helper()
-	if e.disk {
-		st, err := store.Open(e.scfg)
-		if err != nil {
-			e.t.Fatalf("open store: %v", err)
-		}
-		e.file, e.st, e.md = st, st, st.Meta()
-	} else {
-		if e.mem == nil {
-			e.mem = memstore.New(e.scfg)
-		} else {
-			mem, err := e.mem.Reopen()
-			if err != nil {
-				e.t.Fatalf("reopen the in-memory store: %v", err)
-			}
-			e.mem = mem
-		}
-		md, err := meta.Open(e.scfg.FS, path.Join(e.scfg.Dir, "meta"), meta.Options{
-			Clock: e.scfg.Clock, OffsetFlushInterval: e.scfg.OffsetFlushInterval, Logger: e.scfg.Logger})
-		if err != nil {
-			e.t.Fatalf("open the meta store: %v", err)
-		}
-		e.st, e.md = e.mem, md
-	}
+	e.stores.Cfg = e.scfg
+	e.stores.Open(e.t)
+	e.st, e.md, e.file = e.stores.St, e.stores.Md, e.stores.File
 	st := e.st
 	e.arrived = make(chan struct{}, 1)
 	st.AddListener(func(string, int32, int64) {
@@ -127,20 +104,10 @@ func (e *env) close() {
 
 func (e *env) closeStores() {
 	if e.st == nil {
-		return
+		return // closed, or closed by the test itself
 	}
-	if e.disk {
-		if err := e.file.Close(); err != nil {
-			e.t.Errorf("close store: %v", err)
-		}
-		e.file = nil
-	} else {
-		e.mem.Close()
-		if err := e.md.Close(); err != nil {
-			e.t.Errorf("close the meta store: %v", err)
-		}
-	}
-	e.st, e.md = nil, nil
+	e.stores.Close(e.t)
+	e.st, e.md, e.file = nil, nil, nil
 }
 
 // restart closes broker and store and opens both again on the same FS.

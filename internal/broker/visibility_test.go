@@ -11,6 +11,7 @@ import (
 
 	"github.com/petrelmq/petrel/internal/broker/txn"
 	"github.com/petrelmq/petrel/internal/message"
+	"github.com/petrelmq/petrel/internal/store/storetest"
 	"github.com/petrelmq/petrel/internal/vfs"
 )
 
@@ -95,7 +96,7 @@ func (h *heldSend) release(t *testing.T) SendResult {
 // loss: only synced data), sharing e's clock. Close it with close.
 func (e *env) crashClone() *env {
 	e.t.Helper()
-	c := &env{t: e.t, fs: e.fs.CrashClone(vfs.CrashOptions{}), clk: e.clk, disk: true, scfg: e.scfg, bcfg: e.bcfg}
+	c := &env{t: e.t, fs: e.fs.CrashClone(vfs.CrashOptions{}), clk: e.clk, stores: storetest.Stores{Disk: true}, scfg: e.scfg, bcfg: e.bcfg}
 	c.scfg.FS = c.fs
 	c.open()
 	e.t.Cleanup(c.close)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
-	"path"
 	"strings"
 	"sync"
 	"testing"
@@ -14,7 +13,6 @@ import (
 	"github.com/petrelmq/petrel/internal/clock"
 	"github.com/petrelmq/petrel/internal/message"
 	"github.com/petrelmq/petrel/internal/store"
-	"github.com/petrelmq/petrel/internal/store/memstore"
 	"github.com/petrelmq/petrel/internal/store/meta"
 	"github.com/petrelmq/petrel/internal/store/storetest"
 	"github.com/petrelmq/petrel/internal/vfs"
@@ -121,10 +119,9 @@ type env struct {
 	scfg    store.Config
 	cfg     Config
 	chk     *fakeChecker
-	disk    bool
 	st      store.MessageStore
-	file    *store.Store    // st on the file store
-	mem     *memstore.Store // st on the twin
+	file    *store.Store     // st on the file store
+	stores  storetest.Stores // st and md: the twin, or the file store (Disk)
 	md      *meta.Store
 	m       *Manager
 	arrived chan struct{}
@@ -143,7 +140,7 @@ func newDiskEnv(t *testing.T, opts ...func(*Config)) *env {
 
 func startEnv(t *testing.T, disk bool, opts []func(*Config)) *env {
 	t.Helper()
-	e := &env{t: t, fs: vfs.NewMem(), clk: clock.NewManual(t0), logs: &logSink{t: t}, disk: disk}
+	e := &env{t: t, fs: vfs.NewMem(), clk: clock.NewManual(t0), logs: &logSink{t: t}, stores: storetest.Stores{Disk: disk}}
 	e.chk = &fakeChecker{clk: e.clk}
 	logger := slog.New(e.logs)
 	e.scfg = storetest.SmallConfig(e.fs, e.clk, slog.New(slog.DiscardHandler))
@@ -158,29 +155,9 @@ func startEnv(t *testing.T, disk bool, opts []func(*Config)) *env {
 
 func (e *env) open() {
 	e.t.Helper()
-	if e.disk {
-		st, err := store.Open(e.scfg)
-		if err != nil {
-			e.t.Fatalf("open store: %v", err)
-		}
-		e.file, e.st, e.md = st, st, st.Meta()
-	} else {
-		if e.mem == nil {
-			e.mem = memstore.New(e.scfg)
-		} else {
-			mem, err := e.mem.Reopen()
-			if err != nil {
-				e.t.Fatalf("reopen the in-memory store: %v", err)
-			}
-			e.mem = mem
-		}
-		md, err := meta.Open(e.scfg.FS, path.Join(e.scfg.Dir, "meta"), meta.Options{
-			Clock: e.scfg.Clock, OffsetFlushInterval: e.scfg.OffsetFlushInterval, Logger: e.scfg.Logger})
-		if err != nil {
-			e.t.Fatalf("open the meta store: %v", err)
-		}
-		e.st, e.md = e.mem, md
-	}
+	e.stores.Cfg = e.scfg
+	e.stores.Open(e.t)
+	e.st, e.md, e.file = e.stores.St, e.stores.Md, e.stores.File
 	st := e.st
 	m, err := New(st, e.md, e.chk.check, e.cfg)
 	if err != nil {
@@ -212,20 +189,10 @@ func (e *env) close() {
 
 func (e *env) closeStores() {
 	if e.st == nil {
-		return
+		return // closed, or closed by the test itself
 	}
-	if e.disk {
-		if err := e.file.Close(); err != nil {
-			e.t.Errorf("close store: %v", err)
-		}
-		e.file = nil
-	} else {
-		e.mem.Close()
-		if err := e.md.Close(); err != nil {
-			e.t.Errorf("close the meta store: %v", err)
-		}
-	}
-	e.st, e.md = nil, nil
+	e.stores.Close(e.t)
+	e.st, e.md, e.file = nil, nil, nil
 }
 
 func (e *env) restart() {
@@ -238,7 +205,7 @@ func (e *env) restart() {
 // listeners, the manager's included, have seen it).
 func (e *env) settle() {
 	e.t.Helper()
-	if !e.disk {
+	if !e.stores.Disk {
 		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 		defer cancel()
 		if err := e.st.WaitDispatched(ctx); err != nil {
