@@ -126,7 +126,7 @@ func TestHealsPairWithTheirFault(t *testing.T) {
 	h.fault(20*ms, "partition", "c1->n0", "")
 	h.heal(30*ms, "partition", "c1->n0") // the later partition, by target
 	h.heal(40*ms, "pause", "n0")
-	h.heal(50*ms, "", "") // no kind, no target: the oldest still open
+	h.heal(50*ms, "", "")       // no kind, no target: the oldest still open
 	h.heal(60*ms, "kill", "n9") // nothing open: ignored
 	fs := Faults(h.ops)
 	ends := []time.Duration{50 * ms, 40 * ms, 30 * ms}
