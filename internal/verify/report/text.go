@@ -21,21 +21,23 @@ type anomaly struct {
 	name    string // as on the verdict line
 	n       int
 	ids     []string
+	of      int  // how many ids there are in all, listed or not
 	invalid bool // makes the run invalid
 }
 
 func (s Summary) anomalies() []anomaly {
 	c, ids := s.Counts, s.IDs
 	return []anomaly{
-		{"lost", c.Lost, ids.Lost, true},
-		{"undelivered", c.Undelivered, ids.Undelivered, true},
-		{"unexpected", c.Unexpected, ids.Unexpected, true},
-		{"reordered", c.Reordered, ids.Reordered, true},
-		{"early", c.Early, ids.Early, true},
-		{"rolled back but delivered", c.RolledBackDelivered, ids.RolledBackDelivered, true},
-		{"corrupt", c.Corrupt, ids.Corrupt, true},
-		{"holes", c.Holes, holeStrings(ids.Holes), true},
-		{"duplicated", c.Duplicated, ids.Duplicated, false},
+		{"lost", c.Lost, ids.Lost, c.Lost, true},
+		{"undelivered", c.Undelivered, ids.Undelivered, c.Undelivered, true},
+		{"unexpected", c.Unexpected, ids.Unexpected, c.Unexpected, true},
+		{"reordered", c.Reordered, ids.Reordered, c.Reordered, true},
+		{"early", c.Early, ids.Early, c.Early, true},
+		{"rolled back but delivered", c.RolledBackDelivered, ids.RolledBackDelivered, c.RolledBackDelivered, true},
+		{"corrupt", c.Corrupt, ids.Corrupt, c.Corrupt, true},
+		// Holes counts offsets; the list has ranges of them.
+		{"holes", c.Holes, holeStrings(ids.Holes), len(ids.Holes), true},
+		{"duplicated", c.Duplicated, ids.Duplicated, c.Duplicated, false},
 	}
 }
 
@@ -72,7 +74,7 @@ func (s Summary) VerdictLine() string {
 		fmt.Fprintf(&b, "%s %s", thousands(a.n), a.name)
 		if len(a.ids) > 0 {
 			b.WriteString(": ")
-			b.WriteString(idList(a.ids, a.n, verdictIDs))
+			b.WriteString(idList(a.ids, a.of, verdictIDs))
 		}
 	}
 	fmt.Fprintf(&b, " (%s acked, %s faults)", thousands(s.Acked), thousands(len(s.Faults)))
@@ -99,14 +101,21 @@ func Text(w io.Writer, s Summary) error {
 	fmt.Fprintln(ew, s.VerdictLine())
 	fmt.Fprintln(ew)
 
+	// Numbers align right; names left, padded to one width by hand.
+	names := append(s.workloadNames(), "total")
+	width := len("workload")
+	for _, n := range names {
+		width = max(width, len(n))
+	}
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\tacked\tin_doubt\tfailed\tlost\tundelivered\tunexpected\tduplicated\tdup_ratio\treordered\tearly\trolled_back\tcorrupt\tholes\t")
+	fmt.Fprintf(tw, "%-*s\t", width, "workload")
+	fmt.Fprintln(tw, "acked\tin_doubt\tfailed\tlost\tundelivered\tunexpected\tduplicated\tdup_ratio\treordered\tearly\trolled_back\tcorrupt\tholes\t")
 	row := func(name string, c Counts) {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t\n", name,
+		fmt.Fprintf(tw, "%-*s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t\n", width, name,
 			c.Acked, c.InDoubt, c.Failed, c.Lost, c.Undelivered, c.Unexpected, c.Duplicated,
 			ratio(c.DuplicateRatio), c.Reordered, c.Early, c.RolledBackDelivered, c.Corrupt, c.Holes)
 	}
-	for _, name := range s.workloadNames() {
+	for _, name := range names[:len(names)-1] {
 		row(name, s.Workloads[name])
 	}
 	row("total", s.Counts)
@@ -118,7 +127,7 @@ func Text(w io.Writer, s Summary) error {
 		}
 		fmt.Fprintf(ew, "\n%s (%s)", a.name, thousands(a.n))
 		if len(a.ids) > 0 {
-			fmt.Fprintf(ew, ": %s", idList(a.ids, a.n, listIDs))
+			fmt.Fprintf(ew, ": %s", idList(a.ids, a.of, listIDs))
 		}
 		fmt.Fprintln(ew)
 	}
@@ -148,7 +157,11 @@ func Text(w io.Writer, s Summary) error {
 		fmt.Fprintln(tw, "  kind\tcount\tmedian\tmax\tno ack after")
 		for _, k := range sortedKinds(s.Unavailability) {
 			u := s.Unavailability[k]
-			fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%d\n", k, u.Count, msText(u.MedianMS), msText(u.MaxMS), u.Unrecovered)
+			med, top := "–", "–"
+			if u.Count > u.Unrecovered {
+				med, top = msText(u.MedianMS), msText(u.MaxMS)
+			}
+			fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%d\n", k, u.Count, med, top, u.Unrecovered)
 		}
 		tw.Flush()
 	} else {
@@ -211,7 +224,7 @@ func dur(d time.Duration) string {
 	if d < time.Second {
 		return fmt.Sprintf("%dms", d.Round(time.Millisecond)/time.Millisecond)
 	}
-	return fmt.Sprintf("%.2fs", d.Seconds())
+	return fmt.Sprintf("%.2fs", d.Round(10*time.Millisecond).Seconds())
 }
 
 func msText(v float64) string { return dur(time.Duration(v * float64(time.Millisecond))) }
