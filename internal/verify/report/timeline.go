@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"sort"
 	"time"
@@ -53,7 +54,13 @@ func (f Fault) MarshalJSON() ([]byte, error) {
 		v := millis(f.Unavailable)
 		o.UnavailableMS = &v
 	}
-	return json.Marshal(o)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // targets are links like "p0->n0"
+	if err := enc.Encode(o); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // Faults returns the faults of a history in the order they started, each
