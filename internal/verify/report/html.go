@@ -144,7 +144,7 @@ func newPageView(tl Timeline, s Summary) pageView {
 		if a.n == 0 {
 			continue
 		}
-		v.Anomalies = append(v.Anomalies, anomalyView{Name: a.name, N: thousands(a.n), IDs: idList(a.ids, a.n, htmlIDs), Invalid: a.invalid})
+		v.Anomalies = append(v.Anomalies, anomalyView{Name: a.name, N: thousands(a.n), IDs: idList(a.ids, a.of, htmlIDs), Invalid: a.invalid})
 	}
 	for _, f := range s.Faults {
 		fv := faultView{Kind: f.Kind, Class: kindClass(f.Kind), Target: f.Target, Detail: f.Detail,
@@ -196,7 +196,7 @@ func newSVGView(tl Timeline, faults []Fault) svgView {
 	}
 	x := func(d time.Duration) float64 {
 		d = min(max(d, 0), total)
-		return plotLeft + float64(plotRight-plotLeft)*float64(d)/float64(total)
+		return round(plotLeft+float64(plotRight-plotLeft)*float64(d)/float64(total), 1)
 	}
 	var maxRate float64
 	var maxLat time.Duration
@@ -206,16 +206,19 @@ func newSVGView(tl Timeline, faults []Fault) svgView {
 	}
 	rateTop := niceCeil(maxRate / tl.Step.Seconds())
 	latTopMS := niceCeil(float64(maxLat) / float64(time.Millisecond))
-	yRate := func(r float64) float64 { return tputBot - (tputBot-tputTop)*r/rateTop }
+	yRate := func(r float64) float64 { return round(tputBot-(tputBot-tputTop)*r/rateTop, 1) }
 	yLat := func(d time.Duration) float64 {
-		return latBot - (latBot-latTop)*(float64(d)/float64(time.Millisecond))/latTopMS
+		return round(latBot-(latBot-latTop)*(float64(d)/float64(time.Millisecond))/latTopMS, 1)
 	}
 	var tput, errs, p50, p99 []string
+	secs := tl.Step.Seconds()
 	for _, p := range tl.Points {
-		px := x(p.At + tl.Step/2)
-		secs := tl.Step.Seconds()
-		tput = append(tput, pt(px, yRate(float64(p.OK)/secs)))
-		errs = append(errs, pt(px, yRate(float64(p.Errors)/secs)))
+		// Rates are drawn as steps over their interval, latencies at its
+		// middle.
+		x0, x1, px := x(p.At), x(p.At+tl.Step), x(p.At+tl.Step/2)
+		yOK, yErr := yRate(float64(p.OK)/secs), yRate(float64(p.Errors)/secs)
+		tput = append(tput, pt(x0, yOK), pt(x1, yOK))
+		errs = append(errs, pt(x0, yErr), pt(x1, yErr))
 		if p.OK > 0 {
 			p50 = append(p50, pt(px, yLat(p.P50)))
 			p99 = append(p99, pt(px, yLat(p.P99)))
@@ -247,15 +250,15 @@ func newSVGView(tl Timeline, faults []Fault) svgView {
 			title += " (" + f.Detail + ")"
 		}
 		v.Faults = append(v.Faults, faultRect{Class: "fault fault-" + kindClass(f.Kind),
-			X: x0, Y: tputTop, W: x1 - x0, H: latBot - tputTop,
+			X: x0, Y: tputTop, W: round(x1-x0, 1), H: latBot - tputTop,
 			LX: x0 + 1, LY: tputTop - 4, Label: f.Kind, Title: title})
 		m := markRect{Class: "unavail", X: x0, Y: tputBot - markH, H: markH}
 		if f.Recovered {
-			m.W = max(x(f.Start.Sub(tl.Start)+f.Unavailable)-x0, 1)
+			m.W = max(round(x(f.Start.Sub(tl.Start)+f.Unavailable)-x0, 1), 1)
 			m.Title = fmt.Sprintf("%s %s: unavailable %s (first ack of a send invoked after the fault)", f.Kind, f.Target, dur(f.Unavailable))
 		} else {
 			m.Class += " unrecovered"
-			m.W = max(x(total)-x0, 1)
+			m.W = max(round(x(tl.End.Sub(tl.Start))-x0, 1), 1)
 			m.Title = fmt.Sprintf("%s %s: no send invoked after it was acknowledged", f.Kind, f.Target)
 		}
 		v.Marks = append(v.Marks, m)
