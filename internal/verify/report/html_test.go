@@ -1,8 +1,8 @@
 package report
 
 import (
-	"html"
 	"bytes"
+	"html"
 	"regexp"
 	"strings"
 	"testing"
