@@ -251,7 +251,9 @@ func newSVGView(tl Timeline, faults []Fault) svgView {
 		}
 		v.Faults = append(v.Faults, faultRect{Class: "fault fault-" + kindClass(f.Kind),
 			X: x0, Y: tputTop, W: round(x1-x0, 1), H: latBot - tputTop,
-			LX: x0 + 1, LY: tputTop - 4, Label: f.Kind, Title: title})
+			// The label runs down the window's left edge, so that windows
+			// a few pixels apart keep their labels apart.
+			LX: x0 + 2, LY: tputTop + 3, Label: f.Kind, Title: title})
 		m := markRect{Class: "unavail", X: x0, Y: tputBot - markH, H: markH}
 		if f.Recovered {
 			m.W = max(round(x(f.Start.Sub(tl.Start)+f.Unavailable)-x0, 1), 1)
