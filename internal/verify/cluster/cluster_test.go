@@ -476,3 +476,25 @@ func TestStartRetriesWhileAPortIsInUse(t *testing.T) {
 		t.Errorf("the retried launch is reported as a crash: %v", ex)
 	}
 }
+
+func TestCloseInterruptsAWaitReady(t *testing.T) {
+	c := startSingle(t, Options{})
+	p := only(t, c)
+	if err := c.Pause(p.Name); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- c.WaitReady(context.Background(), p.Name) }()
+	if err := c.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	select {
+	case err := <-waited:
+		var exit *Exit
+		if !errors.As(err, &exit) || exit.Name != p.Name {
+			t.Fatalf("WaitReady interrupted by Close: %v, want the process's exit", err)
+		}
+	case <-time.After(startTimeout): // a bound on a hang, not a sync
+		t.Fatal("WaitReady still waiting after Close")
+	}
+}
