@@ -1,0 +1,30 @@
+// Package cluster starts and stops the Petrel processes of a `petrel
+// verify` run on this machine: each on its own free 127.0.0.1 ports and its
+// own data directory, with its output in a log file, and every one of them
+// torn down by PID at the end.
+//
+// A Topology says which processes a run has. "single" is one `petrel
+// server` (a name server and a broker in one process); broker groups with
+// replicas and separate name servers come with replication (issue 16) and
+// extend the same type.
+//
+// Driving it:
+//
+//	c, err := cluster.Start(ctx, topo, cluster.Options{Bin: bin, Dir: dir})
+//	defer c.Close()
+//	c.Kill("broker-a-0")            // SIGKILL, waits for the exit
+//	c.Start(ctx, "broker-a-0")      // same ports, same data dir; waits for /readyz
+//	c.Pause("broker-a-0")           // SIGSTOP ... c.Resume: SIGCONT
+//
+// Invariants: a process keeps its ports and data directory for the whole
+// run, across restarts; every child runs in its own process group (a
+// Ctrl-C at the terminal reaches the verify process only, which then tears
+// the children down) and is reaped by a goroutine of this package, so none
+// is left a zombie; on Linux a child is also killed when the verify process
+// dies. An exit nobody asked for (a crash) is logged, kept for Exits, and
+// makes a pending Start or WaitReady fail with the process's name, exit
+// status and the tail of its log.
+//
+// A Cluster is safe for concurrent use. Operations on one process are
+// serialised; Close interrupts them.
+package cluster

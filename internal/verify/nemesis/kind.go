@@ -1,0 +1,78 @@
+package nemesis
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Kind is a kind of fault.
+type Kind string
+
+// The fault kinds.
+const (
+	// Kill SIGKILLs a process; its heal starts it again on the same data
+	// directory, at once.
+	Kill Kind = "kill"
+	// Pause SIGSTOPs a process for the hold; its heal is SIGCONT.
+	Pause Kind = "pause"
+	// Partition cuts a process or a client off through the fault proxy
+	// for the hold; its heal restores the links.
+	Partition Kind = "partition"
+	// Restart stops a process gracefully (SIGTERM); its heal starts it
+	// again, at once.
+	Restart Kind = "restart"
+	// SlowDisk makes a broker's disk slow through its test-only fault
+	// hook for the hold.
+	SlowDisk Kind = "slow-disk"
+)
+
+// Kinds lists every kind, in the order the docs give them.
+var Kinds = []Kind{Kill, Pause, Partition, Restart, SlowDisk}
+
+// Held reports whether a fault of kind k stays on for a hold before it is
+// healed (pause, partition, slow-disk). Kill and restart are healed as soon
+// as the process is down.
+func (k Kind) Held() bool { return k == Pause || k == Partition || k == SlowDisk }
+
+func (k Kind) known() bool {
+	for _, x := range Kinds {
+		if k == x {
+			return true
+		}
+	}
+	return false
+}
+
+// ParseKinds parses a --faults value: kinds separated by commas (spaces
+// around them are ignored). "" and "none" are no faults. An unknown kind or
+// one listed twice is an error that names it.
+func ParseKinds(s string) ([]Kind, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || s == "none" {
+		return nil, nil
+	}
+	var out []Kind
+	seen := map[Kind]bool{}
+	for _, f := range strings.Split(s, ",") {
+		k := Kind(strings.TrimSpace(f))
+		switch {
+		case k == "":
+			return nil, fmt.Errorf("nemesis: empty fault kind in %q", s)
+		case !k.known():
+			return nil, fmt.Errorf("nemesis: unknown fault kind %q (known: %s)", k, knownList())
+		case seen[k]:
+			return nil, fmt.Errorf("nemesis: fault kind %q listed twice", k)
+		}
+		seen[k] = true
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+func knownList() string {
+	names := make([]string, len(Kinds))
+	for i, k := range Kinds {
+		names[i] = string(k)
+	}
+	return strings.Join(names, ", ")
+}

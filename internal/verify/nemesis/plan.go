@@ -1,0 +1,91 @@
+package nemesis
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// DefaultInterval is the time between two faults when Plan is given none.
+const DefaultInterval = 3 * time.Second
+
+// Event is one fault of a plan.
+type Event struct {
+	// At is when the fault starts, from the start of Run.
+	At     time.Duration
+	Kind   Kind
+	Target string
+	// Hold is how long a held kind (Kind.Held) stays on before its heal,
+	// counted from the end of its inject; 0 for kill and restart, whose
+	// heal follows as soon as the process is down.
+	Hold time.Duration
+}
+
+func (e Event) String() string {
+	if e.Hold > 0 {
+		return fmt.Sprintf("%s %s at %v for %v", e.Kind, e.Target, e.At, e.Hold)
+	}
+	return fmt.Sprintf("%s %s at %v", e.Kind, e.Target, e.At)
+}
+
+// planStream is the second half of the generator's seed, fixed so that a
+// plan depends on the seed alone.
+const planStream = 0x6e656d65736973 // "nemesis"
+
+// Plan lays out the faults of a run of the given duration: one every
+// interval (DefaultInterval when interval ≤ 0), the first one interval in,
+// and only as long as a fault started then, held for the longest hold
+// (interval/2), ends within the duration. Kinds are taken in rounds, each
+// a seeded shuffle of kinds (a kind listed twice counts once), so that
+// every kind comes equally often (within one, for a last partial round).
+// Each event's target is drawn by the seed from targets; a held kind's
+// hold is drawn from [interval/4, interval/2] (in steps of a millisecond
+// when the interval allows). No kinds, no targets or no room gives no events.
+//
+// Plan is pure: the same arguments give the same plan.
+func Plan(seed int64, kinds []Kind, interval, duration time.Duration, targets []string) []Event {
+	if interval <= 0 {
+		interval = DefaultInterval
+	}
+	var distinct []Kind
+	seen := map[Kind]bool{}
+	for _, k := range kinds {
+		if !seen[k] {
+			seen[k] = true
+			distinct = append(distinct, k)
+		}
+	}
+	if len(distinct) == 0 || len(targets) == 0 {
+		return nil
+	}
+	r := rand.New(rand.NewPCG(uint64(seed), planStream))
+	var (
+		out   []Event
+		round []Kind
+	)
+	for at := interval; at+interval/2 <= duration; at += interval {
+		if len(round) == 0 {
+			round = append(round[:0], distinct...)
+			r.Shuffle(len(round), func(i, j int) { round[i], round[j] = round[j], round[i] })
+		}
+		e := Event{At: at, Kind: round[0], Target: targets[r.IntN(len(targets))]}
+		round = round[1:]
+		if e.Kind.Held() {
+			e.Hold = hold(r, interval)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// hold draws a hold in [interval/4, interval/2].
+func hold(r *rand.Rand, interval time.Duration) time.Duration {
+	lo, hi := interval/4, interval/2
+	unit := time.Duration(1)
+	if hi-lo >= 4*time.Millisecond {
+		unit = time.Millisecond
+	}
+	// Whole units above lo, rounded so as to stay within [lo, hi].
+	steps := int64((hi - lo) / unit)
+	return lo + time.Duration(r.Int64N(steps+1))*unit
+}
