@@ -363,6 +363,11 @@ func (s *state) receive(pos int, op *history.Op) {
 		}
 		q.offsets = append(q.offsets, op.Offset)
 	}
+	member := ""
+	if op.F == history.Deliver && s.broadcast[op.Workload] {
+		member = op.Process
+		s.member(op.Workload, op.Process)
+	}
 	if op.ID == "" || op.Corrupt {
 		why := "flag"
 		if op.ID == "" {
@@ -399,11 +404,6 @@ func (s *state) receive(pos int, op *history.Op) {
 			m.firstDrain = pos
 		}
 		return
-	}
-	member := ""
-	if s.broadcast[op.Workload] {
-		member = op.Process
-		s.member(op.Workload, op.Process)
 	}
 	if sl := m.slotOf(op.Workload, member); sl != nil {
 		sl.n++

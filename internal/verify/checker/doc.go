@@ -26,7 +26,8 @@
 // message; its members are the Processes of its Start lines with Role
 // consumer plus every Process that wrote a Deliver line for it. A Drain
 // line is not a delivery. A Deliver or Drain line with an empty ID is
-// corrupt and takes part in nothing else but holes.
+// corrupt and takes part in nothing else but holes and broadcast
+// membership.
 //
 // # Anomalies
 //
