@@ -186,9 +186,9 @@ type msg struct {
 	wl, topic, key, txn   string
 	seq                   int64
 	deliverAt             time.Time
-	sums                  []uint32
+	sums                  few[uint32]
 	// receive
-	slots        []slot
+	slots        few[slot]
 	firstDel     int // position of the first Deliver line, -1
 	firstDelTime time.Time
 	earliest     int // position of the Deliver line with the least Time, -1
@@ -196,18 +196,51 @@ type msg struct {
 	drained      int
 	firstDrain   int // position of the first Drain line, -1
 	firstSeen    int // position of the first Deliver or Drain line, -1
-	recvs        []recv
+	recvs        few[recv]
 }
 
 func (m *msg) delivered() bool { return m.firstDel >= 0 }
 
 func (m *msg) slotOf(wl, member string) *slot {
-	for i := range m.slots {
-		if m.slots[i].wl == wl && m.slots[i].member == member {
-			return &m.slots[i]
+	for i := range m.slots.n {
+		if sl := m.slots.at(i); sl.wl == wl && sl.member == member {
+			return sl
 		}
 	}
 	return nil
+}
+
+func (m *msg) sentWith(sum uint32) bool {
+	for i := range m.sums.n {
+		if *m.sums.at(i) == sum {
+			return true
+		}
+	}
+	return false
+}
+
+// few holds a message's slots, sums or receipts: almost always one, so the
+// first is kept inline and only the others allocate.
+type few[T any] struct {
+	n     int
+	first T
+	rest  []T
+}
+
+func (f *few[T]) at(i int) *T {
+	if i == 0 {
+		return &f.first
+	}
+	return &f.rest[i-1]
+}
+
+func (f *few[T]) add(v T) {
+	if f.n == 0 {
+		f.first = v
+	} else {
+		f.rest = append(f.rest, v)
+	}
+	f.n++
 }
 
 func rolledBack(txn string) bool { return txn == history.Rollback || txn == history.CheckRollback }
@@ -244,10 +277,13 @@ func CheckWith(ops []history.Op, o Options) Result {
 		ops:       ops,
 		max:       o.MaxItems,
 		broadcast: map[string]bool{},
-		ids:       make(map[string]int32, len(ops)/4+1),
-		members:   map[string]map[string]struct{}{},
-		queues:    map[queueKey]*drainQueue{},
-		counts:    map[string]*Counts{},
+		// A history has a few lines per message (send, ack, delivery,
+		// drain): sized so that neither grows in the common case.
+		ids:     make(map[string]int32, len(ops)/3+1),
+		msgs:    make([]msg, 0, len(ops)/3+1),
+		members: map[string]map[string]struct{}{},
+		queues:  map[queueKey]*drainQueue{},
+		counts:  map[string]*Counts{},
 	}
 	if s.max == 0 {
 		s.max = DefaultMaxItems
@@ -335,8 +371,8 @@ func (s *state) send(pos int, op *history.Op) {
 			m.firstInv = pos
 			m.wl, m.topic, m.key, m.txn, m.seq, m.deliverAt = op.Workload, op.Topic, op.Key, op.Txn, op.Seq, op.DeliverAt
 		}
-		if !slices.Contains(m.sums, op.Sum) {
-			m.sums = append(m.sums, op.Sum)
+		if !m.sentWith(op.Sum) {
+			m.sums.add(op.Sum)
 		}
 	case history.OK:
 		m.oks++
@@ -387,15 +423,15 @@ func (s *state) receive(pos int, op *history.Op) {
 	}
 	if !op.Corrupt {
 		found := false
-		for i := range m.recvs {
-			if r := &m.recvs[i]; r.sum == op.Sum && r.wl == op.Workload {
+		for i := range m.recvs.n {
+			if r := m.recvs.at(i); r.sum == op.Sum && r.wl == op.Workload {
 				r.n++
 				found = true
 				break
 			}
 		}
 		if !found {
-			m.recvs = append(m.recvs, recv{sum: op.Sum, wl: op.Workload, n: 1, first: pos})
+			m.recvs.add(recv{sum: op.Sum, wl: op.Workload, n: 1, first: pos})
 		}
 	}
 	if op.F == history.Drain {
@@ -408,7 +444,7 @@ func (s *state) receive(pos int, op *history.Op) {
 	if sl := m.slotOf(op.Workload, member); sl != nil {
 		sl.n++
 	} else {
-		m.slots = append(m.slots, slot{wl: op.Workload, member: member, n: 1})
+		m.slots.add(slot{wl: op.Workload, member: member, n: 1})
 	}
 	if m.firstDel < 0 {
 		m.firstDel, m.firstDelTime = pos, op.Time
@@ -428,7 +464,8 @@ func (s *state) judge() {
 	var unexpected, rolled []Line
 	for i := range s.msgs {
 		m := &s.msgs[i]
-		for _, sl := range m.slots {
+		for j := range m.slots.n {
+			sl := m.slots.at(j)
 			c := s.wl(sl.wl)
 			c.Deliveries += sl.n
 			c.Delivered++
@@ -562,8 +599,9 @@ func (s *state) arrival(m *msg, c *Counts, lost, undelivered *[]missAt) {
 // sums finds the Deliver/Drain lines whose sum the message was never sent
 // with.
 func (s *state) sums(m *msg) {
-	for _, r := range m.recvs {
-		if slices.Contains(m.sums, r.sum) {
+	for i := range m.recvs.n {
+		r := m.recvs.at(i)
+		if m.sentWith(r.sum) {
 			continue
 		}
 		s.wl(r.wl).Corrupt += r.n
