@@ -243,6 +243,12 @@ func TestCheckAnomalies(t *testing.T) {
 			valid: true,
 		},
 		{
+			name:  "ordered: a message acked before its invoke line is not reordered against itself",
+			ops:   cat(ok("ordered", "a"), keyed(inv("ordered", "a"), "k1", 1), del("ordered", "o-c0", "a")),
+			want:  tally{Acked: 1},
+			valid: true,
+		},
+		{
 			name: "ordered: the earlier one lost is lost, not reordered",
 			ops: cat(keyed(inv("ordered", "a"), "k1", 1), ok("ordered", "a"), keyed(inv("ordered", "b"), "k1", 2), ok("ordered", "b"),
 				del("ordered", "o-c0", "b")),

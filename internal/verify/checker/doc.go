@@ -56,7 +56,7 @@
 //     (Deliveries - Delivered) / Delivered (0 when nothing was delivered).
 //     Allowed under at-least-once: it never makes a history invalid.
 //   - reordered: per (Workload, Key) over acked ids with a Key: an id a
-//     counts when some acked b of the same key has its first Invoke/Send
+//     counts when some other acked b of the same key has its first Invoke/Send
 //     line after a's first OK/Send line (b was sent after a was
 //     acknowledged), both were delivered, and b's first Deliver line comes
 //     before a's first Deliver line. Each such a counts once; it is
