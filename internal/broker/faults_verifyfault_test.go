@@ -34,7 +34,7 @@ func (e *env) storedBodies(topic string, qid int32) []string {
 	return out
 }
 
-func TestLoseAckAcknowledgesOneInNWithoutStoring(t *testing.T) {
+func TestFaultLoseAckAcknowledgesOneInNWithoutStoring(t *testing.T) {
 	t.Setenv(faults.EnvVar, "lose-ack=10")
 	e := newDiskEnv(t)
 	e.createTopic("T", 1)
@@ -70,7 +70,7 @@ func TestLoseAckAcknowledgesOneInNWithoutStoring(t *testing.T) {
 	}
 }
 
-func TestLoseAckInOneSendBatchKeepsTheOthersStored(t *testing.T) {
+func TestFaultLoseAckInOneSendBatchKeepsTheOthersStored(t *testing.T) {
 	t.Setenv(faults.EnvVar, "lose-ack=10")
 	e := newEnv(t)
 	e.createTopic("T", 1)
@@ -99,7 +99,7 @@ func TestLoseAckInOneSendBatchKeepsTheOthersStored(t *testing.T) {
 	}
 }
 
-func TestLoseAckReleasesTheDedupClaim(t *testing.T) {
+func TestFaultLoseAckReleasesTheDedupClaim(t *testing.T) {
 	t.Setenv(faults.EnvVar, "lose-ack=2")
 	e := newEnv(t)
 	e.createTopic("T", 1)
@@ -127,7 +127,7 @@ func TestLoseAckReleasesTheDedupClaim(t *testing.T) {
 	}
 }
 
-func TestLoseAckNeverLosesTransactionalHalves(t *testing.T) {
+func TestFaultLoseAckNeverLosesTransactionalHalves(t *testing.T) {
 	t.Setenv(faults.EnvVar, "lose-ack=1")
 	e := newEnv(t)
 	e.createTopic("T", 1)
@@ -147,7 +147,7 @@ func TestLoseAckNeverLosesTransactionalHalves(t *testing.T) {
 	}
 }
 
-func TestReorderReversesEachPullAnswer(t *testing.T) {
+func TestFaultReorderReversesEachPullAnswer(t *testing.T) {
 	t.Setenv(faults.EnvVar, "reorder")
 	e := newEnv(t)
 	e.createTopic("T", 2)
@@ -178,7 +178,7 @@ func TestReorderReversesEachPullAnswer(t *testing.T) {
 	}
 }
 
-func TestNoFaultsWithoutASpec(t *testing.T) {
+func TestFaultNoFaultsWithoutASpec(t *testing.T) {
 	t.Setenv(faults.EnvVar, "")
 	e := newEnv(t)
 	e.createTopic("T", 1)
@@ -192,7 +192,7 @@ func TestNoFaultsWithoutASpec(t *testing.T) {
 	}
 }
 
-func TestABadSpecStopsTheBroker(t *testing.T) {
+func TestFaultABadSpecStopsTheBroker(t *testing.T) {
 	e := newEnv(t)
 	t.Setenv(faults.EnvVar, "lose-ack=0")
 	// initFaults runs before New opens anything, so this second broker

@@ -1,6 +1,8 @@
 package faults
 
 import (
+	"log/slog"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -101,4 +103,31 @@ func (f *slowFile) WriteAt(p []byte, off int64) (int, error) {
 func (f *slowFile) Sync() error {
 	f.s.wait()
 	return f.File.Sync()
+}
+
+// Follow switches every disk of disks() on at each on signal and off at
+// each off signal it reads from sigs, logging each flip (and a signal that
+// finds no slow disk), until sigs is closed. The tagged daemon feeds it
+// SIGUSR1 and SIGUSR2 from signal.Notify.
+func Follow(sigs <-chan os.Signal, on, off os.Signal, disks func() []*SlowDisk, log *slog.Logger) {
+	for sig := range sigs {
+		var want bool
+		switch sig {
+		case on:
+			want = true
+		case off:
+		default:
+			continue
+		}
+		list := disks()
+		if len(list) == 0 {
+			log.Warn("test fault slow-disk: signal ignored, no slow disk is configured (add slow-disk=D to "+EnvVar+")", "signal", sig.String())
+			continue
+		}
+		for _, d := range list {
+			if d.Set(want) {
+				log.Warn("test fault slow-disk switched", "on", want, "delay", d.Delay.String(), "signal", sig.String(), "delayed", d.Delayed())
+			}
+		}
+	}
 }

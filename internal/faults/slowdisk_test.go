@@ -1,9 +1,12 @@
 package faults
 
 import (
+	"log/slog"
+	"os"
 	"path"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -128,4 +131,64 @@ func TestSlowDiskFSKeepsWhatTheStoreChecks(t *testing.T) {
 	if size, err := f.Size(); err != nil || size != 8192 || rec.count() != 0 {
 		t.Fatalf("after ZeroFill: size %d, %v, %d sleeps; want 8192 bytes and no sleep", size, err, rec.count())
 	}
+}
+
+func TestFollowFlipsTheDisksOnSignals(t *testing.T) {
+	a, b := &SlowDisk{Delay: time.Millisecond}, &SlowDisk{Delay: 2 * time.Millisecond}
+	var disks []*SlowDisk
+	var logged strings.Builder
+	var logMu sync.Mutex
+	log := slog.New(slog.NewTextHandler(lockedWriter{&logMu, &logged}, nil))
+	sigs := make(chan os.Signal)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Follow(sigs, syscall.SIGUSR1, syscall.SIGUSR2, func() []*SlowDisk { return disks }, log)
+	}()
+	// sigs is unbuffered: Follow has handled a signal once the send of
+	// the next one returns.
+	sigs <- syscall.SIGUSR1 // no disk yet: logged and ignored
+	sigs <- syscall.SIGHUP  // not ours: ignored
+	close(sigs)
+	<-done
+	logMu.Lock()
+	if !strings.Contains(logged.String(), "no slow disk is configured") {
+		t.Fatalf("log %q; want the ignored signal reported", logged.String())
+	}
+	logMu.Unlock()
+
+	disks = []*SlowDisk{a, b}
+	sigs = make(chan os.Signal)
+	done = make(chan struct{})
+	go func() {
+		defer close(done)
+		Follow(sigs, syscall.SIGUSR1, syscall.SIGUSR2, func() []*SlowDisk { return disks }, log)
+	}()
+	sigs <- syscall.SIGUSR1
+	sigs <- syscall.SIGHUP // handled in order: the first flip is done
+	if !a.On() || !b.On() {
+		t.Fatalf("after SIGUSR1: on %v, %v; want both on", a.On(), b.On())
+	}
+	sigs <- syscall.SIGUSR2
+	close(sigs)
+	<-done
+	if a.On() || b.On() {
+		t.Fatalf("after SIGUSR2: on %v, %v; want both off", a.On(), b.On())
+	}
+	logMu.Lock()
+	defer logMu.Unlock()
+	if n := strings.Count(logged.String(), "test fault slow-disk switched"); n != 4 {
+		t.Fatalf("logged %d flips; want 4 (two disks, on and off):\n%s", n, logged.String())
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *strings.Builder
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
