@@ -11,18 +11,24 @@ import (
 
 // The normal petrel binary must carry no fault hook; the tagged one must.
 // This test builds cmd/petrel both ways (no -race, to keep it quick) and
-// looks at each: the symbols of this package and the hooks' own strings.
-// It does not key on the string PETREL_TEST_FAULTS: `petrel verify` in
-// the normal binary may name the variable to pass it to the processes it
-// starts.
+// looks at each: the symbols of the hooks' code in this package and the
+// hooks' own strings. It keys on neither the string PETREL_TEST_FAULTS nor
+// every symbol of this package: `petrel verify` in the normal binary may
+// name the variable (EnvVar) to pass it to the processes it starts.
 
-// hookMarkers are strings only the tagged wiring holds.
+// hookMarkers are strings and symbols only the tagged wiring brings in.
 var hookMarkers = []string{
-	"test faults: built in",                       // cmd/petrel version line
-	"test fault lose-ack: acknowledged a send",    // internal/broker
-	"test fault slow-disk is ready",               // internal/daemon
-	"github.com/petrelmq/petrel/internal/faults.", // any symbol of this package
+	"test faults: built in",                    // cmd/petrel: the version line
+	"test fault lose-ack: acknowledged a send", // internal/broker: lose-ack
+	"test fault reorder:",                      // internal/broker: reorder
+	"test fault slow-disk is ready",            // internal/daemon: slow-disk
+	module + "internal/faults.(*OneIn).Next",
+	module + "internal/faults.ReverseRecords",
+	module + "internal/faults.(*slowFile).WriteAt",
+	module + "internal/faults.Follow",
 }
+
+const module = "github.com/petrelmq/petrel/"
 
 func buildPetrel(t *testing.T, tags ...string) (bin string, nm []byte) {
 	t.Helper()
@@ -35,7 +41,7 @@ func buildPetrel(t *testing.T, tags ...string) (bin string, nm []byte) {
 	if len(tags) > 0 {
 		args = append(args, "-tags", strings.Join(tags, ","))
 	}
-	cmd := exec.Command(gobin, append(args, "github.com/petrelmq/petrel/cmd/petrel")...)
+	cmd := exec.Command(gobin, append(args, module+"cmd/petrel")...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
