@@ -83,10 +83,16 @@ func TestVersionPrintsModuleCommitTimeAndGo(t *testing.T) {
 	defer func(v, c, b string) { version, commit, buildTime = v, c, b }(version, commit, buildTime)
 	version, commit, buildTime = "v1.2.3", "0123abcd", "2026-12-01T10:00:00Z"
 	want := "petrel v1.2.3 (commit 0123abcd, built 2026-12-01T10:00:00Z, " + runtime.Version() + ")\n"
+	var faultsLine strings.Builder
+	printTestFaults(&faultsLine) // `petrel version` only, and only with the tag verifyfault
 	for _, args := range [][]string{{"--version"}, {"version"}} {
+		w := want
+		if args[0] == "version" {
+			w += faultsLine.String()
+		}
 		out, err := execRoot(args...)
-		if err != nil || out != want {
-			t.Fatalf("petrel %v: %v, printed %q, want %q", args, err, out, want)
+		if err != nil || out != w {
+			t.Fatalf("petrel %v: %v, printed %q, want %q", args, err, out, w)
 		}
 	}
 	version, commit, buildTime = "", "", ""

@@ -69,6 +69,7 @@ func newVersionCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			fmt.Fprintln(cmd.OutOrStdout(), readBuildInfo())
+			printTestFaults(cmd.OutOrStdout())
 			return nil
 		},
 	}

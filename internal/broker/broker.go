@@ -54,6 +54,7 @@ type Broker struct {
 	pops   *popState     // pop consumption, pop.go
 	jumps  offsetJumps   // logged offset jumps, offsetjump.go
 	sends  sendWork      // goroutines of sends that had to wait, sendbatch.go
+	faults faultHooks    // test-only faults (build tag verifyfault), faults_*.go
 }
 
 // New returns a broker over st, an open message store, and md, its metadata
@@ -84,6 +85,9 @@ func New(st store.MessageStore, md meta.Tables, cfg Config) (*Broker, error) {
 		locks: make(map[lockKey]lockEntry),
 	}
 	b.uniq.init(cfg.StoreHost, cfg.Clock.Now())
+	if err := b.initFaults(); err != nil {
+		return nil, err
+	}
 	b.polls.init(cfg.Clock, cfg.LongPollMaxTotal, cfg.LongPollMaxPerConn)
 	b.clients.init()
 	b.conns.init()

@@ -95,6 +95,9 @@ func (b *Broker) sendBatch(ctx context.Context, reqs []*SendRequest, done func(i
 			b.answerDup(&p, done)
 			continue
 		}
+		if b.loseSend(&p, done) {
+			continue
+		}
 		if ready == nil {
 			ready = make([]pendingSend, 0, len(reqs)-i)
 			groups = make([][]*message.Message, 0, len(reqs)-i)
@@ -187,6 +190,9 @@ func (b *Broker) sendSlow(ctx context.Context, slow []pendingSend, done func(int
 		b.claim(p, true)
 		if p.claim.Dup {
 			b.answerDup(p, done)
+			continue
+		}
+		if b.loseSend(p, done) {
 			continue
 		}
 		stored.Add(1)

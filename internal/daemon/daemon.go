@@ -163,7 +163,7 @@ func StartBroker(cfg BrokerConfig) (_ *Broker, err error) {
 	}
 	cfg.Store.StoreHost = ap
 	cfg.Broker.StoreHost = ap
-	st, err := store.Open(cfg.Store)
+	st, err := openStore(cfg.Store, cfg.Logger)
 	if err != nil {
 		return nil, err
 	}

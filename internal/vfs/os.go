@@ -30,8 +30,16 @@ func OSWithStatfs(statfs StatfsFunc) FS {
 }
 
 // IsOS reports whether fsys is the operating system's FS (OS or one made
-// by OSWithStatfs): its paths are real ones.
+// by OSWithStatfs), or a wrapper of one (its Unwrap() FS method returns
+// the FS under it): its paths are real ones.
 func IsOS(fsys FS) bool {
+	for {
+		w, ok := fsys.(interface{ Unwrap() FS })
+		if !ok {
+			break
+		}
+		fsys = w.Unwrap()
+	}
 	_, ok := fsys.(*osFS)
 	return ok
 }
