@@ -65,9 +65,10 @@ func (b *Broker) loseSend(p *pendingSend, done func(int, SendResult, error)) boo
 		res.MsgID += message.OffsetID(b.st.Config().StoreHost, phys)
 	}
 	uk, _ := p.req.Properties.Get(message.PropertyUniqKey)
+	keys, _ := p.req.Properties.Get(message.PropertyKeys)
 	p.claim.Release()
 	b.log.Warn("test fault lose-ack: acknowledged a send without storing it", "topic", p.req.Topic,
-		"queue", p.qid, "queue_offset", res.QueueOffset, "uniq_key", uk, "lost", b.faults.lose.Hits())
+		"queue", p.qid, "queue_offset", res.QueueOffset, "uniq_key", uk, "keys", keys, "lost", b.faults.lose.Hits())
 	b.sendDone(p.t0)
 	done(p.i, res, nil)
 	return true
