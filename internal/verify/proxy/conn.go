@@ -133,7 +133,7 @@ type pipe struct {
 	c    *conn
 	src  net.Conn
 	fwd  *atomic.Int64
-	rnd  *rand.Rand // the writer's alone
+	rnd  *rand.Rand    // the writer's alone
 	wake chan struct{} // to the writer: a chunk, a fault change, a timer
 	room chan struct{} // to the reader: the queue shrank
 

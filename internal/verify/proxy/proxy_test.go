@@ -11,9 +11,9 @@ import (
 	"net"
 	"reflect"
 	"runtime"
-	"syscall"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
