@@ -92,6 +92,10 @@ func (c *conn) halfDone() {
 func (c *conn) runUp() {
 	for {
 		m := c.l.Fault().Mode
+		if m != Blackhole && m != Reset && c.up.headFIN() {
+			c.shut(false) // the client left before its target was reached: no dial
+			return
+		}
 		if m == Pass || m == Delay {
 			break
 		}
@@ -221,6 +225,13 @@ func (p *pipe) push(ch chunk) {
 	}
 	p.mu.Unlock()
 	signal(p.wake)
+}
+
+// headFIN reports whether the next chunk is the FIN.
+func (p *pipe) headFIN() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.head < len(p.q) && p.q[p.head].b == nil
 }
 
 // pop removes the head chunk; the caller holds p.mu.

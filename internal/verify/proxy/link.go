@@ -147,6 +147,7 @@ func (l *Link) accept() {
 			continue
 		}
 		l.accepted.Add(1)
+		c := newConn(l, nc) // before l.mu: it takes the Net's lock
 		l.mu.Lock()
 		if l.closed {
 			l.mu.Unlock()
@@ -163,7 +164,6 @@ func (l *Link) accept() {
 			rst(nc)
 			continue
 		}
-		c := newConn(l, nc)
 		l.conns[c] = struct{}{}
 		l.open.Add(1)
 		l.mu.Unlock()

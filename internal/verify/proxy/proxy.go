@@ -164,7 +164,8 @@ func Name(from, to string) string { return from + "→" + to }
 // Dial connects through the link from→to, making the link (a listener on
 // 127.0.0.1:0 that forwards to to) on first use. ctx bounds the dial only.
 // The dial reaches the link's listener whatever the link's fault; the fault
-// shows on the connection (closed, held, delayed or reset).
+// shows on the connection (closed, held, delayed or reset; a reset can be
+// quick enough that the dial itself fails with it).
 func (n *Net) Dial(ctx context.Context, from, to string) (net.Conn, error) {
 	l, err := n.Link(from, to)
 	if err != nil {
@@ -240,7 +241,9 @@ func (n *Net) Links() []*Link {
 // Set puts every link whose (from, to) match accepts into fault f, now
 // and, until the next Heal, when such a link is made later (a later Set
 // wins over an earlier one). It returns the names of the existing links it
-// changed, sorted. match must be safe to call from any goroutine.
+// changed, sorted. match is called with the Net's lock held: it must be
+// quick and must not call the Net. Set(match, Fault{}) heals the matching
+// links alone.
 func (n *Net) Set(match func(from, to string) bool, f Fault) []string {
 	f = f.normal()
 	n.faultMu.Lock()

@@ -185,6 +185,30 @@ func TestBlackholeNewConnectionHeld(t *testing.T) {
 	}
 }
 
+// TestBlackholeNewConnectionLeftBeforeHeal: a held new connection whose
+// client closes never reaches the target, even after heal.
+func TestBlackholeNewConnectionLeftBeforeHeal(t *testing.T) {
+	n := newNet(t)
+	s := newServer(t, true, false)
+	setAll(n, Fault{Mode: Blackhole})
+	c := dial(t, n, "c", s.addr())
+	c.Close()
+	l := mustLink(t, n, "c", s.addr())
+	await(t, "the proxy to hold the client's FIN", func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		for pc := range l.conns {
+			return pc.up.headFIN()
+		}
+		return false
+	})
+	n.Heal()
+	await(t, "the held connection to end", func() bool { return l.Stats().Open == 0 })
+	if a := s.accepted.Load(); a != 0 {
+		t.Fatalf("server accepted %d connections from a client that had left", a)
+	}
+}
+
 // TestBlackholeHoldsFIN: a close during a blackhole is held behind the
 // bytes and delivered after them.
 func TestBlackholeHoldsFIN(t *testing.T) {
@@ -491,14 +515,16 @@ func TestBlackholeBoundsBuffering(t *testing.T) {
 	}
 }
 
-// TestConcurrentUse: many clients echo while faults change under them;
-// under -race. Connections may break (resets, drops); after the final heal
-// every client echoes on a new connection, and Close leaves no goroutine.
+// TestConcurrentUse: clients echo while faults change under them and
+// links are closed, listed and read; under -race. Connections may break
+// (resets, drops, closed links); after the final heal every client echoes
+// on a new connection, and Close leaves no goroutine.
 func TestConcurrentUse(t *testing.T) {
 	n := newNet(t, WithSeed(3))
 	s := newServer(t, true, false)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
+	var echoes, dials atomic.Int64
 	const clients = 8
 	for i := range clients {
 		wg.Add(1)
@@ -511,9 +537,10 @@ func TestConcurrentUse(t *testing.T) {
 				if err != nil {
 					continue
 				}
+				dials.Add(1)
 				for j := 0; j < 20 && ctx.Err() == nil; j++ {
 					msg := []byte(fmt.Sprintf("%d-%d", i, j))
-					c.SetDeadline(time.Now().Add(50 * time.Millisecond))
+					c.SetDeadline(time.Now().Add(20 * time.Millisecond))
 					if _, err := c.Write(msg); err != nil {
 						break
 					}
@@ -521,8 +548,9 @@ func TestConcurrentUse(t *testing.T) {
 						break
 					}
 					if !bytes.Equal(buf[:len(msg)], msg) {
-						t.Errorf("echo %q, want %q", buf[:len(msg)], msg)
+						t.Errorf("echo %q, want %q: bytes reordered or mixed", buf[:len(msg)], msg)
 					}
+					echoes.Add(1)
 				}
 				c.Close()
 			}
@@ -530,18 +558,30 @@ func TestConcurrentUse(t *testing.T) {
 	}
 	rnd := rand.New(rand.NewPCG(1, 2))
 	modes := []Fault{{Mode: Drop}, {Mode: Blackhole}, {Mode: Delay, Delay: time.Millisecond, Jitter: time.Millisecond}, {Mode: Reset}}
-	for range 200 {
+	for k := 0; k < 300 || dials.Load() < 100 || echoes.Load() < 200; k++ {
+		if k > 100000 {
+			t.Fatalf("only %d dials and %d echoes under changing faults", dials.Load(), echoes.Load())
+		}
 		from := fmt.Sprintf("c%d", rnd.IntN(3))
 		n.Set(func(f, _ string) bool { return f == from }, modes[rnd.IntN(len(modes))])
-		_ = n.Links()
-		if rnd.IntN(3) == 0 {
+		for _, l := range n.Links() {
+			_ = l.Stats()
+			_ = l.Fault()
+		}
+		switch rnd.IntN(10) {
+		case 0, 1, 2:
 			n.Heal()
+		case 3:
+			if ls := n.Links(); len(ls) > 0 {
+				ls[rnd.IntN(len(ls))].Close()
+			}
 		}
 		runtime.Gosched()
 	}
 	n.Heal()
 	cancel()
 	wg.Wait()
+	t.Logf("%d dials, %d echoes under changing faults", dials.Load(), echoes.Load())
 	for i := range 3 {
 		c := dial(t, n, fmt.Sprintf("c%d", i), s.addr())
 		expectEcho(t, c, "after the storm")
