@@ -27,6 +27,15 @@
 // stops reading, and TCP's flow control stops the writer. Buffers come from
 // size-classed pools, so the pass path does not allocate per chunk.
 //
+// Driving it:
+//
+//	n := proxy.NewNet(logger, proxy.WithSeed(seed))
+//	defer n.Close()
+//	cl := remoting.NewClient(remoting.ClientOptions{Network: n.Client("producer-0")})
+//	l, _ := n.Link("broker-a", namesrvAddr) // a process's link: give it l.Addr()
+//	n.Set(func(from, to string) bool { return from == "producer-0" }, proxy.Fault{Mode: proxy.Blackhole})
+//	n.Heal()
+//
 // Goroutines: each link runs an accept loop; each connection runs a reader
 // and a writer per direction. All are in one group that Net.Close waits
 // on. Net, Link and the Network of Client are safe for concurrent use.

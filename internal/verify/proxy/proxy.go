@@ -114,8 +114,9 @@ type Net struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	wg      sync.WaitGroup
-	running atomic.Int64 // goroutines in wg, for tests
+	wg       sync.WaitGroup
+	running  atomic.Int64 // goroutines in wg, for tests
+	exitHook func()       // tests: runs as each goroutine of wg ends; nil otherwise
 
 	faultMu sync.Mutex // orders Set and Heal calls, so the last one wins on every link
 
@@ -347,6 +348,9 @@ func (n *Net) goFunc(f func()) {
 		defer n.wg.Done()
 		defer n.running.Add(-1)
 		f()
+		if n.exitHook != nil {
+			n.exitHook()
+		}
 	}()
 }
 

@@ -636,6 +636,37 @@ func TestCloseEndsEverything(t *testing.T) {
 	await(t, "goroutines back to where they were", func() bool { return runtime.NumGoroutine() <= before })
 }
 
+// TestCloseWaitsForGoroutines: Close does not return while a goroutine of
+// the Net is still on its way out.
+func TestCloseWaitsForGoroutines(t *testing.T) {
+	gate := make(chan struct{})
+	n := NewNet(nil)
+	n.exitHook = func() { <-gate }
+	s := newServer(t, true, false)
+	c := mustDial(t, n, "a", s.addr())
+	defer c.Close()
+	expectEcho(t, c, "a")
+	closed := make(chan struct{})
+	go func() {
+		n.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+		t.Fatal("Close returned while the Net's goroutines were still running")
+	case <-time.After(quiet):
+	}
+	close(gate)
+	select {
+	case <-closed:
+	case <-time.After(long):
+		t.Fatal("Close did not return after its goroutines ended")
+	}
+	if r := n.running.Load(); r != 0 {
+		t.Fatalf("%d goroutines running after Close returned", r)
+	}
+}
+
 func mustDial(t *testing.T, n *Net, from, to string) net.Conn {
 	t.Helper()
 	c, err := n.Dial(context.Background(), from, to)
