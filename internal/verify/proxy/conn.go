@@ -64,6 +64,8 @@ func (c *conn) shut(reset bool) {
 			server.Close()
 		}
 	}
+	c.up.drain()
+	c.down.drain()
 	c.l.remove(c)
 }
 
@@ -144,7 +146,8 @@ type pipe struct {
 	mu   sync.Mutex
 	q    []chunk // q[head:] is the queue
 	head int
-	held int // sum of the cap of the queued buffers
+	held int  // sum of the cap of the queued buffers
+	dead bool // drained at shut: push frees instead of queueing
 }
 
 func newPipe(c *conn, src net.Conn, fwd *atomic.Int64) *pipe {
@@ -206,6 +209,13 @@ func (p *pipe) read() {
 
 func (p *pipe) push(ch chunk) {
 	p.mu.Lock()
+	if p.dead {
+		p.mu.Unlock()
+		if ch.b != nil {
+			putBuf(ch.b)
+		}
+		return
+	}
 	if p.head > 0 && p.head >= len(p.q)/2 {
 		k := copy(p.q, p.q[p.head:])
 		clear(p.q[k:])
@@ -225,6 +235,20 @@ func (p *pipe) push(ch chunk) {
 	}
 	p.mu.Unlock()
 	signal(p.wake)
+}
+
+// drain frees the queue of a shut connection, so the link's HeldBytes
+// counts live connections only.
+func (p *pipe) drain() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.dead = true
+	for p.head < len(p.q) {
+		if ch := p.pop(); ch.b != nil {
+			putBuf(ch.b)
+		}
+	}
+	p.q = nil
 }
 
 // headFIN reports whether the next chunk is the FIN.

@@ -613,11 +613,17 @@ func TestCloseEndsEverything(t *testing.T) {
 			return mustLink(t, n, "b", s.addr()).Stats().HeldBytes > 0 && mustLink(t, n, "c", s.addr()).Stats().HeldBytes > 0
 		})
 
+		ls := n.Links()
 		if err := n.Close(); err != nil {
 			t.Fatal(err)
 		}
 		if r := n.running.Load(); r != 0 {
 			t.Fatalf("%d goroutines running after Close returned", r)
+		}
+		for _, l := range ls {
+			if st := l.Stats(); st.HeldBytes != 0 || st.Open != 0 {
+				t.Fatalf("%s after Close: %+v, want nothing held or open", l.Name(), st)
+			}
 		}
 		for _, c := range []net.Conn{pass, held, pending, delayed} {
 			c.SetReadDeadline(time.Now().Add(long))
