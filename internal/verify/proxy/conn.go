@@ -19,10 +19,17 @@ import (
 type conn struct {
 	l      *Link
 	client net.Conn
-	up     *pipe
-	down   *pipe
-	closed chan struct{} // closed by shut
-	eofs   atomic.Int32  // directions that delivered their FIN
+	key    string // the client's address
+	// ready is closed once the connection is held or its target dialled;
+	// dialErr, set before, is the dial's error.
+	ready     chan struct{}
+	readyOnce sync.Once
+	dialErr   error
+	inproc    bool // made by Net.Dial, which reports a failed target dial itself
+	up        *pipe
+	down      *pipe
+	closed    chan struct{} // closed by shut
+	eofs      atomic.Int32  // directions that delivered their FIN
 
 	mu      sync.Mutex
 	server  net.Conn
@@ -30,10 +37,21 @@ type conn struct {
 }
 
 func newConn(l *Link, nc net.Conn) *conn {
-	c := &conn{l: l, client: nc, closed: make(chan struct{})}
+	c := &conn{l: l, client: nc, key: nc.RemoteAddr().String(), closed: make(chan struct{}), ready: make(chan struct{})}
 	c.up = newPipe(c, nc, &l.up)
 	c.down = newPipe(c, nil, &l.down)
 	return c
+}
+
+// markReady closes ready with err as the dial's error; it reports
+// whether this call did (a Net.Dial may still be waiting on it).
+func (c *conn) markReady(err error) (first bool) {
+	c.readyOnce.Do(func() {
+		c.dialErr = err
+		close(c.ready)
+		first = true
+	})
+	return first
 }
 
 // poke wakes the writers to look at the link's fault again.
@@ -92,6 +110,7 @@ func (c *conn) halfDone() {
 // runUp dials the target once the fault allows (Pass or Delay), starts the
 // down pipe and then writes the up pipe.
 func (c *conn) runUp() {
+	defer c.markReady(nil)
 	for {
 		m := c.l.Fault().Mode
 		if m != Blackhole && m != Reset && c.up.headFIN() {
@@ -101,6 +120,7 @@ func (c *conn) runUp() {
 		if m == Pass || m == Delay {
 			break
 		}
+		c.markReady(nil) // held: a Net.Dial returns now, as a client's connect would
 		if !c.up.wait(0) {
 			return
 		}
@@ -108,9 +128,14 @@ func (c *conn) runUp() {
 	d := net.Dialer{Timeout: c.l.n.opt.dialTimeout}
 	server, err := d.DialContext(c.l.ctx, "tcp", c.l.to)
 	if err != nil {
-		c.abort("target", err)
+		if c.markReady(err) && c.inproc {
+			c.shut(false) // the waiting Net.Dial fails with err; a reset could beat its connect
+		} else {
+			c.abort("target", err)
+		}
 		return
 	}
+	c.markReady(nil)
 	c.mu.Lock()
 	if c.closing {
 		c.mu.Unlock()

@@ -20,7 +20,8 @@
 // A fault applies at once to the open connections of the link and to the
 // connections accepted while it holds. Going back to Pass (Heal) releases
 // the held bytes in order; a held new connection then dials its target.
-// If the target cannot be dialled, the client's connection is reset.
+// If the target cannot be dialled, the client's connection is reset, and
+// a Net.Dial (which waits for the target's dial) fails with its error.
 //
 // Memory is bounded: each direction of each connection holds at most the
 // window (WithWindow, default 256 KiB) of read-ahead; when that is full it

@@ -20,9 +20,10 @@ type Link struct {
 	cancel   context.CancelFunc
 	fault    atomic.Pointer[Fault]
 
-	mu     sync.Mutex
-	conns  map[*conn]struct{}
-	closed bool
+	mu      sync.Mutex
+	conns   map[*conn]struct{}
+	closed  bool
+	waiters map[string]chan *conn // Net.Dial calls, by client address, waiting for their accept
 
 	accepted, open, up, down, dropped, held, maxHeld atomic.Int64
 }
@@ -41,7 +42,7 @@ type Stats struct {
 func newLink(n *Net, from, to string, ln net.Listener, f Fault) *Link {
 	ctx, cancel := context.WithCancel(n.ctx)
 	l := &Link{n: n, from: from, to: to, name: Name(from, to), ln: ln, ctx: ctx, cancel: cancel,
-		conns: make(map[*conn]struct{})}
+		conns: make(map[*conn]struct{}), waiters: make(map[string]chan *conn)}
 	l.fault.Store(&f)
 	return l
 }
@@ -156,15 +157,18 @@ func (l *Link) accept() {
 		}
 		switch l.Fault().Mode {
 		case Drop:
+			l.claim(c.key, nil)
 			l.mu.Unlock()
 			nc.Close()
 			continue
 		case Reset:
+			l.claim(c.key, nil)
 			l.mu.Unlock()
 			rst(nc)
 			continue
 		}
 		l.conns[c] = struct{}{}
+		c.inproc = l.claim(c.key, c)
 		l.open.Add(1)
 		l.mu.Unlock()
 		l.n.goFunc(c.up.read)
@@ -179,6 +183,35 @@ func (l *Link) remove(c *conn) {
 		l.open.Add(-1)
 	}
 	l.mu.Unlock()
+}
+
+// expect registers a Net.Dial about to connect from client address key.
+func (l *Link) expect(key string) chan *conn {
+	w := make(chan *conn, 1)
+	l.mu.Lock()
+	l.waiters[key] = w
+	l.mu.Unlock()
+	return w
+}
+
+// unexpect drops the registration of a Net.Dial that gave up.
+func (l *Link) unexpect(key string, w chan *conn) {
+	l.mu.Lock()
+	if l.waiters[key] == w {
+		delete(l.waiters, key)
+	}
+	l.mu.Unlock()
+}
+
+// claim hands the connection accepted from key (nil if refused) to the
+// Net.Dial that made it, if one did; the caller holds l.mu.
+func (l *Link) claim(key string, c *conn) bool {
+	w, ok := l.waiters[key]
+	if ok {
+		delete(l.waiters, key)
+		w <- c
+	}
+	return ok
 }
 
 // rst closes c with linger 0, so the peer gets an RST, not a FIN.

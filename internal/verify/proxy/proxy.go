@@ -9,8 +9,10 @@ import (
 	"math/rand/v2"
 	"net"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/petrelmq/petrel/internal/clock"
@@ -164,20 +166,66 @@ func Name(from, to string) string { return from + "→" + to }
 
 // Dial connects through the link from→to, making the link (a listener on
 // 127.0.0.1:0 that forwards to to) on first use. ctx bounds the dial only.
-// The dial reaches the link's listener whatever the link's fault; the fault
-// shows on the connection (closed, held, delayed or reset; a reset can be
-// quick enough that the dial itself fails with it).
+// The dial returns once the link has dialled the target, and fails with
+// the target's error (e.g. connection refused) if that failed. Under a
+// fault it returns a connection that shows the fault: closed (Drop), held
+// with the target not dialled (Blackhole), or reset (Reset; the reset can
+// be quick enough that the dial itself fails with it). A process dialling
+// Link.Addr directly gets a reset instead when the target is down.
 func (n *Net) Dial(ctx context.Context, from, to string) (net.Conn, error) {
 	l, err := n.Link(from, to)
 	if err != nil {
 		return nil, err
 	}
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", l.Addr())
+	// Bind before connecting, to register the client address with the
+	// link before it can accept: the link then waits for this call to
+	// learn of a failed target dial, instead of resetting the connection.
+	var (
+		key string
+		w   chan *conn
+	)
+	d := net.Dialer{ControlContext: func(_ context.Context, _, _ string, rc syscall.RawConn) error {
+		var err error
+		if cerr := rc.Control(func(fd uintptr) { key, err = bindLoopback(fd) }); cerr != nil {
+			return cerr
+		}
+		if err != nil {
+			return err
+		}
+		w = l.expect(key)
+		return nil
+	}}
+	client, err := d.DialContext(ctx, "tcp", l.Addr())
 	if err != nil {
+		if w != nil {
+			l.unexpect(key, w)
+		}
 		return nil, fmt.Errorf("proxy: dial %s: %w", l.name, err)
 	}
-	return c, nil
+	// Wait for the link to dial the target, so that a target that is down
+	// fails this dial (connection refused), as it would without the proxy,
+	// instead of resetting a connection the client already writes on.
+	var c *conn
+	select {
+	case c = <-w:
+	case <-l.ctx.Done():
+	case <-ctx.Done():
+		l.unexpect(key, w)
+		err = ctx.Err()
+	}
+	if err == nil && c != nil {
+		select {
+		case <-c.ready:
+			err = c.dialErr
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	}
+	if err != nil {
+		client.Close()
+		return nil, fmt.Errorf("proxy: dial %s: %w", l.name, err)
+	}
+	return client, nil
 }
 
 // Link returns the link from→to, making it on first use. A new link takes
@@ -336,6 +384,23 @@ func (c clientNet) Listen(addr string) (net.Listener, error) { return net.Listen
 
 func (c clientNet) Dial(ctx context.Context, addr string) (net.Conn, error) {
 	return c.n.Dial(ctx, c.from, addr)
+}
+
+// bindLoopback binds socket fd to 127.0.0.1 on a free port and returns
+// that address.
+func bindLoopback(fd uintptr) (string, error) {
+	if err := syscall.Bind(int(fd), &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		return "", fmt.Errorf("bind 127.0.0.1:0: %w", err)
+	}
+	sa, err := syscall.Getsockname(int(fd))
+	if err != nil {
+		return "", fmt.Errorf("getsockname: %w", err)
+	}
+	in4, ok := sa.(*syscall.SockaddrInet4)
+	if !ok {
+		return "", fmt.Errorf("getsockname: %T, want an IPv4 address", sa)
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(in4.Port)), nil
 }
 
 // goFunc runs f in the Net's goroutine group. The caller is itself in the

@@ -322,7 +322,7 @@ func TestResetNewConnection(t *testing.T) {
 	n := newNet(t)
 	s := newServer(t, true, false)
 	setAll(n, Fault{Mode: Reset})
-	expectResetDial(t, n, "c", s.addr())
+	expectResetDial(t, func() (net.Conn, error) { return n.Dial(context.Background(), "c", s.addr()) })
 	if a := s.accepted.Load(); a != 0 {
 		t.Fatalf("server accepted %d connections through a resetting link", a)
 	}
@@ -330,9 +330,11 @@ func TestResetNewConnection(t *testing.T) {
 	expectEcho(t, dial(t, n, "c", s.addr()), "ok")
 }
 
-// TestTargetDownResetsClient: when the target cannot be dialled, the
-// client's connection is reset, as a refused connect would be.
-func TestTargetDownResetsClient(t *testing.T) {
+// TestTargetDown: when the target cannot be dialled, Net.Dial fails with
+// the refusal, as a dial without the proxy would; a process dialling the
+// link's address directly has its connection reset; a connection held by
+// a blackhole is reset at heal.
+func TestTargetDown(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -340,7 +342,31 @@ func TestTargetDownResetsClient(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	n := newNet(t)
-	expectResetDial(t, n, "c", addr)
+	if _, err := n.Dial(context.Background(), "c", addr); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("Net.Dial to a dead target: %v, want connection refused", err)
+	}
+	l := mustLink(t, n, "c", addr)
+	expectResetDial(t, func() (net.Conn, error) { return net.Dial("tcp", l.Addr()) })
+
+	l.Set(Fault{Mode: Blackhole})
+	held := dial(t, n, "c", addr) // held: the dial succeeds, as a SYN into a partition would not fail yet
+	write(t, held, []byte("x"))
+	expectNothing(t, held)
+	n.Heal()
+	expectReset(t, held)
+}
+
+// TestDialContextBoundsTheTargetDial: Net.Dial's ctx bounds its wait for
+// the link's dial of the target.
+func TestDialContextBoundsTheTargetDial(t *testing.T) {
+	n := newNet(t)
+	s := newServer(t, true, false)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := n.Dial(ctx, "c", s.addr()); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Dial with a cancelled ctx: %v, want context.Canceled", err)
+	}
+	expectEcho(t, dial(t, n, "c", s.addr()), "still fine")
 }
 
 // TestModeChangesOnOpenConnection walks one open connection through every
@@ -731,11 +757,11 @@ func (s *plainServer) close() {
 	s.wg.Wait()
 }
 
-// expectResetDial checks that a connection through from→to is reset: the
-// RST can come so soon that the dial itself reports it.
-func expectResetDial(t *testing.T, n *Net, from, to string) {
+// expectResetDial checks that the connection dial makes is reset: the RST
+// can come so soon that the dial itself reports it.
+func expectResetDial(t *testing.T, dial func() (net.Conn, error)) {
 	t.Helper()
-	c, err := n.Dial(context.Background(), from, to)
+	c, err := dial()
 	if err != nil {
 		if !errors.Is(err, syscall.ECONNRESET) {
 			t.Fatalf("dial: %v, want success or a connection reset", err)
