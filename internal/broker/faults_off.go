@@ -15,4 +15,4 @@ func (b *Broker) initFaults() error { return nil }
 func (b *Broker) loseSend(*pendingSend, func(int, SendResult, error)) bool { return false }
 
 // reorderPull leaves every pull answer as it is without the tag.
-func (b *Broker) reorderPull(*PullResult) {}
+func (b *Broker) reorderPull(*PullRequest, *PullResult) {}

@@ -14,10 +14,15 @@ package broker
 //     resend with a record that does not exist: a resend is stored.
 //   - reorder: every pull answer holding ≥ 2 records hands them out in
 //     reverse order (each record keeps its own queue offset, and the
-//     answer's next offset is unchanged).
+//     answer's next offset is unchanged). A consumer that keeps up gets
+//     one record per pull, which cannot come out of order: such an answer
+//     is held back (answered "no new message" at the requested offset)
+//     for up to reorderHold, so that the next pull finds several.
 
 import (
 	"os"
+	"sync"
+	"time"
 
 	"github.com/petrelmq/petrel/internal/faults"
 	"github.com/petrelmq/petrel/internal/message"
@@ -27,6 +32,24 @@ import (
 type faultHooks struct {
 	spec faults.Spec
 	lose *faults.OneIn // nil: lose-ack is off
+
+	mu   sync.Mutex
+	held map[heldKey]heldPull // reorder: single-record answers held back
+}
+
+// reorderHold is how long reorder holds back a pull answer of one record.
+const reorderHold = time.Second
+
+type heldKey struct {
+	topic string
+	queue int32
+}
+
+// heldPull is the offset of a single-record answer being held back, and
+// since when.
+type heldPull struct {
+	offset int64
+	since  time.Time
 }
 
 // initFaults reads the spec; an invalid one stops the broker from
@@ -75,8 +98,12 @@ func (b *Broker) loseSend(p *pendingSend, done func(int, SendResult, error)) boo
 }
 
 // reorderPull reverses the records of res when reorder is on.
-func (b *Broker) reorderPull(res *PullResult) {
-	if !b.faults.spec.Reorder || res == nil || res.Count < 2 {
+func (b *Broker) reorderPull(req *PullRequest, res *PullResult) {
+	if !b.faults.spec.Reorder || res == nil || res.Count < 1 {
+		return
+	}
+	if res.Count == 1 {
+		b.holdSingle(req, res)
 		return
 	}
 	body, err := faults.ReverseRecords(res.Body, res.Count)
@@ -86,4 +113,28 @@ func (b *Broker) reorderPull(res *PullResult) {
 	}
 	res.Release() // the store's buffer; body is a copy
 	res.Body = body
+}
+
+// holdSingle answers a one-record pull "no new message" at the requested
+// offset while that offset has been held back for less than reorderHold.
+func (b *Broker) holdSingle(req *PullRequest, res *PullResult) {
+	f := &b.faults
+	k := heldKey{req.Topic, req.QueueID}
+	now := b.now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.held == nil {
+		f.held = make(map[heldKey]heldPull)
+	}
+	h, ok := f.held[k]
+	if !ok || h.offset != req.Offset {
+		h = heldPull{offset: req.Offset, since: now}
+		f.held[k] = h
+	}
+	if now.Sub(h.since) >= reorderHold {
+		delete(f.held, k)
+		return
+	}
+	res.Release()
+	res.Status, res.Count, res.NextBeginOffset = PullNoNewMsg, 0, req.Offset
 }

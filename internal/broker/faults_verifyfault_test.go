@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/petrelmq/petrel/internal/broker/txn"
 	"github.com/petrelmq/petrel/internal/faults"
@@ -168,9 +169,19 @@ func TestFaultReorderReversesEachPullAnswer(t *testing.T) {
 	if p.res.NextBeginOffset != 5 || p.res.Status != PullFound {
 		t.Fatalf("answer %+v; want FOUND with next offset 5", p.res)
 	}
-	// An answer of one record has no order to change.
+	// An answer of one record has no order to change: it is held back
+	// ("no new message" at the same offset) for reorderHold, so that a
+	// consumer that keeps up gets several records at once, then given.
+	if p := e.mustPull(pullReq("g", "T", 1, 0)); len(p.bodies) != 0 || p.res.Status != PullNoNewMsg || p.res.NextBeginOffset != 0 {
+		t.Fatalf("first pull of a lone record: %v, %+v; want it held back (no new message at offset 0)", p.bodies, p.res)
+	}
+	e.clk.Advance(reorderHold - time.Millisecond)
+	if p := e.mustPull(pullReq("g", "T", 1, 0)); len(p.bodies) != 0 {
+		t.Fatalf("pulled %v before the hold ended; want nothing", p.bodies)
+	}
+	e.clk.Advance(time.Millisecond)
 	if p := e.mustPull(pullReq("g", "T", 1, 0)); !slices.Equal(p.bodies, []string{"alone"}) {
-		t.Fatalf("pulled %v; want [alone]", p.bodies)
+		t.Fatalf("pulled %v once the hold ended; want [alone]", p.bodies)
 	}
 	// Nothing is stored out of order.
 	if got := e.storedBodies("T", 0); !slices.Equal(got, []string{"k0", "k1", "k2", "k3", "k4"}) {

@@ -129,7 +129,9 @@ func (r *PullResult) Release() {
 func (b *Broker) Pull(ctx context.Context, req *PullRequest) (*PullResult, error) {
 	res, err := b.pull(ctx, req)
 	if err == nil && res.Count > 0 {
-		b.reorderPull(res)
+		b.reorderPull(req, res)
+	}
+	if err == nil && res.Count > 0 {
 		b.stats.got(req.Topic, res.Count, uint64(len(res.Body)))
 	}
 	return res, err
