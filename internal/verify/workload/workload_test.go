@@ -291,4 +291,3 @@ func TestBrokerGoesAway(t *testing.T) {
 		})
 	}
 }
-
