@@ -11,6 +11,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/petrelmq/petrel/internal/remoting"
 	"github.com/petrelmq/petrel/internal/remoting/rmq"
 	"github.com/petrelmq/petrel/internal/verify/history"
 )
@@ -29,12 +30,14 @@ type Producer struct {
 }
 
 // NewProducer returns producer number index of a workload, named
-// "<workload>-p<index>", sending to topic.
-func NewProducer(env *Env, workload string, index int, topic string) *Producer {
+// "<workload>-p<index>", sending to topic (producer group
+// "verify-<runID>-<workload>-pg").
+// The opts are NewClient's.
+func NewProducer(env *Env, workload string, index int, topic string, opts ...func(*remoting.ClientOptions)) *Producer {
 	name := workload + "-p" + itoa(index)
 	return &Producer{
 		env: env, workload: workload, name: name, index: index, topic: topic,
-		group: env.Topic(workload) + "-pg", cl: NewClient(env, name),
+		group: env.Topic(workload) + "-pg", cl: NewClient(env, name, opts...),
 		pace: pacer{env: env, rate: env.Rate},
 	}
 }
