@@ -20,6 +20,7 @@ package workload
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -39,6 +40,10 @@ const (
 	// localLockTTL: an orderly member stops reading a queue whose lock it
 	// could not renew for this long (RocketMQ's client uses 30 s too).
 	localLockTTL = 30 * time.Second
+	// CatchUpStall: a drain's catch-up gives a queue up when its offset
+	// has not moved for this long (what it did not read is then the
+	// checker's "undelivered", not a drain that never ends).
+	CatchUpStall = 10 * time.Second
 )
 
 // Model is a consumer's message model.
@@ -327,9 +332,15 @@ func (c *Consumer) consume(ctx context.Context, r *Route, q rmq.MessageQueue, un
 		suspend = 0
 	}
 	errs := 0
+	progress, progressAt := offset, c.env.Clock.Now()
 	for {
 		if until >= 0 && offset >= until {
 			return nil
+		}
+		if offset != progress {
+			progress, progressAt = offset, c.env.Clock.Now()
+		} else if until >= 0 && c.env.Clock.Now().Sub(progressAt) >= CatchUpStall {
+			return fmt.Errorf("workload: %s made no progress on queue %d of %s for %v, at offset %d of %d", c.name, q.QueueID, q.Topic, CatchUpStall, offset, until)
 		}
 		if ctx.Err() != nil {
 			if until >= 0 {

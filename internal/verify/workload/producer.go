@@ -9,6 +9,7 @@ package workload
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/petrelmq/petrel/internal/remoting"
@@ -92,12 +93,13 @@ func (p *Producer) Send(ctx context.Context, m Outgoing) (SendResult, bool) {
 		props = idProperties(m.ID)
 	}
 	sum := Sum(m.Body)
+	refresh := false
 	for n := 0; ; n++ {
 		if !p.pace.wait(ctx) {
 			return SendResult{}, false
 		}
-		r, err := p.cl.Route(ctx, p.topic, n > 0)
-		if err != nil {
+		r, err := p.cl.Route(ctx, p.topic, refresh)
+		if err != nil && refresh {
 			r, err = p.cl.Route(ctx, p.topic, false) // the last one known, if any
 		}
 		inv := m.Invoke
@@ -120,6 +122,10 @@ func (p *Producer) Send(ctx context.Context, m Outgoing) (SendResult, bool) {
 			p.env.record(out)
 			return res, true
 		}
+		// A refusal may mean a stale route; a lost or unanswered request
+		// does not (asking the name server then only adds its delay).
+		var oe *OpError
+		refresh = errors.As(err, &oe) && oe.Code >= 0
 		out.Error = errText(err)
 		p.env.record(out)
 		p.env.Logger.Debug("send failed", "client", p.name, "id", m.ID, "outcome", string(out.Type), "err", err)

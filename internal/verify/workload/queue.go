@@ -110,7 +110,9 @@ func (w *pubsub) Drain(ctx context.Context) error {
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("workload %s: catch-up: %w", w.name, err)
+		// Not the end of the drain: what the consumers did not get is
+		// what the checker reports as undelivered.
+		w.env.Logger.Warn("consumers did not catch up", "workload", w.name, "err", err)
 	}
 	if err := DrainRead(ctx, w.env, w.name, w.topic); err != nil {
 		return fmt.Errorf("workload %s: %w", w.name, err)
