@@ -20,7 +20,7 @@ func testEnv(nameSrv string) *Env {
 	hw.Keep()
 	return &Env{
 		RunID: "0badc0de", NameSrv: []string{nameSrv}, History: hw,
-		Queues: 4, Producers: 2, Consumers: 2, Rate: 100, BodyBytes: 128, SendTimeout: 2 * time.Second,
+		Queues: 4, Producers: 2, Consumers: 2, Rate: 100, BodyBytes: 128, SendTimeout: 5 * time.Second,
 	}
 }
 
