@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/petrelmq/petrel/internal/remoting/rmq"
 	"github.com/petrelmq/petrel/internal/verify/history"
@@ -40,7 +41,7 @@ func MaxOffsets(ctx context.Context, env *Env, cl *Client, topic string) ([]rmq.
 	}
 	out := make(map[rmq.MessageQueue]int64, len(r.Queues))
 	for _, q := range r.Queues {
-		off, err := queueOffset(ctx, env, cl, topic, q, cl.MaxOffset)
+		off, err := stableMax(ctx, env, cl, topic, q)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -48,6 +49,32 @@ func MaxOffsets(ctx context.Context, env *Env, cl *Client, topic string) ([]rmq.
 	}
 	return r.Queues, out, nil
 }
+
+// stableMax is q's max offset once two readings StableGap apart agree (at
+// most StableTries readings): a broker acknowledges a send before its
+// consume queue lists it, and one just restarted may still be
+// dispatching its log, so a single reading could stop the drain short of
+// messages it was told were stored.
+func stableMax(ctx context.Context, env *Env, cl *Client, topic string, q rmq.MessageQueue) (int64, error) {
+	prev, err := queueOffset(ctx, env, cl, topic, q, cl.MaxOffset)
+	for i := 1; err == nil && i < StableTries; i++ {
+		if !env.sleep(ctx, StableGap) {
+			return 0, ctx.Err()
+		}
+		var cur int64
+		if cur, err = queueOffset(ctx, env, cl, topic, q, cl.MaxOffset); err == nil && cur == prev {
+			return cur, nil
+		}
+		prev = cur
+	}
+	return prev, err
+}
+
+// How stableMax waits for a queue's max offset to settle.
+const (
+	StableGap   = 100 * time.Millisecond
+	StableTries = 50
+)
 
 func routeRetry(ctx context.Context, env *Env, cl *Client, topic string) (*Route, error) {
 	for i := 1; ; i++ {
@@ -88,7 +115,7 @@ func drainQueue(ctx context.Context, env *Env, cl *Client, workload, name, topic
 	if err != nil {
 		return err
 	}
-	hi, err := queueOffset(ctx, env, cl, topic, q, cl.MaxOffset)
+	hi, err := stableMax(ctx, env, cl, topic, q)
 	if err != nil {
 		return err
 	}
