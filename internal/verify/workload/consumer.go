@@ -146,7 +146,7 @@ func (c *Consumer) Run(ctx context.Context) {
 		<-rd.done
 		delete(readers, q)
 	}
-	start := func(q rmq.MessageQueue) *reader {
+	start := func(r *Route, q rmq.MessageQueue) *reader {
 		rctx, cancel := context.WithCancel(ctx)
 		rd := &reader{cancel: cancel, done: make(chan struct{})}
 		if c.model == Orderly {
@@ -197,7 +197,7 @@ func (c *Consumer) Run(ctx context.Context) {
 		}
 		for _, q := range want {
 			if readers[q] == nil {
-				start(q)
+				start(r, q)
 			}
 		}
 		if c.model == Orderly {
