@@ -3,13 +3,17 @@ package workload
 // The queue workload (the default): Env.Producers producers with sync
 // sends on a topic of Env.Queues queues, Env.Consumers consumers in one
 // clustering group. pubsub is the frame it shares with broadcast and
-// ordered: one topic, one group, producers and consumers, the drain.
+// ordered (and any workload of one topic and one group): producers
+// "<workload>-pN" running its produce func, consumers "<workload>-cN" of
+// its model, the drain.
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/petrelmq/petrel/internal/remoting"
 )
 
 func init() {
@@ -22,6 +26,9 @@ type pubsub struct {
 	model   Model
 	order   bool // the topic's order flag
 	produce func(ctx context.Context, w *pubsub, p *Producer)
+	// producerOpts, when set, gives producer number i its client
+	// options (e.g. a Handler for transaction check-backs).
+	producerOpts func(w *pubsub, i int) []func(*remoting.ClientOptions)
 
 	env       *Env
 	topic     string
@@ -49,7 +56,11 @@ func (w *pubsub) Setup(ctx context.Context, env *Env) error {
 		return fmt.Errorf("workload %s: %w", w.name, err)
 	}
 	for i := range e.Producers {
-		w.producers = append(w.producers, NewProducer(e, w.name, i, w.topic))
+		var opts []func(*remoting.ClientOptions)
+		if w.producerOpts != nil {
+			opts = w.producerOpts(w, i)
+		}
+		w.producers = append(w.producers, NewProducer(e, w.name, i, w.topic, opts...))
 	}
 	for i := range e.Consumers {
 		w.consumers = append(w.consumers, NewConsumer(e, w.name, w.name+"-c"+itoa(i), w.topic, w.group, w.model))
