@@ -74,7 +74,11 @@ func TestAllocateAveragely(t *testing.T) {
 }
 
 func TestRegistryNames(t *testing.T) {
-	for _, n := range Names() {
+	names := Names()
+	if len(names) < 3 || names[0] != "queue" || names[1] != "broadcast" || names[2] != "ordered" {
+		t.Fatalf("Names() = %v, want queue, broadcast, ordered first", names)
+	}
+	for _, n := range names {
 		w, err := New(n)
 		if err != nil || w.Name() != n {
 			t.Fatalf("New(%q) = %v, %v", n, w, err)
