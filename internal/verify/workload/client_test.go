@@ -1,0 +1,150 @@
+package workload
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/petrelmq/petrel/internal/daemon/daemontest"
+	"github.com/petrelmq/petrel/internal/remoting/rmq"
+	"github.com/petrelmq/petrel/internal/verify/history"
+)
+
+// TestClientOutcomes: what a request's error says about its effect. A
+// connection that cannot be made and a broker's refusal are Fail; a
+// request written to a peer that never answers is InDoubt, after the
+// timeout.
+func TestClientOutcomes(t *testing.T) {
+	c := daemontest.Start(t)
+	env, err := testEnv(c.NameServerAddr()).withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := NewClient(env, "test")
+	defer cl.Close()
+	ctx := context.Background()
+
+	if _, err := cl.Route(ctx, "verify-nope", false); Outcome(err) != history.Fail {
+		t.Fatalf("route of a missing topic: %v (%s), want Fail", err, Outcome(err))
+	}
+
+	dead, _ := net.Listen("tcp", "127.0.0.1:0")
+	deadAddr := dead.Addr().String()
+	dead.Close()
+	r := &Route{Queues: []rmq.MessageQueue{{Topic: "t", BrokerName: "b"}}, Addrs: map[string]string{"b": deadAddr}}
+	_, err = cl.Send(ctx, r, r.Queues[0], []byte("x"), SendOpts{})
+	if Outcome(err) != history.Fail {
+		t.Fatalf("send to a closed port: %v (%s), want Fail", err, Outcome(err))
+	}
+
+	mute, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mute.Close()
+	go func() {
+		for {
+			nc, err := mute.Accept()
+			if err != nil {
+				return
+			}
+			defer nc.Close() // held open, never answered
+		}
+	}()
+	r.Addrs["b"] = mute.Addr().String()
+	short := *env
+	short.SendTimeout = 300 * time.Millisecond
+	shortCl := NewClient(&short, "short")
+	defer shortCl.Close()
+	start := time.Now()
+	_, err = shortCl.Send(ctx, r, r.Queues[0], []byte("x"), SendOpts{})
+	if Outcome(err) != history.InDoubt || time.Since(start) > 5*time.Second {
+		t.Fatalf("send to a mute peer: %v (%s) after %v, want InDoubt after the timeout", err, Outcome(err), time.Since(start))
+	}
+
+	r.Addrs["b"] = c.Broker.Addr().String()
+	r.Queues[0].Topic = "bad topic"
+	_, err = cl.Send(ctx, r, r.Queues[0], []byte("x"), SendOpts{Properties: idProperties("a-b-0-0")})
+	var oe *OpError
+	if Outcome(err) != history.Fail || !asOpError(err, &oe) || oe.Code <= 0 {
+		t.Fatalf("send to an invalid topic: %v, want a Fail with the broker's code", err)
+	}
+}
+
+func asOpError(err error, oe **OpError) bool {
+	e, ok := err.(*OpError)
+	*oe = e
+	return ok
+}
+
+// TestClientRoundTrip: create, route, send, pull and the offsets, as the
+// workloads use them.
+func TestClientRoundTrip(t *testing.T) {
+	c := daemontest.Start(t)
+	env, err := testEnv(c.NameServerAddr()).withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := NewClient(env, "test")
+	defer cl.Close()
+	ctx := context.Background()
+	topic := env.Topic("rt")
+	if err := cl.CreateTopic(ctx, topic, 3, false); err != nil {
+		t.Fatal(err)
+	}
+	r, err := cl.Route(ctx, topic, false)
+	if err != nil || len(r.Queues) != 3 {
+		t.Fatalf("route: %+v, %v", r, err)
+	}
+	q := r.Queues[2]
+	id := ID(env.RunID, "rt", 0, 0)
+	body := Body(id, 64, Field{"seq", "1"})
+	res, err := cl.Send(ctx, r, q, body, SendOpts{ProducerGroup: "pg", Properties: idProperties(id)})
+	if err != nil || res.Queue != 2 || res.Offset != 0 {
+		t.Fatalf("send: %+v, %v", res, err)
+	}
+	addr := r.Addr(q)
+	// The broker acknowledges before its consume queue lists the message.
+	if hi, err := stableMax(ctx, env, cl, topic, q); err != nil || hi != 1 {
+		t.Fatalf("max offset %d, %v; want 1", hi, err)
+	}
+	if lo, err := cl.MinOffset(ctx, addr, q); err != nil || lo != 0 {
+		t.Fatalf("min offset %d, %v; want 0", lo, err)
+	}
+	pr, err := cl.Pull(ctx, addr, "g", q, 0, 32, 0)
+	if err != nil || pr.Code != rmq.RespSuccess || len(pr.Messages) != 1 || pr.Header.NextBeginOffset != 1 {
+		t.Fatalf("pull: %+v, %v", pr, err)
+	}
+	if rc := Receive(pr.Messages[0]); rc.ID != id || rc.Sum != Sum(body) || rc.Corrupt {
+		t.Fatalf("received %+v", rc)
+	}
+	if off, err := cl.QueryOffset(ctx, addr, "g", q); err != nil || off > 0 {
+		t.Fatalf("offset of a group without one: %d, %v; want -1 or 0 (the first message)", off, err)
+	}
+	if err := cl.CommitOffset(ctx, addr, "g", q, 1); err != nil {
+		t.Fatal(err)
+	}
+	if off, err := cl.QueryOffset(ctx, addr, "g", q); err != nil || off != 1 {
+		t.Fatalf("committed offset %d, %v; want 1", off, err)
+	}
+	if err := cl.Heartbeat(ctx, addr, "me", "g", "CLUSTERING", "", topic); err != nil {
+		t.Fatal(err)
+	}
+	if ids, err := cl.ConsumerList(ctx, addr, "g"); err != nil || len(ids) != 1 || ids[0] != "me" {
+		t.Fatalf("consumer list %v, %v", ids, err)
+	}
+	got, err := cl.Lock(ctx, addr, "g", "me", r.Queues)
+	if err != nil || len(got) != 3 {
+		t.Fatalf("lock: %v, %v", got, err)
+	}
+	if got, err := cl.Lock(ctx, addr, "g", "other", r.Queues); err != nil || len(got) != 0 {
+		t.Fatalf("another client locked held queues: %v, %v", got, err)
+	}
+	if err := cl.Unlock(ctx, addr, "g", "me", r.Queues[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := cl.Lock(ctx, addr, "g", "other", r.Queues); err != nil || len(got) != 1 {
+		t.Fatalf("after an unlock another client got %v, %v; want the one queue", got, err)
+	}
+}
