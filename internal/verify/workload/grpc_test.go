@@ -22,6 +22,12 @@ func liveBroker(t *testing.T, workload string) *Env {
 		cfg.GRPCListen = "127.0.0.1:0"
 		cfg.Broker.TransactionTimeout = 500 * time.Millisecond
 		cfg.Broker.TransactionCheckInterval = 500 * time.Millisecond
+		// Small key-index files: the in-memory FS fills a default one
+		// (88 MB) on the first key, which under -race holds the
+		// dispatcher for seconds.
+		cfg.Store.IndexSlotsPerFile, cfg.Store.IndexEntriesPerFile = 1<<12, 1<<14
+		cfg.Logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		cfg.Broker.Logger = cfg.Logger
 	})
 	h := history.NewWriter(&bytes.Buffer{})
 	h.Keep()
@@ -46,13 +52,16 @@ func (w testWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// runBriefly sets up the workload, runs it for d, drains it and returns
-// the history.
-func runBriefly(t *testing.T, name string, env *Env, d time.Duration) []history.Op {
+// runBriefly sets up the workload (after edit), runs it for d, drains it
+// and returns the history.
+func runBriefly(t *testing.T, name string, env *Env, d time.Duration, edit ...func(Workload)) []history.Op {
 	t.Helper()
 	w, err := New(name)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, f := range edit {
+		f(w)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
