@@ -3,13 +3,17 @@ package workload
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
+	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/petrelmq/petrel/internal/daemon"
 	"github.com/petrelmq/petrel/internal/daemon/daemontest"
+	"github.com/petrelmq/petrel/internal/netx"
 	"github.com/petrelmq/petrel/internal/verify/history"
 )
 
@@ -173,4 +177,99 @@ func TestGRPCWorkloadDeliversAndDrainsEveryAckedSend(t *testing.T) {
 		t.Errorf("start lines %v", starts)
 	}
 	t.Logf("%d acked, %d delivered, %d drained", n, len(delivered), len(drained))
+}
+
+// cutNet is the real network with a switch: while cut, dials fail and
+// the connections made before are closed (a client cut off, then healed).
+type cutNet struct {
+	mu    sync.Mutex
+	cut   bool
+	conns []net.Conn
+}
+
+func (n *cutNet) Listen(addr string) (net.Listener, error) { return netx.TCP.Listen(addr) }
+
+func (n *cutNet) Dial(ctx context.Context, addr string) (net.Conn, error) {
+	n.mu.Lock()
+	cut := n.cut
+	n.mu.Unlock()
+	if cut {
+		return nil, errors.New("cutNet: cut")
+	}
+	c, err := netx.TCP.Dial(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	n.mu.Lock()
+	n.conns = append(n.conns, c)
+	n.mu.Unlock()
+	return c, nil
+}
+
+func (n *cutNet) set(cut bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.cut = cut
+	if cut {
+		for _, c := range n.conns {
+			c.Close()
+		}
+		n.conns = nil
+	}
+}
+
+// TestWorkloadsRideOutACutClient cuts every client of the grpc, delay and
+// txn workloads off for a while during Run: Run ends on time, every send
+// has one outcome, some failed or are in doubt, and every acked message
+// meant to arrive is delivered and drained.
+func TestWorkloadsRideOutACutClient(t *testing.T) {
+	for _, name := range []string{grpcName, delayName, txnName} {
+		t.Run(name, func(t *testing.T) {
+			env := liveBroker(t, name)
+			env.SendTimeout = time.Second
+			cn := &cutNet{}
+			env.Network = func(string) netx.Network { return cn }
+			go func() {
+				time.Sleep(700 * time.Millisecond)
+				cn.set(true)
+				time.Sleep(500 * time.Millisecond)
+				cn.set(false)
+			}()
+			t0 := time.Now()
+			ops := runBriefly(t, name, env, 2*time.Second, func(w Workload) {
+				if tw, ok := w.(*txnWorkload); ok {
+					tw.settleAfter, tw.quiet = 2*time.Second, 1500*time.Millisecond
+				}
+			})
+			t.Logf("run and drain took %v", time.Since(t0))
+			sends := checkSends(t, ops)
+			got, bad := map[string]bool{}, 0
+			for _, op := range ops {
+				if op.F == history.Deliver {
+					got[op.ID] = true
+				}
+				if op.F == history.Drain {
+					got[op.ID+"/drain"] = true
+				}
+			}
+			n := 0
+			for id, s := range sends {
+				if !acked(s) {
+					bad++
+					continue
+				}
+				if in := s.invoke.Txn; in == history.Rollback || in == history.CheckRollback {
+					continue
+				}
+				n++
+				if !got[id] || !got[id+"/drain"] {
+					t.Errorf("acked %s: delivered %v, drained %v", id, got[id], got[id+"/drain"])
+				}
+			}
+			if bad == 0 || n < 10 {
+				t.Errorf("%d acked to arrive, %d sends failed or in doubt: the cut did not show", n, bad)
+			}
+			t.Logf("%d acked to arrive, %d failed or in doubt", n, bad)
+		})
+	}
 }

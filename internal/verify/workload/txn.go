@@ -45,6 +45,10 @@ const (
 	// txnQuiet is how long no check-back may have come before the drain
 	// takes the transactions as settled.
 	txnQuiet = 3 * time.Second
+	// txnSettleMax bounds the wait for check-backs: a broker that gave up
+	// on a transaction (its maximum checks) never asks again, and the
+	// drain then goes on so that the checker can tell what became of it.
+	txnSettleMax = 60 * time.Second
 	// txnHeartbeat separates a producer's heartbeats.
 	txnHeartbeat = time.Second
 )
@@ -330,6 +334,7 @@ func (w *txnWorkload) Drain(ctx context.Context) error {
 		return errors.New("workload: txn: Drain before Run")
 	}
 	e := w.env
+	giveUp := e.Clock.Now().Add(txnSettleMax)
 	for {
 		w.mu.Lock()
 		open := 0
@@ -342,6 +347,10 @@ func (w *txnWorkload) Drain(ctx context.Context) error {
 		w.mu.Unlock()
 		now := e.Clock.Now()
 		if open == 0 && now.Sub(lastHalf) >= w.settleAfter && now.Sub(lastCheck) >= w.quiet {
+			break
+		}
+		if now.After(giveUp) {
+			e.Logger.Warn("transactions not settled; draining anyway", "workload", txnName, "open", open, "waited", txnSettleMax)
 			break
 		}
 		if !e.sleep(ctx, 100*time.Millisecond) {
