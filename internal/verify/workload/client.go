@@ -68,18 +68,16 @@ type Client struct {
 }
 
 // NewClient returns the client named name (its Process in the history).
-// env must have its defaults set (as a workload's Setup has).
-func NewClient(env *Env, name string) *Client {
-	return &Client{
-		env:  env,
-		name: name,
-		rc: remoting.NewClient(remoting.ClientOptions{
-			Network:     env.Network(name),
-			DialTimeout: env.SendTimeout,
-			Logger:      env.Logger.With("client", name),
-		}),
-		routes: map[string]*Route{},
+// env must have its defaults set (as a workload's Setup has). Each opt
+// may change the remoting options (e.g. set a Handler for the broker's
+// transaction check-backs); Network is always env.Network(name).
+func NewClient(env *Env, name string, opts ...func(*remoting.ClientOptions)) *Client {
+	o := remoting.ClientOptions{DialTimeout: env.SendTimeout, Logger: env.Logger.With("client", name)}
+	for _, f := range opts {
+		f(&o)
 	}
+	o.Network = env.Network(name)
+	return &Client{env: env, name: name, rc: remoting.NewClient(o), routes: map[string]*Route{}}
 }
 
 // Name is the client's name.
