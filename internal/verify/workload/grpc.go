@@ -477,19 +477,12 @@ func grpcDeliver(m *v2.Message, workload, process, topic string) history.Op {
 // Drain lets the consumers catch up until the group's committed offset
 // of every queue (the lowest offset it has not acknowledged) reaches the
 // queue's max offset as it is now, then reads the topic's queues from
-// their min offsets over the remoting protocol.
+// their min offsets over the remoting protocol (DrainRead).
 func (w *grpcWorkload) Drain(ctx context.Context) error {
 	if w.env == nil || w.stopConsumers == nil {
 		return errors.New("workload: grpc: Drain before Run")
 	}
-	c := NewClient(w.env, grpcName+"-drain")
-	defer c.Close()
-	err := awaitOffsets(ctx, w.env, c, w.topic, w.group)
-	w.stop()
-	if err != nil {
-		return err
-	}
-	return drainTopic(ctx, w.env, c, grpcName, w.topic, w.group+"-drain")
+	return catchUpAndDrain(ctx, w.env, w.stop, grpcName, w.topic, w.group)
 }
 
 func (w *grpcWorkload) Close() error {

@@ -117,21 +117,15 @@ func (w *txnWorkload) Run(ctx context.Context) error {
 // producerClient is a Client whose connections answer the broker's
 // CHECK_TRANSACTION_STATE.
 func (w *txnWorkload) producerClient(name string) *Client {
-	e := w.env
-	c := &Client{env: e, name: name, routes: map[string]*Route{}}
-	c.rc = remoting.NewClient(remoting.ClientOptions{
-		Network:     e.Network(name),
-		DialTimeout: e.SendTimeout,
-		Logger:      e.Logger.With("client", name),
-		Handler: func(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	return NewClient(w.env, name, func(o *remoting.ClientOptions) {
+		o.Handler = func(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 			if req.Code != rmq.CodeCheckTransactionState {
 				return remoting.NewResponse(req, rmq.RespRequestCodeNotSupported, fmt.Sprintf("request code %d is not supported by a verify producer", req.Code))
 			}
 			w.answerCheck(conn, name, req)
 			return nil // oneway
-		},
+		}
 	})
-	return c
 }
 
 // heartbeats tells every broker of the route each txnHeartbeat that c is
@@ -358,7 +352,7 @@ func (w *txnWorkload) Drain(ctx context.Context) error {
 			return fmt.Errorf("workload: txn: %d transactions still waiting for a check-back: %w", open, ctx.Err())
 		}
 	}
-	return catchUpAndDrain(ctx, e, w.members, txnName, w.topic, w.group)
+	return catchUpAndDrain(ctx, e, w.members.stop, txnName, w.topic, w.group)
 }
 
 func (w *txnWorkload) Close() error {
