@@ -394,7 +394,10 @@ func (w *grpcWorkload) produce(ctx context.Context, i int) {
 			res.Type = history.InDoubt
 		}
 		res.Workload, res.Process, res.ID, res.Topic = grpcName, name, id, w.topic
-		res.Offset, res.Error, res.Latency = off, why, e.Clock.Now().Sub(t0)
+		res.Offset, res.Latency = off, e.Clock.Now().Sub(t0)
+		if why != "" {
+			res.Error = errText(errors.New(why))
+		}
 		e.record(res)
 		if outcome == grpcSendOK {
 			fails = 0
