@@ -108,13 +108,15 @@ func (p *Producer) Send(ctx context.Context, m Outgoing) (SendResult, bool) {
 		inv.Queue, inv.Offset = -1, -1
 		inv = p.env.record(inv)
 		var res SendResult
+		outcome := history.Fail // no route: the send was never written
 		if err == nil {
 			q := m.Queue(r, n)
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.env.SendTimeout)
 			res, err = p.cl.Send(sctx, r, q, m.Body, SendOpts{ProducerGroup: p.group, Properties: props, SysFlag: m.SysFlag})
 			cancel()
+			outcome = Outcome(err)
 		}
-		out := history.New(Outcome(err), history.Send)
+		out := history.New(outcome, history.Send)
 		out.Workload, out.Process, out.ID = p.workload, p.name, m.ID
 		out.Latency = p.env.Clock.Now().Sub(inv.Time)
 		if err == nil {
