@@ -145,7 +145,7 @@ func (w *delayWorkload) produce(ctx context.Context, i int) {
 func (w *delayWorkload) sendOnce(ctx context.Context, c *Client, n int, body []byte, props string) error {
 	r, err := c.Route(ctx, w.topic, false)
 	if err != nil {
-		return err
+		return noRoute(err)
 	}
 	q := r.Queues[n%len(r.Queues)]
 	_, err = c.Send(ctx, r, q, body, SendOpts{Properties: props})
@@ -153,6 +153,12 @@ func (w *delayWorkload) sendOnce(ctx context.Context, c *Client, n int, body []b
 		_, _ = c.Route(ctx, w.topic, true)
 	}
 	return err
+}
+
+// noRoute is the error of a send that found no route: Fail, as it was
+// never written (even when the name server's answer timed out).
+func noRoute(err error) error {
+	return &OpError{Outcome: history.Fail, Code: -1, Err: fmt.Errorf("no route: %w", err)}
 }
 
 // Drain waits until the last due time has passed (plus a margin), then

@@ -250,7 +250,7 @@ func (w *txnWorkload) produce(ctx context.Context, c *Client, i int) {
 func (w *txnWorkload) sendHalf(ctx context.Context, c *Client, n int, id string, body []byte) (half, error) {
 	r, err := c.Route(ctx, w.topic, false)
 	if err != nil {
-		return half{}, err
+		return half{}, noRoute(err)
 	}
 	q := r.Queues[n%len(r.Queues)]
 	addr := r.Addr(q)
