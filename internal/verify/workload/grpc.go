@@ -1,0 +1,494 @@
+package workload
+
+// A small RocketMQ 5.x client for the grpc workload: one HTTP/2
+// connection to Env.GRPC dialed through the client's own network (so the
+// proxy's faults apply), the x-mq-* headers on every call, and a
+// Telemetry session kept open (opened again after a fault) carrying the
+// client's Settings, as the official clients send them before they send
+// or receive.
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	v2 "github.com/apache/rocketmq-clients/golang/v5/protocol/v2"
+	"google.golang.org/grpc"
+	backoffpkg "google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/petrelmq/petrel/internal/netx"
+	"github.com/petrelmq/petrel/internal/verify/history"
+)
+
+// gRPC client settings.
+const (
+	// grpcRequestTimeout is the request timeout announced in Settings.
+	grpcRequestTimeout = 3 * time.Second
+	// grpcLongPoll is how long a receive may be held by the front.
+	grpcLongPoll = time.Second
+	// grpcInvisible is how long a received message stays invisible to the
+	// group; a message whose ack was lost comes again after it.
+	grpcInvisible = 3 * time.Second
+	// grpcReceiveBatch is the batch size of a receive.
+	grpcReceiveBatch = 16
+	// grpcMaxRecvBytes bounds one message from the front.
+	grpcMaxRecvBytes = 8 << 20
+)
+
+// grpcClient is one client instance of the gRPC front.
+type grpcClient struct {
+	id   string
+	addr string
+	cc   *grpc.ClientConn
+	stub v2.MessagingServiceClient
+	md   metadata.MD
+
+	settings *v2.Settings
+	stop     context.CancelFunc
+	wg       sync.WaitGroup
+}
+
+// dialGRPC sets up a client of the front at addr over nw (TLS accepting
+// any certificate: the front's is self-signed). The connection is made on
+// the first call and made again after it broke.
+func dialGRPC(nw netx.Network, addr, clientID string, st *v2.Settings) (*grpcClient, error) {
+	creds := credentials.NewTLS(&tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}) // the front's certificate is self-signed
+	cc, err := grpc.NewClient("passthrough:///"+addr,
+		grpc.WithTransportCredentials(creds),
+		grpc.WithContextDialer(func(ctx context.Context, a string) (net.Conn, error) { return nw.Dial(ctx, a) }),
+		// Reconnect quickly after a fault (gRPC's default back-off grows
+		// to 2 min, which would stretch every outage the run measures).
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoffpkg.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 2, Jitter: 0.2, MaxDelay: MaxBackoff},
+			MinConnectTimeout: grpcRequestTimeout,
+		}),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(grpcMaxRecvBytes)))
+	if err != nil {
+		return nil, fmt.Errorf("workload: set up a gRPC connection to %s: %w", addr, err)
+	}
+	c := &grpcClient{id: clientID, addr: addr, cc: cc, stub: v2.NewMessagingServiceClient(cc), settings: st}
+	c.md = metadata.Pairs("x-mq-client-id", clientID, "x-mq-language", "GO", "x-mq-protocol", "v2",
+		"x-mq-client-version", "petrel-verify")
+	st.AccessPoint = grpcEndpoints(addr)
+	st.RequestTimeout = durationpb.New(grpcRequestTimeout)
+	st.UserAgent = &v2.UA{Language: v2.Language_GOLANG, Version: "petrel-verify", Hostname: "verify"}
+	return c, nil
+}
+
+// ctx returns ctx carrying the client's headers.
+func (c *grpcClient) ctx(ctx context.Context) context.Context {
+	return metadata.NewOutgoingContext(ctx, c.md)
+}
+
+// startSession keeps a Telemetry stream with the client's Settings open
+// until close, opening it again (after a pause on sleep) whenever it
+// ends.
+func (c *grpcClient) startSession(sleep func(context.Context, time.Duration) bool) {
+	ctx, cancel := context.WithCancel(context.Background())
+	c.stop = cancel
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		for n := 1; ctx.Err() == nil; n++ {
+			c.session(ctx)
+			sleep(ctx, backoff(n))
+		}
+	}()
+}
+
+// session runs one Telemetry stream until it breaks or ctx ends.
+func (c *grpcClient) session(ctx context.Context) {
+	sctx, cancel := context.WithCancel(c.ctx(ctx))
+	defer cancel()
+	stream, err := c.stub.Telemetry(sctx)
+	if err != nil {
+		return
+	}
+	if err := stream.Send(&v2.TelemetryCommand{Command: &v2.TelemetryCommand_Settings{Settings: c.settings}}); err != nil {
+		return
+	}
+	for {
+		if _, err := stream.Recv(); err != nil {
+			return
+		}
+		// The server's Settings answer and pushed commands need nothing
+		// from this client (it sends no transactional messages).
+	}
+}
+
+// close ends the session and the connection.
+func (c *grpcClient) close() {
+	if c.stop != nil {
+		c.stop()
+	}
+	c.cc.Close()
+	c.wg.Wait()
+}
+
+// grpcEndpoints is addr as the Endpoints of a request.
+func grpcEndpoints(addr string) *v2.Endpoints {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil
+	}
+	p, _ := strconv.Atoi(port)
+	scheme := v2.AddressScheme_DOMAIN_NAME
+	if ip := net.ParseIP(host); ip != nil {
+		scheme = v2.AddressScheme_IPv4
+		if ip.To4() == nil {
+			scheme = v2.AddressScheme_IPv6
+		}
+	}
+	return &v2.Endpoints{Scheme: scheme, Addresses: []*v2.Address{{Host: host, Port: int32(p)}}}
+}
+
+// grpcSendOutcome is how a SendMessage ended, for the history.
+type grpcSendOutcome int
+
+const (
+	grpcSendOK grpcSendOutcome = iota
+	grpcSendFail
+	grpcSendInDoubt
+)
+
+// sendOne sends one message and returns the outcome, the stored offset
+// (on OK) and why it did not succeed.
+func (c *grpcClient) sendOne(ctx context.Context, timeout time.Duration, m *v2.Message) (grpcSendOutcome, int64, string) {
+	cctx, cancel := context.WithTimeout(c.ctx(ctx), timeout)
+	defer cancel()
+	resp, err := c.stub.SendMessage(cctx, &v2.SendMessageRequest{Messages: []*v2.Message{m}})
+	if err != nil {
+		if grpcNotSent(err) {
+			return grpcSendFail, -1, err.Error()
+		}
+		return grpcSendInDoubt, -1, err.Error()
+	}
+	st := resp.GetStatus()
+	if len(resp.GetEntries()) == 1 {
+		st = resp.GetEntries()[0].GetStatus()
+	}
+	if st.GetCode() != v2.Code_OK {
+		return grpcSendFail, -1, fmt.Sprintf("%v: %s", st.GetCode(), st.GetMessage())
+	}
+	if len(resp.GetEntries()) != 1 {
+		return grpcSendInDoubt, -1, fmt.Sprintf("the answer has %d entries for one message", len(resp.GetEntries()))
+	}
+	return grpcSendOK, resp.GetEntries()[0].GetOffset(), ""
+}
+
+// grpcNotSent reports whether a call's error says the request never left
+// the client: no connection could be made, so gRPC failed the call before
+// writing any byte of it ("connection error: desc = ..." is the last
+// connection attempt's failure; a call cut off after it was written ends
+// with "transport is closing", "error reading from server" and the like).
+func grpcNotSent(err error) bool {
+	s, ok := status.FromError(err)
+	if !ok || s.Code() != codes.Unavailable {
+		return false
+	}
+	msg := s.Message()
+	return strings.Contains(msg, "connection error") || strings.Contains(msg, "error while dialing") ||
+		strings.Contains(msg, "connection refused")
+}
+
+// receive makes one ReceiveMessage call for group on topic and returns
+// the messages it delivered; MESSAGE_NOT_FOUND is no error.
+func (c *grpcClient) receive(ctx context.Context, group, topic string) ([]*v2.Message, error) {
+	cctx, cancel := context.WithTimeout(c.ctx(ctx), grpcLongPoll+grpcRequestTimeout)
+	defer cancel()
+	stream, err := c.stub.ReceiveMessage(cctx, &v2.ReceiveMessageRequest{
+		Group:             &v2.Resource{Name: group},
+		MessageQueue:      &v2.MessageQueue{Topic: &v2.Resource{Name: topic}, Id: -1},
+		FilterExpression:  &v2.FilterExpression{Type: v2.FilterType_TAG, Expression: "*"},
+		BatchSize:         grpcReceiveBatch,
+		InvisibleDuration: durationpb.New(grpcInvisible),
+	})
+	if err != nil {
+		return nil, err
+	}
+	var msgs []*v2.Message
+	var st *v2.Status
+	for {
+		resp, err := stream.Recv()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			// What was delivered before the break comes again once its
+			// invisible time is over.
+			return msgs, err
+		}
+		switch x := resp.GetContent().(type) {
+		case *v2.ReceiveMessageResponse_Status:
+			st = x.Status
+		case *v2.ReceiveMessageResponse_Message:
+			msgs = append(msgs, x.Message)
+		}
+	}
+	switch code := st.GetCode(); {
+	case st == nil:
+		return msgs, errors.New("the receive's answer has no status")
+	case code == v2.Code_OK, code == v2.Code_MESSAGE_NOT_FOUND:
+		return msgs, nil
+	default:
+		return msgs, fmt.Errorf("%v: %s", code, st.GetMessage())
+	}
+}
+
+// ack acknowledges msgs of topic for group; an error leaves them to come
+// again.
+func (c *grpcClient) ack(ctx context.Context, group, topic string, msgs []*v2.Message) error {
+	req := &v2.AckMessageRequest{Group: &v2.Resource{Name: group}, Topic: &v2.Resource{Name: topic},
+		Entries: make([]*v2.AckMessageEntry, len(msgs))}
+	for i, m := range msgs {
+		req.Entries[i] = &v2.AckMessageEntry{MessageId: m.GetSystemProperties().GetMessageId(),
+			ReceiptHandle: m.GetSystemProperties().GetReceiptHandle()}
+	}
+	cctx, cancel := context.WithTimeout(c.ctx(ctx), grpcRequestTimeout)
+	defer cancel()
+	resp, err := c.stub.AckMessage(cctx, req)
+	if err != nil {
+		return err
+	}
+	if st := resp.GetStatus(); st.GetCode() != v2.Code_OK {
+		return fmt.Errorf("%v: %s", st.GetCode(), st.GetMessage())
+	}
+	return nil
+}
+
+// The grpc workload: the queue workload through the 5.x front. Producers
+// send one message per SendMessage (the id as message id and key);
+// consumers of one group receive (long polling) and acknowledge. The
+// drain lets the consumers catch up until the group's consumer offset of
+// every queue (the lowest offset not yet acknowledged, as the broker
+// keeps it for pop groups) reaches the queue's max offset, then reads the
+// queues over the remoting protocol as the other workloads' drains do.
+
+func init() { register(grpcName, func() Workload { return &grpcWorkload{} }) }
+
+const grpcName = "grpc"
+
+type grpcWorkload struct {
+	env          *Env
+	topic, group string
+
+	stopConsumers context.CancelFunc
+	consumers     sync.WaitGroup
+	stopOnce      sync.Once
+}
+
+func (w *grpcWorkload) Name() string { return grpcName }
+
+func (w *grpcWorkload) Setup(ctx context.Context, env *Env) error {
+	e, err := env.withDefaults()
+	if err != nil {
+		return err
+	}
+	if e.GRPC == "" {
+		return errors.New("workload: grpc: Env.GRPC names no gRPC endpoint")
+	}
+	w.env, w.topic, w.group = e, e.Topic(grpcName), e.Group(grpcName)
+	c := NewClient(e, grpcName+"-setup")
+	defer c.Close()
+	return c.CreateTopic(ctx, w.topic, e.Queues, false)
+}
+
+// Run drives the producers until ctx ends; the consumers go on until
+// Drain has caught up (or Close).
+func (w *grpcWorkload) Run(ctx context.Context) error {
+	if w.env == nil {
+		return errors.New("workload: grpc: Run before Setup")
+	}
+	cctx, stop := context.WithCancel(context.Background())
+	w.stopConsumers = stop
+	for i := range w.env.Consumers {
+		w.consumers.Go(func() { w.consume(cctx, i) })
+	}
+	var wg sync.WaitGroup
+	for i := range w.env.Producers {
+		wg.Go(func() { w.produce(ctx, i) })
+	}
+	wg.Wait()
+	return nil
+}
+
+// stop ends the consumers and waits for them; idempotent.
+func (w *grpcWorkload) stop() {
+	w.stopOnce.Do(func() {
+		if w.stopConsumers != nil {
+			w.stopConsumers()
+		}
+		w.consumers.Wait()
+	})
+}
+
+// grpcClientSeq makes the client ids of this process unique.
+var grpcClientSeq atomic.Int64
+
+// client dials the front for the process name with st.
+func (w *grpcWorkload) client(name string, st *v2.Settings) (*grpcClient, error) {
+	id := fmt.Sprintf("verify@%s@%s@%d", w.env.RunID, name, grpcClientSeq.Add(1))
+	c, err := dialGRPC(w.env.Network(name), w.env.GRPC, id, st)
+	if err != nil {
+		return nil, err
+	}
+	c.startSession(w.env.sleep)
+	return c, nil
+}
+
+// produce is producer i: one send after another at the env's rate.
+func (w *grpcWorkload) produce(ctx context.Context, i int) {
+	e := w.env
+	name := fmt.Sprintf("%s-p%d", grpcName, i)
+	e.start(grpcName, name, history.RoleProducer)
+	ptype := v2.ClientType_PRODUCER
+	c, err := w.client(name, &v2.Settings{ClientType: &ptype,
+		PubSub: &v2.Settings_Publishing{Publishing: &v2.Publishing{Topics: []*v2.Resource{{Name: w.topic}}}}})
+	if err != nil {
+		e.Logger.Error("grpc producer cannot start", "process", name, "err", err)
+		return
+	}
+	defer c.close()
+	start := e.Clock.Now()
+	fails := 0
+	for n := 0; ctx.Err() == nil; n++ {
+		if e.Rate > 0 {
+			due := start.Add(time.Duration(n) * time.Second / time.Duration(e.Rate))
+			if !e.sleep(ctx, due.Sub(e.Clock.Now())) {
+				return
+			}
+		}
+		id := ID(e.RunID, grpcName, i, n)
+		body := Body(id, e.BodyBytes)
+		now := e.Clock.Now()
+		m := &v2.Message{Topic: &v2.Resource{Name: w.topic}, Body: body, SystemProperties: &v2.SystemProperties{
+			MessageId: id, Keys: []string{id}, MessageType: v2.MessageType_NORMAL,
+			BornTimestamp: timestamppb.New(now), BodyEncoding: v2.Encoding_IDENTITY,
+		}}
+		op := history.New(history.Invoke, history.Send)
+		op.Workload, op.Process, op.ID, op.Topic, op.Sum = grpcName, name, id, w.topic, Sum(body)
+		e.record(op)
+		t0 := e.Clock.Now()
+		// A send in flight when the run ends is answered, so that it
+		// has its outcome line.
+		outcome, off, why := c.sendOne(context.WithoutCancel(ctx), e.SendTimeout, m)
+		res := history.New(history.OK, history.Send)
+		switch outcome {
+		case grpcSendFail:
+			res.Type = history.Fail
+		case grpcSendInDoubt:
+			res.Type = history.InDoubt
+		}
+		res.Workload, res.Process, res.ID, res.Topic = grpcName, name, id, w.topic
+		res.Offset, res.Latency = off, e.Clock.Now().Sub(t0)
+		if why != "" {
+			res.Error = errText(errors.New(why))
+		}
+		e.record(res)
+		if outcome == grpcSendOK {
+			fails = 0
+			continue
+		}
+		fails++
+		if !e.sleep(ctx, backoff(fails)) {
+			return
+		}
+	}
+}
+
+// consumerSettings are a simple consumer's Settings for the group.
+func (w *grpcWorkload) consumerSettings() *v2.Settings {
+	ctype := v2.ClientType_SIMPLE_CONSUMER
+	return &v2.Settings{ClientType: &ctype, PubSub: &v2.Settings_Subscription{Subscription: &v2.Subscription{
+		Group: &v2.Resource{Name: w.group}, LongPollingTimeout: durationpb.New(grpcLongPoll),
+		Subscriptions: []*v2.SubscriptionEntry{{Topic: &v2.Resource{Name: w.topic},
+			Expression: &v2.FilterExpression{Type: v2.FilterType_TAG, Expression: "*"}}},
+	}}}
+}
+
+// consume is consumer i: receive, record, acknowledge, until ctx ends.
+func (w *grpcWorkload) consume(ctx context.Context, i int) {
+	e := w.env
+	name := fmt.Sprintf("%s-c%d", grpcName, i)
+	e.start(grpcName, name, history.RoleConsumer)
+	c, err := w.client(name, w.consumerSettings())
+	if err != nil {
+		e.Logger.Error("grpc consumer cannot start", "process", name, "err", err)
+		return
+	}
+	defer c.close()
+	fails := 0
+	for ctx.Err() == nil {
+		msgs, err := c.receive(ctx, w.group, w.topic)
+		for _, m := range msgs {
+			e.record(grpcDeliver(m, grpcName, name, w.topic))
+		}
+		if len(msgs) > 0 {
+			// What was received is acknowledged even when the run just
+			// ended; a lost ack only brings the messages again.
+			if aerr := c.ack(context.WithoutCancel(ctx), w.group, w.topic, msgs); aerr != nil && err == nil {
+				err = aerr
+			}
+		}
+		if err == nil || ctx.Err() != nil {
+			fails = 0
+			continue
+		}
+		e.Logger.Debug("grpc consumer error", "process", name, "err", err)
+		fails++
+		e.sleep(ctx, backoff(fails))
+	}
+}
+
+// grpcDeliver is the Deliver line of a message received over gRPC.
+func grpcDeliver(m *v2.Message, workload, process, topic string) history.Op {
+	sp := m.GetSystemProperties()
+	op := history.New(history.Info, history.Deliver)
+	op.Workload, op.Process, op.Topic = workload, process, topic
+	op.Sum = Sum(m.GetBody())
+	if p, ok := ParseBody(m.GetBody()); ok {
+		op.ID = p.ID
+		op.Key = p.Fields["key"]
+		op.Seq, _ = strconv.ParseInt(p.Fields["seq"], 10, 64)
+	} else {
+		op.Corrupt = true
+		if k := sp.GetKeys(); len(k) > 0 {
+			op.ID = k[0]
+		}
+	}
+	op.Queue = sp.GetQueueId()
+	if sp.QueueOffset != nil {
+		op.Offset = sp.GetQueueOffset()
+	}
+	return op
+}
+
+// Drain lets the consumers catch up until the group's committed offset
+// of every queue (the lowest offset it has not acknowledged) reaches the
+// queue's max offset as it is now, then reads the topic's queues from
+// their min offsets over the remoting protocol (DrainRead).
+func (w *grpcWorkload) Drain(ctx context.Context) error {
+	if w.env == nil || w.stopConsumers == nil {
+		return errors.New("workload: grpc: Drain before Run")
+	}
+	return catchUpAndDrain(ctx, w.env, w.stop, grpcName, w.topic, w.group)
+}
+
+func (w *grpcWorkload) Close() error {
+	w.stop()
+	return nil
+}

@@ -1,0 +1,275 @@
+package workload
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/petrelmq/petrel/internal/daemon"
+	"github.com/petrelmq/petrel/internal/daemon/daemontest"
+	"github.com/petrelmq/petrel/internal/netx"
+	"github.com/petrelmq/petrel/internal/verify/history"
+)
+
+// liveBroker runs a name server and a broker (in-memory store) with its
+// gRPC front on loopback, transactions checked back after 500 ms, and
+// returns an Env for them whose history is kept in memory.
+func liveBroker(t *testing.T, workload string) *Env {
+	t.Helper()
+	d := daemontest.Start(t, func(cfg *daemon.BrokerConfig) {
+		cfg.GRPCListen = "127.0.0.1:0"
+		cfg.Broker.TransactionTimeout = 500 * time.Millisecond
+		cfg.Broker.TransactionCheckInterval = 500 * time.Millisecond
+		// Small key-index files: the in-memory FS fills a default one
+		// (88 MB) on the first key, which under -race holds the
+		// dispatcher for seconds.
+		cfg.Store.IndexSlotsPerFile, cfg.Store.IndexEntriesPerFile = 1<<12, 1<<14
+		cfg.Logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		cfg.Broker.Logger = cfg.Logger
+	})
+	h := history.NewWriter(&bytes.Buffer{})
+	h.Keep()
+	return &Env{
+		RunID:     "0badc0de",
+		NameSrv:   []string{d.NameServerAddr()},
+		GRPC:      d.Broker.GRPCAddr().String(),
+		History:   h,
+		Logger:    slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})).With("workload", workload),
+		Queues:    4,
+		Producers: 2,
+		Consumers: 2,
+		Rate:      100,
+	}
+}
+
+// testWriter sends log lines to t.Log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(b)))
+	return len(b), nil
+}
+
+// runBriefly sets up the workload (after edit), runs it for d, drains it
+// and returns the history.
+func runBriefly(t *testing.T, name string, env *Env, d time.Duration, edit ...func(Workload)) []history.Op {
+	t.Helper()
+	w, err := New(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range edit {
+		f(w)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := w.Setup(ctx, env); err != nil {
+		t.Fatalf("setup: %v", err)
+	}
+	defer w.Close()
+	rctx, stop := context.WithTimeout(ctx, d)
+	defer stop()
+	if err := w.Run(rctx); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if err := w.Drain(ctx); err != nil {
+		t.Fatalf("drain: %v", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	return env.History.Ops()
+}
+
+// sends is what the history says of each id's send.
+type sendInfo struct {
+	invoke  history.Op
+	outcome []history.Op
+}
+
+// checkSends checks that every send Invoke has exactly one outcome line
+// after it, and returns the sends by id.
+func checkSends(t *testing.T, ops []history.Op) map[string]*sendInfo {
+	t.Helper()
+	m := map[string]*sendInfo{}
+	for _, op := range ops {
+		if op.F != history.Send {
+			continue
+		}
+		if op.Type == history.Invoke {
+			if m[op.ID] != nil {
+				t.Errorf("id %s sent twice", op.ID)
+			}
+			m[op.ID] = &sendInfo{invoke: op}
+			continue
+		}
+		s := m[op.ID]
+		if s == nil {
+			t.Errorf("outcome line without an invoke: %+v", op)
+			continue
+		}
+		s.outcome = append(s.outcome, op)
+	}
+	for id, s := range m {
+		if len(s.outcome) != 1 {
+			t.Errorf("id %s has %d outcome lines", id, len(s.outcome))
+		}
+	}
+	return m
+}
+
+func acked(s *sendInfo) bool { return len(s.outcome) == 1 && s.outcome[0].Type == history.OK }
+
+// TestGRPCWorkloadDeliversAndDrainsEveryAckedSend runs the grpc workload
+// against a live front: every acked send is delivered to the group and
+// found by the drain with the checksum it was sent with.
+func TestGRPCWorkloadDeliversAndDrainsEveryAckedSend(t *testing.T) {
+	env := liveBroker(t, grpcName)
+	ops := runBriefly(t, grpcName, env, 1500*time.Millisecond)
+	sends := checkSends(t, ops)
+	delivered, drained := map[string]int{}, map[string]int{}
+	starts := map[string]string{}
+	for _, op := range ops {
+		switch op.F {
+		case history.Start:
+			starts[op.Process] = op.Role
+		case history.Deliver:
+			if op.Workload != grpcName || op.Corrupt || op.Queue < 0 || op.Offset < 0 {
+				t.Errorf("bad deliver line %+v", op)
+			}
+			if s := sends[op.ID]; s == nil || s.invoke.Sum != op.Sum {
+				t.Errorf("delivered %s was not sent with sum %d", op.ID, op.Sum)
+			}
+			delivered[op.ID]++
+		case history.Drain:
+			if op.Process != grpcName+"-drain" || op.Topic != env.Topic(grpcName) {
+				t.Errorf("bad drain line %+v", op)
+			}
+			drained[op.ID]++
+		}
+	}
+	n := 0
+	for id, s := range sends {
+		if !acked(s) {
+			continue
+		}
+		n++
+		if s.outcome[0].Offset < 0 {
+			t.Errorf("OK of %s has no offset", id)
+		}
+		if delivered[id] == 0 {
+			t.Errorf("acked %s never delivered", id)
+		}
+		if drained[id] != 1 {
+			t.Errorf("acked %s drained %d times", id, drained[id])
+		}
+	}
+	if n < 20 {
+		t.Fatalf("only %d sends acked", n)
+	}
+	if starts["grpc-p0"] != history.RoleProducer || starts["grpc-c1"] != history.RoleConsumer {
+		t.Errorf("start lines %v", starts)
+	}
+	t.Logf("%d acked, %d delivered, %d drained", n, len(delivered), len(drained))
+}
+
+// cutNet is the real network with a switch: while cut, dials fail and
+// the connections made before are closed (a client cut off, then healed).
+type cutNet struct {
+	mu    sync.Mutex
+	cut   bool
+	conns []net.Conn
+}
+
+func (n *cutNet) Listen(addr string) (net.Listener, error) { return netx.TCP.Listen(addr) }
+
+func (n *cutNet) Dial(ctx context.Context, addr string) (net.Conn, error) {
+	n.mu.Lock()
+	cut := n.cut
+	n.mu.Unlock()
+	if cut {
+		return nil, errors.New("cutNet: cut")
+	}
+	c, err := netx.TCP.Dial(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	n.mu.Lock()
+	n.conns = append(n.conns, c)
+	n.mu.Unlock()
+	return c, nil
+}
+
+func (n *cutNet) set(cut bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.cut = cut
+	if cut {
+		for _, c := range n.conns {
+			c.Close()
+		}
+		n.conns = nil
+	}
+}
+
+// TestWorkloadsRideOutACutClient cuts every client of the grpc, delay and
+// txn workloads off for a while during Run: Run ends on time, every send
+// has one outcome, some failed or are in doubt, and every acked message
+// meant to arrive is delivered and drained.
+func TestWorkloadsRideOutACutClient(t *testing.T) {
+	for _, name := range []string{grpcName, delayName, txnName} {
+		t.Run(name, func(t *testing.T) {
+			env := liveBroker(t, name)
+			env.SendTimeout = time.Second
+			cn := &cutNet{}
+			env.Network = func(string) netx.Network { return cn }
+			go func() {
+				time.Sleep(700 * time.Millisecond)
+				cn.set(true)
+				time.Sleep(500 * time.Millisecond)
+				cn.set(false)
+			}()
+			t0 := time.Now()
+			ops := runBriefly(t, name, env, 2*time.Second, func(w Workload) {
+				if tw, ok := w.(*txnWorkload); ok {
+					tw.settleAfter, tw.quiet = 2*time.Second, 1500*time.Millisecond
+				}
+			})
+			t.Logf("run and drain took %v", time.Since(t0))
+			sends := checkSends(t, ops)
+			got, bad := map[string]bool{}, 0
+			for _, op := range ops {
+				if op.F == history.Deliver {
+					got[op.ID] = true
+				}
+				if op.F == history.Drain {
+					got[op.ID+"/drain"] = true
+				}
+			}
+			n := 0
+			for id, s := range sends {
+				if !acked(s) {
+					bad++
+					continue
+				}
+				if in := s.invoke.Txn; in == history.Rollback || in == history.CheckRollback {
+					continue
+				}
+				n++
+				if !got[id] || !got[id+"/drain"] {
+					t.Errorf("acked %s: delivered %v, drained %v", id, got[id], got[id+"/drain"])
+				}
+			}
+			if bad == 0 || n < 10 {
+				t.Errorf("%d acked to arrive, %d sends failed or in doubt: the cut did not show", n, bad)
+			}
+			t.Logf("%d acked to arrive, %d failed or in doubt", n, bad)
+		})
+	}
+}
