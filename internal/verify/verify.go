@@ -1,0 +1,465 @@
+// Package verify runs `petrel verify`: it starts a local cluster of Petrel
+// processes (or uses one it is pointed at), drives workloads through fault
+// proxies while a seeded nemesis kills, pauses and partitions, heals,
+// drains, and checks the history it recorded. The parts are packages of
+// their own, and this package only wires them:
+//
+//	cluster   the processes (the same binary), on free loopback ports
+//	proxy     a fault proxy on every link from a client to a process
+//	nemesis   the seeded fault plan and its runner
+//	workload  producers and consumers over the real protocols
+//	history   the JSON-lines record every part appends to
+//	checker   the pure checker of a history
+//	report    text, JSON and HTML output
+package verify
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/petrelmq/petrel/internal/clock"
+	"github.com/petrelmq/petrel/internal/verify/checker"
+	"github.com/petrelmq/petrel/internal/verify/cluster"
+	"github.com/petrelmq/petrel/internal/verify/history"
+	"github.com/petrelmq/petrel/internal/verify/nemesis"
+	"github.com/petrelmq/petrel/internal/verify/proxy"
+	"github.com/petrelmq/petrel/internal/verify/report"
+	"github.com/petrelmq/petrel/internal/verify/workload"
+)
+
+// Config is one verify run. Zero values take the defaults of DefaultConfig.
+type Config struct {
+	// Topology is the cluster verify starts ("single"); ignored with
+	// NameSrv.
+	Topology string
+	// NameSrv, when set, is an existing cluster's name servers: verify
+	// starts nothing and injects client-side faults only (partition).
+	NameSrv []string
+	// GRPC is an existing cluster's gRPC endpoint (the grpc workload).
+	GRPC string
+	// Workloads to run at once (workload.Names()).
+	Workloads []string
+	// Faults to inject; empty runs without faults.
+	Faults        []nemesis.Kind
+	FaultInterval time.Duration
+	// Seed drives the fault plan and the workloads' choices; 0 picks one
+	// (Result.Seed says which).
+	Seed int64
+	// Duration of the workload phase (faults happen during it).
+	Duration time.Duration
+	// DrainTimeout bounds the heal and drain after it.
+	DrainTimeout time.Duration
+	// Flush is the started servers' --flush (sync or async).
+	Flush string
+	// Dir holds the history, the processes' data and logs. Empty: a new
+	// directory under the system's temporary directory. It is kept.
+	Dir string
+	// Bin is the petrel binary the processes run; empty: this executable.
+	Bin string
+	// ServerArgs are added to every started server's command line.
+	ServerArgs []string
+	// Workload sizing (workload.Env).
+	Producers, Consumers, Queues, Rate, BodyBytes int
+	SendTimeout                                   time.Duration
+	Logger                                        *slog.Logger
+}
+
+// DefaultConfig is a one-minute queue workload on a single server with
+// kills, pauses and partitions every 3 s.
+func DefaultConfig() Config {
+	return Config{
+		Topology:      "single",
+		Workloads:     []string{"queue"},
+		Faults:        []nemesis.Kind{nemesis.Kill, nemesis.Pause, nemesis.Partition},
+		FaultInterval: 3 * time.Second,
+		Duration:      time.Minute,
+		DrainTimeout:  2 * time.Minute,
+		Flush:         "sync",
+	}
+}
+
+// serverArgs make transactions and the broker's bookkeeping fast enough to
+// settle within a drain: check-backs 2 s after a half message and every 2 s.
+var serverArgs = []string{"--transaction-timeout", "2s", "--transaction-check-interval", "2s"}
+
+// Result is a finished run.
+type Result struct {
+	Summary report.Summary
+	Check   checker.Result
+	Ops     []history.Op
+	// History is the path of the history file; Dir the run's directory.
+	History, Dir string
+	Seed         int64
+}
+
+// Valid says whether the checker found the history valid.
+func (r *Result) Valid() bool { return r.Check.Valid }
+
+// ErrSetup wraps every error that stopped a run before it could be
+// checked (exit code 2 of `petrel verify`).
+var ErrSetup = errors.New("verify could not run")
+
+func setupErr(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrSetup, fmt.Sprintf(format, args...))
+}
+
+func (c *Config) fill() error {
+	d := DefaultConfig()
+	c.Topology = cmp.Or(c.Topology, d.Topology)
+	if len(c.Workloads) == 0 {
+		c.Workloads = d.Workloads
+	}
+	c.FaultInterval = cmp.Or(c.FaultInterval, d.FaultInterval)
+	c.Duration = cmp.Or(c.Duration, d.Duration)
+	c.DrainTimeout = cmp.Or(c.DrainTimeout, d.DrainTimeout)
+	c.Flush = cmp.Or(c.Flush, d.Flush)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Seed == 0 {
+		c.Seed = rand.Int64N(1<<53) + 1
+	}
+	for _, w := range c.Workloads {
+		if !slices.Contains(workload.Names(), w) {
+			return setupErr("unknown workload %q; choose from %s", w, strings.Join(workload.Names(), ", "))
+		}
+	}
+	if len(c.NameSrv) > 0 {
+		for _, k := range c.Faults {
+			if k != nemesis.Partition {
+				return setupErr("fault %q needs a cluster that verify starts itself; against --namesrv only partition (client-side) can be injected", k)
+			}
+		}
+		if slices.Contains(c.Workloads, "grpc") && c.GRPC == "" {
+			return setupErr("the grpc workload against an existing cluster needs its gRPC endpoint (--grpc ip:port)")
+		}
+	}
+	if c.Bin == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return setupErr("cannot find the petrel binary to start: %v", err)
+		}
+		c.Bin = exe
+	}
+	return nil
+}
+
+// Run runs the verification. The error is non-nil only when the run could
+// not be carried out or checked (it wraps ErrSetup); an invalid history is
+// a Result with Valid() false.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	if cfg.Dir == "" {
+		d, err := os.MkdirTemp("", "petrel-verify-")
+		if err != nil {
+			return nil, setupErr("make the run's directory: %v", err)
+		}
+		cfg.Dir = d
+	} else if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, setupErr("make the run's directory: %v", err)
+	}
+	r := &run{cfg: cfg, log: cfg.Logger}
+	return r.run(ctx)
+}
+
+type run struct {
+	cfg   Config
+	log   *slog.Logger
+	hist  *history.Writer
+	net   *proxy.Net
+	cl    *cluster.Cluster // nil against an existing cluster
+	wls   []workload.Workload
+	procs []string // names the nemesis may hit
+}
+
+func (r *run) run(ctx context.Context) (*Result, error) {
+	cfg := r.cfg
+	histPath := filepath.Join(cfg.Dir, "history.jsonl")
+	hist, err := history.Create(histPath)
+	if err != nil {
+		return nil, setupErr("%v", err)
+	}
+	r.hist = hist
+	defer hist.Close()
+	r.net = proxy.NewNet(r.log)
+	defer r.net.Close()
+
+	env := &workload.Env{
+		RunID:       runID(cfg),
+		History:     hist,
+		Clock:       clock.Real,
+		Logger:      r.log,
+		Network:     r.net.Client,
+		Queues:      cfg.Queues,
+		Producers:   cfg.Producers,
+		Consumers:   cfg.Consumers,
+		Rate:        cfg.Rate,
+		BodyBytes:   cfg.BodyBytes,
+		SendTimeout: cfg.SendTimeout,
+	}
+	if len(cfg.NameSrv) > 0 {
+		env.NameSrv, env.GRPC = cfg.NameSrv, cfg.GRPC
+		r.procs = []string{clientsTarget}
+	} else {
+		if err := r.startCluster(ctx); err != nil {
+			return nil, err
+		}
+		defer r.cl.Close()
+		env.NameSrv = r.cl.NameServers()
+		for _, p := range r.cl.Processes() {
+			r.procs = append(r.procs, p.Name)
+			if env.GRPC == "" && p.GRPC != "" {
+				env.GRPC = p.GRPC
+			}
+		}
+	}
+
+	for _, name := range cfg.Workloads {
+		w, err := workload.New(name)
+		if err != nil {
+			return nil, setupErr("%v", err)
+		}
+		if err := w.Setup(ctx, env); err != nil {
+			return nil, setupErr("workload %s: %v", name, err)
+		}
+		r.wls = append(r.wls, w)
+	}
+	defer func() {
+		for _, w := range r.wls {
+			w.Close()
+		}
+	}()
+
+	if err := r.workloadPhase(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.healAndDrain(ctx); err != nil {
+		return nil, err
+	}
+	r.phase(history.PhaseDone)
+	if err := hist.Close(); err != nil {
+		return nil, setupErr("%v", err)
+	}
+	res, err := CheckFile(histPath)
+	if err != nil {
+		return nil, err
+	}
+	res.Dir, res.Seed = cfg.Dir, cfg.Seed
+	res.Summary.Seed = cfg.Seed
+	res.Summary.DurationS = cfg.Duration.Seconds()
+	return res, nil
+}
+
+// runID names the run's topics and groups and seeds the workloads: from
+// the seed alone on a cluster verify starts (fresh data, so a rerun with
+// the same seed replays the same choices), mixed with the time against an
+// existing cluster, whose topics of an earlier run with the same seed
+// would otherwise hold messages this run never sent.
+func runID(cfg Config) string {
+	id := uint64(cfg.Seed) * 0x9e3779b97f4a7c15
+	if len(cfg.NameSrv) > 0 {
+		id ^= uint64(time.Now().UnixNano())
+	}
+	return fmt.Sprintf("%08x", uint32(id>>32))
+}
+
+// startCluster starts the topology's processes on free loopback ports.
+func (r *run) startCluster(ctx context.Context) error {
+	top, err := cluster.ParseTopology(r.cfg.Topology)
+	if err != nil {
+		return setupErr("%v", err)
+	}
+	if slices.Contains(r.cfg.Faults, nemesis.SlowDisk) && !hasTestFaults(ctx, r.cfg.Bin) {
+		return setupErr("fault slow-disk needs a petrel binary built with the test-only fault hooks (go build -tags verifyfault ./cmd/petrel); %s has none", r.cfg.Bin)
+	}
+	args := append(append([]string(nil), serverArgs...), r.cfg.ServerArgs...)
+	cl, err := cluster.Start(ctx, top, cluster.Options{
+		Bin: r.cfg.Bin, Dir: r.cfg.Dir, Flush: r.cfg.Flush, Args: args, Logger: r.log,
+	})
+	if err != nil {
+		return setupErr("start the cluster: %v", err)
+	}
+	r.cl = cl
+	return nil
+}
+
+// hasTestFaults says whether bin was built with the verifyfault tag: its
+// `petrel version` says so.
+func hasTestFaults(ctx context.Context, bin string) bool {
+	out, err := exec.CommandContext(ctx, bin, "version").Output()
+	return err == nil && strings.Contains(string(out), "test faults: built in")
+}
+
+func (r *run) phase(name string) {
+	op := history.New(history.Info, history.Phase)
+	op.Process, op.Value = "verify", name
+	if _, err := r.hist.Append(op); err != nil {
+		r.log.Warn("verify: history", "err", err)
+	}
+}
+
+// workloadPhase runs the workloads for the configured duration with the
+// nemesis alongside, then stops both.
+func (r *run) workloadPhase(ctx context.Context) error {
+	wctx, stop := context.WithTimeout(ctx, r.cfg.Duration)
+	defer stop()
+	r.phase(history.PhaseWorkload)
+	var wg sync.WaitGroup
+	errs := make([]error, len(r.wls)+1)
+	for i, w := range r.wls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := w.Run(wctx); err != nil {
+				errs[i] = fmt.Errorf("workload %s: %w", w.Name(), err)
+			}
+		}()
+	}
+	if len(r.cfg.Faults) > 0 {
+		plan := nemesis.Plan(r.cfg.Seed, r.cfg.Faults, r.cfg.FaultInterval, r.cfg.Duration, r.procs)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := nemesis.Run(wctx, plan, &target{r: r}, r.hist, clock.Real); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+				errs[len(r.wls)] = fmt.Errorf("nemesis: %w", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return setupErr("interrupted: %v", err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return setupErr("%v", err)
+	}
+	return nil
+}
+
+// healAndDrain heals every link, makes sure every process runs and is
+// ready, and drains every workload.
+func (r *run) healAndDrain(ctx context.Context) error {
+	dctx, stop := context.WithTimeout(ctx, r.cfg.DrainTimeout)
+	defer stop()
+	r.net.Heal()
+	if r.cl != nil {
+		for _, p := range r.cl.Processes() {
+			_ = r.cl.Resume(p.Name)
+			if err := r.cl.WaitReady(dctx, p.Name); err != nil {
+				if err := r.cl.Start(dctx, p.Name); err != nil {
+					return setupErr("process %s is not back after the faults: %v", p.Name, err)
+				}
+			}
+		}
+	}
+	r.phase(history.PhaseHealed)
+	r.phase(history.PhaseDrain)
+	var wg sync.WaitGroup
+	errs := make([]error, len(r.wls))
+	for i, w := range r.wls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := w.Drain(dctx); err != nil {
+				errs[i] = fmt.Errorf("workload %s drain: %w", w.Name(), err)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return setupErr("%v (raise --drain-timeout if the cluster is slow to recover)", err)
+	}
+	return nil
+}
+
+// clientsTarget is the one partition target against an existing cluster:
+// every client link.
+const clientsTarget = "clients"
+
+// target applies the nemesis's events to the cluster and the proxies.
+type target struct {
+	r *run
+}
+
+// partitionModes are the ways a partition cuts a link, picked per event
+// from its start time (so from the seed).
+var partitionModes = []struct {
+	name string
+	mode proxy.Mode
+}{{"blackhole", proxy.Blackhole}, {"drop", proxy.Drop}, {"reset", proxy.Reset}}
+
+func (t *target) Inject(ctx context.Context, e nemesis.Event) (string, error) {
+	cl := t.r.cl
+	switch e.Kind {
+	case nemesis.Kill:
+		return "SIGKILL", cl.Kill(e.Target)
+	case nemesis.Restart:
+		return "SIGTERM", cl.Stop(e.Target)
+	case nemesis.Pause:
+		return fmt.Sprintf("SIGSTOP for %s", e.Hold), cl.Pause(e.Target)
+	case nemesis.SlowDisk:
+		return "SIGUSR1 (slow disk on)", cl.Signal(e.Target, syscall.SIGUSR1)
+	case nemesis.Partition:
+		m := partitionModes[int(e.At/time.Millisecond)%len(partitionModes)]
+		match := t.match(e.Target)
+		links := t.r.net.Set(match, proxy.Fault{Mode: m.mode})
+		return fmt.Sprintf("%s of every client link to %s for %s (%d links)", m.name, e.Target, e.Hold, len(links)), nil
+	}
+	return "", fmt.Errorf("fault %q is not known", e.Kind)
+}
+
+func (t *target) Heal(ctx context.Context, e nemesis.Event) (string, error) {
+	cl := t.r.cl
+	switch e.Kind {
+	case nemesis.Kill, nemesis.Restart:
+		return "started again on the same data directory", cl.Start(ctx, e.Target)
+	case nemesis.Pause:
+		return "SIGCONT", cl.Resume(e.Target)
+	case nemesis.SlowDisk:
+		return "SIGUSR2 (slow disk off)", cl.Signal(e.Target, syscall.SIGUSR2)
+	case nemesis.Partition:
+		t.r.net.Heal()
+		return "links pass again", nil
+	}
+	return "", fmt.Errorf("fault %q is not known", e.Kind)
+}
+
+// match picks the links a partition of target cuts: every link to one of
+// the process's addresses, or every link against an existing cluster.
+func (t *target) match(name string) func(from, to string) bool {
+	if t.r.cl == nil || name == clientsTarget {
+		return func(string, string) bool { return true }
+	}
+	var addrs []string
+	for _, p := range t.r.cl.Processes() {
+		if p.Name == name {
+			addrs = append(addrs, p.Remoting, p.GRPC, p.HTTP, p.Namesrv)
+		}
+	}
+	return func(_, to string) bool { return to != "" && slices.Contains(addrs, to) }
+}
+
+// CheckFile checks a saved history.
+func CheckFile(path string) (*Result, error) {
+	ops, err := history.ReadFile(path)
+	if err != nil {
+		return nil, setupErr("%v", err)
+	}
+	res := checker.Check(ops)
+	sum := report.Build(ops, findings(res))
+	sum.History = path
+	return &Result{Summary: sum, Check: res, Ops: ops, History: path}, nil
+}
