@@ -4,6 +4,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -13,10 +14,18 @@ import (
 
 func main() {
 	if err := newRoot().Execute(); err != nil {
+		code := 1
+		var ee *exitError
+		if errors.As(err, &ee) {
+			code = ee.code
+			if ee.err == nil {
+				os.Exit(code)
+			}
+		}
 		for _, line := range strings.Split(err.Error(), "\n") {
 			fmt.Fprintln(os.Stderr, "petrel:", line)
 		}
-		os.Exit(1)
+		os.Exit(code)
 	}
 }
 
@@ -34,7 +43,7 @@ directory.`,
 		SilenceErrors: true,
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
-	root.AddCommand(newServerCmd(), newNamesrvCmd(), newBrokerCmd(), newBenchCmd(), newVersionCmd())
+	root.AddCommand(newServerCmd(), newNamesrvCmd(), newBrokerCmd(), newBenchCmd(), newVerifyCmd(), newVersionCmd())
 	root.AddCommand(newAdminCmds()...)
 	checkArgs(root)
 	return root
