@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/petrelmq/petrel/internal/verify/history"
@@ -15,7 +16,7 @@ import (
 type Fault struct {
 	Kind   string // kill, pause, partition, restart, slow-disk
 	Target string // the process or link it hit
-	Detail string // the Fault line's Value, e.g. "pause 1.5s"
+	Detail string // the Fault line's Value, then its Heal line's Value and Error
 	Start  time.Time
 	// End is the Heal line's time; zero when the history has no Heal for
 	// it (the run ended first).
@@ -86,12 +87,26 @@ func Faults(ops []history.Op) []Fault {
 			if k < 0 {
 				continue
 			}
-			faults[open[k]].End = op.Time
+			f := &faults[open[k]]
+			f.End = op.Time
+			f.Detail = joinDetail(f.Detail, op.Value, op.Error)
 			open = append(open[:k], open[k+1:]...)
 		}
 	}
 	measureUnavailability(ops, faults)
 	return faults
+}
+
+// joinDetail is a fault's detail: what the Fault line planned, what its
+// Heal line says was done, and why either failed.
+func joinDetail(parts ...string) string {
+	var out []string
+	for _, p := range parts {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // matchHeal picks which open fault a Heal line ends (a position in open),

@@ -238,3 +238,19 @@ func TestTimelineWidensItsStepForLongRuns(t *testing.T) {
 		t.Errorf("empty history: %d points", n)
 	}
 }
+
+// TestFaultDetailJoinsTheHealLine: what the nemesis did is only known
+// after the fault (the Heal line carries the inject and heal details and
+// any error), so a fault's detail joins both lines.
+func TestFaultDetailJoinsTheHealLine(t *testing.T) {
+	h := &hist{}
+	h.fault(0, "partition", "n0", "hold 1s")
+	op := history.New(history.Info, history.Heal)
+	op.Process, op.Fault, op.Target = "nemesis", "partition", "n0"
+	op.Value, op.Error = "blackhole of 3 links; links pass again", "heal: refused"
+	h.add(time.Second, op)
+	fs := Faults(h.ops)
+	if want := "hold 1s; blackhole of 3 links; links pass again; heal: refused"; len(fs) != 1 || fs[0].Detail != want {
+		t.Fatalf("faults %+v; want one with detail %q", fs, want)
+	}
+}
