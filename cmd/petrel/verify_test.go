@@ -109,9 +109,6 @@ func runVerifyProcess(t *testing.T, env []string, args ...string) (int, verifyJS
 // run: a single server with sync flush, killed, paused and partitioned
 // every 2 s, under four workloads. Nothing acknowledged may be lost.
 func TestVerifyPassesUnderFaults(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs petrel verify for 30 s; not in -short")
-	}
 	code, res, _ := runVerifyProcess(t, nil, "--duration", "30s", "--seed", "15",
 		"--fault-interval", "2s", "--faults", "kill,pause,partition", "--workload", "queue,ordered,delay,txn")
 	if code != exitValid || res.Verdict != "valid" {
@@ -131,12 +128,12 @@ func TestVerifyPassesUnderFaults(t *testing.T) {
 	}
 }
 
-// TestVerifyCatchesLostAcks: a broker that acknowledges 1 in 100 sends
+// TestVerifyCatchesLostAcks: a broker that acknowledges 1 in 1,000 sends
 // without storing them must fail verify (exit 1), and the ids verify calls
 // lost must be exactly the ones the broker dropped (it logs each).
 func TestVerifyCatchesLostAcks(t *testing.T) {
-	code, res, dir := runVerifyProcess(t, []string{"PETREL_TEST_FAULTS=lose-ack=100"},
-		"--duration", "6s", "--seed", "3", "--faults", "none", "--workload", "queue", "--rate", "100")
+	code, res, dir := runVerifyProcess(t, []string{"PETREL_TEST_FAULTS=lose-ack=1000"},
+		"--duration", "6s", "--seed", "3", "--faults", "none", "--workload", "queue", "--rate", "0", "--producers", "8")
 	if code != exitInvalid || res.Verdict != "invalid" {
 		t.Fatalf("exit %d, verdict %q; want exit 1 and invalid", code, res.Verdict)
 	}
