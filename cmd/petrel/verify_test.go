@@ -208,3 +208,33 @@ func TestVerifyCheckRereadsHistory(t *testing.T) {
 		t.Fatalf("check of a missing file: %v, want exit 2", err)
 	}
 }
+
+// TestVerifySlowDiskAndRestart: the two faults the main run does not use.
+// slow-disk needs the tagged binary; verify switches the servers' hook on
+// and off by signal, and the server's log says it was switched.
+func TestVerifySlowDiskAndRestart(t *testing.T) {
+	code, res, dir := runVerifyProcess(t, nil, "--duration", "8s", "--seed", "6", "--fault-interval", "2s",
+		"--faults", "slow-disk,restart", "--workload", "queue")
+	if code != exitValid || res.Lost != 0 {
+		t.Fatalf("exit %d, %d lost; want exit 0 and none lost", code, res.Lost)
+	}
+	kinds := map[string]int{}
+	for _, f := range res.Faults {
+		kinds[f.Kind]++
+	}
+	if kinds["slow-disk"] == 0 || kinds["restart"] == 0 {
+		t.Fatalf("faults %v; want slow-disk and restart", kinds)
+	}
+	logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	var on bool
+	for _, l := range logs {
+		b, err := os.ReadFile(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		on = on || strings.Contains(string(b), `msg="test fault slow-disk switched" on=true`)
+	}
+	if !on {
+		t.Fatal("no server log says the slow disk was switched on")
+	}
+}

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/petrelmq/petrel/internal/clock"
+	"github.com/petrelmq/petrel/internal/faults"
 	"github.com/petrelmq/petrel/internal/verify/checker"
 	"github.com/petrelmq/petrel/internal/verify/cluster"
 	"github.com/petrelmq/petrel/internal/verify/history"
@@ -287,8 +288,12 @@ func (r *run) startCluster(ctx context.Context) error {
 		return setupErr("fault slow-disk needs a petrel binary built with the test-only fault hooks (go build -tags verifyfault ./cmd/petrel); %s has none", r.cfg.Bin)
 	}
 	args := append(append([]string(nil), serverArgs...), r.cfg.ServerArgs...)
+	var env []string
+	if slices.Contains(r.cfg.Faults, nemesis.SlowDisk) {
+		env = append(env, slowDiskEnv(os.Getenv(faults.EnvVar)))
+	}
 	cl, err := cluster.Start(ctx, top, cluster.Options{
-		Bin: r.cfg.Bin, Dir: r.cfg.Dir, Flush: r.cfg.Flush, Args: args, Logger: r.log,
+		Bin: r.cfg.Bin, Dir: r.cfg.Dir, Flush: r.cfg.Flush, Args: args, Env: env, Logger: r.log,
 	})
 	if err != nil {
 		return setupErr("start the cluster: %v", err)
@@ -297,11 +302,27 @@ func (r *run) startCluster(ctx context.Context) error {
 	return nil
 }
 
+// slowDiskDelay is what each commit-log write and fsync of a server
+// takes longer while the slow-disk fault holds, unless PETREL_TEST_FAULTS
+// already sets it.
+const slowDiskDelay = 100 * time.Millisecond
+
+// slowDiskEnv is the PETREL_TEST_FAULTS of the started servers when the
+// nemesis may slow their disks: the caller's spec (other test faults it
+// asked for) with slow-disk added unless it is there.
+func slowDiskEnv(spec string) string {
+	if !strings.Contains(spec, "slow-disk") {
+		spec = strings.TrimPrefix(spec+",slow-disk="+slowDiskDelay.String(), ",")
+	}
+	return faults.EnvVar + "=" + spec
+}
+
 // hasTestFaults says whether bin was built with the verifyfault tag: its
-// `petrel version` says so.
+// `petrel version` has a "test faults:" line. (Not the whole line: the
+// normal binary must not hold it, see faults.TestBinaryHasFaultHooksOnlyWithTheTag.)
 func hasTestFaults(ctx context.Context, bin string) bool {
 	out, err := exec.CommandContext(ctx, bin, "version").Output()
-	return err == nil && strings.Contains(string(out), "test faults: built in")
+	return err == nil && strings.Contains(string(out), "\ntest faults:")
 }
 
 func (r *run) phase(name string) {
