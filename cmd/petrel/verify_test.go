@@ -58,16 +58,16 @@ func faultBinary(t *testing.T) string {
 }
 
 type verifyJSON struct {
-	Verdict    string   `json:"verdict"`
-	Acked      int      `json:"acked"`
-	Lost       int      `json:"lost"`
-	IDs        struct {
+	Verdict string `json:"verdict"`
+	Acked   int    `json:"acked"`
+	Lost    int    `json:"lost"`
+	IDs     struct {
 		Lost []string `json:"lost"`
 	} `json:"ids"`
-	Reordered  int      `json:"reordered"`
-	Duplicated int      `json:"duplicated"`
-	Early      int      `json:"early"`
-	InDoubt    int      `json:"in_doubt"`
+	Reordered  int `json:"reordered"`
+	Duplicated int `json:"duplicated"`
+	Early      int `json:"early"`
+	InDoubt    int `json:"in_doubt"`
 	Faults     []struct {
 		Kind string `json:"kind"`
 	} `json:"faults"`
