@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/petrelmq/petrel/internal/verify/cluster"
 )
 
 // The verify tests run `petrel verify` as users do: a process that starts
@@ -236,5 +238,36 @@ func TestVerifySlowDiskAndRestart(t *testing.T) {
 	}
 	if !on {
 		t.Fatal("no server log says the slow disk was switched on")
+	}
+}
+
+// TestVerifyAnExistingCluster: with --namesrv verify starts nothing and
+// cuts its own clients off (partitions through its proxies); it refuses
+// faults it cannot inject there.
+func TestVerifyAnExistingCluster(t *testing.T) {
+	bin := faultBinary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl, err := cluster.Start(ctx, cluster.Single(), cluster.Options{Bin: bin, Dir: t.TempDir(), Flush: "sync"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	p := cl.Processes()[0]
+	code, res, _ := runVerifyProcess(t, nil, "--namesrv", p.Namesrv, "--grpc", p.GRPC, "--duration", "6s",
+		"--seed", "8", "--fault-interval", "2s", "--workload", "queue,grpc")
+	if code != exitValid || res.Acked == 0 || res.Lost != 0 {
+		t.Fatalf("exit %d, %d acked, %d lost; want exit 0, messages acked, none lost", code, res.Acked, res.Lost)
+	}
+	for _, f := range res.Faults {
+		if f.Kind != "partition" {
+			t.Fatalf("fault %q injected into a cluster verify did not start", f.Kind)
+		}
+	}
+	if len(res.Faults) == 0 {
+		t.Fatal("no partition injected (the default fault with --namesrv)")
+	}
+	if code, _, _ := runVerifyProcess(t, nil, "--namesrv", p.Namesrv, "--faults", "kill", "--duration", "1s"); code != exitNoRun {
+		t.Fatalf("--faults kill with --namesrv: exit %d, want %d", code, exitNoRun)
 	}
 }

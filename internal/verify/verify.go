@@ -437,6 +437,9 @@ func (t *target) Inject(ctx context.Context, e nemesis.Event) (string, error) {
 		m := partitionModes[int(e.At/time.Millisecond)%len(partitionModes)]
 		match := t.match(e.Target)
 		links := t.r.net.Set(match, proxy.Fault{Mode: m.mode})
+		if e.Target == clientsTarget {
+			return fmt.Sprintf("%s of every client link for %s (%d links)", m.name, e.Hold, len(links)), nil
+		}
 		return fmt.Sprintf("%s of every client link to %s for %s (%d links)", m.name, e.Target, e.Hold, len(links)), nil
 	}
 	return "", fmt.Errorf("fault %q is not known", e.Kind)
