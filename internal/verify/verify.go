@@ -411,12 +411,13 @@ func (r *run) healAndDrain(ctx context.Context) error {
 const clientsTarget = "clients"
 
 // target applies the nemesis's events to the cluster and the proxies.
+// The nemesis calls it from one goroutine.
 type target struct {
-	r *run
+	r          *run
+	partitions int // partitions injected so far
 }
 
-// partitionModes are the ways a partition cuts a link, picked per event
-// from its start time (so from the seed).
+// partitionModes are the ways a partition cuts a link, taken in turn.
 var partitionModes = []struct {
 	name string
 	mode proxy.Mode
@@ -434,7 +435,8 @@ func (t *target) Inject(ctx context.Context, e nemesis.Event) (string, error) {
 	case nemesis.SlowDisk:
 		return "SIGUSR1 (slow disk on)", cl.Signal(e.Target, syscall.SIGUSR1)
 	case nemesis.Partition:
-		m := partitionModes[int(e.At/time.Millisecond)%len(partitionModes)]
+		m := partitionModes[t.partitions%len(partitionModes)]
+		t.partitions++
 		match := t.match(e.Target)
 		links := t.r.net.Set(match, proxy.Fault{Mode: m.mode})
 		if e.Target == clientsTarget {
