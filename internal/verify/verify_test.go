@@ -1,6 +1,14 @@
 package verify
 
-import "testing"
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/petrelmq/petrel/internal/verify/nemesis"
+	"github.com/petrelmq/petrel/internal/verify/proxy"
+)
 
 func TestSlowDiskEnvKeepsTheCallersFaults(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
@@ -21,5 +29,29 @@ func TestRunIDIsTheSeedsOnAClusterVerifyStarts(t *testing.T) {
 	}
 	if c := runID(Config{Seed: 8}); c == a {
 		t.Fatalf("seeds 7 and 8 share run id %q", a)
+	}
+}
+
+// TestPartitionsTakeEachModeInTurn: a plan's partitions start at multiples
+// of the interval; the mode must not follow from the start time (every
+// partition of a 3 s plan was once a blackhole).
+func TestPartitionsTakeEachModeInTurn(t *testing.T) {
+	n := proxy.NewNet(nil)
+	defer n.Close()
+	tg := &target{r: &run{net: n}}
+	var got []string
+	for i := 1; i <= 3; i++ {
+		e := nemesis.Event{At: time.Duration(i) * 3 * time.Second, Kind: nemesis.Partition, Target: clientsTarget, Hold: time.Second}
+		detail, err := tg.Inject(context.Background(), e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, strings.Fields(detail)[0])
+		if _, err := tg.Heal(context.Background(), e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if strings.Join(got, " ") != "blackhole drop reset" {
+		t.Fatalf("partition modes %v; want blackhole, drop, reset in turn", got)
 	}
 }
