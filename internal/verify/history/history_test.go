@@ -87,3 +87,34 @@ func TestConcurrentAppendNumbersEveryLine(t *testing.T) {
 		t.Fatalf("%d lines, want 800", len(ops))
 	}
 }
+
+// FuzzRead: `verify check` reads files users hand it; any input is an
+// error or ops that write back and read again the same.
+func FuzzRead(f *testing.F) {
+	f.Add([]byte(`{"index":0,"time":"2026-12-01T00:00:00Z","type":"invoke","f":"send","id":"a","queue":-1,"offset":-1,"sum":7}` + "\n"))
+	f.Add([]byte(`{"index":1,"type":"info","f":"deliver","queue":0,"offset":3,"deliver_at":"2026-12-01T00:00:01Z","latency_ns":5}` + "\n\n"))
+	f.Add([]byte("{\"index\":0,\"ty"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ops, err := Read(bytes.NewReader(b))
+		if err != nil {
+			return
+		}
+		var buf bytes.Buffer
+		w := NewWriter(&buf)
+		for _, op := range ops {
+			if _, err := w.Append(op); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		again, err := Read(&buf)
+		if err != nil {
+			t.Fatalf("a history we wrote does not read back: %v", err)
+		}
+		if len(again) != len(ops) {
+			t.Fatalf("%d ops read back as %d", len(ops), len(again))
+		}
+	})
+}
