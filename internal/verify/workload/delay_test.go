@@ -44,7 +44,7 @@ func TestDelayWorkloadDeliversNothingEarlyAndEverythingAcked(t *testing.T) {
 		if d < delayMin-10*time.Millisecond || d > delayMax+10*time.Millisecond {
 			t.Errorf("%s due %v after its send", id, d)
 		}
-		if !acked(s) {
+		if _, ok := acked(s); !ok {
 			continue
 		}
 		n++
