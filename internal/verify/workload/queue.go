@@ -106,8 +106,8 @@ func (w *pubsub) Run(ctx context.Context) error {
 // to the max offsets (shared among them as the group would;
 // broadcasting, each reads all), then reads the log.
 func (w *pubsub) Drain(ctx context.Context) error {
-	if w.env == nil || w.consuming == nil {
-		return fmt.Errorf("workload %s: Drain before Run", w.name)
+	if w.env == nil {
+		return fmt.Errorf("workload %s: Drain before Setup", w.name)
 	}
 	if w.settle != nil {
 		if err := w.settle(ctx); err != nil {
