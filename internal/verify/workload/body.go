@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/petrelmq/petrel/internal/message"
+	"github.com/petrelmq/petrel/internal/verify/history"
 )
 
 // ID is the id of the n-th message of producer p of a workload.
@@ -124,20 +125,38 @@ type Received struct {
 // Receive reads a received message: its body's id and fields, or, for a
 // body that does not parse, Corrupt with the id from the first KEYS.
 func Receive(m *message.Message) Received {
-	r := Received{Sum: Sum(m.Body)}
-	p, ok := ParseBody(m.Body)
-	if ok {
+	return receive(m.Body, func() (first string) {
+		message.Keys(m.Property(message.PropertyKeys), func(k string) {
+			if first == "" {
+				first = k
+			}
+		})
+		return first
+	})
+}
+
+// receive reads a received body; firstKey is the message's first key,
+// asked only for a body that does not parse.
+func receive(body []byte, firstKey func() string) Received {
+	r := Received{Sum: Sum(body)}
+	if p, ok := ParseBody(body); ok {
 		r.ID, r.Fields = p.ID, p.Fields
 		return r
 	}
-	r.Corrupt = true
-	keys := m.Property(message.PropertyKeys)
-	message.Keys(keys, func(k string) {
-		if r.ID == "" {
-			r.ID = k
-		}
-	})
+	r.Corrupt, r.ID = true, firstKey()
 	return r
+}
+
+// op is the Deliver (with Key and Seq) or Drain line of r, received by
+// process from offset of queue of topic.
+func (r Received) op(f history.Func, workload, process, topic string, queue int32, offset int64) history.Op {
+	op := history.New(history.Info, f)
+	op.Workload, op.Process, op.ID, op.Topic = workload, process, r.ID, topic
+	op.Queue, op.Offset, op.Sum, op.Corrupt = queue, offset, r.Sum, r.Corrupt
+	if f == history.Deliver {
+		op.Key, op.Seq = r.Fields["key"], r.Seq()
+	}
+	return op
 }
 
 // Seq returns the seq field as a number (0 when absent or not a number).

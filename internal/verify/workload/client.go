@@ -102,6 +102,21 @@ func (c *Client) Call(ctx context.Context, addr string, req *remoting.Command, e
 	return resp, nil
 }
 
+// Oneway writes req to addr without waiting for an answer: Fail when no
+// connection could be made, InDoubt when the write failed.
+func (c *Client) Oneway(ctx context.Context, addr string, req *remoting.Command) error {
+	ctx, cancel := context.WithTimeout(ctx, c.env.SendTimeout)
+	defer cancel()
+	conn, err := c.rc.Conn(ctx, addr)
+	if err != nil {
+		return &OpError{Outcome: history.Fail, Code: -1, Err: err}
+	}
+	if err := conn.InvokeOneway(req); err != nil {
+		return &OpError{Outcome: history.InDoubt, Code: -1, Err: err}
+	}
+	return nil
+}
+
 // call is Call that turns every answer but success into a Fail error.
 func (c *Client) call(ctx context.Context, addr string, req *remoting.Command) (*remoting.Command, error) {
 	resp, err := c.Call(ctx, addr, req, 0)
@@ -230,6 +245,8 @@ func (c *Client) CreateTopic(ctx context.Context, topic string, queues int, orde
 type SendResult struct {
 	Queue  int32
 	Offset int64
+	Addr   string // the broker's
+	MsgID  string // the broker's offset message id (it holds the commit log offset)
 }
 
 // SendOpts are the extra fields of a send.
@@ -269,7 +286,7 @@ func (c *Client) Send(ctx context.Context, r *Route, q rmq.MessageQueue, body []
 	if err != nil {
 		return SendResult{}, &OpError{Outcome: history.InDoubt, Code: resp.Code, Err: fmt.Errorf("send answer: %w", err)}
 	}
-	return SendResult{Queue: sr.QueueID, Offset: sr.QueueOffset}, nil
+	return SendResult{Queue: sr.QueueID, Offset: sr.QueueOffset, Addr: addr, MsgID: sr.MsgID}, nil
 }
 
 // PullResult is a pull's answer.

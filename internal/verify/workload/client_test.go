@@ -11,18 +11,26 @@ import (
 	"github.com/petrelmq/petrel/internal/verify/history"
 )
 
-// TestClientOutcomes: what a request's error says about its effect. A
-// connection that cannot be made and a broker's refusal are Fail; a
-// request written to a peer that never answers is InDoubt, after the
-// timeout.
-func TestClientOutcomes(t *testing.T) {
+// testClient starts a name server and a broker and returns them, an Env
+// for them (defaults set) and a client "test" (closed at the test's end).
+func testClient(t *testing.T) (*daemontest.Cluster, *Env, *Client) {
+	t.Helper()
 	c := daemontest.Start(t)
 	env, err := testEnv(c.NameServerAddr()).withDefaults()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cl := NewClient(env, "test")
-	defer cl.Close()
+	t.Cleanup(func() { cl.Close() })
+	return c, env, cl
+}
+
+// TestClientOutcomes: what a request's error says about its effect. A
+// connection that cannot be made and a broker's refusal are Fail; a
+// request written to a peer that never answers is InDoubt, after the
+// timeout.
+func TestClientOutcomes(t *testing.T) {
+	c, env, cl := testClient(t)
 	ctx := context.Background()
 
 	if _, err := cl.Route(ctx, "verify-nope", false); Outcome(err) != history.Fail {
@@ -33,7 +41,7 @@ func TestClientOutcomes(t *testing.T) {
 	deadAddr := dead.Addr().String()
 	dead.Close()
 	r := &Route{Queues: []rmq.MessageQueue{{Topic: "t", BrokerName: "b"}}, Addrs: map[string]string{"b": deadAddr}}
-	_, err = cl.Send(ctx, r, r.Queues[0], []byte("x"), SendOpts{})
+	_, err := cl.Send(ctx, r, r.Queues[0], []byte("x"), SendOpts{})
 	if Outcome(err) != history.Fail {
 		t.Fatalf("send to a closed port: %v (%s), want Fail", err, Outcome(err))
 	}
@@ -81,13 +89,7 @@ func asOpError(err error, oe **OpError) bool {
 // TestClientRoundTrip: create, route, send, pull and the offsets, as the
 // workloads use them.
 func TestClientRoundTrip(t *testing.T) {
-	c := daemontest.Start(t)
-	env, err := testEnv(c.NameServerAddr()).withDefaults()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl := NewClient(env, "test")
-	defer cl.Close()
+	_, env, cl := testClient(t)
 	ctx := context.Background()
 	topic := env.Topic("rt")
 	if err := cl.CreateTopic(ctx, topic, 3, false); err != nil {

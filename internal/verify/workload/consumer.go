@@ -391,11 +391,7 @@ func (c *Consumer) consume(ctx context.Context, r *Route, q rmq.MessageQueue, un
 
 // deliver writes the Deliver line of a message received from q.
 func (c *Consumer) deliver(q rmq.MessageQueue, offset int64, rc Received) {
-	op := history.New(history.Info, history.Deliver)
-	op.Workload, op.Process, op.ID, op.Topic = c.workload, c.name, rc.ID, q.Topic
-	op.Queue, op.Offset, op.Sum, op.Corrupt = q.QueueID, offset, rc.Sum, rc.Corrupt
-	op.Key, op.Seq = rc.Fields["key"], rc.Seq()
-	c.env.record(op)
+	c.env.record(rc.op(history.Deliver, c.workload, c.name, q.Topic, q.QueueID, offset))
 }
 
 // CatchUp reads each queue of share up to its offset in targets (the max

@@ -137,11 +137,7 @@ func drainQueue(ctx context.Context, env *Env, cl *Client, workload, name, topic
 		errs = 0
 		next := res.Header.NextBeginOffset
 		for _, m := range res.Messages {
-			rc := Receive(m)
-			op := history.New(history.Info, history.Drain)
-			op.Workload, op.Process, op.ID, op.Topic = workload, name, rc.ID, topic
-			op.Queue, op.Offset, op.Sum, op.Corrupt = q.QueueID, m.QueueOffset, rc.Sum, rc.Corrupt
-			env.record(op)
+			env.record(Receive(m).op(history.Drain, workload, name, topic, q.QueueID, m.QueueOffset))
 			next = max(next, m.QueueOffset+1)
 		}
 		if next <= off {

@@ -110,6 +110,10 @@ func (e *Env) Topic(workload string) string { return "verify-" + e.RunID + "-" +
 // Group is the consumer group of a workload: verify-<runID>-<workload>-g.
 func (e *Env) Group(workload string) string { return e.Topic(workload) + "-g" }
 
+// producerGroup is the producer group of a workload's producers:
+// verify-<runID>-<workload>-pg.
+func (e *Env) producerGroup(workload string) string { return e.Topic(workload) + "-pg" }
+
 // record appends op to the history; a history that cannot be written is
 // logged (the run goes on: the lead sees the writer's error at Close).
 func (e *Env) record(op history.Op) history.Op {
@@ -142,6 +146,35 @@ func (e *Env) sleep(ctx context.Context, d time.Duration) bool {
 		t.Stop()
 		return false
 	}
+}
+
+// background is goroutines that run until stop, or until the ctx they
+// were started under ends.
+type background struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	once   sync.Once
+}
+
+func newBackground(parent context.Context) *background {
+	ctx, cancel := context.WithCancel(parent)
+	return &background{ctx: ctx, cancel: cancel}
+}
+
+// Go runs f with the background's ctx.
+func (b *background) Go(f func(ctx context.Context)) { b.wg.Go(func() { f(b.ctx) }) }
+
+// stop ends the goroutines and waits for them; idempotent, and a nil
+// background has none.
+func (b *background) stop() {
+	if b == nil {
+		return
+	}
+	b.once.Do(func() {
+		b.cancel()
+		b.wg.Wait()
+	})
 }
 
 // backoff is a client's pause after its n-th error in a row (n from 1):

@@ -285,10 +285,7 @@ const grpcName = "grpc"
 type grpcWorkload struct {
 	env          *Env
 	topic, group string
-
-	stopConsumers context.CancelFunc
-	consumers     sync.WaitGroup
-	stopOnce      sync.Once
+	consumers    *background
 }
 
 func (w *grpcWorkload) Name() string { return grpcName }
@@ -313,10 +310,9 @@ func (w *grpcWorkload) Run(ctx context.Context) error {
 	if w.env == nil {
 		return errors.New("workload: grpc: Run before Setup")
 	}
-	cctx, stop := context.WithCancel(context.Background())
-	w.stopConsumers = stop
+	w.consumers = newBackground(context.WithoutCancel(ctx))
 	for i := range w.env.Consumers {
-		w.consumers.Go(func() { w.consume(cctx, i) })
+		w.consumers.Go(func(ctx context.Context) { w.consume(ctx, i) })
 	}
 	var wg sync.WaitGroup
 	for i := range w.env.Producers {
@@ -324,16 +320,6 @@ func (w *grpcWorkload) Run(ctx context.Context) error {
 	}
 	wg.Wait()
 	return nil
-}
-
-// stop ends the consumers and waits for them; idempotent.
-func (w *grpcWorkload) stop() {
-	w.stopOnce.Do(func() {
-		if w.stopConsumers != nil {
-			w.stopConsumers()
-		}
-		w.consumers.Wait()
-	})
 }
 
 // grpcClientSeq makes the client ids of this process unique.
@@ -353,7 +339,7 @@ func (w *grpcWorkload) client(name string, st *v2.Settings) (*grpcClient, error)
 // produce is producer i: one send after another at the env's rate.
 func (w *grpcWorkload) produce(ctx context.Context, i int) {
 	e := w.env
-	name := fmt.Sprintf("%s-p%d", grpcName, i)
+	name := producerName(grpcName, i)
 	e.start(grpcName, name, history.RoleProducer)
 	ptype := v2.ClientType_PRODUCER
 	c, err := w.client(name, &v2.Settings{ClientType: &ptype,
@@ -363,26 +349,18 @@ func (w *grpcWorkload) produce(ctx context.Context, i int) {
 		return
 	}
 	defer c.close()
-	start := e.Clock.Now()
+	pace := pacer{env: e, rate: e.Rate}
 	fails := 0
-	for n := 0; ctx.Err() == nil; n++ {
-		if e.Rate > 0 {
-			due := start.Add(time.Duration(n) * time.Second / time.Duration(e.Rate))
-			if !e.sleep(ctx, due.Sub(e.Clock.Now())) {
-				return
-			}
-		}
+	for n := 0; pace.wait(ctx); n++ {
 		id := ID(e.RunID, grpcName, i, n)
 		body := Body(id, e.BodyBytes)
-		now := e.Clock.Now()
 		m := &v2.Message{Topic: &v2.Resource{Name: w.topic}, Body: body, SystemProperties: &v2.SystemProperties{
 			MessageId: id, Keys: []string{id}, MessageType: v2.MessageType_NORMAL,
-			BornTimestamp: timestamppb.New(now), BodyEncoding: v2.Encoding_IDENTITY,
+			BornTimestamp: timestamppb.New(e.Clock.Now()), BodyEncoding: v2.Encoding_IDENTITY,
 		}}
 		op := history.New(history.Invoke, history.Send)
 		op.Workload, op.Process, op.ID, op.Topic, op.Sum = grpcName, name, id, w.topic, Sum(body)
-		e.record(op)
-		t0 := e.Clock.Now()
+		op = e.record(op)
 		// A send in flight when the run ends is answered, so that it
 		// has its outcome line.
 		outcome, off, why := c.sendOne(context.WithoutCancel(ctx), e.SendTimeout, m)
@@ -394,7 +372,7 @@ func (w *grpcWorkload) produce(ctx context.Context, i int) {
 			res.Type = history.InDoubt
 		}
 		res.Workload, res.Process, res.ID, res.Topic = grpcName, name, id, w.topic
-		res.Offset, res.Latency = off, e.Clock.Now().Sub(t0)
+		res.Offset, res.Latency = off, e.Clock.Now().Sub(op.Time)
 		if why != "" {
 			res.Error = errText(errors.New(why))
 		}
@@ -423,7 +401,7 @@ func (w *grpcWorkload) consumerSettings() *v2.Settings {
 // consume is consumer i: receive, record, acknowledge, until ctx ends.
 func (w *grpcWorkload) consume(ctx context.Context, i int) {
 	e := w.env
-	name := fmt.Sprintf("%s-c%d", grpcName, i)
+	name := grpcName + "-c" + itoa(i)
 	e.start(grpcName, name, history.RoleConsumer)
 	c, err := w.client(name, w.consumerSettings())
 	if err != nil {
@@ -435,7 +413,7 @@ func (w *grpcWorkload) consume(ctx context.Context, i int) {
 	for ctx.Err() == nil {
 		msgs, err := c.receive(ctx, w.group, w.topic)
 		for _, m := range msgs {
-			e.record(grpcDeliver(m, grpcName, name, w.topic))
+			e.record(grpcDeliver(m, name, w.topic))
 		}
 		if len(msgs) > 0 {
 			// What was received is acknowledged even when the run just
@@ -455,40 +433,94 @@ func (w *grpcWorkload) consume(ctx context.Context, i int) {
 }
 
 // grpcDeliver is the Deliver line of a message received over gRPC.
-func grpcDeliver(m *v2.Message, workload, process, topic string) history.Op {
+func grpcDeliver(m *v2.Message, process, topic string) history.Op {
 	sp := m.GetSystemProperties()
-	op := history.New(history.Info, history.Deliver)
-	op.Workload, op.Process, op.Topic = workload, process, topic
-	op.Sum = Sum(m.GetBody())
-	if p, ok := ParseBody(m.GetBody()); ok {
-		op.ID = p.ID
-		op.Key = p.Fields["key"]
-		op.Seq, _ = strconv.ParseInt(p.Fields["seq"], 10, 64)
-	} else {
-		op.Corrupt = true
+	rc := receive(m.GetBody(), func() string {
 		if k := sp.GetKeys(); len(k) > 0 {
-			op.ID = k[0]
+			return k[0]
 		}
-	}
-	op.Queue = sp.GetQueueId()
+		return ""
+	})
+	offset := int64(-1)
 	if sp.QueueOffset != nil {
-		op.Offset = sp.GetQueueOffset()
+		offset = sp.GetQueueOffset()
 	}
-	return op
+	return rc.op(history.Deliver, grpcName, process, topic, sp.GetQueueId(), offset)
 }
 
 // Drain lets the consumers catch up until the group's committed offset
 // of every queue (the lowest offset it has not acknowledged) reaches the
-// queue's max offset as it is now, then reads the topic's queues from
-// their min offsets over the remoting protocol (DrainRead).
+// queue's max offset as it is now, stops them, then reads the topic's
+// queues from their min offsets over the remoting protocol (DrainRead).
+// Consumers that do not catch up do not end the drain: what they did not
+// get is what the checker reports as undelivered.
 func (w *grpcWorkload) Drain(ctx context.Context) error {
-	if w.env == nil || w.stopConsumers == nil {
+	if w.env == nil || w.consumers == nil {
 		return errors.New("workload: grpc: Drain before Run")
 	}
-	return catchUpAndDrain(ctx, w.env, w.stop, grpcName, w.topic, w.group)
+	c := NewClient(w.env, grpcName+"-drain")
+	err := awaitOffsets(ctx, w.env, c, w.topic, w.group)
+	c.Close()
+	w.consumers.stop()
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("workload %s: %w", grpcName, err)
+		}
+		w.env.Logger.Warn("consumers did not catch up", "workload", grpcName, "err", err)
+	}
+	if err := DrainRead(ctx, w.env, grpcName, w.topic); err != nil {
+		return fmt.Errorf("workload %s: %w", grpcName, err)
+	}
+	return nil
 }
 
 func (w *grpcWorkload) Close() error {
-	w.stop()
+	w.consumers.stop()
 	return nil
+}
+
+// grpcCatchUpStall is how long the group's committed offsets may stand
+// still, short of the max offsets, before the catch-up gives up (a
+// message retried to the group's dead-letter queue, say, holds a pop
+// group's offset back for good).
+const grpcCatchUpStall = 15 * time.Second
+
+// awaitOffsets takes the max offset of every queue of topic now and waits
+// until group's committed offset of each reaches it (or ctx ends).
+func awaitOffsets(ctx context.Context, e *Env, c *Client, topic, group string) error {
+	_, want, err := MaxOffsets(ctx, e, c, topic)
+	if err != nil {
+		return err
+	}
+	r, err := c.Route(ctx, topic, false) // MaxOffsets' (cached)
+	if err != nil {
+		return err
+	}
+	var progress int64 = -1
+	lastMove := e.Clock.Now()
+	for n := 1; ; n++ {
+		behind := 0
+		var sum int64
+		for q, m := range want {
+			if m <= 0 {
+				continue // an empty queue: nothing to catch up with (and no offset to commit)
+			}
+			off, err := c.QueryOffset(ctx, r.Addr(q), group, q)
+			if err != nil || off < m {
+				behind++
+			}
+			sum += max(off, 0)
+		}
+		if behind == 0 {
+			return nil
+		}
+		if sum != progress {
+			progress, lastMove = sum, e.Clock.Now()
+		} else if e.Clock.Now().Sub(lastMove) > grpcCatchUpStall {
+			return fmt.Errorf("workload: group %s stalled %d queues short of the max offsets of %s for %v", group, behind, topic, grpcCatchUpStall)
+		}
+		if !e.sleep(ctx, min(backoff(n), 100*time.Millisecond)) {
+			return fmt.Errorf("workload: group %s did not catch up with %s (%d queues behind): %w", group, topic, behind, ctx.Err())
+		}
+	}
 }

@@ -64,7 +64,7 @@ func TestHeldLinksMakeSendsInDoubt(t *testing.T) {
 		}
 		return netx.TCP
 	}
-	stop := started(t, "queue", env)
+	stop := started(t, "queue", env, 0)
 	hw := env.History
 	byP0 := func(typ history.Type) int {
 		n := 0
@@ -85,8 +85,7 @@ func TestHeldLinksMakeSendsInDoubt(t *testing.T) {
 	}
 	held.held.Store(false)
 	await(t, "acked sends of queue-p0 after the hold", func() bool { return byP0(history.OK) >= okHeld+20 })
-	stop()
-	ops := hw.Ops()
+	ops := stop()
 	checkHistory(t, ops, "queue", env.Consumers, false)
 	for _, op := range ops {
 		if op.Type == history.InDoubt && op.Process == "queue-p0" && !strings.Contains(op.Error, "deadline") {

@@ -10,6 +10,8 @@ package workload
 import (
 	"context"
 	"errors"
+	"hash/fnv"
+	"math/rand/v2"
 	"time"
 
 	"github.com/petrelmq/petrel/internal/remoting"
@@ -35,12 +37,23 @@ type Producer struct {
 // "verify-<runID>-<workload>-pg").
 // The opts are NewClient's.
 func NewProducer(env *Env, workload string, index int, topic string, opts ...func(*remoting.ClientOptions)) *Producer {
-	name := workload + "-p" + itoa(index)
+	name := producerName(workload, index)
 	return &Producer{
 		env: env, workload: workload, name: name, index: index, topic: topic,
-		group: env.Topic(workload) + "-pg", cl: NewClient(env, name, opts...),
+		group: env.producerGroup(workload), cl: NewClient(env, name, opts...),
 		pace: pacer{env: env, rate: env.Rate},
 	}
+}
+
+// producerName is the Process of producer number index of a workload.
+func producerName(workload string, index int) string { return workload + "-p" + itoa(index) }
+
+// rand is the producer's random source: seeded from the run id, the
+// workload and its index, so that a run's choices can be made again.
+func (p *Producer) rand() *rand.Rand {
+	h := fnv.New64a()
+	h.Write([]byte(p.env.RunID + "/" + p.workload))
+	return rand.New(rand.NewPCG(h.Sum64(), uint64(p.index)))
 }
 
 // Client is the producer's client (for requests beyond sends).
@@ -74,6 +87,13 @@ type Outgoing struct {
 	// Properties: encoded; empty means idProperties(ID).
 	Properties string
 	SysFlag    int32
+	// Staged: the broker stores the message first where it is not
+	// delivered from (the timer's queue, a half): the OK line gets no
+	// queue or offset.
+	Staged bool
+	// Paced: the caller waited for the first attempt's turn (Pace), so
+	// that the time it put in the body is that of the send.
+	Paced bool
 }
 
 // RoundRobin picks the queues in turn, as RocketMQ's default selector.
@@ -95,7 +115,7 @@ func (p *Producer) Send(ctx context.Context, m Outgoing) (SendResult, bool) {
 	sum := Sum(m.Body)
 	refresh := false
 	for n := 0; ; n++ {
-		if !p.pace.wait(ctx) {
+		if (n > 0 || !m.Paced) && !p.pace.wait(ctx) {
 			return SendResult{}, false
 		}
 		r, err := p.cl.Route(ctx, p.topic, refresh)
@@ -120,7 +140,9 @@ func (p *Producer) Send(ctx context.Context, m Outgoing) (SendResult, bool) {
 		out.Workload, out.Process, out.ID = p.workload, p.name, m.ID
 		out.Latency = p.env.Clock.Now().Sub(inv.Time)
 		if err == nil {
-			out.Queue, out.Offset = res.Queue, res.Offset
+			if !m.Staged {
+				out.Queue, out.Offset = res.Queue, res.Offset
+			}
 			p.env.record(out)
 			return res, true
 		}
@@ -136,6 +158,10 @@ func (p *Producer) Send(ctx context.Context, m Outgoing) (SendResult, bool) {
 		}
 	}
 }
+
+// Pace waits for the next send's turn (Env.Rate); false when ctx ended.
+// A send after it is Outgoing.Paced.
+func (p *Producer) Pace(ctx context.Context) bool { return p.pace.wait(ctx) }
 
 // pacer spaces a producer's sends to rate per second (0: no pacing).
 type pacer struct {

@@ -2,10 +2,10 @@ package workload
 
 // The queue workload (the default): Env.Producers producers with sync
 // sends on a topic of Env.Queues queues, Env.Consumers consumers in one
-// clustering group. pubsub is the frame it shares with broadcast and
-// ordered (and any workload of one topic and one group): producers
-// "<workload>-pN" running its produce func, consumers "<workload>-cN" of
-// its model, the drain.
+// clustering group. pubsub is the frame it shares with broadcast,
+// ordered, delay and txn (any workload of one topic and one group):
+// producers "<workload>-pN" running its produce func, consumers
+// "<workload>-cN" of its model, the drain.
 
 import (
 	"context"
@@ -29,12 +29,19 @@ type pubsub struct {
 	// producerOpts, when set, gives producer number i its client
 	// options (e.g. a Handler for transaction check-backs).
 	producerOpts func(w *pubsub, i int) []func(*remoting.ClientOptions)
+	// linger keeps the consumers consuming after Run, until Drain has
+	// settled and catches up (or Close).
+	linger bool
+	// settle, when set, is what Drain waits for before the consumers
+	// catch up (due times, check-backs).
+	settle func(ctx context.Context) error
 
 	env       *Env
 	topic     string
 	group     string
 	producers []*Producer
 	consumers []*Consumer
+	consuming *background
 }
 
 func (w *pubsub) Name() string { return w.name }
@@ -74,28 +81,40 @@ func (w *pubsub) Run(ctx context.Context) error {
 	if w.env == nil {
 		return fmt.Errorf("workload %s: Run before Setup", w.name)
 	}
-	var wg sync.WaitGroup
+	parent := ctx
+	if w.linger {
+		parent = context.WithoutCancel(ctx)
+	}
+	w.consuming = newBackground(parent)
 	for _, c := range w.consumers {
 		c.Start()
-		wg.Add(1)
-		go func() { defer wg.Done(); c.Run(ctx) }()
+		w.consuming.Go(c.Run)
 	}
+	var wg sync.WaitGroup
 	for _, p := range w.producers {
 		p.Start()
-		wg.Add(1)
-		go func() { defer wg.Done(); w.produce(ctx, w, p) }()
+		wg.Go(func() { w.produce(ctx, w, p) })
 	}
 	wg.Wait()
+	if !w.linger {
+		w.consuming.stop()
+	}
 	return nil
 }
 
-// Drain lets the consumers catch up to the max offsets (shared among
-// them as the group would; broadcasting, each reads all), then reads the
-// log.
+// Drain waits for settle, stops the consumers' Run, lets them catch up
+// to the max offsets (shared among them as the group would;
+// broadcasting, each reads all), then reads the log.
 func (w *pubsub) Drain(ctx context.Context) error {
 	if w.env == nil {
 		return fmt.Errorf("workload %s: Drain before Setup", w.name)
 	}
+	if w.settle != nil {
+		if err := w.settle(ctx); err != nil {
+			return fmt.Errorf("workload %s: %w", w.name, err)
+		}
+	}
+	w.consuming.stop()
 	cl := NewClient(w.env, w.name+"-drain")
 	qs, targets, err := MaxOffsets(ctx, w.env, cl, w.topic)
 	cl.Close()
@@ -131,8 +150,9 @@ func (w *pubsub) Drain(ctx context.Context) error {
 	return nil
 }
 
-// Close closes every client's connections.
+// Close stops the consumers and closes every client's connections.
 func (w *pubsub) Close() error {
+	w.consuming.stop()
 	for _, p := range w.producers {
 		p.Close()
 	}

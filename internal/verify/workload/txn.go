@@ -13,7 +13,8 @@ package workload
 //
 // Producers heartbeat their group to every broker of the route each
 // second, so that the broker knows a live producer to check back with
-// after a restart. They stay up until Close: the drain first waits for
+// after a restart. They stay up until Close, and the consumers consume
+// from Run through Drain: the drain first waits for
 // the check-backs to settle — every acked half with a check_* intent (or
 // whose END was not written) answered, no half younger than settleAfter,
 // no check-back for quiet — then lets the consumers catch up and reads
@@ -24,7 +25,6 @@ package workload
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -57,67 +57,47 @@ const (
 var txnIntents = [...]string{history.Commit, history.Rollback, history.CheckCommit, history.CheckRollback}
 
 func init() {
-	register(txnName, func() Workload { return &txnWorkload{settleAfter: txnSettleAfter, quiet: txnQuiet} })
+	register(txnName, func() Workload { return newTxn() })
 }
 
 type txnWorkload struct {
-	env                  *Env
-	topic, group, pgroup string
-	settleAfter, quiet   time.Duration
-	members              *memberSet
-	stopProducers        context.CancelFunc // the producers' clients and heartbeats
-	producers            sync.WaitGroup
-	stopOnce             sync.Once
-	mu                   sync.Mutex
-	needs                map[string]bool // acked halves decided only by a check-back
-	answered             map[string]bool // halves whose check-back was answered
-	lastHalf, lastCheck  time.Time
+	pubsub
+	pgroup              string
+	settleAfter, quiet  time.Duration
+	beats               *background // the producers' heartbeats, until Close
+	mu                  sync.Mutex
+	needs               map[string]bool // acked halves decided only by a check-back
+	answered            map[string]bool // halves whose check-back was answered
+	lastHalf, lastCheck time.Time
 }
 
-func (w *txnWorkload) Name() string { return txnName }
+func newTxn() *txnWorkload {
+	w := &txnWorkload{settleAfter: txnSettleAfter, quiet: txnQuiet, needs: map[string]bool{}, answered: map[string]bool{}}
+	w.pubsub = pubsub{name: txnName, model: Clustering, linger: true,
+		produce: w.produce, producerOpts: w.producerOpts, settle: w.awaitChecks}
+	return w
+}
 
 func (w *txnWorkload) Setup(ctx context.Context, env *Env) error {
-	e, err := env.withDefaults()
-	if err != nil {
+	if err := w.pubsub.Setup(ctx, env); err != nil {
 		return err
 	}
-	w.env, w.topic, w.group = e, e.Topic(txnName), e.Group(txnName)
-	w.pgroup = w.topic + "-pg"
-	w.needs, w.answered = map[string]bool{}, map[string]bool{}
-	c := NewClient(e, txnName+"-setup")
-	defer c.Close()
-	return c.CreateTopic(ctx, w.topic, e.Queues, false)
-}
-
-// Run drives the producers' sends until ctx ends; the producers keep
-// answering check-backs, and the consumers consuming, until Drain is done
-// (or Close).
-func (w *txnWorkload) Run(ctx context.Context) error {
-	if w.env == nil {
-		return errors.New("workload: txn: Run before Setup")
-	}
-	w.members = startMembers(w.env, txnName, w.topic, w.group)
-	life, stop := context.WithCancel(context.Background())
-	w.stopProducers = stop
-	var wg sync.WaitGroup
-	for i := range w.env.Producers {
-		name := fmt.Sprintf("%s-p%d", txnName, i)
-		w.env.start(txnName, name, history.RoleProducer)
-		c := w.producerClient(name)
-		w.producers.Go(func() {
-			defer c.Close()
-			w.heartbeats(life, c)
-		})
-		wg.Go(func() { w.produce(ctx, c, i) })
-	}
-	wg.Wait()
+	w.pgroup = w.env.producerGroup(txnName)
+	w.beats = newBackground(context.Background())
 	return nil
 }
 
-// producerClient is a Client whose connections answer the broker's
+// Close stops the heartbeats, then the consumers and the clients.
+func (w *txnWorkload) Close() error {
+	w.beats.stop()
+	return w.pubsub.Close()
+}
+
+// producerOpts makes producer i's connections answer the broker's
 // CHECK_TRANSACTION_STATE.
-func (w *txnWorkload) producerClient(name string) *Client {
-	return NewClient(w.env, name, func(o *remoting.ClientOptions) {
+func (w *txnWorkload) producerOpts(_ *pubsub, i int) []func(*remoting.ClientOptions) {
+	name := producerName(txnName, i)
+	return []func(*remoting.ClientOptions){func(o *remoting.ClientOptions) {
 		o.Handler = func(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 			if req.Code != rmq.CodeCheckTransactionState {
 				return remoting.NewResponse(req, rmq.RespRequestCodeNotSupported, fmt.Sprintf("request code %d is not supported by a verify producer", req.Code))
@@ -125,19 +105,19 @@ func (w *txnWorkload) producerClient(name string) *Client {
 			w.answerCheck(conn, name, req)
 			return nil // oneway
 		}
-	})
+	}}
 }
 
-// heartbeats tells every broker of the route each txnHeartbeat that c is
+// heartbeats tells every broker of the route each txnHeartbeat that p is
 // a producer of the group, until ctx ends.
-func (w *txnWorkload) heartbeats(ctx context.Context, c *Client) {
+func (w *txnWorkload) heartbeats(ctx context.Context, p *Producer) {
+	c := p.Client()
 	id := "verify@" + w.env.RunID + "@" + c.Name()
 	for ctx.Err() == nil {
 		if r, err := c.Route(ctx, w.topic, false); err == nil {
 			for _, addr := range r.Addrs {
 				if err := c.Heartbeat(ctx, addr, id, "", "", w.pgroup); err != nil && ctx.Err() == nil {
-					e := w.env
-					e.Logger.Debug("producer heartbeat failed", "process", c.Name(), "err", err)
+					w.env.Logger.Debug("producer heartbeat failed", "process", c.Name(), "err", err)
 					_, _ = c.Route(ctx, w.topic, true)
 				}
 			}
@@ -189,144 +169,79 @@ func (w *txnWorkload) answerCheck(conn *remoting.Conn, process string, req *remo
 	w.mu.Unlock()
 }
 
-// half is where the broker stored a half message.
-type half struct {
-	addr        string
-	queueOffset int64
-	physOffset  int64
-}
-
-// produce is producer i, sending on c.
-func (w *txnWorkload) produce(ctx context.Context, c *Client, i int) {
-	e := w.env
-	name := c.Name()
-	rng := seededRand(e.RunID, txnName, i)
-	start := e.Clock.Now()
-	fails := 0
-	for n := 0; ctx.Err() == nil; n++ {
-		if e.Rate > 0 && !e.sleep(ctx, start.Add(time.Duration(n)*time.Second/time.Duration(e.Rate)).Sub(e.Clock.Now())) {
-			return
-		}
+// produce sends halves with seeded intents, round robin over the queues,
+// and ends those of intent commit or rollback, until ctx ends; p's
+// heartbeats go on until Close.
+func (w *txnWorkload) produce(ctx context.Context, ps *pubsub, p *Producer) {
+	w.beats.Go(func(ctx context.Context) { w.heartbeats(ctx, p) })
+	rng := p.rand()
+	rr := p.RoundRobin()
+	for ctx.Err() == nil {
 		intent := txnIntents[rng.IntN(len(txnIntents))]
-		id := ID(e.RunID, txnName, i, n)
-		body := Body(id, e.BodyBytes, Field{"txn", intent})
-		op := history.New(history.Invoke, history.Send)
-		op.Workload, op.Process, op.ID, op.Topic, op.Sum, op.Txn = txnName, name, id, w.topic, Sum(body), intent
-		e.record(op)
-		t0 := e.Clock.Now()
-		hf, err := w.sendHalf(context.WithoutCancel(ctx), c, n, id, body)
-		res := history.New(Outcome(err), history.Send)
-		res.Workload, res.Process, res.ID, res.Topic, res.Txn = txnName, name, id, w.topic, intent
-		res.Latency = e.Clock.Now().Sub(t0)
-		// The half's queue and offset are the half topic's, not where a
-		// commit delivers it: the OK line has none.
-		if err != nil {
-			res.Error = errText(err)
+		id := p.NextID()
+		m := Outgoing{
+			ID: id, Body: Body(id, ps.env.BodyBytes, Field{"txn", intent}), Queue: rr,
+			Properties: idProperties(id, message.PropertyTransactionFlag, "true", message.PropertyProducerGroup, w.pgroup),
+			SysFlag:    message.SysFlagTxPrepared,
+			// The half's queue and offset are the half topic's, not
+			// where a commit delivers it.
+			Staged: true,
 		}
-		e.record(res)
+		m.Invoke.Txn = intent
+		res, ok := p.Send(ctx, m)
 		w.mu.Lock()
-		if res.Type != history.Fail {
-			w.lastHalf = e.Clock.Now() // an in-doubt half may be stored and checked back
-		}
-		if err == nil && (intent == history.CheckCommit || intent == history.CheckRollback) {
+		w.lastHalf = ps.env.Clock.Now() // even a half in doubt may be stored and checked back
+		if ok && (intent == history.CheckCommit || intent == history.CheckRollback) {
 			w.needs[id] = true
 		}
 		w.mu.Unlock()
-		if err == nil && (intent == history.Commit || intent == history.Rollback) {
-			err = w.endTxn(context.WithoutCancel(ctx), c, name, id, intent, hf)
-		}
-		if err == nil {
-			fails = 0
-			continue
-		}
-		fails++
-		if !e.sleep(ctx, backoff(fails)) {
+		if !ok {
 			return
 		}
-	}
-}
-
-// sendHalf sends body as a half message to a queue of the topic.
-func (w *txnWorkload) sendHalf(ctx context.Context, c *Client, n int, id string, body []byte) (half, error) {
-	r, err := c.Route(ctx, w.topic, false)
-	if err != nil {
-		return half{}, noRoute(err)
-	}
-	q := r.Queues[n%len(r.Queues)]
-	addr := r.Addr(q)
-	req := rmq.EncodeSendHeader(rmq.SendHeader{
-		ProducerGroup: w.pgroup, Topic: q.Topic, DefaultTopic: "TBW102", DefaultTopicQueueNums: int32(len(r.Queues)),
-		QueueID: q.QueueID, SysFlag: message.SysFlagTxPrepared, BornTimestamp: w.env.Clock.Now().UnixMilli(),
-		Properties: idProperties(id, message.PropertyTransactionFlag, "true", message.PropertyProducerGroup, w.pgroup),
-		BrokerName: q.BrokerName,
-	})
-	req.Body = body
-	resp, err := c.Call(ctx, addr, req, 0)
-	if err != nil {
-		_, _ = c.Route(ctx, w.topic, true)
-		return half{}, err
-	}
-	switch resp.Code {
-	case rmq.RespSuccess:
-	case rmq.RespFlushDiskTimeout, 11, 12: // FLUSH_SLAVE_TIMEOUT, SLAVE_NOT_AVAILABLE: stored, not durable in time
-		return half{}, &OpError{Outcome: history.InDoubt, Code: resp.Code, Err: fmt.Errorf("broker answered code %d: %s", resp.Code, resp.Remark)}
-	default:
-		return half{}, refused(resp.Code, resp.Remark)
-	}
-	sr, err := rmq.DecodeSendResponse(resp)
-	if err == nil {
-		var phys int64
-		if _, phys, err = message.ParseOffsetID(sr.MsgID); err == nil {
-			return half{addr: addr, queueOffset: sr.QueueOffset, physOffset: phys}, nil
+		if intent == history.Commit || intent == history.Rollback {
+			w.endTxn(context.WithoutCancel(ctx), p, id, intent, res)
 		}
 	}
-	return half{}, &OpError{Outcome: history.InDoubt, Code: resp.Code, Err: fmt.Errorf("half send answer: %w", err)}
 }
 
-// endTxn sends END_TRANSACTION (oneway) with the intent for the half.
-// It is OK once written; a half whose END never arrives is decided by its
-// check-back.
-func (w *txnWorkload) endTxn(ctx context.Context, c *Client, process, id, intent string, hf half) error {
+// endTxn sends END_TRANSACTION (oneway) with the intent for the half
+// stored as res. It is OK once written; a half whose END never arrives is
+// decided by its check-back.
+func (w *txnWorkload) endTxn(ctx context.Context, p *Producer, id, intent string, res SendResult) {
 	e := w.env
 	decision := rmq.TransactionCommit
 	if intent == history.Rollback {
 		decision = rmq.TransactionRollback
 	}
 	op := history.New(history.Invoke, history.EndTxn)
-	op.Workload, op.Process, op.ID, op.Topic, op.Txn = txnName, process, id, w.topic, intent
-	e.record(op)
-	t0 := e.Clock.Now()
-	ctx, cancel := context.WithTimeout(ctx, e.SendTimeout)
-	defer cancel()
-	res := history.New(history.OK, history.EndTxn)
-	res.Workload, res.Process, res.ID, res.Topic, res.Txn = txnName, process, id, w.topic, intent
-	conn, err := c.rc.Conn(ctx, hf.addr)
+	op.Workload, op.Process, op.ID, op.Topic, op.Txn = txnName, p.Name(), id, w.topic, intent
+	op = e.record(op)
+	out := history.New(history.OK, history.EndTxn)
+	out.Workload, out.Process, out.ID, out.Topic, out.Txn = txnName, p.Name(), id, w.topic, intent
+	_, phys, err := message.ParseOffsetID(res.MsgID)
 	if err != nil {
-		res.Type = history.Fail
-	} else if err = conn.InvokeOneway(rmq.EncodeEndTransactionRequest(rmq.EndTransactionRequest{
-		ProducerGroup: w.pgroup, TranStateTableOffset: hf.queueOffset, CommitLogOffset: hf.physOffset,
-		CommitOrRollback: decision, MsgID: id, TransactionID: id,
-	})); err != nil {
-		res.Type = history.InDoubt
+		err = &OpError{Outcome: history.Fail, Code: -1, Err: fmt.Errorf("the half's send answer: %w", err)}
+	} else {
+		err = p.Client().Oneway(ctx, res.Addr, rmq.EncodeEndTransactionRequest(rmq.EndTransactionRequest{
+			ProducerGroup: w.pgroup, TranStateTableOffset: res.Offset, CommitLogOffset: phys,
+			CommitOrRollback: decision, MsgID: id, TransactionID: id,
+		}))
 	}
-	res.Latency = e.Clock.Now().Sub(t0)
+	out.Latency = e.Clock.Now().Sub(op.Time)
 	if err != nil {
-		res.Error = errText(err)
+		out.Type, out.Error = Outcome(err), errText(err)
 		// The check-back decides it: wait for one.
 		w.mu.Lock()
 		w.needs[id] = true
 		w.mu.Unlock()
 	}
-	e.record(res)
-	return err
+	e.record(out)
 }
 
-// Drain waits for the transactions to settle, then lets the consumers
-// catch up and reads the topic.
-func (w *txnWorkload) Drain(ctx context.Context) error {
-	if w.env == nil || w.members == nil {
-		return errors.New("workload: txn: Drain before Run")
-	}
+// awaitChecks waits for the transactions to settle: every half that
+// needs a check-back answered, none younger than settleAfter, no
+// check-back for quiet (or txnSettleMax passed).
+func (w *txnWorkload) awaitChecks(ctx context.Context) error {
 	e := w.env
 	giveUp := e.Clock.Now().Add(txnSettleMax)
 	for {
@@ -341,29 +256,14 @@ func (w *txnWorkload) Drain(ctx context.Context) error {
 		w.mu.Unlock()
 		now := e.Clock.Now()
 		if open == 0 && now.Sub(lastHalf) >= w.settleAfter && now.Sub(lastCheck) >= w.quiet {
-			break
+			return nil
 		}
 		if now.After(giveUp) {
 			e.Logger.Warn("transactions not settled; draining anyway", "workload", txnName, "open", open, "waited", txnSettleMax)
-			break
+			return nil
 		}
 		if !e.sleep(ctx, 100*time.Millisecond) {
-			w.members.stop()
-			return fmt.Errorf("workload: txn: %d transactions still waiting for a check-back: %w", open, ctx.Err())
+			return fmt.Errorf("%d transactions still waiting for a check-back: %w", open, ctx.Err())
 		}
 	}
-	return catchUpAndDrain(ctx, e, w.members.stop, txnName, w.topic, w.group)
-}
-
-func (w *txnWorkload) Close() error {
-	if w.members != nil {
-		w.members.stop()
-	}
-	w.stopOnce.Do(func() {
-		if w.stopProducers != nil {
-			w.stopProducers()
-		}
-		w.producers.Wait()
-	})
-	return nil
 }

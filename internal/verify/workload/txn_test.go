@@ -41,7 +41,7 @@ func TestTxnWorkloadCommitsArriveRollbacksNeverAndChecksAreAnswered(t *testing.T
 	count := map[string]int{}
 	for id, s := range sends {
 		intent := s.invoke.Txn
-		if !acked(s) {
+		if _, ok := acked(s); !ok {
 			continue
 		}
 		count[intent]++

@@ -40,24 +40,38 @@ func await(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// started runs w's Setup and Run in the background; stop ends Run and
-// waits for it, then runs Drain and Close.
-func started(t *testing.T, name string, env *Env) (stop func()) {
+// started sets workload name up (after edit) and runs it in the
+// background: for runFor when that is > 0, else until stop. stop ends
+// Run (or waits for runFor to pass) and waits for it, then runs Drain
+// and Close, and returns the history.
+func started(t *testing.T, name string, env *Env, runFor time.Duration, edit ...func(Workload)) (stop func() []history.Op) {
 	t.Helper()
 	w, err := New(name)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, f := range edit {
+		f(w)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	if err := w.Setup(ctx, env); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { w.Close() })
 	runCtx, stopRun := context.WithCancel(ctx)
+	if runFor > 0 {
+		stopRun()
+		runCtx, stopRun = context.WithTimeout(ctx, runFor)
+	}
+	t.Cleanup(stopRun)
 	done := make(chan error, 1)
 	go func() { done <- w.Run(runCtx) }()
-	return func() {
-		stopRun()
+	return func() []history.Op {
+		t.Helper()
+		if runFor <= 0 {
+			stopRun()
+		}
 		if err := <-done; err != nil {
 			t.Fatalf("Run: %v", err)
 		}
@@ -70,7 +84,77 @@ func started(t *testing.T, name string, env *Env) (stop func()) {
 		if err := w.Close(); err != nil {
 			t.Fatalf("Close: %v", err)
 		}
+		return env.History.Ops()
 	}
+}
+
+// runBriefly runs workload name (after edit) for d, drains it and
+// returns the history.
+func runBriefly(t *testing.T, name string, env *Env, d time.Duration, edit ...func(Workload)) []history.Op {
+	t.Helper()
+	return started(t, name, env, d, edit...)()
+}
+
+// sendInfo is what the history says of an id's sends: its first Invoke
+// and every outcome line.
+type sendInfo struct {
+	invoke  history.Op
+	outcome []history.Op
+}
+
+// acked reports whether a send of the id was acknowledged, and its OK.
+func acked(s *sendInfo) (history.Op, bool) {
+	for _, op := range s.outcome {
+		if op.Type == history.OK {
+			return op, true
+		}
+	}
+	return history.Op{}, false
+}
+
+// checkSends checks that every send Invoke comes from a started producer
+// and has exactly one outcome line before the id is sent again (with the
+// same body), and returns the sends by id.
+func checkSends(t *testing.T, ops []history.Op) map[string]*sendInfo {
+	t.Helper()
+	started := map[string]bool{}
+	m := map[string]*sendInfo{}
+	pending := map[string]bool{}
+	for _, op := range ops {
+		if op.F == history.Start && op.Role == history.RoleProducer {
+			started[op.Process] = true
+		}
+		if op.F != history.Send {
+			continue
+		}
+		s := m[op.ID]
+		if op.Type == history.Invoke {
+			switch {
+			case !started[op.Process]:
+				t.Errorf("send by %s before its Start line", op.Process)
+			case pending[op.ID]:
+				t.Errorf("id %s invoked again before its outcome", op.ID)
+			case s != nil && s.invoke.Sum != op.Sum:
+				t.Errorf("id %s resent with another body", op.ID)
+			case s == nil:
+				m[op.ID] = &sendInfo{invoke: op}
+			}
+			pending[op.ID] = true
+			continue
+		}
+		if s == nil || !pending[op.ID] {
+			t.Errorf("outcome line without an invoke: %+v", op)
+			continue
+		}
+		pending[op.ID] = false
+		s.outcome = append(s.outcome, op)
+	}
+	for id, p := range pending {
+		if p {
+			t.Errorf("id %s has no outcome line", id)
+		}
+	}
+	return m
 }
 
 func count(ops []history.Op, typ history.Type, f history.Func) int {
@@ -89,9 +173,8 @@ func count(ops []history.Op, typ history.Type, f history.Func) int {
 // corrupt, a Start line per client.
 func checkHistory(t *testing.T, ops []history.Op, wl string, consumers int, each bool) (acked map[string]history.Op) {
 	t.Helper()
+	sends := checkSends(t, ops)
 	starts := map[string]string{}
-	sent := map[string]history.Op{} // id → its Invoke
-	pending := map[string]int{}
 	acked = map[string]history.Op{}
 	delivered := map[string]map[string]int{} // process → id → count
 	drained := map[string][]history.Op{}
@@ -99,37 +182,20 @@ func checkHistory(t *testing.T, ops []history.Op, wl string, consumers int, each
 		if op.Workload != "" && op.Workload != wl {
 			t.Fatalf("line of workload %q in a %s run: %+v", op.Workload, wl, op)
 		}
+		s := sends[op.ID]
 		switch {
 		case op.F == history.Start:
 			starts[op.Process] = op.Role
-		case op.F == history.Send && op.Type == history.Invoke:
-			if pending[op.ID] != 0 {
-				t.Fatalf("id %s invoked again before its outcome", op.ID)
+		case op.F == history.Send && op.Type == history.OK:
+			if op.Queue < 0 || op.Offset < 0 {
+				t.Fatalf("OK without a queue/offset: %+v", op)
 			}
-			if s, ok := sent[op.ID]; ok && s.Sum != op.Sum {
-				t.Fatalf("id %s resent with another body", op.ID)
-			}
-			if starts[op.Process] != history.RoleProducer {
-				t.Fatalf("send by %s before its Start line", op.Process)
-			}
-			sent[op.ID] = op
-			pending[op.ID]++
-		case op.F == history.Send:
-			if pending[op.ID] != 1 {
-				t.Fatalf("outcome %s of %s without an Invoke", op.Type, op.ID)
-			}
-			pending[op.ID]--
-			if op.Type == history.OK {
-				if op.Queue < 0 || op.Offset < 0 {
-					t.Fatalf("OK without a queue/offset: %+v", op)
-				}
-				acked[op.ID] = op
-			}
+			acked[op.ID] = op
 		case op.F == history.Deliver:
 			if starts[op.Process] != history.RoleConsumer {
 				t.Fatalf("delivery to %s before its Start line", op.Process)
 			}
-			if s, ok := sent[op.ID]; !ok || op.Corrupt || op.Sum != s.Sum {
+			if s == nil || op.Corrupt || op.Sum != s.invoke.Sum {
 				t.Fatalf("delivery of an unsent or corrupt message: %+v", op)
 			}
 			if delivered[op.Process] == nil {
@@ -137,7 +203,7 @@ func checkHistory(t *testing.T, ops []history.Op, wl string, consumers int, each
 			}
 			delivered[op.Process][op.ID]++
 		case op.F == history.Drain:
-			if s, ok := sent[op.ID]; !ok || op.Corrupt || op.Sum != s.Sum || op.Process != wl+"-drain" {
+			if s == nil || op.Corrupt || op.Sum != s.invoke.Sum || op.Process != wl+"-drain" {
 				t.Fatalf("drain of an unsent or corrupt message: %+v", op)
 			}
 			drained[op.ID] = append(drained[op.ID], op)
@@ -196,11 +262,10 @@ func TestWorkloads(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := daemontest.Start(t)
 			env := testEnv(c.NameServerAddr())
-			stop := started(t, tc.name, env)
+			stop := started(t, tc.name, env, 0)
 			hw := env.History
 			await(t, "200 acked sends", func() bool { return count(hw.Ops(), history.OK, history.Send) >= 200 })
-			stop()
-			ops := hw.Ops()
+			ops := stop()
 			acked := checkHistory(t, ops, tc.name, env.Consumers, tc.each)
 			t.Logf("%s: %d acked, %d deliveries, %d drained", tc.name, len(acked),
 				count(ops, history.Info, history.Deliver), count(ops, history.Info, history.Drain))
@@ -260,7 +325,7 @@ func TestBrokerGoesAway(t *testing.T) {
 
 			env := testEnv(ns.Addr().String())
 			env.SendTimeout = time.Second
-			stop := started(t, name, env)
+			stop := started(t, name, env, 0)
 			hw := env.History
 			await(t, "50 acked sends", func() bool { return count(hw.Ops(), history.OK, history.Send) >= 50 })
 			mu.Lock()
@@ -281,8 +346,7 @@ func TestBrokerGoesAway(t *testing.T) {
 			b = nb
 			mu.Unlock()
 			await(t, "acked sends after the restart", func() bool { return count(hw.Ops(), history.OK, history.Send) >= okBefore+100 })
-			stop()
-			ops := hw.Ops()
+			ops := stop()
 			acked := checkHistory(t, ops, name, env.Consumers, false)
 			if name == "ordered" {
 				checkOrder(t, ops, len(acked))
