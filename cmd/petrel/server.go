@@ -60,6 +60,8 @@ with all of them.`,
 		Example: `  petrel namesrv --namesrv-listen :9876`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := stopSignals(cmd.Context())
+			defer stop()
 			if err := loadConfig(cmd, o); err != nil {
 				return err
 			}
@@ -79,7 +81,7 @@ with all of them.`,
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "petrel: name server listening on %s\n", ns.Addr())
-			waitForSignal(cmd.Context())
+			<-ctx.Done()
 			logger.Info("stopping")
 			return ns.Close()
 		},
@@ -122,15 +124,19 @@ consumers on --broker-listen and registers with every name server in
 	return cmd
 }
 
-func waitForSignal(ctx context.Context) {
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	<-ctx.Done()
+// stopSignals returns ctx ended by SIGINT or SIGTERM. Each command that
+// serves calls it before it starts anything, so that a signal during
+// start-up, or right after the process reports ready, stops it gracefully
+// instead of taking the default action (exit at once).
+func stopSignals(ctx context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 }
 
 // runServer runs a name server and a broker until ctx ends or a signal
 // arrives. started, when set, is called once both serve.
 func runServer(ctx context.Context, o *options, out io.Writer, started func()) error {
+	ctx, stop := stopSignals(ctx)
+	defer stop()
 	logger, err := newLogger(o)
 	if err != nil {
 		return err
@@ -158,6 +164,8 @@ func runServer(ctx context.Context, o *options, out io.Writer, started func()) e
 
 // runBroker runs a broker until ctx ends or a signal arrives.
 func runBroker(ctx context.Context, o *options, nameServers []string, out io.Writer, started func()) error {
+	ctx, stop := stopSignals(ctx)
+	defer stop()
 	logger, err := newLogger(o)
 	if err != nil {
 		return err
@@ -207,7 +215,7 @@ func runBroker(ctx context.Context, o *options, nameServers []string, out io.Wri
 	if started != nil {
 		started()
 	}
-	waitForSignal(ctx)
+	<-ctx.Done()
 	logger.Info("stopping")
 	if err := b.Close(); err != nil {
 		return fmt.Errorf("stop broker: %w", err)

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -124,5 +126,30 @@ func TestPageCacheBytesFlag(t *testing.T) {
 	o.pageCache = -1
 	if _, err := o.storeConfig(nil); err == nil || !strings.Contains(err.Error(), "--page-cache-bytes") {
 		t.Fatalf("negative --page-cache-bytes: err %v, want one naming the flag", err)
+	}
+}
+
+// TestSIGTERMRightAfterStartStopsGracefully: a SIGTERM that arrives as
+// soon as the server is ready (verify's restart fault does just that,
+// once /readyz answers) must stop it gracefully. The handler used to be
+// installed only after the start-up lines were printed, so such a SIGTERM
+// took the default action and killed the process (here: the test binary).
+func TestSIGTERMRightAfterStartStopsGracefully(t *testing.T) {
+	o := testOptions(t.TempDir())
+	done := make(chan error, 1)
+	go func() {
+		done <- runServer(context.Background(), o, &bytes.Buffer{}, func() {
+			if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+				t.Error(err)
+			}
+		})
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("server stopped with %v; want a graceful stop", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the server did not stop on SIGTERM")
 	}
 }
