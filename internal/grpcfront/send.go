@@ -64,12 +64,11 @@ func (s *Server) SendMessage(ctx context.Context, req *v2.SendMessageRequest) (*
 		}
 	}
 	if len(reqs) > 0 {
-		// One broker call, shared with the calls that arrive meanwhile
-		// (sendqueue.go): the messages go to the commit log as one group
+		// One broker call: the messages go to the commit log as one group
 		// commit.
 		var answered sync.WaitGroup
 		answered.Add(len(reqs))
-		s.sendq.send(ctx, reqs, func(k int, res broker.SendResult, err error) {
+		s.b.SendBatch(ctx, reqs, func(k int, res broker.SendResult, err error) {
 			s.sent(entries[idx[k]], msgs[idx[k]], res, err)
 			answered.Done()
 		})

@@ -95,7 +95,6 @@ type Server struct {
 	served   bool
 
 	sessions sessions
-	sendq    *sendQueue
 }
 
 // New returns a server for b. It prepares the TLS certificate (loading
@@ -122,7 +121,7 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{b: b, pop: b, cfg: cfg, clk: cfg.Clock, log: cfg.Logger.With("component", "grpcfront"), sendq: newSendQueue(b)}
+	s := &Server{b: b, pop: b, cfg: cfg, clk: cfg.Clock, log: cfg.Logger.With("component", "grpcfront")}
 	s.stop, s.cancelStop = context.WithCancel(context.Background())
 
 	opts := []grpc.ServerOption{
