@@ -37,31 +37,3 @@ func BenchmarkDecodeSendMessageRequest(b *testing.B) {
 		}
 	}
 }
-
-// BenchmarkEncodeSendMessageResponse: the same for the answer.
-func BenchmarkEncodeSendMessageResponse(b *testing.B) {
-	for _, n := range []int{1, 16} {
-		var r v2.SendMessageResponse
-		r.Status = &v2.Status{Code: v2.Code_OK, Message: "OK"}
-		for i := range n {
-			r.Entries = append(r.Entries, &v2.SendResultEntry{Status: &v2.Status{Code: v2.Code_OK, Message: "OK"},
-				MessageId: fmt.Sprintf("01F8A2B3C4D5E6F70000000000%06d", i), TransactionId: fmt.Sprintf("01F8A2B3C4D5E6F70000000000%06d", i), Offset: int64(i) * 1000})
-		}
-		for _, c := range []encoding.CodecV2{encoding.GetCodecV2("proto"), New()} {
-			name := "proto"
-			if _, ok := c.(*Codec); ok {
-				name = "pbcodec"
-			}
-			b.Run(fmt.Sprintf("%s/entries=%d", name, n), func(b *testing.B) {
-				b.ReportAllocs()
-				for b.Loop() {
-					d, err := c.Marshal(&r)
-					if err != nil {
-						b.Fatal(err)
-					}
-					d.Free()
-				}
-			})
-		}
-	}
-}

@@ -1,20 +1,18 @@
 // Package pbcodec is the gRPC codec of the 5.x front: the proto codec, with
-// the messages of every send — SendMessageRequest in, SendMessageResponse
-// out — decoded and encoded by hand. gRPC-Go's proto codec goes through
-// protobuf's reflection tables and allocates every submessage, string and
-// body on its own; for a 16-message SendMessage that decoding was 12% of
-// the server's CPU.
+// the request of every send, SendMessageRequest, decoded by hand.
+// gRPC-Go's proto codec goes through protobuf's reflection tables and
+// allocates every submessage, string and body on its own; for a
+// 16-message SendMessage that decoding was 12% of the server's CPU.
 //
-// The hand-written paths are byte-compatible with protobuf: a request they
-// decode is proto.Equal to what proto.Unmarshal makes of the same bytes, and
-// a response they encode has exactly proto.Marshal's bytes (fields in number
-// order, proto3 zero values left out). Anything they do not handle the way
-// protobuf does — an unknown field, a known field with another wire type, a
-// singular submessage given twice (protobuf merges the two), a string that
-// is not UTF-8 (protobuf refuses it), unknown fields to re-emit — goes to
-// the proto codec instead, whole, so the result is protobuf's by
-// construction. FuzzDecodeSendMessageRequest and
-// FuzzEncodeSendMessageResponse hold both sides to that.
+// The hand-written decoder is byte-compatible with protobuf: a request it
+// decodes is proto.Equal to what proto.Unmarshal makes of the same bytes.
+// Anything it does not handle the way protobuf does — an unknown field
+// (protobuf keeps it), a known field with another wire type (protobuf
+// takes it for an unknown one), a singular submessage given twice
+// (protobuf merges the two), a string that is not UTF-8 (protobuf refuses
+// it), malformed input — goes to the proto codec instead, whole, so the
+// result or the error is protobuf's by construction.
+// FuzzDecodeSendMessageRequest holds it to that.
 //
 // Wire layout decoded (field number: type), from the RocketMQ v2 protos:
 //
@@ -35,13 +33,6 @@
 //	                    19: optional Duration orphaned_transaction_recovery_duration
 //	Digest              1: enum type  2: string checksum
 //	Timestamp, Duration 1: int64 seconds  2: int32 nanos
-//
-// and encoded:
-//
-//	SendMessageResponse 1: Status status  2: repeated SendResultEntry entries
-//	SendResultEntry     1: Status status  2: string message_id
-//	                    3: string transaction_id  4: int64 offset
-//	Status              1: enum code  2: string message
 package pbcodec
 
 import (
@@ -69,26 +60,10 @@ func New() *Codec {
 // Name is the content subtype the codec serves.
 func (*Codec) Name() string { return "proto" }
 
-// Marshal encodes v.
-func (c *Codec) Marshal(v any) (mem.BufferSlice, error) {
-	r, ok := v.(*v2.SendMessageResponse)
-	if !ok {
-		return c.fallback.Marshal(v)
-	}
-	if !encodable(r) {
-		return c.fallback.Marshal(v)
-	}
-	size := responseSize(r)
-	// Buffers as gRPC-Go's proto codec takes them: small ones allocated,
-	// larger ones from gRPC's pool (freed once written).
-	if mem.IsBelowBufferPoolingThreshold(size) {
-		return mem.BufferSlice{mem.SliceBuffer(appendResponse(make([]byte, 0, size), r))}, nil
-	}
-	pool := mem.DefaultBufferPool()
-	buf := pool.Get(size)
-	*buf = appendResponse((*buf)[:0], r)
-	return mem.BufferSlice{mem.NewBuffer(buf, pool)}, nil
-}
+// Marshal encodes v with gRPC-Go's proto codec. (A hand-written encoder
+// of SendMessageResponse, byte-compatible, cost as much CPU as protobuf's:
+// 3.5-4.1 µs against 3.9-4.2 µs for 16 entries.)
+func (c *Codec) Marshal(v any) (mem.BufferSlice, error) { return c.fallback.Marshal(v) }
 
 // Unmarshal decodes data into v.
 func (c *Codec) Unmarshal(data mem.BufferSlice, v any) error {

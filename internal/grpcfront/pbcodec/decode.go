@@ -1,10 +1,10 @@
 package pbcodec
 
 // SendMessageRequest decoding. One pass counts the messages, so that the
-// messages, their system properties, topics, born timestamps and optional
-// strings are allocated as one slice each, and every body is copied into
-// one buffer; strings equal to the previous message's (the topic, the born
-// host, the tag) share its string.
+// messages with their system properties, topics, born timestamps and
+// optional values are allocated as one slice, and every body is copied
+// into one buffer; strings equal to the previous message's (the topic, the
+// born host, the tag) share its string.
 
 import (
 	"unicode/utf8"
@@ -29,10 +29,7 @@ func DecodeSendMessageRequest(b []byte, r *v2.SendMessageRequest) bool {
 		return true
 	}
 	d := decoder{
-		msgs:  make([]v2.Message, n),
-		sps:   make([]v2.SystemProperties, n),
-		res:   make([]v2.Resource, n),
-		opt:   make([]optionals, n),
+		slots: make([]slot, n),
 		arena: make([]byte, 0, len(b)),
 	}
 	ptrs := make([]*v2.Message, n)
@@ -45,7 +42,7 @@ func DecodeSendMessageRequest(b []byte, r *v2.SendMessageRequest) bool {
 		if !d.message(v, i) {
 			return false
 		}
-		ptrs[i] = &d.msgs[i]
+		ptrs[i] = &d.slots[i].msg
 	}
 	r.Messages = ptrs
 	return true
@@ -71,22 +68,27 @@ func countMessages(b []byte) (int, bool) {
 	return n, true
 }
 
-// optionals holds the values of a message's optional scalar fields, which
-// the system properties point to.
+// slot is what one message is decoded into: the message, the parts it
+// points to, and the values of the optional scalar fields its system
+// properties point to.
+type slot struct {
+	msg  v2.Message
+	sp   v2.SystemProperties
+	res  v2.Resource
+	born timestamppb.Timestamp
+	opt  optionals
+}
+
 type optionals struct {
 	tag, receiptHandle, messageGroup, traceContext string
 	queueOffset                                    int64
 	deliveryAttempt                                int32
 }
 
-// decoder holds the slices one request's messages are decoded into.
+// decoder holds what one request's messages are decoded into.
 type decoder struct {
-	msgs  []v2.Message
-	sps   []v2.SystemProperties
-	res   []v2.Resource
-	opt   []optionals
-	born  []timestamppb.Timestamp // allocated at the first born timestamp
-	arena []byte                  // the bodies; its capacity is the request's size, so it never moves
+	slots []slot
+	arena []byte // the bodies; its capacity is the request's size, so it never moves
 
 	// The previous message's strings, shared when equal.
 	namespace, topic, bornHost, tag string
@@ -139,7 +141,8 @@ func newStr(v []byte) (string, bool) {
 }
 
 func (d *decoder) message(b []byte, i int) bool {
-	m := &d.msgs[i]
+	sl := &d.slots[i]
+	m := &sl.msg
 	for len(b) > 0 {
 		num, typ, _, v, rest, ok := field(b)
 		if !ok || typ != protowire.BytesType {
@@ -148,10 +151,10 @@ func (d *decoder) message(b []byte, i int) bool {
 		b = rest
 		switch num {
 		case 1:
-			if m.Topic != nil || !d.resource(v, &d.res[i]) {
+			if m.Topic != nil || !d.resource(v, &sl.res) {
 				return false
 			}
-			m.Topic = &d.res[i]
+			m.Topic = &sl.res
 		case 2:
 			if m.UserProperties == nil {
 				m.UserProperties = make(map[string]string)
@@ -160,10 +163,10 @@ func (d *decoder) message(b []byte, i int) bool {
 				return false
 			}
 		case 3:
-			if m.SystemProperties != nil || !d.systemProperties(v, i) {
+			if m.SystemProperties != nil || !d.systemProperties(v, sl) {
 				return false
 			}
-			m.SystemProperties = &d.sps[i]
+			m.SystemProperties = &sl.sp
 		case 4:
 			start := len(d.arena)
 			d.arena = append(d.arena, v...)
@@ -223,8 +226,8 @@ func mapEntry(b []byte, m map[string]string) bool {
 	return true
 }
 
-func (d *decoder) systemProperties(b []byte, i int) bool {
-	sp, o := &d.sps[i], &d.opt[i]
+func (d *decoder) systemProperties(b []byte, sl *slot) bool {
+	sp, o := &sl.sp, &sl.opt
 	for len(b) > 0 {
 		num, typ, x, v, rest, ok := field(b)
 		if !ok {
@@ -260,10 +263,7 @@ func (d *decoder) systemProperties(b []byte, i int) bool {
 			if sp.BornTimestamp != nil {
 				return false
 			}
-			if d.born == nil {
-				d.born = make([]timestamppb.Timestamp, len(d.msgs))
-			}
-			sp.BornTimestamp = &d.born[i]
+			sp.BornTimestamp = &sl.born
 			ok = timestamp(v, sp.BornTimestamp)
 		case 8:
 			sp.BornHost, ok = str(v, &d.bornHost)
