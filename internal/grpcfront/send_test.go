@@ -7,8 +7,11 @@ import (
 	"time"
 
 	v2 "github.com/apache/rocketmq-clients/golang/v5/protocol/v2"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/petrelmq/petrel/internal/broker"
+	"github.com/petrelmq/petrel/internal/grpcfront/pbcodec"
 	"github.com/petrelmq/petrel/internal/message"
 )
 
@@ -204,5 +207,40 @@ func TestMixedBatchResultsAreReportedPerEntry(t *testing.T) {
 	if code(resp.Status) != v2.Code_MULTIPLE_RESULTS || len(resp.Entries) != 2 ||
 		code(resp.Entries[0].Status) != v2.Code_OK || code(resp.Entries[1].Status) != v2.Code_ILLEGAL_MESSAGE_ID {
 		t.Fatalf("response %v", resp)
+	}
+}
+
+// TestSendDecodedByEitherPath: a send the hand decoder takes (pbcodec) and
+// one it leaves to protobuf (an unknown field, as a newer client may
+// send) are answered and stored alike.
+func TestSendDecodedByEitherPath(t *testing.T) {
+	e := newEnv(t)
+	e.createTopic("T1", 1)
+	plain := msg("T1", "0156F7E71C361B21BC024CCDBE00000001", "hello")
+	newer := msg("T1", "0156F7E71C361B21BC024CCDBE00000002", "hello")
+	for _, m := range []*v2.Message{plain, newer} {
+		m.SystemProperties.Tag = ptr("TagA")
+		m.UserProperties = map[string]string{"color": "blue"}
+	}
+	newer.SystemProperties.ProtoReflect().SetUnknown(protowire.AppendVarint(protowire.AppendTag(nil, 99, protowire.VarintType), 1))
+	for i, m := range []*v2.Message{plain, newer} {
+		b, err := proto.Marshal(&v2.SendMessageRequest{Messages: []*v2.Message{m}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r v2.SendMessageRequest
+		if byHand := pbcodec.DecodeSendMessageRequest(b, &r); byHand != (i == 0) {
+			t.Fatalf("message %d: decoded by hand %v; want %v", i, byHand, i == 0)
+		}
+		if got := e.send("p1", m); code(got.Status) != v2.Code_OK || got.MessageId != m.SystemProperties.MessageId || got.Offset != int64(i) {
+			t.Fatalf("message %d: entry %v; want OK at offset %d", i, got, i)
+		}
+	}
+	recs := e.awaitRecords("T1", 2)[0]
+	for i, r := range recs {
+		if string(r.Body()) != "hello" || prop(r, message.PropertyTags) != "TagA" || prop(r, "color") != "blue" ||
+			prop(r, message.PropertyUniqKey) != []*v2.Message{plain, newer}[i].SystemProperties.MessageId {
+			t.Fatalf("record %d: body %q properties %q", i, r.Body(), r.Properties())
+		}
 	}
 }

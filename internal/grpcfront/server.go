@@ -17,6 +17,7 @@ import (
 
 	"github.com/petrelmq/petrel/internal/broker"
 	"github.com/petrelmq/petrel/internal/clock"
+	"github.com/petrelmq/petrel/internal/grpcfront/pbcodec"
 )
 
 // Config configures a Server. Zero fields take the defaults given.
@@ -132,6 +133,9 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 		// newstack/copystack. Calls wait (for an fsync, a long poll), so
 		// the pool is sized for the calls in flight, not for the cores.
 		grpc.NumStreamWorkers(streamWorkers),
+		// Protobuf, with SendMessage's request and answer decoded and
+		// encoded by hand (byte-compatible; see package pbcodec).
+		grpc.ForceServerCodecV2(pbcodec.New()),
 	}
 	if !cfg.Plaintext {
 		cert, err := loadOrCreateCert(cfg.TLSCert, cfg.TLSKey, cfg.CertDir, s.clk.Now())
