@@ -100,9 +100,6 @@ func WithWindow(bytes int) Option { return func(o *options) { o.window = bytes }
 // WithClock sets the clock of Delay faults (default clock.Real).
 func WithClock(c clock.Clock) Option { return func(o *options) { o.clk = c } }
 
-// WithDialTimeout bounds a link's dial of its target (default 5s).
-func WithDialTimeout(d time.Duration) Option { return func(o *options) { o.dialTimeout = d } }
-
 // DefaultWindowBytes is the read-ahead bound of one direction of one
 // connection unless WithWindow says otherwise.
 const DefaultWindowBytes = 256 << 10

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/petrelmq/petrel/internal/clock"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -770,4 +771,38 @@ func expectResetDial(t *testing.T, dial func() (net.Conn, error)) {
 	}
 	defer c.Close()
 	expectReset(t, c)
+}
+
+// TestDelayRunsOnTheInjectedClock: a Delay fault waits on the Net's clock,
+// so a test can hold bytes for an hour and release them at once.
+func TestDelayRunsOnTheInjectedClock(t *testing.T) {
+	clk := clock.NewManual(time.Unix(0, 0))
+	n := newNet(t, WithClock(clk))
+	s := newServer(t, true, false)
+	c := dial(t, n, "c", s.addr())
+	expectEcho(t, c, "warm")
+	setAll(n, Fault{Mode: Delay, Delay: time.Hour})
+	write(t, c, []byte("late"))
+	for dir := 0; dir < 2; dir++ { // to the server, then the echo back
+		awaitTimer(t, clk)
+		if dir == 0 {
+			expectNothing(t, c)
+		}
+		clk.Advance(time.Hour)
+	}
+	if got := string(readN(t, c, 4)); got != "late" {
+		t.Fatalf("echo = %q, want %q", got, "late")
+	}
+}
+
+// awaitTimer waits until something waits on clk.
+func awaitTimer(t *testing.T, clk *clock.Manual) {
+	t.Helper()
+	deadline := time.Now().Add(long)
+	for clk.Pending() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no delay timer was armed on the injected clock")
+		}
+		runtime.Gosched()
+	}
 }
