@@ -88,14 +88,22 @@ func fullWrite(w io.Writer, b []byte) error {
 // allocated. r ending cleanly before a frame gives io.EOF; ending inside a
 // frame, io.ErrUnexpectedEOF (wrapped).
 func ReadFrame(r io.Reader, buf []byte) ([]byte, error) {
-	var h [FrameHeader]byte
-	if n, err := io.ReadFull(r, h[:]); err != nil {
+	// The header is read into buf when it fits, so that a reused buffer
+	// makes the call allocate nothing; the payload overwrites it.
+	var hb []byte
+	if cap(buf) >= FrameHeader {
+		hb = buf[:FrameHeader]
+	} else {
+		hb = make([]byte, FrameHeader)
+	}
+	if n, err := io.ReadFull(r, hb); err != nil {
 		if err == io.EOF && n == 0 {
 			return nil, io.EOF
 		}
 		return nil, fmt.Errorf("wire: read frame header: %w", err)
 	}
-	n := binary.BigEndian.Uint32(h[0:4])
+	n := binary.BigEndian.Uint32(hb[0:4])
+	want := binary.BigEndian.Uint32(hb[4:8])
 	if n > MaxFrame {
 		return nil, fmt.Errorf("%w: frame length %d, at most %d", ErrFrameTooLarge, n, MaxFrame)
 	}
@@ -106,7 +114,7 @@ func ReadFrame(r io.Reader, buf []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("wire: read frame payload of %d bytes: %w", n, err)
 	}
-	if got, want := crc32.Checksum(p, castagnoli), binary.BigEndian.Uint32(h[4:8]); got != want {
+	if got := crc32.Checksum(p, castagnoli); got != want {
 		return nil, fmt.Errorf("%w: payload of %d bytes has CRC %08x, frame says %08x", ErrChecksum, n, got, want)
 	}
 	return p, nil
