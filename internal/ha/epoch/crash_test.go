@@ -199,14 +199,16 @@ func TestCrashAtEveryOperation(t *testing.T) {
 		if total < 20 {
 			t.Fatalf("torn=%v: the scenario did only %d file operations", torn, total)
 		}
+		t.Logf("torn=%v: crashing before each of %d file operations", torn, total)
 		for k := 1; k <= total; k++ {
 			for seed := int64(-1); seed < 6; seed++ {
 				mem, initial := setup(t, torn)
-				var crashed *vfs.MemFS
+				var crashed, killed *vfs.MemFS
 				var cands [][]Entry
 				runScenario(t, mem, initial, func(op int, c [][]Entry) error {
 					if op == k {
 						crashed = mem.CrashClone(crashOpts(seed))
+						killed = mem.KillClone()
 						cands = c
 					}
 					return nil
@@ -214,7 +216,11 @@ func TestCrashAtEveryOperation(t *testing.T) {
 				if crashed == nil {
 					t.Fatalf("torn=%v: no operation %d of %d", torn, k, total)
 				}
-				checkRecovered(t, fmt.Sprintf("torn=%v, crash before op %d of %d, seed %d", torn, k, total, seed), crashed, cands)
+				what := fmt.Sprintf("torn=%v, crash before op %d of %d, seed %d", torn, k, total, seed)
+				checkRecovered(t, what, crashed, cands)
+				if seed == -1 { // a kill -9 there: everything written is kept, not yet durable
+					checkRecovered(t, fmt.Sprintf("torn=%v, kill before op %d of %d", torn, k, total), killed, cands)
+				}
 			}
 		}
 	}

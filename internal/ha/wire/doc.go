@@ -23,7 +23,7 @@
 // another version (ErrVersion) and, for version 1, any byte after the last
 // field (a later version that adds fields gets a new version number).
 //
-// Fetch (kind 1), 47 bytes + group:
+// Fetch (kind 1), 48 bytes + group:
 //
 //	off  size  field
 //	  0     1  version = 1
@@ -38,7 +38,7 @@
 //	36+g    4  MaxBytes    int32    ≥ 0
 //	40+g    8  MaxWait     int64 nanoseconds ≥ 0
 //
-// FetchResp (kind 2), 56 bytes + message + data:
+// FetchResp (kind 2), 54 bytes + message + data:
 //
 //	off  size  field
 //	  0     1  version = 1
