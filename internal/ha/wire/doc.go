@@ -59,6 +59,12 @@
 // separately (AppendFetchRespHeader and WriteFrameParts): the frame's CRC
 // covers both, but the log bytes are never copied into the header's buffer.
 //
+// DecodeFetchResp does not copy Data: it aliases the decoded buffer (for
+// ReadFrame's payload, until the buffer is passed to ReadFrame again), so the
+// slave appends it to its log, or copies it, first. Encoding into a buffer of
+// enough capacity and decoding allocate nothing (bench_test.go), apart from
+// a FetchResp's non-empty Message and a Fetch's Group.
+//
 // The decoders check each field on its own (bounds, signs, lengths) and
 // name the field in every error; relations between fields (Durable ≤ Offset,
 // Base+len(Data) ≤ LEO, an epoch the master knows) are the receiver's to
