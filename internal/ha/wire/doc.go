@@ -56,7 +56,7 @@
 //	54+m    d  Data
 //
 // Data comes last so that the master can write the header and the log bytes
-// separately (AppendFetchRespHeader and WriteFrameParts): the frame's CRC
+// separately (AppendFetchRespHeader, then FrameWriter or WriteFrameParts): the frame's CRC
 // covers both, but the log bytes are never copied into the header's buffer
 // (on a TCP connection the two go out in one writev). sendfile(2) proper
 // would skip user space, but the CRC needs the bytes there anyway.

@@ -41,31 +41,10 @@ func WriteFrame(w io.Writer, payload []byte) error {
 // otherwise). The master uses it to send a FetchResp header
 // (AppendFetchRespHeader) and the log bytes it read. A short write is an
 // error (io.ErrShortWrite); the stream is then broken and must be closed.
+// A writer goroutine that sends many frames uses a FrameWriter instead,
+// which allocates nothing per frame.
 func WriteFrameParts(w io.Writer, head, tail []byte) error {
-	n := uint64(len(head)) + uint64(len(tail))
-	if n > MaxFrame {
-		return fmt.Errorf("%w: payload of %d bytes, at most %d", ErrFrameTooLarge, n, MaxFrame)
-	}
-	if n == 0 {
-		return ErrEmptyFrame
-	}
-	crc := crc32.Update(crc32.Checksum(head, castagnoli), castagnoli, tail)
-	buf := make([]byte, FrameHeader, FrameHeader+len(head))
-	binary.BigEndian.PutUint32(buf[0:4], uint32(n))
-	binary.BigEndian.PutUint32(buf[4:8], crc)
-	buf = append(buf, head...)
-	if len(tail) == 0 {
-		return fullWrite(w, buf)
-	}
-	bufs := net.Buffers{buf, tail}
-	written, err := bufs.WriteTo(w)
-	if err == nil && written != int64(len(buf)+len(tail)) {
-		err = io.ErrShortWrite
-	}
-	if err != nil {
-		return fmt.Errorf("wire: write frame of %d bytes: %w", n, err)
-	}
-	return nil
+	return NewFrameWriter(w).WriteFrame(head, tail)
 }
 
 func fullWrite(w io.Writer, b []byte) error {
@@ -150,4 +129,49 @@ func eofIsUnexpected(err error) error {
 		return io.ErrUnexpectedEOF
 	}
 	return err
+}
+
+// FrameWriter writes frames to one writer, reusing its buffers, so that a
+// frame costs no allocation once its buffer has grown to the largest head
+// written. It is WriteFrameParts for a connection's writer goroutine; it is
+// not safe for concurrent use.
+type FrameWriter struct {
+	w    io.Writer
+	buf  []byte // frame header + head
+	vec  [2][]byte
+	bufs net.Buffers
+}
+
+// NewFrameWriter returns a FrameWriter that writes to w.
+func NewFrameWriter(w io.Writer) *FrameWriter { return &FrameWriter{w: w} }
+
+// WriteFrame writes one frame whose payload is head followed by tail, as
+// WriteFrameParts does.
+func (fw *FrameWriter) WriteFrame(head, tail []byte) error {
+	n := uint64(len(head)) + uint64(len(tail))
+	if n > MaxFrame {
+		return fmt.Errorf("%w: payload of %d bytes, at most %d", ErrFrameTooLarge, n, MaxFrame)
+	}
+	if n == 0 {
+		return ErrEmptyFrame
+	}
+	crc := crc32.Update(crc32.Checksum(head, castagnoli), castagnoli, tail)
+	fw.buf = append(fw.buf[:0], 0, 0, 0, 0, 0, 0, 0, 0)
+	binary.BigEndian.PutUint32(fw.buf[0:4], uint32(n))
+	binary.BigEndian.PutUint32(fw.buf[4:8], crc)
+	fw.buf = append(fw.buf, head...)
+	if len(tail) == 0 {
+		return fullWrite(fw.w, fw.buf)
+	}
+	fw.vec = [2][]byte{fw.buf, tail}
+	fw.bufs = fw.vec[:]
+	written, err := fw.bufs.WriteTo(fw.w)
+	fw.vec = [2][]byte{} // drop the reference to tail
+	if err == nil && written != int64(len(fw.buf)+len(tail)) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		return fmt.Errorf("wire: write frame of %d bytes: %w", n, err)
+	}
+	return nil
 }

@@ -253,3 +253,28 @@ func TestWriteFrameReportsShortAndFailedWrites(t *testing.T) {
 		t.Errorf("WriteFrameParts to a failing writer: %v", err)
 	}
 }
+
+func TestFrameWriterAllocatesNothing(t *testing.T) {
+	head := AppendFetchRespHeader(nil, goldenResp)
+	var out bytes.Buffer
+	fw := NewFrameWriter(&out)
+	if err := fw.WriteFrame(head, goldenResp.Data); err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	if err := WriteFrame(&want, AppendFetchResp(nil, goldenResp)); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out.Bytes(), want.Bytes()) {
+		t.Fatalf("FrameWriter wrote %x, want %x", out.Bytes(), want.Bytes())
+	}
+	fw = NewFrameWriter(io.Discard)
+	for name, fn := range map[string]func(){
+		"head and tail": func() { _ = fw.WriteFrame(head, goldenResp.Data) },
+		"head only":     func() { _ = fw.WriteFrame(head, nil) },
+	} {
+		if n := testing.AllocsPerRun(100, fn); n != 0 {
+			t.Errorf("FrameWriter.WriteFrame, %s: %v allocations per frame, want 0", name, n)
+		}
+	}
+}
