@@ -56,10 +56,11 @@
 //	54+m    d  Data
 //
 // Data comes last so that the master can write the header and the log bytes
-// separately (AppendFetchRespHeader, then FrameWriter or WriteFrameParts): the frame's CRC
-// covers both, but the log bytes are never copied into the header's buffer
-// (on a TCP connection the two go out in one writev). sendfile(2) proper
-// would skip user space, but the CRC needs the bytes there anyway.
+// separately (AppendFetchRespHeader, then FrameWriter or WriteFrameParts):
+// the frame's CRC covers both, but the log bytes are never copied into the
+// header's buffer (on a TCP connection the two go out in one writev).
+// sendfile(2) proper would skip user space, but the CRC needs the bytes
+// there anyway.
 //
 // DecodeFetchResp does not copy Data: it aliases the decoded buffer (for
 // ReadFrame's payload, until the buffer is passed to ReadFrame again), so the
