@@ -25,11 +25,17 @@
 //   - The HW never moves back: a slave that leaves may lower the computed
 //     value, but what was committed stays committed.
 //   - A slave is in sync while its lag (master LEO − slave written) is at
-//     most MaxLagBytes and it holds the LEO the master had MaxLagTime ago.
-//     The master's LEO history is kept as a small ring of (time, LEO)
-//     samples, one per MaxLagTime/32 at most, so memory is bounded and the
-//     time test errs by at most that granule (towards staying in sync).
-//     Falling out and catching up are logged and counted (Stats).
+//     most MaxLagBytes and it holds the LEO the master had MaxLagTime ago,
+//     i.e. the master first held a byte the slave lacks less than
+//     MaxLagTime ago (its lag time). The master's LEO history is a ring of
+//     64 (time, LEO) samples, at most one per MaxLagTime/32, so memory is
+//     bounded and the time test errs by at most that granule, towards
+//     staying in sync. The log the master started with (its first
+//     MasterProgress) counts as held long ago: a slave is in sync only
+//     once it holds it. Time is re-evaluated on every MasterProgress and
+//     Tick. Falling out and catching up are logged ("slave out of sync" at
+//     Warn with a reason lag_bytes, lag_time or gone; "slave in sync" at
+//     Info) and counted (Stats.FallOuts, Stats.CatchUps).
 //   - Acks are checked (pitfall 5): a slave's written or durable end above
 //     the master's LEO, durable above written, or either moving backwards
 //     is refused with an error and changes nothing. The check is per

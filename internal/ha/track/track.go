@@ -125,6 +125,7 @@ type slave struct {
 	inSync     bool
 	lastAck    time.Time
 	behindFrom time.Time // master first held a byte this slave lacks (zero: caught up)
+	behindOff  int64     // the written end behindFrom was computed for
 }
 
 // sample says the master's LEO was leo at time at.
@@ -229,8 +230,10 @@ func (t *Tracker) logTransition(tr transition) {
 }
 
 // MasterProgress records the master's own ends (store Written and
-// Durable). Values below the ones already known are ignored: the master's
-// log only grows in this phase.
+// Durable). Values below the ones already known are ignored (the master's
+// log only grows in this phase), and durable is capped at the LEO. The
+// first call sets the LEO the master started with: a slave counts as in
+// sync by time only once it holds that.
 func (t *Tracker) MasterProgress(leo, durable int64) {
 	var ev events
 	t.mu.Lock()
@@ -245,7 +248,7 @@ func (t *Tracker) MasterProgress(leo, durable int64) {
 		t.masterLEO = leo
 		t.record(now, leo)
 	}
-	if durable > t.masterDurable {
+	if durable = min(durable, t.masterLEO); durable > t.masterDurable {
 		t.masterDurable = durable
 	}
 	t.evalAll(now, &ev)
@@ -445,19 +448,28 @@ func (t *Tracker) evalAll(now time.Time, ev *events) {
 	}
 }
 
-// eval updates s's lag and in-sync state at now.
+// eval updates s's lag and in-sync state at now. "Holds the LEO the
+// master had MaxLagTime ago" is the same as "the master first held a byte
+// s lacks less than MaxLagTime ago" (lag time < MaxLagTime), or nothing
+// lacking at all; a byte that was already there before the oldest sample
+// kept (baseLEO > written) was held long ago.
 func (t *Tracker) eval(s *slave, now time.Time, ev *events) {
 	lagBytes := t.masterLEO - s.written
 	if lagBytes <= 0 {
 		s.behindFrom = time.Time{}
-	} else if at, exact := t.firstAbove(s.written); exact || s.behindFrom.IsZero() || at.Before(s.behindFrom) {
-		s.behindFrom = at
+	} else if s.behindFrom.IsZero() || s.behindOff != s.written {
+		// Beyond the ring's history the time is not known exactly; a slave
+		// still behind keeps the older time it was known to be behind from.
+		if at, exact := t.firstAbove(s.written); exact || s.behindFrom.IsZero() || at.Before(s.behindFrom) {
+			s.behindFrom = at
+		}
+		s.behindOff = s.written
 	}
 	reason := ""
 	switch {
 	case lagBytes > t.cfg.MaxLagBytes:
 		reason = "lag_bytes"
-	case s.written < t.leoAt(now.Add(-t.cfg.MaxLagTime)):
+	case lagBytes > 0 && (t.baseLEO > s.written || now.Sub(s.behindFrom) >= t.cfg.MaxLagTime):
 		reason = "lag_time"
 	}
 	in := reason == ""
@@ -494,26 +506,14 @@ func (t *Tracker) record(now time.Time, leo int64) {
 	t.ringLen++
 }
 
-// leoAt is the master's LEO at time at: the newest sample at or before it,
-// or baseLEO when at precedes them all.
-func (t *Tracker) leoAt(at time.Time) int64 {
-	for i := t.ringLen - 1; i >= 0; i-- {
-		s := t.ring[(t.ringHead+i)%ringSize]
-		if !s.at.After(at) {
-			return s.leo
-		}
-	}
-	return t.baseLEO
-}
-
 // firstAbove is the time of the oldest sample whose LEO is above off; exact
-// is false when even the oldest sample kept is above it (older history was
-// dropped, the true time is earlier).
+// is false when the LEO was above off already before the oldest sample
+// (the true time is earlier).
 func (t *Tracker) firstAbove(off int64) (at time.Time, exact bool) {
 	for i := 0; i < t.ringLen; i++ {
 		s := t.ring[(t.ringHead+i)%ringSize]
 		if s.leo > off {
-			return s.at, i > 0 || t.baseLEO <= off
+			return s.at, t.baseLEO <= off
 		}
 	}
 	return t.clk.Now(), true
