@@ -32,8 +32,9 @@
 //     bounded and the time test errs by at most that granule, towards
 //     staying in sync. The log the master started with (its first
 //     MasterProgress) counts as held long ago: a slave is in sync only
-//     once it holds it. Time is re-evaluated on every MasterProgress and
-//     Tick. Falling out and catching up are logged ("slave out of sync" at
+//     once it holds it. A slave out of sync (a new one too) comes back
+//     within half of both bounds, so one lagging near a bound does not flap.
+//     Time is re-evaluated on every MasterProgress and Tick. Falling out and catching up are logged ("slave out of sync" at
 //     Warn with a reason lag_bytes, lag_time or gone; "slave in sync" at
 //     Info) and counted (Stats.FallOuts, Stats.CatchUps).
 //   - Acks are checked (pitfall 5): a slave's written or durable end above

@@ -43,10 +43,12 @@ type Config struct {
 	// is committed (0: none; the HW is the master's own contribution).
 	SyncReplicas int
 	// MaxLagBytes: a slave whose written end is further than this behind
-	// the master's LEO is out of sync. Default 64 MiB.
+	// the master's LEO falls out of sync; it comes back within half of it.
+	// Default 64 MiB.
 	MaxLagBytes int64
 	// MaxLagTime: a slave that does not yet hold the LEO the master had this
-	// long ago is out of sync. Default 10 s.
+	// long ago falls out of sync; it comes back within half of it. Default
+	// 10 s.
 	MaxLagTime time.Duration
 	// AsyncFlush makes written ends (LEO) the contributions of master and
 	// slaves instead of durable ends: the group does not fsync per write.
@@ -465,11 +467,17 @@ func (t *Tracker) eval(s *slave, now time.Time, ev *events) {
 		}
 		s.behindOff = s.written
 	}
+	// Hysteresis: a slave out of sync comes back within half the bounds, so
+	// one lagging near a bound does not flap (and log) at every fetch.
+	maxBytes, maxTime := t.cfg.MaxLagBytes, t.cfg.MaxLagTime
+	if !s.inSync {
+		maxBytes, maxTime = maxBytes/2, maxTime/2
+	}
 	reason := ""
 	switch {
-	case lagBytes > t.cfg.MaxLagBytes:
+	case lagBytes > maxBytes:
 		reason = "lag_bytes"
-	case lagBytes > 0 && (t.baseLEO > s.written || now.Sub(s.behindFrom) >= t.cfg.MaxLagTime):
+	case lagBytes > 0 && (t.baseLEO > s.written || now.Sub(s.behindFrom) >= maxTime):
 		reason = "lag_time"
 	}
 	in := reason == ""
