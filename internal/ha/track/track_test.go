@@ -402,7 +402,7 @@ func TestLagTimeIsBoundedByOneGranule(t *testing.T) {
 	f.ack(1, 0, 0)
 	f.ack(2, 0, 0)
 	g := cfg.MaxLagTime / 32
-	nearMs := (cfg.MaxLagTime - 3*time.Millisecond).Milliseconds() // slave 1 holds the LEO of < MaxLagTime ago, also between step and ack
+	nearMs := (cfg.MaxLagTime - 3*time.Millisecond).Milliseconds()    // slave 1 holds the LEO of < MaxLagTime ago, also between step and ack
 	farMs := (cfg.MaxLagTime + g + 4*time.Millisecond).Milliseconds() // slave 2 beyond one granule more
 	var leo int64
 	for ms := int64(2); ms <= 25_000; ms += 2 {
