@@ -179,7 +179,13 @@ func runProperty(t *testing.T, seed uint64) {
 	}
 	m.leo += 1 << 30
 	tr.MasterProgress(m.leo, m.leo)
-	wg.Wait()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("parked Waits did not return")
+	}
 	close(results)
 	for r := range results {
 		if r.err == nil {

@@ -13,6 +13,19 @@ type result struct {
 	hw  int64 // HW seen right after Wait returned
 }
 
+// recv is the result of a Wait; a Wait that never returns fails the test
+// instead of hanging it.
+func recv(t *testing.T, ch <-chan result) result {
+	t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(10 * time.Second):
+		t.Fatal("Wait did not return")
+		return result{}
+	}
+}
+
 // goWait parks a Wait for end in its own goroutine; its result arrives on
 // the returned channel.
 func goWait(ctx context.Context, tr *Tracker, end int64) <-chan result {
@@ -37,13 +50,13 @@ func TestWaitAnswersInOrderAsTheHWMoves(t *testing.T) {
 	f.tr.MasterProgress(base+1000, base+1000)
 	parked(t, f.tr, 3) // the master alone commits nothing
 	f.ack(1, base+250, base+150)
-	if r := <-w100; r.err != nil || r.hw < r.end {
+	if r := recv(t, w100); r.err != nil || r.hw < r.end {
 		t.Fatalf("w100 %+v", r)
 	}
 	parked(t, f.tr, 2)
 	f.ack(1, base+300, base+300)
 	for _, w := range []<-chan result{w200, w300} {
-		if r := <-w; r.err != nil || r.hw < r.end {
+		if r := recv(t, w); r.err != nil || r.hw < r.end {
 			t.Fatalf("%+v", r)
 		}
 	}
@@ -63,7 +76,7 @@ func TestWaitTimesOutAndLeavesNoWaiter(t *testing.T) {
 	f.clk.Advance(2 * time.Second)
 	parked(t, f.tr, 1)
 	f.clk.Advance(time.Second)
-	if r := <-w; r.err != ErrTimeout {
+	if r := recv(t, w); r.err != ErrTimeout {
 		t.Fatalf("Wait = %v, want ErrTimeout", r.err)
 	}
 	parked(t, f.tr, 0)
@@ -76,7 +89,7 @@ func TestWaitTimesOutAndLeavesNoWaiter(t *testing.T) {
 	parked(t, f.tr, 50)
 	cancel2()
 	for _, w := range ws {
-		if r := <-w; r.err != ErrTimeout {
+		if r := recv(t, w); r.err != ErrTimeout {
 			t.Fatalf("%+v", r)
 		}
 	}
@@ -107,7 +120,7 @@ func TestParkedWaitsFailWhenTooFewStayInSync(t *testing.T) {
 				f.clk.Advance(f.tr.Config().MaxLagTime)
 				f.tr.Tick()
 			}
-			if r := <-w; r.err != ErrNotEnoughReplicas {
+			if r := recv(t, w); r.err != ErrNotEnoughReplicas {
 				t.Fatalf("Wait = %v, want ErrNotEnoughReplicas", r.err)
 			}
 			parked(t, f.tr, 0)
@@ -127,7 +140,7 @@ func TestWaitWithoutSyncReplicasFollowsTheMaster(t *testing.T) {
 	f.tr.MasterProgress(100, 99)
 	parked(t, f.tr, 1)
 	f.tr.MasterProgress(100, 100)
-	if r := <-w; r.err != nil || r.hw != 100 {
+	if r := recv(t, w); r.err != nil || r.hw != 100 {
 		t.Fatalf("%+v", r)
 	}
 }
