@@ -54,6 +54,9 @@
 //	t.Tick()                                           // every second or so: time-based lag
 //	store.SetCommitPoint(t.HW())
 //
+// After a restart, Restore(store.CommitPoint()) right after the first
+// MasterProgress keeps the commit point the group had reached.
+//
 // The master must report its own progress before it hands a slave's acks
 // over: an ack above the LEO the tracker knows is refused, so the fetch
 // server calls MasterProgress with the source's ends (which only grow)

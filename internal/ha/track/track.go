@@ -357,6 +357,21 @@ func (t *Tracker) Tick() {
 	t.emit(&ev)
 }
 
+// Restore raises the HW to hw, capped at the master's contribution: the
+// commit point the group had reached before a restart (the store's
+// persisted CommitPoint), so a restarted master neither reports a lower one
+// to its slaves nor waits for them to cover what was committed already.
+// Call it after the first MasterProgress. It never lowers the HW, and it
+// answers the waiters it covers.
+func (t *Tracker) Restore(hw int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	hw = min(hw, t.contribution(t.masterLEO, t.masterDurable))
+	if hw > t.hw {
+		t.raise(hw)
+	}
+}
+
 // HW returns the commit point. It never decreases.
 func (t *Tracker) HW() int64 {
 	t.mu.Lock()
@@ -558,9 +573,14 @@ func (t *Tracker) advance() {
 		hw = min(hw, c[len(c)-k])
 		t.scratch = c[:0]
 	}
-	if hw <= t.hw {
-		return
+	if hw > t.hw {
+		t.raise(hw)
 	}
+}
+
+// raise sets the HW to hw (above the current one) and answers the waiters
+// it covers.
+func (t *Tracker) raise(hw int64) {
 	t.hw = hw
 	for t.waiters.Len() > 0 && t.waiters[0].end <= hw {
 		w := heap.Pop(&t.waiters).(*waiter)

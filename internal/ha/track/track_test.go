@@ -483,3 +483,24 @@ func parked(t *testing.T, tr *Tracker, n int) {
 		runtime.Gosched()
 	}
 }
+
+func TestRestoreRaisesTheHWUpToTheMaster(t *testing.T) {
+	base := int64(1<<31 + 9)
+	f := newFixture(t, cfgWith(1, false))
+	f.tr.MasterProgress(base+1000, base+900)
+	f.ack(1, base+1000, base+100)
+	f.wantHW(base + 100)
+	w := goWait(context.Background(), f.tr, base+500)
+	parked(t, f.tr, 1)
+	f.tr.Restore(base + 5000) // above what the master holds: capped
+	f.wantHW(base + 900)
+	if r := recv(t, w); r.err != nil {
+		t.Fatalf("Wait = %v", r.err)
+	}
+	f.tr.Restore(base) // lower: ignored
+	f.wantHW(base + 900)
+	f.ack(1, base+1000, base+1000)
+	f.wantHW(base + 900) // the master's durable end bounds it
+	f.tr.MasterProgress(base+1000, base+1000)
+	f.wantHW(base + 1000)
+}
