@@ -504,3 +504,20 @@ func TestRestoreRaisesTheHWUpToTheMaster(t *testing.T) {
 	f.tr.MasterProgress(base+1000, base+1000)
 	f.wantHW(base + 1000)
 }
+
+func TestManySlavesFallOutAtOnceAllLogged(t *testing.T) {
+	f := newFixture(t, cfgWith(3, false))
+	f.tr.MasterProgress(0, 0)
+	for id := int64(1); id <= 6; id++ {
+		f.ack(id, 0, 0)
+	}
+	f.wantInSync(1, 2, 3, 4, 5, 6)
+	f.tr.MasterProgress(5000, 5000) // every slave beyond MaxLagBytes
+	f.wantInSync()
+	if got := f.logs.Lines("reason=lag_bytes"); len(got) != 6 {
+		t.Fatalf("%d fall-out lines, want 6:\n%s", len(got), f.logs)
+	}
+	if st := f.tr.Stats(); st.FallOuts != 6 || st.InSync != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
