@@ -193,9 +193,9 @@ type Log struct {
 	// (raw.go). Durable and Flushed never pass it.
 	whole atomic.Int64
 	// wsig wakes WaitWritten (raw.go).
-	wsig writtenSignal
-	failed  atomic.Bool
-	busy    atomic.Bool // a waiter is older than BusyAfter (sweeper)
+	wsig   writtenSignal
+	failed atomic.Bool
+	busy   atomic.Bool // a waiter is older than BusyAfter (sweeper)
 
 	appendc    chan []*request // the requests of one submission
 	syncc      chan syncJob    // writer -> flusher, FlushSync only
@@ -284,10 +284,10 @@ type request struct {
 	// rawOff (AppendRaw) instead of msgs.
 	raw    []byte
 	rawOff int64
-	self [1]*request // self[0] is the request: a submission of it alone
-	size int
-	done chan struct{}
-	cb   func(Result, error)
+	self   [1]*request // self[0] is the request: a submission of it alone
+	size   int
+	done   chan struct{}
+	cb     func(Result, error)
 	// many and idx: AppendMany's callback and the group's index in it.
 	many   func(int, Result, error)
 	idx    int
