@@ -57,6 +57,10 @@ type Store struct {
 	listeners []Listener
 
 	diskFull  atomic.Bool
+	// The commit point (replica.go): once cpEnabled, nothing at or past
+	// commitPoint is dispatched.
+	cpEnabled   atomic.Bool
+	commitPoint atomic.Int64
 	retention retention
 	lost      lostCounts
 
@@ -108,6 +112,12 @@ func (s *Store) open() error {
 	recoverFrom := int64(-1)
 	if !rebuild {
 		recoverFrom = min(cp.Dispatched, cp.LogFlushed)
+	}
+	if cfg.CommitPoint {
+		// What was dispatched before was below the commit point then;
+		// the rest waits for the commit point to pass it again.
+		s.commitPoint.Store(cp.Dispatched)
+		s.cpEnabled.Store(true)
 	}
 	if s.queues, err = openQueueSet(cfg); err != nil {
 		return err
@@ -179,7 +189,7 @@ func (s *Store) open() error {
 // replay makes a dispatcher that starts at from and runs it to the end of
 // the log synchronously.
 func (s *Store) replay(from int64) error {
-	d := dispatch.New(s.clog, []dispatch.Sink{s.queues, s.index}, from, dispatch.Options{
+	d := dispatch.New(logSource{s}, []dispatch.Sink{s.queues, s.index}, from, dispatch.Options{
 		FS:                 s.cfg.FS,
 		Dir:                s.cfg.Dir,
 		SegmentBytes:       s.cfg.SegmentBytes,
@@ -361,10 +371,11 @@ func (s *Store) Written() int64 { return s.clog.Written() }
 // consume queues and the index.
 func (s *Store) Dispatched() int64 { return s.disp.Load().Dispatched() }
 
-// WaitDispatched returns once every message durable now is in its consume
-// queue and the index (so lookups find it), or with ctx's error.
+// WaitDispatched returns once every message durable now (and below the
+// commit point, when it is enabled) is in its consume queue and the index
+// (so lookups find it), or with ctx's error.
 func (s *Store) WaitDispatched(ctx context.Context) error {
-	return s.disp.Load().WaitDispatched(ctx, s.clog.Durable())
+	return s.disp.Load().WaitDispatched(ctx, s.visibleEnd())
 }
 
 // CommitLogMinOffset is the oldest commit-log offset still stored.

@@ -139,7 +139,9 @@ func (l *Log) ReadRaw(off int64, max int) ([]byte, error) {
 }
 
 // AppendRaw appends b, bytes of a master's log starting at off, byte for
-// byte at the same offsets. off must be Written(). It goes through the
+// byte at the same offsets. off must be Written(), except that an empty
+// log (no segment yet) may start at any segment start past its end: a
+// fresh slave copies from its master's oldest retained byte. It goes through the
 // writer like every append: under FlushSync it returns once b is durable,
 // under FlushAsync once written. Bytes that are not records of this
 // log's layout at their offsets are refused with nothing written
@@ -183,6 +185,10 @@ func (l *Log) writeRaw(r *request) (synced bool) {
 		l.retryForProbe()
 	}
 	start := l.written.Load()
+	if r.rawOff != start && l.canStartAt(r.rawOff) {
+		l.startAt(r.rawOff)
+		start = r.rawOff
+	}
 	if r.rawOff != start {
 		l.finish(r, Result{}, fmt.Errorf("%w: a raw append at %d, but the log ends at %d", ErrBadOffset, r.rawOff, start))
 		return
@@ -255,6 +261,26 @@ func (l *Log) writeRaw(r *request) (synced bool) {
 		l.prepareAhead(pos)
 	}
 	return true
+}
+
+// canStartAt reports whether an empty log may start at off instead of its
+// end: a fresh slave copies its master's log from the master's oldest byte,
+// a segment start. Writer (wmu).
+func (l *Log) canStartAt(off int64) bool {
+	l.segMu.RLock()
+	empty := len(l.segments) == 0
+	l.segMu.RUnlock()
+	return empty && l.tail == nil && off > l.written.Load() && off%l.opts.SegmentBytes == 0 &&
+		l.whole.Load() == l.written.Load() && len(l.raw.carry) == 0 && l.raw.blankEnd == 0
+}
+
+// startAt makes the empty log start at off. Writer (wmu).
+func (l *Log) startAt(off int64) {
+	l.removeSpare()
+	l.log.Info("the log starts at the master's oldest byte", "offset", off)
+	l.written.Store(off)
+	l.flushed.Store(off)
+	l.whole.Store(off)
 }
 
 // scanRaw checks b, the bytes at start, against the records already

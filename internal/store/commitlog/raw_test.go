@@ -62,7 +62,12 @@ func ship(t *testing.T, master, slave *Log, ends map[int64]bool, rnd *rand.Rand)
 
 func sameFiles(t *testing.T, a, b vfs.FS, upTo int64, segBytes int64) {
 	t.Helper()
-	for start := int64(0); start < upTo; start += segBytes {
+	sameFilesFrom(t, a, b, 0, upTo, segBytes)
+}
+
+func sameFilesFrom(t *testing.T, a, b vfs.FS, from, upTo int64, segBytes int64) {
+	t.Helper()
+	for start := from; start < upTo; start += segBytes {
 		name := path.Join("log", SegmentName(start))
 		x, _, err := vfs.ReadFile(a, name)
 		if err != nil {
@@ -266,5 +271,60 @@ func TestReadRawBounds(t *testing.T) {
 	}
 	if b, err := l.ReadRaw(8192, 10); err != nil || len(b) != 10 {
 		t.Fatalf("ReadRaw at the oldest segment: %d bytes, %v", len(b), err)
+	}
+}
+
+// startLogAt makes the log in fsys begin at start, as a log whose older
+// segments retention removed does: an empty segment file named by start.
+func startLogAt(t *testing.T, fsys vfs.FS, start int64) {
+	t.Helper()
+	if err := vfs.MkdirAllDurable(fsys, "log"); err != nil {
+		t.Fatal(err)
+	}
+	f, err := fsys.Create(path.Join("log", SegmentName(start)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+}
+
+func TestRawAboveFourGiB(t *testing.T) {
+	const start = 1<<32 - 2*4096
+	mfs, sfs := vfs.NewMem(), vfs.NewMem()
+	startLogAt(t, mfs, start)
+	master := openLog(t, mfs, Options{})
+	defer master.Close()
+	if master.Written() != start {
+		t.Fatalf("the master's log starts at %d, want %d", master.Written(), start)
+	}
+	ends := fillMaster(t, master, 120)
+	if master.Written() < 1<<32+4096 {
+		t.Fatalf("the master's log ends at %d: want it well past 2^32", master.Written())
+	}
+	slave := openLog(t, sfs, Options{})
+	defer slave.Close()
+	// A fresh slave starts at the master's oldest byte; not inside a
+	// segment.
+	if _, err := slave.AppendRaw(start+100, []byte{1}); !errors.Is(err, ErrBadOffset) {
+		t.Fatalf("AppendRaw inside a segment on an empty log: %v, want ErrBadOffset", err)
+	}
+	b, err := master.ReadRaw(master.MinOffset(), 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := slave.AppendRaw(master.MinOffset(), b); err != nil {
+		t.Fatal(err)
+	}
+	if slave.MinOffset() != start {
+		t.Fatalf("the slave's log starts at %d, want %d", slave.MinOffset(), start)
+	}
+	ship(t, master, slave, ends, rand.New(rand.NewPCG(3, 3)))
+	if slave.Durable() != master.Durable() {
+		t.Fatalf("slave durable %d, master %d", slave.Durable(), master.Durable())
+	}
+	sameFilesFrom(t, mfs, sfs, start, master.Written(), 4096)
+	got := readAll(t, slave)
+	if len(got) != 120 || got[119].PhysicalOffset < 1<<32 {
+		t.Fatalf("the slave reads %d records, the last at %d", len(got), got[len(got)-1].PhysicalOffset)
 	}
 }

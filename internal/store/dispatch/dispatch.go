@@ -26,6 +26,13 @@ type Source interface {
 	SegmentStart(off int64) int64
 }
 
+// minOffsetSource is a Source that knows where its log starts. Dispatching
+// that stands below it moves up to it.
+type minOffsetSource interface {
+	Source
+	MinOffset() int64
+}
+
 // Sink receives every record in log order. Dispatch may keep nothing of r
 // after it returns. Flush makes what was dispatched durable.
 type Sink interface {
@@ -209,6 +216,14 @@ func (d *Dispatcher) step() {
 // run dispatches [Dispatched, to).
 func (d *Dispatcher) run(to int64) error {
 	pos := d.dispatched.Load()
+	if m, ok := d.src.(minOffsetSource); ok && pos < to {
+		if first := m.MinOffset(); pos < first && first <= to {
+			// The log starts past where dispatching stood: a replica's log
+			// that begins at its master's oldest byte.
+			pos = first
+			d.dispatched.Store(pos)
+		}
+	}
 	for pos < to {
 		segEnd := d.src.SegmentStart(pos) + d.opts.SegmentBytes
 		end := min(to, segEnd, pos+int64(len(d.buf)))
