@@ -56,13 +56,13 @@ type Store struct {
 	listenMu  sync.RWMutex
 	listeners []Listener
 
-	diskFull  atomic.Bool
+	diskFull atomic.Bool
 	// The commit point (replica.go): once cpEnabled, nothing at or past
 	// commitPoint is dispatched.
 	cpEnabled   atomic.Bool
 	commitPoint atomic.Int64
-	retention retention
-	lost      lostCounts
+	retention   retention
+	lost        lostCounts
 
 	closeOnce sync.Once
 	closeErr  error
@@ -196,6 +196,7 @@ func (s *Store) replay(from int64) error {
 		MaxRecordBytes:     s.cfg.MaxMessageBytes,
 		CheckpointInterval: s.cfg.CheckpointInterval,
 		Digest:             s.queues.digest,
+		Bounded:            s.cpEnabled.Load,
 		Clock:              s.cfg.Clock,
 		Logger:             s.cfg.Logger,
 	})
