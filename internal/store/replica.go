@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/petrelmq/petrel/internal/message"
 	"github.com/petrelmq/petrel/internal/store/commitlog"
+	"github.com/petrelmq/petrel/internal/store/dispatch"
 )
 
 // Replication (replication.md §2.5): a master's log is shipped byte for
@@ -134,3 +136,47 @@ func (l logSource) Durable() int64                   { return l.s.visibleEnd() }
 func (l logSource) Flushed() int64                   { return l.s.clog.Flushed() }
 func (l logSource) SegmentStart(off int64) int64     { return l.s.clog.SegmentStart(off) }
 func (l logSource) MinOffset() int64                 { return l.s.clog.MinOffset() }
+
+// nextQueueOffset is the queue offset the commit-log writer gives the next
+// record of a queue it has not written since Open: past the queue's
+// entries, and past the records above the commit point its queue does not
+// hold yet.
+func (s *Store) nextQueueOffset(topic string, qid int32) int64 {
+	n := s.queues.maxOffset(topic, qid)
+	if v, ok := s.undispatchedNext[queueKey{topic, qid}]; ok && v > n {
+		return v
+	}
+	return n
+}
+
+// followUndispatched reads the records of the log from from (where
+// dispatching stopped at the commit point) to its durable end, and notes
+// each queue's offset after them (nextQueueOffset).
+func (s *Store) followUndispatched(from int64) error {
+	if from >= s.clog.Durable() {
+		return nil
+	}
+	next := make(map[queueKey]int64)
+	d := dispatch.New(s.clog, []dispatch.Sink{nextSink(next)}, from, dispatch.Options{
+		SegmentBytes:   s.cfg.SegmentBytes,
+		MaxRecordBytes: s.cfg.MaxMessageBytes,
+		Clock:          s.cfg.Clock,
+		Logger:         s.cfg.Logger,
+	})
+	if err := d.Replay(); err != nil {
+		return fmt.Errorf("store: read the records above the commit point: %w", err)
+	}
+	s.undispatchedNext = next
+	return nil
+}
+
+// nextSink notes the queue offset after each record.
+type nextSink map[queueKey]int64
+
+func (n nextSink) Dispatch(r message.Record) error {
+	k := queueKey{string(r.Topic()), r.QueueID()}
+	n[k] = max(n[k], r.QueueOffset()+1)
+	return nil
+}
+
+func (n nextSink) Flush() error { return nil }

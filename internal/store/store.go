@@ -61,6 +61,10 @@ type Store struct {
 	// commitPoint is dispatched.
 	cpEnabled   atomic.Bool
 	commitPoint atomic.Int64
+	// undispatchedNext is, per queue, the queue offset after the records
+	// the log held past the commit point at Open (set before Open
+	// returns, read-only after).
+	undispatchedNext map[queueKey]int64
 	retention   retention
 	lost        lostCounts
 
@@ -133,7 +137,7 @@ func (s *Store) open() error {
 		SyncFlushTimeout: cfg.SyncFlushTimeout,
 		PageCacheBytes:   max(cfg.PageCacheBytes, 0),
 		RecoverFrom:      recoverFrom,
-		NextQueueOffset:  s.queues.maxOffset,
+		NextQueueOffset:  s.nextQueueOffset,
 		OnDurable: func(int64) {
 			if d := s.disp.Load(); d != nil {
 				d.Notify()
@@ -177,6 +181,11 @@ func (s *Store) open() error {
 		return err
 	}
 	d := s.disp.Load()
+	if cfg.CommitPoint {
+		if err := s.followUndispatched(d.Dispatched()); err != nil {
+			return err
+		}
+	}
 	if err := d.Checkpoint(); err != nil {
 		return fmt.Errorf("store: checkpoint after recovery: %w", err)
 	}

@@ -229,6 +229,7 @@ type Log struct {
 	queueOffsets map[queueKey]int64
 	buf          []byte
 	raw          rawState // a replicated tail cut inside a record (raw.go)
+	rawDone      []rawRecordDone
 	tail         *segment
 	undo         []undoEntry
 	// spare holds the prepared segments after the tail, in order

@@ -235,9 +235,7 @@ func (l *Log) writeRaw(r *request) (synced bool) {
 		l.syncSegments(rolled)
 	}
 	l.raw = next
-	// The writer's queue offsets do not follow replicated records: a
-	// message append after them starts from Options.NextQueueOffset.
-	clear(l.queueOffsets)
+	l.followQueueOffsets()
 	l.written.Store(pos)
 	l.whole.Store(whole)
 	l.grew()
@@ -283,12 +281,40 @@ func (l *Log) startAt(off int64) {
 	l.whole.Store(off)
 }
 
+// followQueueOffsets moves the writer's next queue offsets past the
+// records scanRaw found whole (rawDone), so that message appends after
+// replicated records (a slave that becomes master) go on from the master's
+// queue offsets. Writer (wmu).
+func (l *Log) followQueueOffsets() {
+	for _, d := range l.rawDone {
+		if l.queueOffsets[d.key] < d.next {
+			l.queueOffsets[d.key] = d.next
+		}
+	}
+	clear(l.rawDone)
+	l.rawDone = l.rawDone[:0]
+}
+
+// rawRecordDone is a record a raw append completed: its queue and the
+// queue offset after it.
+type rawRecordDone struct {
+	key  queueKey
+	next int64
+}
+
+// doneRecord notes the whole record rec for followQueueOffsets. Writer.
+func (l *Log) doneRecord(rec message.Record) {
+	l.rawDone = append(l.rawDone, rawRecordDone{key: queueKey{string(rec.Topic()), rec.QueueID()}, next: rec.QueueOffset() + 1})
+}
+
 // scanRaw checks b, the bytes at start, against the records already
 // written, and returns the raw state after them and the end of their last
 // whole record. It changes nothing. Writer (wmu).
 func (l *Log) scanRaw(start int64, b []byte) (rawState, int64, error) {
 	st := l.raw
 	whole := l.whole.Load()
+	clear(l.rawDone)
+	l.rawDone = l.rawDone[:0]
 	at := start // offset of b[i]
 	i := 0
 	for {
@@ -335,6 +361,7 @@ func (l *Log) scanRaw(start int64, b []byte) (rawState, int64, error) {
 					return st, whole, fmt.Errorf("%w: the record at %d does not check whole", ErrBadRaw, whole)
 				}
 			}
+			l.doneRecord(message.Record(st.carry[:n]))
 			whole += int64(n)
 			st.carry = nil
 		}
@@ -352,6 +379,7 @@ func (l *Log) scanRaw(start int64, b []byte) (rawState, int64, error) {
 			st.blankEnd = at + int64(n)
 			continue
 		}
+		l.doneRecord(message.Record(b[i : i+n]))
 		i += n
 		at += int64(n)
 		whole = at

@@ -110,6 +110,20 @@ func TestRawCopyIsByteIdentical(t *testing.T) {
 					t.Fatalf("record %d: slave %+v, master %+v", i, got[i], want[i])
 				}
 			}
+			// A slave that takes appends (a promoted one) goes on from the
+			// master's queue offsets.
+			for q := range int32(3) {
+				a, b := testMsg("T", q, "next"), testMsg("T", q, "next")
+				if _, err := master.Append(a); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := slave.Append(b); err != nil {
+					t.Fatal(err)
+				}
+				if a.QueueOffset != b.QueueOffset || a.QueueOffset != 40 || a.PhysicalOffset != b.PhysicalOffset {
+					t.Fatalf("queue %d: master appends at %d/%d, slave at %d/%d; want queue offset 40", q, a.QueueOffset, a.PhysicalOffset, b.QueueOffset, b.PhysicalOffset)
+				}
+			}
 		})
 	}
 }
