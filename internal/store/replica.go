@@ -34,6 +34,9 @@ var (
 	ErrSegmentMismatch = commitlog.ErrSegmentMismatch
 	// ErrBadRaw: the bytes are not records at their offsets.
 	ErrBadRaw = commitlog.ErrBadRaw
+	// ErrBadOffset: a raw append not at the log's end, or a raw read past
+	// it.
+	ErrBadOffset = commitlog.ErrBadOffset
 )
 
 // AppendRaw appends b, bytes of the master's commit log from offset off,

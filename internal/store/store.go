@@ -65,8 +65,8 @@ type Store struct {
 	// the log held past the commit point at Open (set before Open
 	// returns, read-only after).
 	undispatchedNext map[queueKey]int64
-	retention   retention
-	lost        lostCounts
+	retention        retention
+	lost             lostCounts
 
 	closeOnce sync.Once
 	closeErr  error
