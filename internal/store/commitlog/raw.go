@@ -352,7 +352,10 @@ func (l *Log) scanRaw(start int64, b []byte) (rawState, int64, error) {
 			}
 			if kind == rawShort {
 				if !fill(int(int32(binary.BigEndian.Uint32(st.carry)))) {
-					return st, whole, nil
+					// Still cut: refuse now what the bytes in already
+					// show to be damaged.
+					_, _, err := l.checkRaw(st.carry, whole)
+					return st, whole, err
 				}
 				if kind, n, err = l.checkRaw(st.carry, whole); err != nil {
 					return st, whole, err
