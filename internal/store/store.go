@@ -373,8 +373,10 @@ func (s *Store) Durable() int64 { return s.clog.Durable() }
 
 // Written is the commit-log offset below which records were handed to the
 // OS, durable or not: under sync flush it runs ahead of Durable while a
-// group's fsync is in flight. For tests and diagnostics; nothing between
-// Durable and Written may be served.
+// group's fsync is in flight, and on a slave it may end inside a record a
+// raw append cut. It is the log end replication ships up to and appends
+// at (ReadRaw, AppendRaw); nothing between Durable and Written may be
+// served to consumers.
 func (s *Store) Written() int64 { return s.clog.Written() }
 
 // Dispatched is the commit-log offset below which messages are in their
