@@ -41,6 +41,10 @@ type Config struct {
 	// ReplicationTimeout bounds the wait for the slaves, by Clock.
 	// Default 3 s.
 	ReplicationTimeout time.Duration
+	// ReplicationStatus, when set, reports the replication state
+	// (replstatus.go) for runtime info and metrics; it must be quick and
+	// safe for concurrent use. Default nil: not replicated.
+	ReplicationStatus func() ReplicationInfo
 	// StoreHost is the client-facing address. Default: the store's
 	// StoreHost. Its IPv4 bytes seed the UNIQ_KEY given to batch items.
 	StoreHost netip.AddrPort
