@@ -24,6 +24,9 @@ type ReplicaInfo struct {
 	// InSync: within the lag bounds (a master's view; a slave's own
 	// report says whether its fetches are being answered).
 	InSync bool
+	// FallOuts counts the times the slave fell out of sync since the
+	// master started (a master's view).
+	FallOuts uint64
 }
 
 // ReplicationStatus returns Config.ReplicationStatus's answer, or false
