@@ -30,6 +30,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/petrelmq/petrel/internal/ha/track"
 	"github.com/petrelmq/petrel/internal/message"
 	"github.com/petrelmq/petrel/internal/store/meta"
 )
@@ -75,16 +76,15 @@ type Replicator interface {
 	WaitReplicated(ctx context.Context, end int64) error
 }
 
-// The Replicator's sentinel errors. They match ha/track's ErrTimeout and
-// ErrNotEnoughReplicas; the daemon's adapter returns these (or, once the
-// broker imports ha/track, they become aliases of track's).
+// The Replicator's sentinel errors: ha/track's, so that a Replicator
+// over a track.Tracker passes its Wait's errors on unchanged.
 var (
 	// ErrReplicationTimeout: the commit point did not cover the send
 	// within ReplicationTimeout (FLUSH_SLAVE_TIMEOUT).
-	ErrReplicationTimeout = errors.New("broker: replication timed out")
+	ErrReplicationTimeout = track.ErrTimeout
 	// ErrNotEnoughReplicas: fewer slaves are in sync than required
 	// (SLAVE_NOT_AVAILABLE).
-	ErrNotEnoughReplicas = errors.New("broker: not enough in-sync replicas")
+	ErrNotEnoughReplicas = track.ErrNotEnoughReplicas
 	// ErrNotMaster is the cause of every refusal of a slave (fronts may map
 	// it to their protocol's "not the master" code).
 	ErrNotMaster = errors.New("broker: not the master")

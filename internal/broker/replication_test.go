@@ -7,8 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/petrelmq/petrel/internal/clock"
+	"github.com/petrelmq/petrel/internal/ha/track"
 	"github.com/petrelmq/petrel/internal/message"
 	"github.com/petrelmq/petrel/internal/store"
+	"github.com/petrelmq/petrel/internal/store/storetest"
 )
 
 // fakeRepl is a Replicator whose commit point the test moves. Each check
@@ -302,5 +305,47 @@ func TestRoleForID(t *testing.T) {
 	c.Role = Role(5)
 	if err := c.Validate(); err == nil {
 		t.Fatal("an unknown role passed Validate")
+	}
+}
+
+// trackRepl is the daemon's adapter in small: a track.Tracker as the
+// broker's Replicator.
+type trackRepl struct{ *track.Tracker }
+
+func (r trackRepl) WaitReplicated(ctx context.Context, end int64) error { return r.Wait(ctx, end) }
+
+// TestSyncReplicationOverTheTracker: with ha/track's tracker as the
+// Replicator (one sync replica), a send is SLAVE_NOT_AVAILABLE while no
+// slave is in sync, waits once one is, and is SEND_OK only when the
+// slave's durable ack covers its record, not when the master's does.
+func TestSyncReplicationOverTheTracker(t *testing.T) {
+	clk := clock.NewManual(t0)
+	cfg := track.DefaultConfig()
+	cfg.SyncReplicas = 1
+	tr := track.New(cfg, clk, storetest.Logger(t))
+	e := newEnv(t, func(_ *store.Config, c *Config) { c.Clock = clk; c.Replicator = trackRepl{tr} })
+	e.createTopic("T", 1)
+	if a := awaitAnswer(t, sendAsync(e.b, sendReq("T", 0, "nobody"))); a.err != nil || a.res.Status != SendSlaveNotAvailable {
+		t.Fatalf("without a slave: %+v %v, want SLAVE_NOT_AVAILABLE", a.res, a.err)
+	}
+	d := e.st.Durable()
+	tr.MasterProgress(d, d)
+	if err := tr.SlaveProgress(1, d, d); err != nil {
+		t.Fatal(err)
+	}
+	ch := sendAsync(e.b, sendReq("T", 0, "replicated"))
+	e.waitMax("T", 0, 2) // stored (and durable) on the master
+	end := e.st.Durable()
+	tr.MasterProgress(end, end)
+	notAnswered(t, ch, "with only the master holding the record")
+	if err := tr.SlaveProgress(1, end, end-1); err != nil {
+		t.Fatal(err)
+	}
+	notAnswered(t, ch, "with the slave's durable end one byte short")
+	if err := tr.SlaveProgress(1, end, end); err != nil {
+		t.Fatal(err)
+	}
+	if a := awaitAnswer(t, ch); a.err != nil || a.res.Status != SendOK {
+		t.Fatalf("after the slave's ack: %+v %v, want SEND_OK", a.res, a.err)
 	}
 }
