@@ -279,3 +279,25 @@ func (b *Broker) replicatedTopic(name string) (meta.Topic, bool) {
 	n := qs[len(qs)-1] + 1
 	return meta.Topic{Name: name, ReadQueueNums: n, WriteQueueNums: n, Perm: meta.PermRead, TopicFilterType: "SINGLE_TAG"}, true
 }
+
+// awaitReplicated blocks, under sync replication, until the commit point
+// covers msgs (stored), for the writes answered on a request goroutine
+// rather than through SendBatch (a consumer's send-back). A failed wait is
+// KindSystemError, as RocketMQ answers a send-back whose put was not
+// PUT_OK: the consumer then sends the retry itself, a duplicate rather
+// than a loss.
+func (b *Broker) awaitReplicated(msgs []*message.Message, what string) error {
+	if !b.syncReplication() {
+		return nil
+	}
+	ch := make(chan error, 1)
+	b.repl.wait(recordsEnd(msgs), func(err error) { ch <- err })
+	err := <-ch
+	if err == nil {
+		return nil
+	}
+	if res := b.replicated(SendResult{}, err); res.Status == SendSlaveNotAvailable {
+		return errorf(KindSystemError, err, "%s was stored on broker %s but too few slaves are in sync to replicate it (SLAVE_NOT_AVAILABLE)", what, b.cfg.BrokerName)
+	}
+	return errorf(KindSystemError, err, "%s was stored on broker %s but its slaves did not confirm it in time (FLUSH_SLAVE_TIMEOUT)", what, b.cfg.BrokerName)
+}

@@ -349,3 +349,39 @@ func TestSyncReplicationOverTheTracker(t *testing.T) {
 		t.Fatalf("after the slave's ack: %+v %v, want SEND_OK", a.res, a.err)
 	}
 }
+
+// TestSendBackWaitsForTheSlaves: under sync replication a consumer's
+// send-back is answered once the commit point covers its retry copy; when
+// the slaves cannot confirm it, it is refused (SYSTEM_ERROR, as RocketMQ
+// answers a send-back whose put was not PUT_OK) so the consumer sends the
+// retry itself.
+func TestSendBackWaitsForTheSlaves(t *testing.T) {
+	f := newFakeRepl()
+	f.set(1<<40, false)
+	e := newEnv(t, withRepl(f))
+	e.createTopic("T", 1)
+	e.send("T", 0, "work", "UNIQ_KEY", "ID1")
+	orig := e.mustPull(pullReq("g", "T", 0, 0).withSub("*")).recs[0]
+	f.set(e.st.Durable(), false) // the retry copy will be above the commit point
+	back := func() chan error {
+		ch := make(chan error, 1)
+		go func() {
+			_, err := e.b.SendBack(context.Background(), &SendBackRequest{Offset: orig.PhysicalOffset, Group: "g", MaxReconsumeTimes: 2, OriginMsgID: "ID1"})
+			ch <- err
+		}()
+		return ch
+	}
+	ch := back()
+	end := f.nextPoll(t)
+	select {
+	case err := <-ch:
+		t.Fatalf("send-back answered (%v) before the commit point covered its copy", err)
+	default:
+	}
+	f.set(end, false)
+	if err := <-ch; err != nil {
+		t.Fatalf("send-back after the slaves confirmed: %v", err)
+	}
+	f.set(e.st.Durable(), true)
+	wantKind(t, <-back(), KindSystemError, "SLAVE_NOT_AVAILABLE")
+}

@@ -108,6 +108,9 @@ func (b *Broker) SendBack(ctx context.Context, req *SendBackRequest) (SendBackRe
 	if _, err := b.sendResult([]*message.Message{out}, 0, b.st.Put(out)); err != nil {
 		return SendBackResult{}, err
 	}
+	if err := b.awaitReplicated([]*message.Message{out}, "the retry copy"); err != nil {
+		return SendBackResult{}, err
+	}
 	if res.DLQ {
 		b.log.Info("message moved to the dead-letter queue", "group", req.Group, "topic", origTopic,
 			"offset", req.Offset, "attempts", res.Attempts, "dlq", res.Topic)
