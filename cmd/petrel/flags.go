@@ -51,6 +51,7 @@ type options struct {
 	cpuProfile    string
 	grpc          grpcOptions
 	remoting      remotingOptions
+	repl          replOptions // replication.go
 }
 
 func addCommonFlags(fl *pflag.FlagSet, o *options) {

@@ -45,6 +45,7 @@ with the name server).`,
 	addCommonFlags(cmd.Flags(), o)
 	addNamesrvFlags(cmd.Flags(), o)
 	addBrokerFlags(cmd.Flags(), o)
+	addReplicationFlags(cmd.Flags(), &o.repl, true)
 	addRemotingFlags(cmd.Flags(), &o.remoting)
 	return cmd
 }
@@ -119,6 +120,7 @@ consumers on --broker-listen and registers with every name server in
 	}
 	addCommonFlags(cmd.Flags(), o)
 	addBrokerFlags(cmd.Flags(), o)
+	addReplicationFlags(cmd.Flags(), &o.repl, false)
 	addRemotingFlags(cmd.Flags(), &o.remoting)
 	cmd.Flags().StringVar(&o.namesrv, "namesrv", "", "name servers to register with, semicolon-separated ip:port")
 	return cmd
@@ -200,6 +202,9 @@ func runBroker(ctx context.Context, o *options, nameServers []string, out io.Wri
 	if err := o.grpc.apply(&dcfg); err != nil {
 		return err
 	}
+	if err := o.repl.apply(&dcfg); err != nil {
+		return err
+	}
 	b, err := daemon.StartBroker(dcfg)
 	if err != nil {
 		return err
@@ -212,6 +217,9 @@ func runBroker(ctx context.Context, o *options, nameServers []string, out io.Wri
 		fmt.Fprintf(out, "petrel: gRPC (RocketMQ 5.x) listening on %s (%s)\n", a, o.grpc.describe(dir))
 	}
 	fmt.Fprintf(out, "petrel: data dir %s (flush %s)\n", dir, o.flush)
+	if o.repl.fl != nil && (!o.repl.server || dcfg.HA.Listen != "" || dcfg.HA.SyncReplicas > 0) {
+		fmt.Fprintf(out, "petrel: %s\n", o.repl.describe(dcfg))
+	}
 	if started != nil {
 		started()
 	}

@@ -180,6 +180,9 @@ func (b *Broker) errNoGroup(group string) *Error {
 // and would otherwise commit it again. Errors: KindTopicNotExist,
 // KindGroupNotExist, KindSystemError (the pop state could not be written).
 func (b *Broker) ResetOffset(group, topic string, timestampMS int64) (map[int32]int64, error) {
+	if err := b.refuseOnSlave(KindSystemError, "offset resets"); err != nil {
+		return nil, err
+	}
 	t, ok := b.meta.Topic(topic)
 	if !ok {
 		return nil, errorf(KindTopicNotExist, nil, "topic %q does not exist on broker %s", topic, b.cfg.BrokerName)

@@ -55,6 +55,9 @@ type Broker struct {
 	jumps  offsetJumps   // logged offset jumps, offsetjump.go
 	sends  sendWork      // goroutines of sends that had to wait, sendbatch.go
 	faults faultHooks    // test-only faults (build tag verifyfault), faults_*.go
+
+	role atomic.Int32 // Role, replication.go
+	repl *replWaiter  // nil: sends do not wait for slaves, replication.go
 }
 
 // New returns a broker over st, an open message store, and md, its metadata
@@ -85,6 +88,7 @@ func New(st store.MessageStore, md meta.Tables, cfg Config) (*Broker, error) {
 		locks: make(map[lockKey]lockEntry),
 	}
 	b.uniq.init(cfg.StoreHost, cfg.Clock.Now())
+	b.role.Store(int32(cfg.Role))
 	if err := b.initFaults(); err != nil {
 		return nil, err
 	}
@@ -121,10 +125,12 @@ func New(st store.MessageStore, md meta.Tables, cfg Config) (*Broker, error) {
 		return nil, errorf(KindSystemError, err, "pop consumption state cannot be loaded")
 	}
 	st.AddListener(b.onArrived)
+	b.startReplication()
 	b.kickTimers(TimerTopic) // what was dispatched since the replay
 	b.armExpiry()
 	b.startStats()
-	b.log.Info("broker started", "cluster", cfg.ClusterName, "broker_id", cfg.BrokerID,
+	b.log.Info("broker started", "cluster", cfg.ClusterName, "broker_id", cfg.BrokerID, "role", cfg.Role.String(),
+		"sync_replication", b.repl != nil,
 		"store_host", cfg.StoreHost.String(), "auto_create_topics", cfg.AutoCreateTopics)
 	return b, nil
 }
@@ -135,7 +141,13 @@ func New(st store.MessageStore, md meta.Tables, cfg Config) (*Broker, error) {
 func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
 		b.closed.Store(true)
+		if b.repl != nil {
+			b.repl.cancel() // waits for the slaves end now: their sends are answered
+		}
 		b.sends.close() // before the timers and transactions its sends use
+		if b.repl != nil {
+			b.repl.close()
+		}
 		b.closePolls()
 		b.closePops()
 		b.closeTimers()

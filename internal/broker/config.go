@@ -25,6 +25,26 @@ type Config struct {
 	ClusterName string
 	// BrokerID is 0 for a master. Default 0.
 	BrokerID int64
+	// Role is the replication role at start (RoleForID(BrokerID) is
+	// RocketMQ's rule; SetRole changes it later). A slave refuses writes
+	// (see replication.go). Default RoleMaster.
+	Role Role
+	// Replicator, when set on a master, makes sends wait for the slaves
+	// (sync replication): a send durable locally is answered once
+	// WaitReplicated(end of its records) returns, SendFlushSlaveTimeout
+	// after ReplicationTimeout, SendSlaveNotAvailable when too few slaves
+	// are in sync. Nil: no wait, exactly a single broker's behaviour.
+	Replicator Replicator
+	// ReplicationAsync answers sends after the local flush even with a
+	// Replicator (async replication: the slaves catch up behind).
+	ReplicationAsync bool
+	// ReplicationTimeout bounds the wait for the slaves, by Clock.
+	// Default 3 s.
+	ReplicationTimeout time.Duration
+	// ReplicationStatus, when set, reports the replication state
+	// (replstatus.go) for runtime info and metrics; it must be quick and
+	// safe for concurrent use. Default nil: not replicated.
+	ReplicationStatus func() ReplicationInfo
 	// StoreHost is the client-facing address. Default: the store's
 	// StoreHost. Its IPv4 bytes seed the UNIQ_KEY given to batch items.
 	StoreHost netip.AddrPort
@@ -146,6 +166,7 @@ func DefaultConfig() Config {
 		DefaultMaxReconsumeTimes: 16,
 		DedupWindow:              10 * time.Minute,
 		PopMaxInFlight:           100_000,
+		ReplicationTimeout:       3 * time.Second,
 		Clock:                    clock.Real,
 		Logger:                   slog.New(slog.DiscardHandler),
 	}
@@ -170,6 +191,7 @@ func (c *Config) fill() {
 	c.DedupWindow = cmp.Or(c.DedupWindow, d.DedupWindow)
 	c.DefaultMaxReconsumeTimes = cmp.Or(c.DefaultMaxReconsumeTimes, d.DefaultMaxReconsumeTimes)
 	c.PopMaxInFlight = cmp.Or(c.PopMaxInFlight, d.PopMaxInFlight)
+	c.ReplicationTimeout = cmp.Or(c.ReplicationTimeout, d.ReplicationTimeout)
 	c.Clock = cmp.Or(c.Clock, d.Clock)
 	c.Logger = cmp.Or(c.Logger, d.Logger)
 }
@@ -197,6 +219,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("broker: MaxTimerDelay %v is below the minimum 1s", c.MaxTimerDelay)
 	case c.PopMaxInFlight < 1:
 		return fmt.Errorf("broker: PopMaxInFlight %d must be positive", c.PopMaxInFlight)
+	case c.Role != RoleMaster && c.Role != RoleSlave:
+		return fmt.Errorf("broker: Role %v is neither master nor slave", c.Role)
+	case c.ReplicationTimeout < time.Millisecond:
+		return fmt.Errorf("broker: ReplicationTimeout %v is below the minimum 1ms", c.ReplicationTimeout)
 	case c.DefaultMaxReconsumeTimes < 1:
 		return fmt.Errorf("broker: DefaultMaxReconsumeTimes %d must be positive", c.DefaultMaxReconsumeTimes)
 	}

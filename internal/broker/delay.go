@@ -244,8 +244,14 @@ func (t *timers) testHook() {
 	}
 }
 
-// fireTimers delivers due timer records to their real topics.
+// fireTimers delivers due timer records to their real topics. A slave
+// delivers nothing (the master's deliveries reach it by replication): its
+// timer store offers the entries again after a back-off, so a slave that
+// becomes the master delivers them then.
 func (b *Broker) fireTimers(due []timer.Entry) error {
+	if err := b.refuseOnSlave(KindServiceUnavailable, "timer deliveries"); err != nil {
+		return err
+	}
 	if t := b.timers; t != nil {
 		defer t.testHook()
 	}
@@ -304,6 +310,9 @@ func (b *Broker) fireTimers(due []timer.Entry) error {
 func (b *Broker) CancelDelayed(ctx context.Context, uniq string) error {
 	if b.closed.Load() {
 		return b.errClosed()
+	}
+	if err := b.refuseOnSlave(KindServiceUnavailable, "cancellations of delayed messages"); err != nil {
+		return err
 	}
 	// A message just acknowledged may not be in the index yet.
 	if err := b.st.WaitDispatched(ctx); err != nil {

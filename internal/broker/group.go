@@ -132,6 +132,9 @@ func (b *Broker) UpdateGroup(gc GroupConfig) error {
 	if b.closed.Load() {
 		return b.errClosed()
 	}
+	if err := b.refuseOnSlave(KindSystemError, "group changes"); err != nil {
+		return err
+	}
 	if err := CheckGroup(gc); err != nil {
 		return err
 	}
@@ -198,6 +201,9 @@ func GroupAttributes(cur, changes map[string]string) (map[string]string, error) 
 func (b *Broker) DeleteGroup(name string, cleanOffset bool) error {
 	if b.closed.Load() {
 		return b.errClosed()
+	}
+	if err := b.refuseOnSlave(KindSystemError, "group changes"); err != nil {
+		return err
 	}
 	if name == "" {
 		return errorf(KindMessageIllegal, nil, "the group name is empty; name the group")

@@ -330,6 +330,9 @@ func (b *Broker) Pop(ctx context.Context, req *PopRequest) ([]PoppedMessage, err
 	if b.closed.Load() {
 		return nil, b.errClosed()
 	}
+	if err := b.refuseOnSlave(KindServiceUnavailable, "pops (their in-flight state is the master's)"); err != nil {
+		return nil, err
+	}
 	if !validName(req.Group, maxGroupLen) {
 		return nil, errorf(KindMessageIllegal, nil, "consumer group %q is not a valid name", req.Group)
 	}
@@ -907,6 +910,12 @@ func (b *Broker) AckBatch(reqs []AckRequest) []error {
 		}
 		return errs
 	}
+	if err := b.refuseOnSlave(KindServiceUnavailable, "acknowledgements of pops"); err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
 	now := b.now()
 	type acked struct {
 		i     int
@@ -951,6 +960,9 @@ func (b *Broker) ChangeInvisible(group, topic, handle string, d time.Duration) (
 	if b.closed.Load() {
 		return "", b.errClosed()
 	}
+	if err := b.refuseOnSlave(KindServiceUnavailable, "changes of invisible time"); err != nil {
+		return "", err
+	}
 	now := b.now()
 	topic = popTopic(group, topic, handle)
 	h, _, ticket, err := b.pops.st.Change(group, topic, handle, now.Add(max(d, 0)), now)
@@ -970,6 +982,9 @@ func (b *Broker) ChangeInvisible(group, topic, handle string, d time.Duration) (
 func (b *Broker) ForwardPopToDLQ(group, topic, handle string) error {
 	if b.closed.Load() {
 		return b.errClosed()
+	}
+	if err := b.refuseOnSlave(KindServiceUnavailable, "dead-letter forwards"); err != nil {
+		return err
 	}
 	topic = popTopic(group, topic, handle)
 	k, e, err := b.pops.st.Check(group, topic, handle, b.now())

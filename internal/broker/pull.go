@@ -143,6 +143,9 @@ func (b *Broker) pull(ctx context.Context, req *PullRequest) (*PullResult, error
 	}
 	t, ok := b.meta.Topic(req.Topic)
 	if !ok {
+		t, ok = b.replicatedTopic(req.Topic)
+	}
+	if !ok {
 		return nil, errorf(KindTopicNotExist, nil, "topic %q does not exist on broker %s; refresh the route", req.Topic, b.cfg.BrokerName)
 	}
 	if t.Perm&meta.PermRead == 0 {

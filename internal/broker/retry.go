@@ -50,6 +50,9 @@ func (b *Broker) SendBack(ctx context.Context, req *SendBackRequest) (SendBackRe
 	if b.closed.Load() {
 		return SendBackResult{}, b.errClosed()
 	}
+	if err := b.refuseOnSlave(KindServiceUnavailable, "send-backs of consumed messages"); err != nil {
+		return SendBackResult{}, err
+	}
 	if !validName(req.Group, 255) {
 		return SendBackResult{}, errorf(KindMessageIllegal, nil, "consumer group %q is not a valid name", req.Group)
 	}
@@ -105,6 +108,9 @@ func (b *Broker) SendBack(ctx context.Context, req *SendBackRequest) (SendBackRe
 	if _, err := b.sendResult([]*message.Message{out}, 0, b.st.Put(out)); err != nil {
 		return SendBackResult{}, err
 	}
+	if err := b.awaitReplicated([]*message.Message{out}, "the retry copy"); err != nil {
+		return SendBackResult{}, err
+	}
 	if res.DLQ {
 		b.log.Info("message moved to the dead-letter queue", "group", req.Group, "topic", origTopic,
 			"offset", req.Offset, "attempts", res.Attempts, "dlq", res.Topic)
@@ -150,6 +156,9 @@ func (b *Broker) retryCopy(m *message.Message, topic string, reconsumeTimes int3
 // group at commit-log offset off (its offset id), as a fresh message with
 // zero attempts, and returns the new message's send result.
 func (b *Broker) ResendDLQ(ctx context.Context, group string, off int64) (SendResult, error) {
+	if err := b.refuseOnSlave(KindServiceUnavailable, "dead-letter resends"); err != nil {
+		return SendResult{}, err
+	}
 	rec, err := b.st.ReadMessage(off)
 	if err != nil {
 		return SendResult{}, errorf(KindSystemError, err, "no message at commit-log offset %d", off)

@@ -35,11 +35,23 @@ const (
 	// SendFlushDiskTimeout: stored, but not known durable within the
 	// store's SyncFlushTimeout; it may still become durable.
 	SendFlushDiskTimeout
+	// SendFlushSlaveTimeout: stored on the master (sync replication), but
+	// the commit point did not cover it within ReplicationTimeout (code 12
+	// FLUSH_SLAVE_TIMEOUT); it may still be replicated.
+	SendFlushSlaveTimeout
+	// SendSlaveNotAvailable: stored on the master, but fewer slaves are in
+	// sync than sync replication requires (code 11 SLAVE_NOT_AVAILABLE).
+	SendSlaveNotAvailable
 )
 
 func (s SendStatus) String() string {
-	if s == SendFlushDiskTimeout {
+	switch s {
+	case SendFlushDiskTimeout:
 		return "FLUSH_DISK_TIMEOUT"
+	case SendFlushSlaveTimeout:
+		return "FLUSH_SLAVE_TIMEOUT"
+	case SendSlaveNotAvailable:
+		return "SLAVE_NOT_AVAILABLE"
 	}
 	return "SEND_OK"
 }
@@ -161,6 +173,9 @@ func (b *Broker) Send(ctx context.Context, req *SendRequest) (SendResult, error)
 func (b *Broker) prepareSend(ctx context.Context, req *SendRequest, create bool) ([]*message.Message, int32, error) {
 	if b.closed.Load() {
 		return nil, 0, b.errClosed()
+	}
+	if err := b.refuseOnSlave(KindServiceUnavailable, "sends"); err != nil {
+		return nil, 0, err
 	}
 	if err := checkTopicName(req.Topic); err != nil {
 		return nil, 0, err

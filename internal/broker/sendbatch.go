@@ -140,16 +140,36 @@ func (b *Broker) claim(p *pendingSend, wait bool) bool {
 	return ok
 }
 
-// answerDup answers a resend of a stored send with the original's result.
+// answerDup answers a resend of a stored send with the original's result;
+// under sync replication once the commit point covers what is durable now
+// (the original included), as the original's answer would.
 func (b *Broker) answerDup(p *pendingSend, done func(int, SendResult, error)) {
+	res := b.dupResult(p.claim.Result)
+	if b.syncReplication() {
+		b.repl.wait(b.st.Durable(), func(err error) {
+			b.sendDone(p.t0)
+			done(p.i, b.replicated(res, err), nil)
+		})
+		return
+	}
 	b.sendDone(p.t0)
-	done(p.i, b.dupResult(p.claim.Result), nil)
+	done(p.i, res, nil)
 }
 
 // finishSend answers p once the store answered it with err, and settles
-// its dedup claim.
+// its dedup claim. Under sync replication a stored send is answered after
+// the commit point covers it (or the wait fails, see replication.go), and
+// its claim is settled then, so that a resend waits for the same answer.
 func (b *Broker) finishSend(p *pendingSend, err error, done func(int, SendResult, error)) {
 	res, err := b.sendResult(p.msgs, p.qid, err)
+	if err == nil && b.syncReplication() {
+		b.repl.wait(recordsEnd(p.msgs), func(rerr error) {
+			p.claim.Commit(dedupResult(p.req.Topic, p.qid, p.msgs[0]))
+			b.sendDone(p.t0)
+			done(p.i, b.replicated(res, rerr), nil)
+		})
+		return
+	}
 	if err == nil {
 		p.claim.Commit(dedupResult(p.req.Topic, p.qid, p.msgs[0]))
 	} else {

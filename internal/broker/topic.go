@@ -48,6 +48,9 @@ func checkTopicName(name string) *Error {
 // bad name, queue count (1..1024) or perm (0..7); KindSystemError when the
 // metadata write fails.
 func (b *Broker) CreateTopic(tc TopicConfig) error {
+	if err := b.refuseOnSlave(KindSystemError, "topic changes"); err != nil {
+		return err
+	}
 	t := tc.meta()
 	if err := checkTopicName(t.Name); err != nil {
 		return err
@@ -80,6 +83,9 @@ func (b *Broker) CreateTopic(tc TopicConfig) error {
 // retention). Deleting a missing topic is not an error. Pulls parked on the
 // topic are answered at their timeout.
 func (b *Broker) DeleteTopic(name string) error {
+	if err := b.refuseOnSlave(KindSystemError, "topic changes"); err != nil {
+		return err
+	}
 	existed, err := b.meta.RemoveTopic(name)
 	if err != nil {
 		return errorf(KindSystemError, err, "deleting topic %q failed; retry", name)

@@ -74,6 +74,9 @@ func (b *Broker) EndTransaction(req EndTransactionRequest) error {
 	if b.closed.Load() {
 		return b.errClosed()
 	}
+	if err := b.refuseOnSlave(KindServiceUnavailable, "transaction ends"); err != nil {
+		return err
+	}
 	if err := b.txns.m.End(req); err != nil {
 		return errorf(KindSystemError, err, "ending the transaction of half message at offset %d failed", req.CommitLogOffset)
 	}

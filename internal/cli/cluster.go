@@ -38,6 +38,9 @@ type BrokerStatus struct {
 	// reserve time (disk above the high-water mark) while a group had not
 	// consumed them, since the broker started.
 	RemovedUnconsumed uint64 `json:"removedUnconsumed"`
+	// Replication, set for a broker of a replicated group (its runtime
+	// info carries it; see replication.go).
+	Replication *ReplicaStatus `json:"replication,omitempty"`
 	// Error says why the broker did not answer; the other measures are 0.
 	Error string `json:"error,omitempty"`
 }
@@ -59,6 +62,7 @@ func (c *CLI) ClusterList(ctx context.Context) error {
 			out = append(out, s)
 		}
 	}
+	mergeReplication(out)
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		if a.Cluster != b.Cluster {
@@ -80,6 +84,9 @@ func (c *CLI) ClusterList(ctx context.Context) error {
 	if len(out) == 0 {
 		_, err := fmt.Fprintln(c.cfg.Out, "no broker is registered with the name server; start one with `petrel server`")
 		return err
+	}
+	if anyReplication(out) {
+		return replicationTable(out).write(c.cfg.Out)
 	}
 	t := newTable("CLUSTER", "BROKER", "ID", "ROLE", "ADDRESS", "VERSION", "UPTIME", "PUT/S", "GET/S", "DISK USED", "REMOVED UNCONSUMED")
 	for _, s := range out {
@@ -117,6 +124,7 @@ func (c *CLI) fillRuntime(ctx context.Context, s *BrokerStatus) {
 	s.DiskFreeBytes, _ = strconv.ParseUint(t[rmq.RuntimeCommitLogDirFreeBytes], 10, 64)
 	s.DiskUsedBytes, _ = strconv.ParseUint(t[rmq.RuntimeCommitLogDirUsedBytes], 10, 64)
 	s.RemovedUnconsumed, _ = strconv.ParseUint(t[rmq.RuntimeRemovedUnconsumedMsgs], 10, 64)
+	fillReplication(s, t)
 }
 
 // firstFloat reads the first of RocketMQ's space-separated rates.

@@ -60,7 +60,10 @@ type SendResult struct {
 	QueueOffset int64  `json:"queueOffset"`
 	// Status is SEND_OK (stored as the broker's flush policy requires) or
 	// FLUSH_DISK_TIMEOUT (stored, but the disk flush did not finish in
-	// time under --flush sync).
+	// time under --flush sync), or under sync replication
+	// FLUSH_SLAVE_TIMEOUT (stored on the master, its slaves did not
+	// confirm it in time) or SLAVE_NOT_AVAILABLE (stored on the master,
+	// too few slaves in sync).
 	Status string `json:"status"`
 	// DeliverAt is when a delayed message becomes visible (RFC 3339); ""
 	// for immediate delivery. Queue and offset of a delayed message are
@@ -217,6 +220,10 @@ func (c *CLI) sendOne(ctx context.Context, spec SendSpec, broker, addr string, q
 	case rmq.RespSuccess:
 	case rmq.RespFlushDiskTimeout:
 		res.Status = "FLUSH_DISK_TIMEOUT"
+	case rmq.RespFlushSlaveTimeout:
+		res.Status = "FLUSH_SLAVE_TIMEOUT"
+	case rmq.RespSlaveNotAvailable:
+		res.Status = "SLAVE_NOT_AVAILABLE"
 	case rmq.RespTopicNotExist:
 		return SendResult{}, fmt.Errorf("%w: topic %q does not exist on broker %s and it does not create topics on first send (--auto-create-topics=false); create it with `petrel topic create %s`", ErrNotFound, spec.Topic, broker, spec.Topic)
 	default:

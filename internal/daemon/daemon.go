@@ -97,6 +97,8 @@ type BrokerConfig struct {
 	// the registrar's connections to the name servers; default the real
 	// one (netx.TCP). The HTTP listener is always on the real network.
 	Network netx.Network
+	// HA configures replication (ha.go); zero: none.
+	HA HAConfig
 }
 
 // Broker is a running broker.
@@ -183,6 +185,7 @@ func StartBroker(cfg BrokerConfig) (_ *Broker, err error) {
 	}
 	d.reg = namesrv.NewRegistrar(d.client, cfg.NameServers, namesrv.BrokerInfo{
 		Cluster: bc.ClusterName, Name: bc.BrokerName, ID: bc.BrokerID, Addr: adv,
+		HAServerAddr: HAAdvertise(adv, cfg.HA.Listen),
 	}, cfg.Registrar)
 	if cfg.GRPCListen != "" {
 		if err := d.startGRPC(cfg); err != nil {

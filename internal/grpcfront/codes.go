@@ -34,6 +34,9 @@ var causeCodes = []struct {
 }{
 	{broker.ErrMessageType, v2.Code_MESSAGE_PROPERTY_CONFLICT_WITH_TYPE},
 	{broker.ErrDeliveryTime, v2.Code_ILLEGAL_DELIVERY_TIME},
+	// A write to a slave: not permitted on this broker (the clients
+	// retry on another endpoint).
+	{broker.ErrNotMaster, v2.Code_FORBIDDEN},
 }
 
 // brokerStatus turns a broker error into a status; action names what

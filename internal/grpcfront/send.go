@@ -132,6 +132,16 @@ func (s *Server) sent(entry *v2.SendResultEntry, m *v2.Message, res broker.SendR
 		entry.Status = s.brokerStatus(err, "send")
 		return
 	}
+	switch res.Status {
+	case broker.SendFlushSlaveTimeout:
+		// Stored on the master, not known replicated (the proxy's mapping
+		// of FLUSH_SLAVE_TIMEOUT).
+		entry.Status = status(v2.Code_SLAVE_PERSISTENCE_TIMEOUT, "the message was stored on the master but its slaves did not confirm it in time (FLUSH_SLAVE_TIMEOUT); it may still be replicated")
+		return
+	case broker.SendSlaveNotAvailable:
+		entry.Status = status(v2.Code_HA_NOT_AVAILABLE, "the message was stored on the master but too few slaves are in sync to replicate it (SLAVE_NOT_AVAILABLE)")
+		return
+	}
 	entry.Status = okStatus()
 	entry.Offset = res.QueueOffset
 	// RocketMQ answers the message id (UNIQ_KEY) as the transaction id of

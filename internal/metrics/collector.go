@@ -70,6 +70,9 @@ func (c *brokerCollector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- d
 	}
 	ch <- descPopInFlight
+	for _, d := range replicationDescs {
+		ch <- d
+	}
 }
 
 func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
@@ -142,6 +145,7 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descDLQ, float64(n), group)
 	}
 	gauge(descStart, float64(b.Started().UnixNano())/1e9)
+	collectReplication(b, gauge, counter)
 }
 
 // collectLag reports every group's lag per queue, at most MaxLagQueues

@@ -43,11 +43,23 @@ type RegistrarOptions struct {
 	// OnSent, if set, is called after each registration attempt, from the
 	// name server's goroutine (for metrics and tests).
 	OnSent func(Sent)
+	// OnMaster, if set, is called when the master a name server names in
+	// its answer to a slave's registration (its client and replication
+	// addresses) differs from the one named before; from the name
+	// server's goroutine, so it must not block. A master is never called.
+	OnMaster func(m MasterInfo)
 	// Snapshot, if set, returns the broker's whole topic table and the
 	// version it was read at (atomically); it is merged (see Update)
 	// before each periodic full registration, so that a change whose
 	// Apply went missing is registered all the same.
 	Snapshot func() (map[string]TopicConfig, DataVersion)
+}
+
+// MasterInfo is the master of a slave's broker group as the name servers
+// know it (RocketMQ's RegisterBrokerResult).
+type MasterInfo struct {
+	Addr   string // client address
+	HAAddr string // replication address (haServerAddr)
 }
 
 // Sent describes one registration attempt.
@@ -106,6 +118,9 @@ type Registrar struct {
 	started   bool
 	closed    bool
 	ns        []*nsState
+
+	masterMu sync.Mutex // guards master
+	master   MasterInfo // a slave's master, as last named by a name server
 
 	registered     chan struct{} // closed at the first registration a name server accepts
 	registeredOnce sync.Once
@@ -550,7 +565,36 @@ func (r *Registrar) send(addr string, req *remoting.Command) error {
 	if resp.Code != remoting.CodeSuccess {
 		return fmt.Errorf("register with %s: code %d: %s", addr, resp.Code, resp.Remark)
 	}
+	if r.broker.ID != MasterID {
+		r.learnMaster(rmq.RegisterBrokerMaster(resp))
+	}
 	return nil
+}
+
+// learnMaster keeps the master a name server named, unless it named none.
+func (r *Registrar) learnMaster(addr, haAddr string) {
+	if addr == "" && haAddr == "" {
+		return
+	}
+	m := MasterInfo{Addr: addr, HAAddr: haAddr}
+	r.masterMu.Lock()
+	changed := r.master != m
+	r.master = m
+	r.masterMu.Unlock()
+	if changed {
+		r.log.Info("master of the broker group learned from a name server", "master_addr", addr, "ha_addr", haAddr)
+		if r.opts.OnMaster != nil {
+			r.opts.OnMaster(m)
+		}
+	}
+}
+
+// Master is the master of a slave's broker group as the name servers last
+// named it (the zero MasterInfo before any did, and always for a master).
+func (r *Registrar) Master() MasterInfo {
+	r.masterMu.Lock()
+	defer r.masterMu.Unlock()
+	return r.master
 }
 
 func (r *Registrar) identity() rmq.BrokerIdentity {

@@ -47,7 +47,9 @@ func (f *Front) errorResponse(req *remoting.Command, err error) *remoting.Comman
 	if !ok {
 		code = rmq.RespSystemError
 	}
-	if code == rmq.RespSystemError || be.Kind == broker.KindServiceUnavailable {
+	if errors.Is(err, broker.ErrNotMaster) {
+		f.log.Debug("request refused by a slave", "code", req.Code, "err", err)
+	} else if code == rmq.RespSystemError || be.Kind == broker.KindServiceUnavailable {
 		f.log.Warn("request failed", "code", req.Code, "err", err)
 	} else {
 		f.log.Debug("request refused", "code", req.Code, "err", err)

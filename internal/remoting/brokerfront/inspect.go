@@ -172,6 +172,7 @@ func (f *Front) runtimeInfo(_ context.Context, _ *remoting.Conn, req *remoting.C
 		lost += r.Messages
 	}
 	table[rmq.RuntimeRemovedUnconsumedMsgs] = strconv.FormatUint(lost, 10)
+	addReplicationInfo(f.b, table)
 	return bodyResponse(req, rmq.EncodeRuntimeInfoBody(table), nil)
 }
 

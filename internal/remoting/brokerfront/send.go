@@ -5,7 +5,8 @@ package brokerfront
 // with the V2 header, whose keys are single letters (rmq.SendHeader).
 //
 // The answer is code 0, or 10 FLUSH_DISK_TIMEOUT when the flush did not
-// finish in time (the client counts both as stored), with ext msgId (the
+// finish in time, 12 FLUSH_SLAVE_TIMEOUT or 11 SLAVE_NOT_AVAILABLE when sync
+// replication did not cover it (the client counts all as stored), with ext msgId (the
 // offset id; comma-joined for batches), queueId, queueOffset, MSG_REGION and
 // TRACE_ON. The transactional Go producer parses msgId, so it is always a
 // valid offset id.
@@ -106,8 +107,13 @@ func (f *Front) sendResponse(req *remoting.Command, res broker.SendResult, err e
 		return f.errorResponse(req, err)
 	}
 	code := rmq.RespSuccess
-	if res.Status == broker.SendFlushDiskTimeout {
+	switch res.Status {
+	case broker.SendFlushDiskTimeout:
 		code = rmq.RespFlushDiskTimeout
+	case broker.SendFlushSlaveTimeout:
+		code = rmq.RespFlushSlaveTimeout
+	case broker.SendSlaveNotAvailable:
+		code = rmq.RespSlaveNotAvailable
 	}
 	region := res.RegionID
 	if region == "" {

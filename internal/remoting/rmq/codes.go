@@ -59,6 +59,8 @@ const (
 	RespSystemBusy                int16 = 2
 	RespRequestCodeNotSupported   int16 = 3
 	RespFlushDiskTimeout          int16 = 10
+	RespSlaveNotAvailable         int16 = 11
+	RespFlushSlaveTimeout         int16 = 12
 	RespMessageIllegal            int16 = 13
 	RespServiceNotAvailable       int16 = 14
 	RespNoPermission              int16 = 16

@@ -255,6 +255,14 @@ func EncodeRegisterBrokerResponse(req *remoting.Command, r RegisterBrokerRespons
 	return resp
 }
 
+// RegisterBrokerMaster reads the master of a slave's broker name from a
+// successful 103 answer (ext masterAddr and haServerAddr, as RocketMQ's
+// RegisterBrokerResult); both are empty for a master or when the name
+// server knows no master of the group.
+func RegisterBrokerMaster(resp *remoting.Command) (masterAddr, haServerAddr string) {
+	return resp.Ext("masterAddr"), resp.Ext("haServerAddr")
+}
+
 // EncodeNeedFullRegistration refuses a delta 103: SYSTEM_ERROR with
 // petrelNeedFull=true.
 func EncodeNeedFullRegistration(req *remoting.Command, remark string) *remoting.Command {
