@@ -1,0 +1,66 @@
+// Package wire is the replication protocol between a master and its slaves:
+// the slave sends Fetch requests, the master answers each with a FetchResp,
+// over one TCP connection per slave. It is pure: byte layouts, bounds and
+// framing, no sockets of its own.
+//
+// # Frames
+//
+// Every message travels in one frame:
+//
+//	uint32  length of the payload (big-endian, 1..MaxFrame)
+//	uint32  CRC-32C (Castagnoli) of the payload (big-endian)
+//	[]byte  payload
+//
+// ReadFrame refuses a length above MaxFrame before it allocates anything,
+// and grows its buffer only as the payload's bytes arrive, so a peer that
+// announces a big frame and sends nothing costs no memory.
+//
+// # Payloads
+//
+// All integers are big-endian; strings are a uint16 length and that many
+// bytes, each bounded (MaxGroup, MaxMessage). A payload opens with the
+// layout's version (Version, 1) and the kind of message; a decoder refuses
+// another version (ErrVersion) and, for version 1, any byte after the last
+// field (a later version that adds fields gets a new version number).
+//
+// Fetch (kind 1), 47 bytes + group:
+//
+//	off  size  field
+//	  0     1  version = 1
+//	  1     1  kind = 1
+//	  2     2  len(Group)           ≤ MaxGroup
+//	  4     g  Group
+//	4+g     8  ReplicaID   int64    ≥ 1
+//	12+g    4  Epoch       uint32
+//	16+g    8  Offset      int64    ≥ 0
+//	24+g    8  Durable     int64    ≥ 0
+//	32+g    4  LastEpoch   uint32
+//	36+g    4  MaxBytes    int32    ≥ 0
+//	40+g    8  MaxWait     int64 nanoseconds ≥ 0
+//
+// FetchResp (kind 2), 56 bytes + message + data:
+//
+//	off  size  field
+//	  0     1  version = 1
+//	  1     1  kind = 2
+//	  2     2  Err         uint16 (Code)
+//	  4     4  Epoch       uint32
+//	  8     8  EpochStart  int64    ≥ 0
+//	 16     8  HW          int64    ≥ 0
+//	 24     8  LEO         int64    ≥ 0
+//	 32     8  LogStart    int64    ≥ 0
+//	 40     8  Base        int64    ≥ 0
+//	 48     2  len(Message)         ≤ MaxMessage
+//	 50     m  Message
+//	50+m    4  len(Data)            ≤ MaxData
+//	54+m    d  Data
+//
+// Data comes last so that the master can write the header and the log bytes
+// separately (AppendFetchRespHeader and WriteFrameParts): the frame's CRC
+// covers both, but the log bytes are never copied into the header's buffer.
+//
+// The decoders check each field on its own (bounds, signs, lengths) and
+// name the field in every error; relations between fields (Durable ≤ Offset,
+// Base+len(Data) ≤ LEO, an epoch the master knows) are the receiver's to
+// judge. A payload that decodes re-encodes to the same bytes.
+package wire
