@@ -1,0 +1,54 @@
+// Package track keeps a replicated group's commit point (HW) and its
+// in-sync set on the master, and answers the sends that wait for it.
+//
+// It is pure bookkeeping: no goroutines, sockets or files. The time comes
+// from an injected clock.Clock (clock.Manual in tests). A mutex inside
+// makes a Tracker safe for concurrent use; it is never held across I/O
+// (log lines are written after it is released) and only one lock orders
+// every change of the in-sync set and the HW, so a removal and an ack
+// cannot race (replication.md pitfall 10).
+//
+// # Rules (replication.md §2.5)
+//
+//   - A replica's contribution is its durable end (the fsynced prefix), or
+//     its written end (LEO) when Config.AsyncFlush says the group does not
+//     fsync per write (pitfall 6: in sync-flush mode a slave's page-cache
+//     offset never counts).
+//   - HW = min(master contribution, the SyncReplicas-th highest contribution
+//     among the in-sync slaves): a record is committed once the master and
+//     SyncReplicas in-sync slaves hold it. With SyncReplicas = 0 the HW is
+//     the master's contribution, exactly as a single node.
+//   - Strict: while fewer than SyncReplicas slaves are in sync the HW stays
+//     where it is, a Wait for an offset above it fails at once with
+//     ErrNotEnoughReplicas, and the Waits already parked fail the same way
+//     when the set shrinks (pitfall 7: never a silent downgrade to async).
+//   - The HW never moves back: a slave that leaves may lower the computed
+//     value, but what was committed stays committed.
+//   - A slave is in sync while its lag (master LEO − slave written) is at
+//     most MaxLagBytes and it holds the LEO the master had MaxLagTime ago.
+//     The master's LEO history is kept as a small ring of (time, LEO)
+//     samples, one per MaxLagTime/32 at most, so memory is bounded and the
+//     time test errs by at most that granule (towards staying in sync).
+//     Falling out and catching up are logged and counted (Stats).
+//   - Acks are checked (pitfall 5): a slave's written or durable end above
+//     the master's LEO, durable above written, or either moving backwards
+//     is refused with an error and changes nothing. The check is per
+//     connection: SlaveGone ends a slave's session (it falls out at once),
+//     and its next SlaveProgress starts a new one from any offset.
+//
+// # Driving it
+//
+//	t := track.New(track.DefaultConfig(), clk, logger)
+//	t.MasterProgress(store.Written(), store.Durable()) // at start, and as the log grows
+//	// on every fetch of slave 1, after MasterProgress with the ends the fetch read from:
+//	if err := t.SlaveProgress(1, fetch.Offset, fetch.Durable); err != nil { /* drop the connection */ }
+//	t.SlaveGone(1)                                     // its connection closed
+//	err := t.Wait(ctx, end)                            // a sync send: nil, ErrTimeout, ErrNotEnoughReplicas
+//	t.Tick()                                           // every second or so: time-based lag
+//	store.SetCommitPoint(t.HW())
+//
+// The master must report its own progress before it hands a slave's acks
+// over: an ack above the LEO the tracker knows is refused, so the fetch
+// server calls MasterProgress with the source's ends (which only grow)
+// before it calls SlaveProgress with bytes it read from that source.
+package track
