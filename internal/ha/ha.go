@@ -139,14 +139,14 @@ func (c *MasterConfig) Validate() error {
 		return errors.New("ha: MasterConfig.Epochs is required")
 	case c.Listen == "":
 		return errors.New("ha: MasterConfig.Listen is required")
-	case c.MaxBytes < 0 || int64(c.MaxBytes) > wire.MaxFrame-respHeadroom:
+	case c.MaxBytes <= 0 || int64(c.MaxBytes) > wire.MaxFrame-respHeadroom:
 		return fmt.Errorf("ha: MasterConfig.MaxBytes %d out of range [1, %d]", c.MaxBytes, wire.MaxFrame-respHeadroom)
 	case c.MaxWait < 0:
 		return fmt.Errorf("ha: MasterConfig.MaxWait %v is negative", c.MaxWait)
-	case c.IdleTimeout <= c.MaxWait && c.IdleTimeout != 0:
+	case c.IdleTimeout <= c.MaxWait:
 		return fmt.Errorf("ha: MasterConfig.IdleTimeout %v must exceed MaxWait %v", c.IdleTimeout, c.MaxWait)
-	case c.TickInterval < 0:
-		return fmt.Errorf("ha: MasterConfig.TickInterval %v is negative", c.TickInterval)
+	case c.TickInterval <= 0:
+		return fmt.Errorf("ha: MasterConfig.TickInterval %v must be positive", c.TickInterval)
 	}
 	return nil
 }
@@ -214,7 +214,7 @@ func (c *SlaveConfig) Validate() error {
 		return errors.New("ha: SlaveConfig.Master is required")
 	case c.Epochs == nil:
 		return errors.New("ha: SlaveConfig.Epochs is required")
-	case c.MaxBytes < 0 || int64(c.MaxBytes) > wire.MaxFrame-respHeadroom:
+	case c.MaxBytes <= 0 || int64(c.MaxBytes) > wire.MaxFrame-respHeadroom:
 		return fmt.Errorf("ha: SlaveConfig.MaxBytes %d out of range [1, %d]", c.MaxBytes, wire.MaxFrame-respHeadroom)
 	case c.MaxWait < 0 || c.ResponseTimeout < 0:
 		return errors.New("ha: SlaveConfig.MaxWait and ResponseTimeout must not be negative")
