@@ -395,9 +395,6 @@ func (c *mconn) handshake(f wire.Fetch) *wire.FetchResp {
 	c.id, c.group = f.ReplicaID, f.Group
 	es := m.cfg.Epochs.Entries()
 	cur := es[len(es)-1]
-	if f.Epoch > cur.Epoch {
-		return c.errResp(wire.NewerEpoch, fmt.Sprintf("the slave knows epoch %d, this master is at epoch %d: it is stale", f.Epoch, cur.Epoch))
-	}
 	if f.Durable > f.Offset {
 		return c.errResp(wire.InvalidRequest, fmt.Sprintf("durable end %d above written end %d", f.Durable, f.Offset))
 	}
@@ -421,6 +418,9 @@ func (c *mconn) handshake(f wire.Fetch) *wire.FetchResp {
 			return c.errResp(wire.NotPrefix, fmt.Sprintf("the slave's byte %d is of epoch %d, the master's of epoch %d (0: none): the logs diverge; wipe the slave's store to copy the master again",
 				f.Offset-1, f.LastEpoch, e.Epoch))
 		}
+	}
+	if f.Epoch > cur.Epoch {
+		return c.errResp(wire.NewerEpoch, fmt.Sprintf("the slave knows epoch %d, this master is at epoch %d: it is stale", f.Epoch, cur.Epoch))
 	}
 	c.sent.Store(f.Offset)
 	m.trackMu.Lock()

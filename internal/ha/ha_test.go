@@ -1,0 +1,504 @@
+package ha
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/petrelmq/petrel/internal/clock"
+	"github.com/petrelmq/petrel/internal/ha/epoch"
+	"github.com/petrelmq/petrel/internal/ha/track"
+	"github.com/petrelmq/petrel/internal/logtest"
+	"github.com/petrelmq/petrel/internal/netx"
+	"github.com/petrelmq/petrel/internal/vfs"
+)
+
+// The tests run in a synctest bubble over the in-memory network with
+// clock.Real: time is the bubble's fake time, so long polls, idle timeouts
+// and back-offs pass without real waiting, and synctest.Wait tells when
+// every goroutine is blocked.
+
+const masterAddr = "master:10912"
+
+// big puts the log above 2^31 so that no offset fits in an int32.
+const big = int64(3) << 30
+
+type cluster struct {
+	t    *testing.T
+	net  *netx.Mem
+	logs *logtest.Buffer
+
+	mlog   *memLog
+	mfs    *vfs.MemFS
+	tr     *track.Tracker
+	trCfg  track.Config
+	m      *Master
+	slaves map[int64]*node
+
+	mu        sync.Mutex
+	violation []string
+	acked     []int64 // ends of the records whose Wait returned nil
+}
+
+type node struct {
+	id   int64
+	host string
+	log  *memLog
+	fs   *vfs.MemFS
+	s    *Slave
+	hist *epoch.History
+	cfg  SlaveConfig
+}
+
+func newCluster(t *testing.T, trCfg track.Config, start int64) *cluster {
+	// track keeps its waiters (with their channels) in a sync.Pool: one
+	// made in an earlier test's bubble cannot be used in this one, so empty
+	// the pool (and its victim cache) first.
+	runtime.GC()
+	runtime.GC()
+	c := &cluster{t: t, net: netx.NewMem(), logs: &logtest.Buffer{}, trCfg: trCfg, slaves: map[int64]*node{},
+		mfs: vfs.NewMem(), mlog: newMemLog(start, true)}
+	c.startMaster()
+	t.Cleanup(c.stop)
+	return c
+}
+
+func (c *cluster) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(c.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+func (c *cluster) violate(format string, args ...any) {
+	c.mu.Lock()
+	c.violation = append(c.violation, fmt.Sprintf(format, args...))
+	c.mu.Unlock()
+}
+
+func (c *cluster) startMaster() {
+	c.t.Helper()
+	hist, err := epoch.Open(c.mfs, "epochs")
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.tr = track.New(c.trCfg, clock.Real, c.logger())
+	tr, ml := c.tr, c.mlog
+	ml.onCP = nil
+	m, err := StartMaster(MasterConfig{Group: "g", Listen: masterAddr, Network: c.net.Host("master"), Tracker: tr,
+		Epochs: hist, Logger: c.logger(), MaxBytes: 300, MaxWait: time.Second, IdleTimeout: 5 * time.Second,
+		OnCommit: func(hw int64) {
+			// Invariant: the master's store never gets a commit point above
+			// the tracker's HW or its own durable end.
+			if hw > tr.HW() || hw > ml.Durable() {
+				c.violate("master commit point %d above HW %d or durable %d", hw, tr.HW(), ml.Durable())
+			}
+			ml.SetCommitPoint(hw)
+		}}, ml)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.m = m
+}
+
+func (c *cluster) addSlave(id int64, l *memLog, fs *vfs.MemFS) *node {
+	c.t.Helper()
+	if fs == nil {
+		fs = vfs.NewMem()
+	}
+	n := &node{id: id, host: fmt.Sprintf("s%d", id), log: l, fs: fs}
+	c.slaves[id] = n
+	c.startSlave(n, l)
+	return n
+}
+
+func (c *cluster) startSlave(n *node, sink Sink) {
+	c.t.Helper()
+	hist, err := epoch.Open(n.fs, "epochs")
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	n.hist = hist
+	l := n.log
+	l.onCP = func(off int64) {
+		// Invariant: a slave's commit point is never above the master's HW
+		// (which never moves back) nor its own durable end.
+		if hw := c.tr.HW(); off > hw || off > l.Durable() {
+			c.violate("slave %d commit point %d above master HW %d or its durable %d", n.id, off, hw, l.Durable())
+		}
+	}
+	n.cfg = SlaveConfig{Group: "g", ID: n.id, Master: func() string { return masterAddr }, Network: c.net.Host(n.host),
+		Epochs: hist, MaxBytes: 200, MaxWait: time.Second, ResponseTimeout: 2 * time.Second,
+		BackoffMin: 100 * time.Millisecond, BackoffMax: time.Second, Logger: c.logger()}
+	s, err := StartSlave(n.cfg, sink)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	n.s = s
+}
+
+// crashSlave stops slave n and restarts it on what its disk held.
+func (c *cluster) crashSlave(n *node) {
+	n.s.Close()
+	n.log = n.log.Crash()
+	n.fs = n.fs.CrashClone(vfs.CrashOptions{})
+	c.startSlave(n, n.log)
+}
+
+func (c *cluster) stop() {
+	for _, n := range c.slaves {
+		n.s.Close()
+	}
+	if c.m != nil {
+		c.m.Close()
+	}
+}
+
+// put appends a record on the master and returns its end.
+func (c *cluster) put(i int) int64 {
+	return c.mlog.Put([]byte(fmt.Sprintf("record-%06d|", i)))
+}
+
+// syncSend is a sync send: append, then wait for the commit point; on nil
+// it checks at once that SyncReplicas slaves hold the record durably.
+func (c *cluster) syncSend(i int, timeout time.Duration) error {
+	end := c.put(i)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	err := c.m.WaitReplicated(ctx, end)
+	if err == nil {
+		c.mu.Lock()
+		c.acked = append(c.acked, end)
+		c.mu.Unlock()
+		if h := c.holders(end); h < c.trCfg.SyncReplicas {
+			c.violate("record ending at %d acked with %d durable copies, need %d", end, h, c.trCfg.SyncReplicas)
+		}
+	}
+	return err
+}
+
+// holders counts the slaves whose durable log holds [master start, end)
+// byte for byte.
+func (c *cluster) holders(end int64) int {
+	n := 0
+	for _, s := range c.slaves {
+		if c.holds(s.log, end) {
+			n++
+		}
+	}
+	return n
+}
+
+func (c *cluster) holds(l *memLog, end int64) bool {
+	from := max(l.MinOffset(), c.mlog.MinOffset())
+	if l.Durable() < end || from > end {
+		return false
+	}
+	return bytes.Equal(l.Bytes(from, end), c.mlog.Bytes(from, end))
+}
+
+// await lets the bubble run (advancing fake time by step while nothing
+// else can happen) until cond holds.
+func (c *cluster) await(what string, cond func() bool) {
+	c.t.Helper()
+	for range 600 {
+		synctest.Wait()
+		if cond() {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	c.t.Fatalf("%s: not within 60 s of fake time\n%s", what, c.logs.String())
+}
+
+func (c *cluster) inSync(n int) func() bool {
+	return func() bool { return len(c.tr.InSync()) == n }
+}
+
+func (c *cluster) caughtUp(ids ...int64) func() bool {
+	return func() bool {
+		for _, id := range ids {
+			if !c.holds(c.slaves[id].log, c.mlog.Written()) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// check runs the end-of-test invariants: no violation recorded, every
+// acked record still on SyncReplicas slaves' durable logs.
+func (c *cluster) check() {
+	c.t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, v := range c.violation {
+		c.t.Error(v)
+	}
+	for _, end := range c.acked {
+		if h := c.holders(end); h < c.trCfg.SyncReplicas {
+			c.t.Errorf("acked record ending at %d now on %d slaves, need %d", end, h, c.trCfg.SyncReplicas)
+		}
+	}
+}
+
+func syncCfg(n int) track.Config {
+	cfg := track.DefaultConfig()
+	cfg.SyncReplicas = n
+	cfg.MaxLagTime = 3 * time.Second
+	return cfg
+}
+
+func TestTwoSlavesCopyAndAckSync(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t, syncCfg(2), big)
+		for i := range 5 {
+			c.put(i) // before the slaves exist
+		}
+		c.addSlave(1, newMemLog(0, true), nil)
+		c.addSlave(2, newMemLog(0, true), nil)
+		c.await("slaves copy the log", c.caughtUp(1, 2))
+		for i := 5; i < 40; i++ {
+			if err := c.syncSend(i, 5*time.Second); err != nil {
+				t.Fatalf("send %d: %v", i, err)
+			}
+		}
+		c.await("slaves learn the commit point", func() bool {
+			return c.slaves[1].log.CommitPoint() == c.mlog.Written() && c.slaves[2].log.CommitPoint() == c.mlog.Written()
+		})
+		if got := c.mlog.CommitPoint(); got != c.mlog.Written() {
+			t.Errorf("master commit point %d, want %d", got, c.mlog.Written())
+		}
+		for _, n := range c.slaves {
+			st := n.s.Status()
+			if !st.Connected || st.LagBytes != 0 || st.Epoch != 1 || st.Written != c.mlog.Written() {
+				t.Errorf("slave %d status %+v", n.id, st)
+			}
+			if es := n.hist.Entries(); len(es) != 1 || es[0].Epoch != 1 {
+				t.Errorf("slave %d epochs %v", n.id, es)
+			}
+		}
+		c.check()
+	})
+}
+
+func TestPartitionedSlave(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		replicas int
+	}{{"sync_replicas_1", 1}, {"sync_replicas_2", 2}} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c := newCluster(t, syncCfg(tc.replicas), big)
+				c.addSlave(1, newMemLog(0, true), nil)
+				c.addSlave(2, newMemLog(0, true), nil)
+				c.await("both slaves in sync", c.inSync(2))
+				if err := c.syncSend(0, 5*time.Second); err != nil {
+					t.Fatal(err)
+				}
+				c.net.Partition("master", "s2")
+				hwBefore := c.m.HW()
+				var errs []error
+				for i := 1; i < 10; i++ {
+					errs = append(errs, c.syncSend(i, 2*time.Second))
+				}
+				switch tc.replicas {
+				case 1:
+					for i, err := range errs {
+						if err != nil {
+							t.Errorf("send %d with one slave partitioned: %v", i+1, err)
+						}
+					}
+					c.await("HW published", func() bool { return c.m.HW() == c.mlog.Written() })
+				case 2:
+					for i, err := range errs {
+						if !errors.Is(err, track.ErrTimeout) && !errors.Is(err, track.ErrNotEnoughReplicas) {
+							t.Errorf("send %d with one of two required slaves partitioned: %v", i+1, err)
+						}
+					}
+					if c.m.HW() != hwBefore {
+						t.Errorf("HW moved from %d to %d with a required slave partitioned", hwBefore, c.m.HW())
+					}
+					// Once it is out of sync, sends fail at once.
+					c.await("slave 2 falls out of sync", func() bool { return len(c.tr.InSync()) == 1 })
+					if err := c.syncSend(10, time.Minute); !errors.Is(err, track.ErrNotEnoughReplicas) {
+						t.Errorf("send with 1 of 2 slaves in sync: %v, want ErrNotEnoughReplicas", err)
+					}
+				}
+				c.net.Heal("master", "s2")
+				c.await("slave 2 catches up", c.caughtUp(1, 2))
+				c.await("HW covers everything", func() bool { return c.m.HW() == c.mlog.Written() })
+				if err := c.syncSend(11, 5*time.Second); err != nil {
+					t.Errorf("send after heal: %v", err)
+				}
+				c.check()
+			})
+		})
+	}
+}
+
+func TestCrashedSlaveRefetchesFromDurableEnd(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t, func() track.Config { cfg := syncCfg(1); return cfg }(), 0)
+		n := c.addSlave(1, newMemLog(0, false), nil) // async flush: durable lags
+		for i := range 10 {
+			c.put(i)
+		}
+		c.await("slave written", func() bool { return n.log.Written() == c.mlog.Written() })
+		n.log.Flush()
+		mid := n.log.Durable()
+		for i := 10; i < 20; i++ {
+			c.put(i)
+		}
+		c.await("slave written again", func() bool { return n.log.Written() == c.mlog.Written() })
+		if n.log.Durable() != mid {
+			t.Fatalf("durable %d moved without a flush (want %d)", n.log.Durable(), mid)
+		}
+		// Nothing above the slave's durable end is committed: the master
+		// needs one durable copy.
+		if hw := c.m.HW(); hw > mid {
+			t.Fatalf("HW %d above the only slave's durable end %d", hw, mid)
+		}
+		c.crashSlave(n)
+		if n.log.Written() != mid {
+			t.Fatalf("after the crash the slave holds %d bytes, want %d", n.log.Written(), mid)
+		}
+		c.await("restarted slave re-fetches", func() bool { return n.log.Written() == c.mlog.Written() })
+		if !c.holds(&memLog{start: 0, data: n.log.Bytes(0, n.log.Written()), durable: n.log.Written()}, c.mlog.Written()) {
+			t.Fatal("re-fetched bytes differ from the master's")
+		}
+		// A sync send completes once the slave has flushed the record.
+		res := make(chan error, 1)
+		go func() { res <- c.syncSend(20, 10*time.Second) }()
+		c.await("slave receives record 20", func() bool { return n.log.Written() == c.mlog.Written() })
+		select {
+		case err := <-res:
+			t.Fatalf("sync send answered (%v) before the only slave flushed it", err)
+		default:
+		}
+		n.log.Flush()
+		if err := <-res; err != nil {
+			t.Fatal(err)
+		}
+		c.await("HW covers the flushed log", func() bool { return c.m.HW() == c.mlog.Written() })
+		c.check()
+	})
+}
+
+func TestFreshSlaveCopiesFromLogStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t, syncCfg(1), big)
+		for i := range 30 {
+			c.put(i)
+		}
+		c.mlog.Trim(big + 100)
+		n := c.addSlave(1, newMemLog(0, true), nil)
+		c.await("fresh slave copies", c.caughtUp(1))
+		if got := n.log.MinOffset(); got != big+100 {
+			t.Errorf("slave log starts at %d, want the master's log start %d", got, big+100)
+		}
+		if len(c.logs.Lines("starting over")) == 0 {
+			t.Error("the slave did not log that it starts over from the master's log start")
+		}
+		if err := n.s.Err(); err != nil {
+			t.Errorf("Err %v", err)
+		}
+
+		// A slave whose log ends below the master's first byte and cannot
+		// start over stops and says why.
+		old := newMemLog(0, true)
+		old.AppendRaw(0, c.mlog.Bytes(big+100, big+110)) // some bytes at 0..10
+		on := &node{id: 2, host: "s2", log: old, fs: vfs.NewMem()}
+		hist, _ := epoch.Open(on.fs, "epochs")
+		hist.Append(epoch.Entry{Epoch: 1, Start: 0})
+		c.slaves[2] = on
+		c.startSlave(on, noRestart{old})
+		c.await("slave stops", func() bool { return on.s.Err() != nil })
+		if err := on.s.Err(); !errors.Is(err, ErrBelowLogStart) {
+			t.Errorf("Err %v, want ErrBelowLogStart", err)
+		}
+		delete(c.slaves, 2)
+		on.s.Close()
+		c.check()
+	})
+}
+
+func TestDivergentSlaveGetsNotPrefix(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t, syncCfg(1), 0)
+		for i := range 5 {
+			c.put(i)
+		}
+		// The slave's log holds epoch-2 bytes the master (epoch 1) never
+		// had.
+		l := newMemLog(0, true)
+		l.AppendRaw(0, c.mlog.Bytes(0, 20))
+		fs := vfs.NewMem()
+		hist, _ := epoch.Open(fs, "epochs")
+		hist.Append(epoch.Entry{Epoch: 1, Start: 0})
+		hist.Append(epoch.Entry{Epoch: 2, Start: 10})
+		n := c.addSlave(1, l, fs)
+		c.await("slave stops", func() bool { return n.s.Err() != nil })
+		err := n.s.Err()
+		if !errors.Is(err, ErrNotPrefix) {
+			t.Fatalf("Err %v, want ErrNotPrefix", err)
+		}
+		st := n.s.Status()
+		if !st.Stopped || st.LastError == "" {
+			t.Errorf("status %+v", st)
+		}
+		if l.Written() != 20 || l.CommitPoint() != 0 {
+			t.Errorf("the refused slave changed its log: written %d, commit point %d", l.Written(), l.CommitPoint())
+		}
+		// Ahead of the master: also not a prefix.
+		l2 := newMemLog(0, true)
+		l2.AppendRaw(0, append(c.mlog.Bytes(0, c.mlog.Written()), "extra"...))
+		fs2 := vfs.NewMem()
+		h2, _ := epoch.Open(fs2, "epochs")
+		h2.Append(epoch.Entry{Epoch: 1, Start: 0})
+		n2 := c.addSlave(2, l2, fs2)
+		c.await("slave 2 stops", func() bool { return n2.s.Err() != nil })
+		if err := n2.s.Err(); !errors.Is(err, ErrNotPrefix) {
+			t.Fatalf("slave ahead of the master: Err %v, want ErrNotPrefix", err)
+		}
+		delete(c.slaves, 1)
+		delete(c.slaves, 2)
+		c.check()
+	})
+}
+
+func TestMasterRestartSlavesReconnect(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t, syncCfg(1), big)
+		c.addSlave(1, newMemLog(0, true), nil)
+		c.addSlave(2, newMemLog(0, true), nil)
+		c.await("both slaves in sync", c.inSync(2))
+		for i := range 10 {
+			if err := c.syncSend(i, 5*time.Second); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.m.Close()
+		c.m = nil
+		c.mlog = c.mlog.Crash()
+		synctest.Wait()
+		c.startMaster()
+		c.await("slaves reconnect to the restarted master", c.inSync(2))
+		for i := 10; i < 20; i++ {
+			if err := c.syncSend(i, 10*time.Second); err != nil {
+				t.Fatalf("send %d after the restart: %v", i, err)
+			}
+		}
+		c.await("both slaves back", c.caughtUp(1, 2))
+		for _, n := range c.slaves {
+			if st := n.s.Status(); st.Sessions < 2 || !st.Connected {
+				t.Errorf("slave %d status %+v: want a second session", n.id, st)
+			}
+		}
+		c.check()
+	})
+}
