@@ -3,9 +3,11 @@ package ha
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"runtime"
 	"sync"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	"github.com/petrelmq/petrel/internal/clock"
 	"github.com/petrelmq/petrel/internal/ha/epoch"
 	"github.com/petrelmq/petrel/internal/ha/track"
+	"github.com/petrelmq/petrel/internal/ha/wire"
 	"github.com/petrelmq/petrel/internal/logtest"
 	"github.com/petrelmq/petrel/internal/netx"
 	"github.com/petrelmq/petrel/internal/vfs"
@@ -501,4 +504,164 @@ func TestMasterRestartSlavesReconnect(t *testing.T) {
 		}
 		c.check()
 	})
+}
+
+// hostile dials the master as a raw peer and sends frames by hand.
+type hostile struct {
+	t  *testing.T
+	nc net.Conn
+}
+
+func (c *cluster) dialHostile(host string) *hostile {
+	nc, err := c.net.Host(host).Dial(context.Background(), masterAddr)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return &hostile{t: c.t, nc: nc}
+}
+
+func (h *hostile) fetch(f wire.Fetch) {
+	if err := wire.WriteFrame(h.nc, wire.AppendFetch(nil, f)); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// next reads one response; ok false when the master closed the connection.
+func (h *hostile) next() (wire.FetchResp, bool) {
+	p, err := wire.ReadFrame(h.nc, nil)
+	if err != nil {
+		return wire.FetchResp{}, false
+	}
+	r, err := wire.DecodeFetchResp(p)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return r, true
+}
+
+func TestHostileSlaveLosesOnlyItsConnection(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		act  func(h *hostile, leo int64)
+		want wire.Code
+	}{
+		{"ack_beyond_leo", func(h *hostile, leo int64) {
+			h.fetch(wire.Fetch{Group: "g", ReplicaID: 7, Offset: leo + 1000, Durable: leo + 1000, LastEpoch: 1, MaxBytes: 100})
+		}, wire.InvalidRequest},
+		{"ack_backwards", func(h *hostile, leo int64) {
+			h.fetch(wire.Fetch{Group: "g", ReplicaID: 7, Offset: 0, Durable: 0, MaxBytes: 100})
+		}, wire.InvalidRequest},
+		{"oversize_frame", func(h *hostile, leo int64) {
+			var hdr [8]byte
+			binary.BigEndian.PutUint32(hdr[:4], wire.MaxFrame+1)
+			h.nc.Write(hdr[:])
+		}, wire.InvalidRequest},
+		{"big_frame_for_a_fetch", func(h *hostile, leo int64) {
+			var hdr [8]byte
+			binary.BigEndian.PutUint32(hdr[:4], 1<<20)
+			h.nc.Write(hdr[:])
+		}, wire.InvalidRequest},
+		{"bad_crc", func(h *hostile, leo int64) {
+			fr := []byte{0, 0, 0, 3, 1, 2, 3, 4, 9, 9, 9}
+			h.nc.Write(fr)
+		}, wire.InvalidRequest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c := newCluster(t, syncCfg(1), big)
+				c.addSlave(1, newMemLog(0, true), nil)
+				c.await("slave in sync", c.inSync(1))
+				for i := range 5 {
+					if err := c.syncSend(i, 5*time.Second); err != nil {
+						t.Fatal(err)
+					}
+				}
+				h := c.dialHostile("evil")
+				defer h.nc.Close()
+				// A proper handshake first: copy from the start.
+				h.fetch(wire.Fetch{Group: "g", ReplicaID: 7, Offset: big, Durable: big, MaxBytes: 30})
+				r, ok := h.next()
+				if !ok || r.Err != wire.OK || r.Base != big || len(r.Data) != 30 {
+					t.Fatalf("handshake answer %+v ok=%v", r, ok)
+				}
+				tc.act(h, c.mlog.Written())
+				r, ok = h.next()
+				if !ok || r.Err != tc.want {
+					t.Fatalf("answer %v ok=%v (%s), want %v", r.Err, ok, r.Message, tc.want)
+				}
+				if _, ok := h.next(); ok {
+					t.Fatal("the master kept the hostile connection open")
+				}
+				// The good slave keeps replicating, the HW keeps moving.
+				for i := 5; i < 10; i++ {
+					if err := c.syncSend(i, 5*time.Second); err != nil {
+						t.Fatalf("send after the hostile peer: %v", err)
+					}
+				}
+				if st := c.slaves[1].s.Status(); st.Sessions != 1 || !st.Connected {
+					t.Errorf("the good slave was disturbed: %+v", st)
+				}
+				for _, id := range c.tr.InSync() {
+					if id == 7 {
+						t.Error("the hostile peer is still counted in sync")
+					}
+				}
+				c.check()
+			})
+		})
+	}
+}
+
+func TestEpochsRecordedAndNeverCrossed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := &cluster{t: t, net: netx.NewMem(), logs: &logtest.Buffer{}, trCfg: syncCfg(1), slaves: map[int64]*node{},
+			mfs: vfs.NewMem(), mlog: newMemLog(0, true)}
+		runtime.GC()
+		runtime.GC()
+		for i := range 4 {
+			c.put(i) // 4 × 14 bytes of epoch 1
+		}
+		h, _ := epoch.Open(c.mfs, "epochs")
+		h.Append(epoch.Entry{Epoch: 1, Start: 0})
+		h.Append(epoch.Entry{Epoch: 3, Start: 20}) // mid-record on purpose: bytes, not records
+		c.startMaster()
+		t.Cleanup(c.stop)
+		for i := 4; i < 20; i++ {
+			c.put(i)
+		}
+		n := &node{id: 1, host: "s1", log: newMemLog(0, true), fs: vfs.NewMem()}
+		c.slaves[1] = n
+		rec := &recordingSink{memLog: n.log}
+		c.startSlave(n, rec)
+		c.await("slave copies", c.caughtUp(1))
+		rec.mu.Lock()
+		for _, a := range rec.appends {
+			if a[0] < 20 && a[1] > 20 {
+				t.Errorf("an append of [%d, %d) crossed the epoch boundary at 20", a[0], a[1])
+			}
+		}
+		rec.mu.Unlock()
+		got, want := n.hist.Entries(), h.Entries()
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("slave epochs %v, want the master's %v", got, want)
+		}
+		if st := n.s.Status(); st.Epoch != 3 {
+			t.Errorf("status epoch %d, want 3", st.Epoch)
+		}
+		c.check()
+	})
+}
+
+// recordingSink records the ranges appended.
+type recordingSink struct {
+	*memLog
+	mu      sync.Mutex
+	appends [][2]int64
+}
+
+func (r *recordingSink) AppendRaw(off int64, b []byte) error {
+	r.mu.Lock()
+	r.appends = append(r.appends, [2]int64{off, off + int64(len(b))})
+	r.mu.Unlock()
+	return r.memLog.AppendRaw(off, b)
 }

@@ -15,19 +15,19 @@ import (
 
 // SlaveStatus is a slave's replication state, for the CLI and metrics.
 type SlaveStatus struct {
-	Master     string        // the address last dialed
-	Connected  bool          // a session with the master is up
-	Written    int64         // local LEO
-	Durable    int64         // local durable end
-	HW         int64         // the commit point last applied locally
-	MasterHW   int64         // the commit point the master last sent
-	MasterLEO  int64         // the master's LEO last seen
-	Epoch      uint32        // the newest master epoch seen
-	LagBytes   int64         // MasterLEO − Written (0 when caught up)
-	LagTime    time.Duration // how long the slave has been behind the master's LEO (0: caught up)
-	Sessions   int64         // connections that reached the master
-	LastError  string        // the last error of a session ("" when none)
-	Stopped    bool          // replication stopped for good; Err says why
+	Master    string        // the address last dialed
+	Connected bool          // a session with the master is up
+	Written   int64         // local LEO
+	Durable   int64         // local durable end
+	HW        int64         // the commit point last applied locally
+	MasterHW  int64         // the commit point the master last sent
+	MasterLEO int64         // the master's LEO last seen
+	Epoch     uint32        // the newest master epoch seen
+	LagBytes  int64         // MasterLEO − Written (0 when caught up)
+	LagTime   time.Duration // how long the slave has been behind the master's LEO (0: caught up)
+	Sessions  int64         // connections that reached the master
+	LastError string        // the last error of a session ("" when none)
+	Stopped   bool          // replication stopped for good; Err says why
 }
 
 // Slave copies the master's log into its Sink. Its methods are safe for
