@@ -19,11 +19,15 @@
 //
 // # Durability
 //
-// Append writes the entry at the end, fsyncs the file and, when it created
-// the file, fsyncs its directory, all before it returns; TruncateAfter cuts
-// the file and fsyncs it before it returns. A crash during an Append can
-// leave a torn last entry (a short write, or a whole-length one whose
-// checksum does not match): Open cuts it, as it was never acknowledged.
+// Append writes the entry at the end and fsyncs the file, and the first
+// time a History writes it also fsyncs its directory, all before it returns;
+// TruncateAfter cuts the file and fsyncs it before it returns. A crash during
+// an Append can leave a torn last entry (a short write, or a whole-length one
+// whose checksum does not match): Open cuts it, as it was never
+// acknowledged. Open fsyncs the file and its directory before it returns,
+// so an entry it reports (perhaps an unsynced write of a killed process) is
+// durable from then on.
+//
 // A bad entry that is not the last one, or whole entries that break the
 // ordering rules (epochs strictly increasing, starts non-decreasing), cannot
 // come from a crash and make Open fail with ErrCorrupt.

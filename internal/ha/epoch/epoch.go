@@ -50,13 +50,16 @@ type History struct {
 	mu      sync.Mutex
 	entries []Entry
 	exists  bool  // the file exists (Open found it or Append created it)
+	dirSync bool  // the file's directory entry is known durable
 	broken  error // the failure that made the file's content unknown
 }
 
 // Open reads the history at path on fsys. A missing file is an empty
 // history (the file is created by the first Append). A torn last entry, the
-// trace of an Append a crash cut short, is cut off the file (and the cut
-// fsynced) so that the next Append starts at a whole entry.
+// trace of an Append a crash cut short, is cut off the file so that the next
+// Append starts at a whole entry. Open then fsyncs the file and its
+// directory: the entries it read may be writes of a killed process that
+// were never synced, and no later crash may take away an entry it reported.
 func Open(fsys vfs.FS, p string) (*History, error) {
 	h := &History{fs: fsys, path: p}
 	f, err := fsys.Open(p)
@@ -87,10 +90,17 @@ func Open(fsys vfs.FS, p string) (*History, error) {
 		if err := f.Truncate(int64(good)); err != nil {
 			return nil, fmt.Errorf("epoch: cut torn tail of %s at %d: %w", p, good, err)
 		}
-		if err := f.Sync(); err != nil {
-			return nil, fmt.Errorf("epoch: sync %s after cutting its torn tail: %w", p, err)
-		}
 	}
+	// What was read may be writes a killed process never synced: make it
+	// durable, file and directory entry, so that no later crash takes away
+	// an entry this History reported.
+	if err := f.Sync(); err != nil {
+		return nil, fmt.Errorf("epoch: sync %s: %w", p, err)
+	}
+	if err := fsys.SyncDir(path.Dir(p)); err != nil {
+		return nil, fmt.Errorf("epoch: sync directory of %s: %w", p, err)
+	}
+	h.dirSync = true
 	h.entries = entries
 	return h, nil
 }
@@ -196,14 +206,12 @@ func (h *History) Append(e Entry) error {
 // write puts e at the end of the file and syncs it (and, when it creates the
 // file, its directory). Must hold h.mu.
 func (h *History) write(e Entry) error {
-	created := false
 	f, err := h.fs.Open(h.path)
 	if errors.Is(err, fs.ErrNotExist) && !h.exists {
 		if err := vfs.MkdirAllDurable(h.fs, path.Dir(h.path)); err != nil {
 			return fmt.Errorf("epoch: create directory of %s: %w", h.path, err)
 		}
 		f, err = h.fs.Create(h.path)
-		created = true
 	}
 	if err != nil {
 		return fmt.Errorf("epoch: open %s to append epoch %d: %w", h.path, e.Epoch, err)
@@ -222,10 +230,14 @@ func (h *History) write(e Entry) error {
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("epoch: close %s: %w", h.path, err)
 	}
-	if created {
+	// The file's directory entry must be durable too, also when Open found
+	// the file: a crash may have left a file whose creation was never
+	// synced (the Append that created it failed after the create).
+	if !h.dirSync {
 		if err := h.fs.SyncDir(path.Dir(h.path)); err != nil {
-			return fmt.Errorf("epoch: sync directory of new %s: %w", h.path, err)
+			return fmt.Errorf("epoch: sync directory of %s: %w", h.path, err)
 		}
+		h.dirSync = true
 	}
 	return nil
 }

@@ -23,7 +23,7 @@
 // another version (ErrVersion) and, for version 1, any byte after the last
 // field (a later version that adds fields gets a new version number).
 //
-// Fetch (kind 1), 47 bytes + group:
+// Fetch (kind 1), 48 bytes + group:
 //
 //	off  size  field
 //	  0     1  version = 1
@@ -38,7 +38,7 @@
 //	36+g    4  MaxBytes    int32    ≥ 0
 //	40+g    8  MaxWait     int64 nanoseconds ≥ 0
 //
-// FetchResp (kind 2), 56 bytes + message + data:
+// FetchResp (kind 2), 54 bytes + message + data:
 //
 //	off  size  field
 //	  0     1  version = 1
@@ -56,8 +56,17 @@
 //	54+m    d  Data
 //
 // Data comes last so that the master can write the header and the log bytes
-// separately (AppendFetchRespHeader and WriteFrameParts): the frame's CRC
-// covers both, but the log bytes are never copied into the header's buffer.
+// separately (AppendFetchRespHeader, then FrameWriter or WriteFrameParts):
+// the frame's CRC covers both, but the log bytes are never copied into the
+// header's buffer (on a TCP connection the two go out in one writev).
+// sendfile(2) proper would skip user space, but the CRC needs the bytes
+// there anyway.
+//
+// DecodeFetchResp does not copy Data: it aliases the decoded buffer (for
+// ReadFrame's payload, until the buffer is passed to ReadFrame again), so the
+// slave appends it to its log, or copies it, first. Encoding into a buffer of
+// enough capacity and decoding allocate nothing (bench_test.go), apart from
+// a FetchResp's non-empty Message and a Fetch's Group.
 //
 // The decoders check each field on its own (bounds, signs, lengths) and
 // name the field in every error; relations between fields (Durable ≤ Offset,

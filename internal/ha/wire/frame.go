@@ -41,31 +41,10 @@ func WriteFrame(w io.Writer, payload []byte) error {
 // otherwise). The master uses it to send a FetchResp header
 // (AppendFetchRespHeader) and the log bytes it read. A short write is an
 // error (io.ErrShortWrite); the stream is then broken and must be closed.
+// A writer goroutine that sends many frames uses a FrameWriter instead,
+// which allocates nothing per frame.
 func WriteFrameParts(w io.Writer, head, tail []byte) error {
-	n := uint64(len(head)) + uint64(len(tail))
-	if n > MaxFrame {
-		return fmt.Errorf("%w: payload of %d bytes, at most %d", ErrFrameTooLarge, n, MaxFrame)
-	}
-	if n == 0 {
-		return ErrEmptyFrame
-	}
-	crc := crc32.Update(crc32.Checksum(head, castagnoli), castagnoli, tail)
-	buf := make([]byte, FrameHeader, FrameHeader+len(head))
-	binary.BigEndian.PutUint32(buf[0:4], uint32(n))
-	binary.BigEndian.PutUint32(buf[4:8], crc)
-	buf = append(buf, head...)
-	if len(tail) == 0 {
-		return fullWrite(w, buf)
-	}
-	bufs := net.Buffers{buf, tail}
-	written, err := bufs.WriteTo(w)
-	if err == nil && written != int64(len(buf)+len(tail)) {
-		err = io.ErrShortWrite
-	}
-	if err != nil {
-		return fmt.Errorf("wire: write frame of %d bytes: %w", n, err)
-	}
-	return nil
+	return NewFrameWriter(w).WriteFrame(head, tail)
 }
 
 func fullWrite(w io.Writer, b []byte) error {
@@ -88,14 +67,22 @@ func fullWrite(w io.Writer, b []byte) error {
 // allocated. r ending cleanly before a frame gives io.EOF; ending inside a
 // frame, io.ErrUnexpectedEOF (wrapped).
 func ReadFrame(r io.Reader, buf []byte) ([]byte, error) {
-	var h [FrameHeader]byte
-	if n, err := io.ReadFull(r, h[:]); err != nil {
+	// The header is read into buf when it fits, so that a reused buffer
+	// makes the call allocate nothing; the payload overwrites it.
+	var hb []byte
+	if cap(buf) >= FrameHeader {
+		hb = buf[:FrameHeader]
+	} else {
+		hb = make([]byte, FrameHeader)
+	}
+	if n, err := io.ReadFull(r, hb); err != nil {
 		if err == io.EOF && n == 0 {
 			return nil, io.EOF
 		}
 		return nil, fmt.Errorf("wire: read frame header: %w", err)
 	}
-	n := binary.BigEndian.Uint32(h[0:4])
+	n := binary.BigEndian.Uint32(hb[0:4])
+	want := binary.BigEndian.Uint32(hb[4:8])
 	if n > MaxFrame {
 		return nil, fmt.Errorf("%w: frame length %d, at most %d", ErrFrameTooLarge, n, MaxFrame)
 	}
@@ -106,7 +93,7 @@ func ReadFrame(r io.Reader, buf []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("wire: read frame payload of %d bytes: %w", n, err)
 	}
-	if got, want := crc32.Checksum(p, castagnoli), binary.BigEndian.Uint32(h[4:8]); got != want {
+	if got := crc32.Checksum(p, castagnoli); got != want {
 		return nil, fmt.Errorf("%w: payload of %d bytes has CRC %08x, frame says %08x", ErrChecksum, n, got, want)
 	}
 	return p, nil
@@ -142,4 +129,49 @@ func eofIsUnexpected(err error) error {
 		return io.ErrUnexpectedEOF
 	}
 	return err
+}
+
+// FrameWriter writes frames to one writer, reusing its buffers, so that a
+// frame costs no allocation once its buffer has grown to the largest head
+// written. It is WriteFrameParts for a connection's writer goroutine; it is
+// not safe for concurrent use.
+type FrameWriter struct {
+	w    io.Writer
+	buf  []byte // frame header + head
+	vec  [2][]byte
+	bufs net.Buffers
+}
+
+// NewFrameWriter returns a FrameWriter that writes to w.
+func NewFrameWriter(w io.Writer) *FrameWriter { return &FrameWriter{w: w} }
+
+// WriteFrame writes one frame whose payload is head followed by tail, as
+// WriteFrameParts does.
+func (fw *FrameWriter) WriteFrame(head, tail []byte) error {
+	n := uint64(len(head)) + uint64(len(tail))
+	if n > MaxFrame {
+		return fmt.Errorf("%w: payload of %d bytes, at most %d", ErrFrameTooLarge, n, MaxFrame)
+	}
+	if n == 0 {
+		return ErrEmptyFrame
+	}
+	crc := crc32.Update(crc32.Checksum(head, castagnoli), castagnoli, tail)
+	fw.buf = append(fw.buf[:0], 0, 0, 0, 0, 0, 0, 0, 0)
+	binary.BigEndian.PutUint32(fw.buf[0:4], uint32(n))
+	binary.BigEndian.PutUint32(fw.buf[4:8], crc)
+	fw.buf = append(fw.buf, head...)
+	if len(tail) == 0 {
+		return fullWrite(fw.w, fw.buf)
+	}
+	fw.vec = [2][]byte{fw.buf, tail}
+	fw.bufs = fw.vec[:]
+	written, err := fw.bufs.WriteTo(fw.w)
+	fw.vec = [2][]byte{} // drop the reference to tail
+	if err == nil && written != int64(len(fw.buf)+len(tail)) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		return fmt.Errorf("wire: write frame of %d bytes: %w", n, err)
+	}
+	return nil
 }

@@ -201,7 +201,7 @@ func DecodeFetch(b []byte) (Fetch, error) {
 	d := decoder{b: b, msg: "fetch"}
 	var f Fetch
 	d.header(KindFetch)
-	f.Group = string(d.bytes("group", MaxGroup))
+	f.Group = string(d.bytes("group", "group length", MaxGroup))
 	f.ReplicaID = d.i64("replica id")
 	f.Epoch = d.u32("epoch")
 	f.Offset = d.i64("offset")
@@ -275,10 +275,10 @@ func DecodeFetchResp(b []byte) (FetchResp, error) {
 	r.LEO = d.i64("leo")
 	r.LogStart = d.i64("log start")
 	r.Base = d.i64("base")
-	if m := d.bytes("message", MaxMessage); len(m) > 0 {
+	if m := d.bytes("message", "message length", MaxMessage); len(m) > 0 {
 		r.Message = string(m)
 	}
-	if data := d.bytes32("data", MaxData); len(data) > 0 {
+	if data := d.bytes32("data", "data length", MaxData); len(data) > 0 {
 		r.Data = data
 	}
 	if err := d.end(); err != nil {
@@ -355,9 +355,11 @@ func (d *decoder) i64(field string) int64 {
 	return 0
 }
 
-// bytes reads a uint16 length and that many bytes, at most limit.
-func (d *decoder) bytes(field string, limit int) []byte {
-	n := d.u16(field + " length")
+// bytes reads a uint16 length (field lenField) and that many bytes, at
+// most limit. (The two names are constants: building one from the other
+// would allocate on every call.)
+func (d *decoder) bytes(field, lenField string, limit int) []byte {
+	n := d.u16(lenField)
 	if d.err == nil && int(n) > limit {
 		d.off -= 2
 		d.fail(field, "length %d above %d", n, limit)
@@ -366,9 +368,10 @@ func (d *decoder) bytes(field string, limit int) []byte {
 	return d.take(field, int(n))
 }
 
-// bytes32 reads a uint32 length and that many bytes, at most limit.
-func (d *decoder) bytes32(field string, limit int) []byte {
-	n := d.u32(field + " length")
+// bytes32 reads a uint32 length (field lenField) and that many bytes, at
+// most limit.
+func (d *decoder) bytes32(field, lenField string, limit int) []byte {
+	n := d.u32(lenField)
 	if d.err == nil && uint64(n) > uint64(limit) {
 		d.off -= 4
 		d.fail(field, "length %d above %d", n, limit)
