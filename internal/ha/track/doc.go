@@ -25,11 +25,18 @@
 //   - The HW never moves back: a slave that leaves may lower the computed
 //     value, but what was committed stays committed.
 //   - A slave is in sync while its lag (master LEO − slave written) is at
-//     most MaxLagBytes and it holds the LEO the master had MaxLagTime ago.
-//     The master's LEO history is kept as a small ring of (time, LEO)
-//     samples, one per MaxLagTime/32 at most, so memory is bounded and the
-//     time test errs by at most that granule (towards staying in sync).
-//     Falling out and catching up are logged and counted (Stats).
+//     most MaxLagBytes and it holds the LEO the master had MaxLagTime ago,
+//     i.e. the master first held a byte the slave lacks less than
+//     MaxLagTime ago (its lag time). The master's LEO history is a ring of
+//     64 (time, LEO) samples, at most one per MaxLagTime/32, so memory is
+//     bounded and the time test errs by at most that granule, towards
+//     staying in sync. The log the master started with (its first
+//     MasterProgress) counts as held long ago: a slave is in sync only
+//     once it holds it. A slave out of sync (a new one too) comes back
+//     within half of both bounds, so one lagging near a bound does not flap.
+//     Time is re-evaluated on every MasterProgress and Tick. Falling out and catching up are logged ("slave out of sync" at
+//     Warn with a reason lag_bytes, lag_time or gone; "slave in sync" at
+//     Info) and counted (Stats.FallOuts, Stats.CatchUps).
 //   - Acks are checked (pitfall 5): a slave's written or durable end above
 //     the master's LEO, durable above written, or either moving backwards
 //     is refused with an error and changes nothing. The check is per
@@ -46,6 +53,9 @@
 //	err := t.Wait(ctx, end)                            // a sync send: nil, ErrTimeout, ErrNotEnoughReplicas
 //	t.Tick()                                           // every second or so: time-based lag
 //	store.SetCommitPoint(t.HW())
+//
+// After a restart, Restore(store.CommitPoint()) right after the first
+// MasterProgress keeps the commit point the group had reached.
 //
 // The master must report its own progress before it hands a slave's acks
 // over: an ack above the LEO the tracker knows is refused, so the fetch

@@ -43,10 +43,12 @@ type Config struct {
 	// is committed (0: none; the HW is the master's own contribution).
 	SyncReplicas int
 	// MaxLagBytes: a slave whose written end is further than this behind
-	// the master's LEO is out of sync. Default 64 MiB.
+	// the master's LEO falls out of sync; it comes back within half of it.
+	// Default 64 MiB.
 	MaxLagBytes int64
 	// MaxLagTime: a slave that does not yet hold the LEO the master had this
-	// long ago is out of sync. Default 10 s.
+	// long ago falls out of sync; it comes back within half of it. Default
+	// 10 s.
 	MaxLagTime time.Duration
 	// AsyncFlush makes written ends (LEO) the contributions of master and
 	// slaves instead of durable ends: the group does not fsync per write.
@@ -125,6 +127,7 @@ type slave struct {
 	inSync     bool
 	lastAck    time.Time
 	behindFrom time.Time // master first held a byte this slave lacks (zero: caught up)
+	behindOff  int64     // the written end behindFrom was computed for
 }
 
 // sample says the master's LEO was leo at time at.
@@ -229,8 +232,10 @@ func (t *Tracker) logTransition(tr transition) {
 }
 
 // MasterProgress records the master's own ends (store Written and
-// Durable). Values below the ones already known are ignored: the master's
-// log only grows in this phase.
+// Durable). Values below the ones already known are ignored (the master's
+// log only grows in this phase), and durable is capped at the LEO. The
+// first call sets the LEO the master started with: a slave counts as in
+// sync by time only once it holds that.
 func (t *Tracker) MasterProgress(leo, durable int64) {
 	var ev events
 	t.mu.Lock()
@@ -245,7 +250,7 @@ func (t *Tracker) MasterProgress(leo, durable int64) {
 		t.masterLEO = leo
 		t.record(now, leo)
 	}
-	if durable > t.masterDurable {
+	if durable = min(durable, t.masterLEO); durable > t.masterDurable {
 		t.masterDurable = durable
 	}
 	t.evalAll(now, &ev)
@@ -352,6 +357,21 @@ func (t *Tracker) Tick() {
 	t.emit(&ev)
 }
 
+// Restore raises the HW to hw, capped at the master's contribution: the
+// commit point the group had reached before a restart (the store's
+// persisted CommitPoint), so a restarted master neither reports a lower one
+// to its slaves nor waits for them to cover what was committed already.
+// Call it after the first MasterProgress. It never lowers the HW, and it
+// answers the waiters it covers.
+func (t *Tracker) Restore(hw int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	hw = min(hw, t.contribution(t.masterLEO, t.masterDurable))
+	if hw > t.hw {
+		t.raise(hw)
+	}
+}
+
 // HW returns the commit point. It never decreases.
 func (t *Tracker) HW() int64 {
 	t.mu.Lock()
@@ -445,19 +465,34 @@ func (t *Tracker) evalAll(now time.Time, ev *events) {
 	}
 }
 
-// eval updates s's lag and in-sync state at now.
+// eval updates s's lag and in-sync state at now. "Holds the LEO the
+// master had MaxLagTime ago" is the same as "the master first held a byte
+// s lacks less than MaxLagTime ago" (lag time < MaxLagTime), or nothing
+// lacking at all; a byte that was already there before the oldest sample
+// kept (baseLEO > written) was held long ago.
 func (t *Tracker) eval(s *slave, now time.Time, ev *events) {
 	lagBytes := t.masterLEO - s.written
 	if lagBytes <= 0 {
 		s.behindFrom = time.Time{}
-	} else if at, exact := t.firstAbove(s.written); exact || s.behindFrom.IsZero() || at.Before(s.behindFrom) {
-		s.behindFrom = at
+	} else if s.behindFrom.IsZero() || s.behindOff != s.written {
+		// Beyond the ring's history the time is not known exactly; a slave
+		// still behind keeps the older time it was known to be behind from.
+		if at, exact := t.firstAbove(s.written); exact || s.behindFrom.IsZero() || at.Before(s.behindFrom) {
+			s.behindFrom = at
+		}
+		s.behindOff = s.written
+	}
+	// Hysteresis: a slave out of sync comes back within half the bounds, so
+	// one lagging near a bound does not flap (and log) at every fetch.
+	maxBytes, maxTime := t.cfg.MaxLagBytes, t.cfg.MaxLagTime
+	if !s.inSync {
+		maxBytes, maxTime = maxBytes/2, maxTime/2
 	}
 	reason := ""
 	switch {
-	case lagBytes > t.cfg.MaxLagBytes:
+	case lagBytes > maxBytes:
 		reason = "lag_bytes"
-	case s.written < t.leoAt(now.Add(-t.cfg.MaxLagTime)):
+	case lagBytes > 0 && (t.baseLEO > s.written || now.Sub(s.behindFrom) >= maxTime):
 		reason = "lag_time"
 	}
 	in := reason == ""
@@ -494,26 +529,14 @@ func (t *Tracker) record(now time.Time, leo int64) {
 	t.ringLen++
 }
 
-// leoAt is the master's LEO at time at: the newest sample at or before it,
-// or baseLEO when at precedes them all.
-func (t *Tracker) leoAt(at time.Time) int64 {
-	for i := t.ringLen - 1; i >= 0; i-- {
-		s := t.ring[(t.ringHead+i)%ringSize]
-		if !s.at.After(at) {
-			return s.leo
-		}
-	}
-	return t.baseLEO
-}
-
 // firstAbove is the time of the oldest sample whose LEO is above off; exact
-// is false when even the oldest sample kept is above it (older history was
-// dropped, the true time is earlier).
+// is false when the LEO was above off already before the oldest sample
+// (the true time is earlier).
 func (t *Tracker) firstAbove(off int64) (at time.Time, exact bool) {
 	for i := 0; i < t.ringLen; i++ {
 		s := t.ring[(t.ringHead+i)%ringSize]
 		if s.leo > off {
-			return s.at, i > 0 || t.baseLEO <= off
+			return s.at, t.baseLEO <= off
 		}
 	}
 	return t.clk.Now(), true
@@ -550,9 +573,14 @@ func (t *Tracker) advance() {
 		hw = min(hw, c[len(c)-k])
 		t.scratch = c[:0]
 	}
-	if hw <= t.hw {
-		return
+	if hw > t.hw {
+		t.raise(hw)
 	}
+}
+
+// raise sets the HW to hw (above the current one) and answers the waiters
+// it covers.
+func (t *Tracker) raise(hw int64) {
 	t.hw = hw
 	for t.waiters.Len() > 0 && t.waiters[0].end <= hw {
 		w := heap.Pop(&t.waiters).(*waiter)
