@@ -63,6 +63,13 @@ type Config struct {
 	// OffsetFlushInterval: consumer offsets are made durable this often.
 	// Default 1 s.
 	OffsetFlushInterval time.Duration
+	// CommitPoint bounds dispatch by the commit point from Open on (as
+	// EnableCommitPoint does after it): consume queues, the index and
+	// listeners get nothing at or past it until SetCommitPoint passes it.
+	// At Open it starts at what the checkpoint says was dispatched. Set it
+	// on every store of a replicated group, so that a restart does not
+	// replay records above the commit point. Default false.
+	CommitPoint bool
 	// OnGroupCommit, when set, is told of every commit-log group commit
 	// (commitlog.Options.OnGroupCommit); it must not block. Default nil.
 	OnGroupCommit func(commitlog.GroupCommit)

@@ -27,10 +27,22 @@
 // Config.MemTopicMaxBytes per topic with the oldest dropped first, nothing on
 // disk, gone after a restart.
 //
+// # Replication
+//
+// A master's commit log is shipped to its slaves byte for byte (see
+// replica.go): ReadRaw and WaitWritten on the master, AppendRaw on a slave,
+// whose dispatcher builds the same consume queues and index from the same
+// records. With the commit point enabled (Config.CommitPoint or
+// EnableCommitPoint) consume queues, the index and listeners get records
+// only up to min(commit point, durable end) (SetCommitPoint); without it
+// nothing changes. In-memory topics are not in the commit log and are
+// neither shipped nor bounded.
+//
 // # The seam
 //
 // The broker depends on MessageStore (seam.go), the methods it uses of a
 // message store, not on *Store. Package memstore is the in-memory twin of
 // *Store that broker-level tests run on, and package storetest holds both
-// to one conformance suite (storetest.Run).
+// to one conformance suite (storetest.Run); Replica (seam.go) is what
+// replication uses of either.
 package store

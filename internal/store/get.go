@@ -325,7 +325,7 @@ func (s *Store) ReadMessage(physOffset int64) (message.Record, error) {
 	if r, ok := s.mem.byOffset(physOffset); ok {
 		return r, nil
 	}
-	if physOffset < s.clog.MinOffset() || physOffset+message.MinRecordLen > s.clog.Durable() {
+	if physOffset < s.clog.MinOffset() || physOffset+message.MinRecordLen > s.visibleEnd() {
 		return nil, fmt.Errorf("%w: no message at commit-log offset %d", ErrNotFound, physOffset)
 	}
 	var hdr [4]byte
@@ -333,7 +333,7 @@ func (s *Store) ReadMessage(physOffset int64) (message.Record, error) {
 		return nil, fmt.Errorf("%w: %w", ErrNotFound, err)
 	}
 	size := message.Record(hdr[:]).TotalSize()
-	if size < message.MinRecordLen || int(size) > s.cfg.MaxMessageBytes || physOffset+int64(size) > s.clog.Durable() {
+	if size < message.MinRecordLen || int(size) > s.cfg.MaxMessageBytes || physOffset+int64(size) > s.visibleEnd() {
 		return nil, fmt.Errorf("%w: no record starts at commit-log offset %d", ErrNotFound, physOffset)
 	}
 	r, err := s.clog.ReadRecord(physOffset, size, nil)

@@ -105,4 +105,23 @@ type BatchAppender interface {
 	PutBatches(groups [][]*message.Message, done func(i int, err error))
 }
 
-var _ MessageStore = (*Store)(nil)
+// Replica is what replication uses of a store, besides MessageStore: the
+// raw log for shipping and the commit point (replica.go). *Store and
+// memstore.Store implement it; storetest.Run holds both to it. The broker
+// and the replication code reach it through small interfaces of their own.
+type Replica interface {
+	AppendRaw(off int64, b []byte) error
+	ReadRaw(off int64, max int) ([]byte, error)
+	WaitWritten(ctx context.Context, off int64) error
+	Written() int64
+	Durable() int64
+	CommitLogMinOffset() int64
+	EnableCommitPoint()
+	SetCommitPoint(off int64)
+	CommitPoint() int64
+}
+
+var (
+	_ MessageStore = (*Store)(nil)
+	_ Replica      = (*Store)(nil)
+)

@@ -56,9 +56,17 @@ type Store struct {
 	listenMu  sync.RWMutex
 	listeners []Listener
 
-	diskFull  atomic.Bool
-	retention retention
-	lost      lostCounts
+	diskFull atomic.Bool
+	// The commit point (replica.go): once cpEnabled, nothing at or past
+	// commitPoint is dispatched.
+	cpEnabled   atomic.Bool
+	commitPoint atomic.Int64
+	// undispatchedNext is, per queue, the queue offset after the records
+	// the log held past the commit point at Open (set before Open
+	// returns, read-only after).
+	undispatchedNext map[queueKey]int64
+	retention        retention
+	lost             lostCounts
 
 	closeOnce sync.Once
 	closeErr  error
@@ -109,6 +117,12 @@ func (s *Store) open() error {
 	if !rebuild {
 		recoverFrom = min(cp.Dispatched, cp.LogFlushed)
 	}
+	if cfg.CommitPoint {
+		// What was dispatched before was below the commit point then;
+		// the rest waits for the commit point to pass it again.
+		s.commitPoint.Store(cp.Dispatched)
+		s.cpEnabled.Store(true)
+	}
 	if s.queues, err = openQueueSet(cfg); err != nil {
 		return err
 	}
@@ -123,7 +137,7 @@ func (s *Store) open() error {
 		SyncFlushTimeout: cfg.SyncFlushTimeout,
 		PageCacheBytes:   max(cfg.PageCacheBytes, 0),
 		RecoverFrom:      recoverFrom,
-		NextQueueOffset:  s.queues.maxOffset,
+		NextQueueOffset:  s.nextQueueOffset,
 		OnDurable: func(int64) {
 			if d := s.disp.Load(); d != nil {
 				d.Notify()
@@ -167,6 +181,11 @@ func (s *Store) open() error {
 		return err
 	}
 	d := s.disp.Load()
+	if cfg.CommitPoint {
+		if err := s.followUndispatched(d.Dispatched()); err != nil {
+			return err
+		}
+	}
 	if err := d.Checkpoint(); err != nil {
 		return fmt.Errorf("store: checkpoint after recovery: %w", err)
 	}
@@ -179,13 +198,14 @@ func (s *Store) open() error {
 // replay makes a dispatcher that starts at from and runs it to the end of
 // the log synchronously.
 func (s *Store) replay(from int64) error {
-	d := dispatch.New(s.clog, []dispatch.Sink{s.queues, s.index}, from, dispatch.Options{
+	d := dispatch.New(logSource{s}, []dispatch.Sink{s.queues, s.index}, from, dispatch.Options{
 		FS:                 s.cfg.FS,
 		Dir:                s.cfg.Dir,
 		SegmentBytes:       s.cfg.SegmentBytes,
 		MaxRecordBytes:     s.cfg.MaxMessageBytes,
 		CheckpointInterval: s.cfg.CheckpointInterval,
 		Digest:             s.queues.digest,
+		Bounded:            s.cpEnabled.Load,
 		Clock:              s.cfg.Clock,
 		Logger:             s.cfg.Logger,
 	})
@@ -353,18 +373,21 @@ func (s *Store) Durable() int64 { return s.clog.Durable() }
 
 // Written is the commit-log offset below which records were handed to the
 // OS, durable or not: under sync flush it runs ahead of Durable while a
-// group's fsync is in flight. For tests and diagnostics; nothing between
-// Durable and Written may be served.
+// group's fsync is in flight, and on a slave it may end inside a record a
+// raw append cut. It is the log end replication ships up to and appends
+// at (ReadRaw, AppendRaw); nothing between Durable and Written may be
+// served to consumers.
 func (s *Store) Written() int64 { return s.clog.Written() }
 
 // Dispatched is the commit-log offset below which messages are in their
 // consume queues and the index.
 func (s *Store) Dispatched() int64 { return s.disp.Load().Dispatched() }
 
-// WaitDispatched returns once every message durable now is in its consume
-// queue and the index (so lookups find it), or with ctx's error.
+// WaitDispatched returns once every message durable now (and below the
+// commit point, when it is enabled) is in its consume queue and the index
+// (so lookups find it), or with ctx's error.
 func (s *Store) WaitDispatched(ctx context.Context) error {
-	return s.disp.Load().WaitDispatched(ctx, s.clog.Durable())
+	return s.disp.Load().WaitDispatched(ctx, s.visibleEnd())
 }
 
 // CommitLogMinOffset is the oldest commit-log offset still stored.

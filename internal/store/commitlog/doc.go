@@ -56,6 +56,17 @@
 // Durable() is the offset below which records may be handed to consumers:
 // the synced offset under FlushSync, the written offset under FlushAsync.
 //
+// # Replication
+//
+// ReadRaw hands out the log's bytes up to Written, padding included, and
+// WaitWritten waits for it to grow; AppendRaw writes such bytes on a slave
+// through the writer like any append (group commit and fsync as under its
+// flush mode), at the same offsets, checking every record and the segment
+// layout (a master with other SegmentBytes is ErrSegmentMismatch). A chunk
+// may end inside a record: Durable and Flushed stop at the last whole
+// record, and a message append is refused until the record is completed
+// (raw.go). An empty log may start at its master's oldest segment.
+//
 // # Recovery
 //
 // Open scans from Options.RecoverFrom (a record boundary known durable, from

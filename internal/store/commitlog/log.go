@@ -188,8 +188,14 @@ type Log struct {
 
 	written atomic.Int64 // end of the bytes handed to the OS
 	flushed atomic.Int64 // end of the bytes known durable
-	failed  atomic.Bool
-	busy    atomic.Bool // a waiter is older than BusyAfter (sweeper)
+	// whole is the end of the last whole record below written: written
+	// itself, except after a raw append that ended inside a record
+	// (raw.go). Durable and Flushed never pass it.
+	whole atomic.Int64
+	// wsig wakes WaitWritten (raw.go).
+	wsig   writtenSignal
+	failed atomic.Bool
+	busy   atomic.Bool // a waiter is older than BusyAfter (sweeper)
 
 	appendc    chan []*request // the requests of one submission
 	syncc      chan syncJob    // writer -> flusher, FlushSync only
@@ -222,6 +228,8 @@ type Log struct {
 	// Writer-owned state (guarded by wmu).
 	queueOffsets map[queueKey]int64
 	buf          []byte
+	raw          rawState // a replicated tail cut inside a record (raw.go)
+	rawDone      []rawRecordDone
 	tail         *segment
 	undo         []undoEntry
 	// spare holds the prepared segments after the tail, in order
@@ -273,10 +281,14 @@ func (s *segment) release() {
 type request struct {
 	msgs []*message.Message
 	one  [1]*message.Message
-	self [1]*request // self[0] is the request: a submission of it alone
-	size int
-	done chan struct{}
-	cb   func(Result, error)
+	// raw, when set, makes the request a raw append of these bytes at
+	// rawOff (AppendRaw) instead of msgs.
+	raw    []byte
+	rawOff int64
+	self   [1]*request // self[0] is the request: a submission of it alone
+	size   int
+	done   chan struct{}
+	cb     func(Result, error)
 	// many and idx: AppendMany's callback and the group's index in it.
 	many   func(int, Result, error)
 	idx    int
@@ -339,6 +351,7 @@ func Open(fsys vfs.FS, dir string, opts Options) (*Log, error) {
 	}
 	l.written.Store(end)
 	l.flushed.Store(end)
+	l.whole.Store(end)
 	if n := len(l.segments); n > 0 && l.segments[n-1].start <= end && end < l.segments[n-1].start+opts.SegmentBytes {
 		l.tail = l.segments[n-1]
 	}
@@ -411,16 +424,19 @@ func (l *Log) Options() Options { return l.opts }
 // Written returns the end of the bytes written to the OS.
 func (l *Log) Written() int64 { return l.written.Load() }
 
-// Flushed returns the end of the bytes known durable.
-func (l *Log) Flushed() int64 { return l.flushed.Load() }
+// Flushed returns the end of the whole records known durable (a raw
+// append may have made durable part of a record after it).
+func (l *Log) Flushed() int64 { return min(l.flushed.Load(), l.whole.Load()) }
 
 // Durable returns the offset below which records may be served: Flushed
-// under FlushSync, Written under FlushAsync.
+// under FlushSync, Written under FlushAsync — both only up to the end of
+// the last whole record.
 func (l *Log) Durable() int64 {
+	w := l.whole.Load()
 	if l.opts.FlushMode == FlushAsync {
-		return l.written.Load()
+		return min(l.written.Load(), w)
 	}
-	return l.flushed.Load()
+	return min(l.flushed.Load(), w)
 }
 
 // MinOffset returns the start of the oldest segment (the end of the log when
@@ -720,8 +736,15 @@ func listBytes(reqs []*request) int {
 // sync job. The caller holds wmu.
 func (l *Log) writeGroups(batch []*request) (synced bool) {
 	for len(batch) > 0 {
+		if batch[0].raw != nil {
+			if l.writeRaw(batch[0]) {
+				synced = true
+			}
+			batch = batch[1:]
+			continue
+		}
 		n, bytes := 0, 0
-		for n < len(batch) && (n == 0 || bytes+batch[n].size <= l.opts.MaxBatchBytes) {
+		for n < len(batch) && batch[n].raw == nil && (n == 0 || bytes+batch[n].size <= l.opts.MaxBatchBytes) {
 			bytes += batch[n].size
 			n++
 		}
@@ -743,6 +766,13 @@ func (l *Log) writeBatch(batch []*request) (synced bool) {
 	if l.failed.Load() {
 		for _, r := range batch {
 			l.finish(r, Result{}, ErrFailed)
+		}
+		return
+	}
+	if l.whole.Load() != l.written.Load() {
+		err := fmt.Errorf("%w at %d; its master must send the rest first", ErrPartialTail, l.whole.Load())
+		for _, r := range batch {
+			l.finish(r, Result{}, err)
 		}
 		return
 	}
@@ -836,6 +866,8 @@ func (l *Log) writeBatch(batch []*request) (synced bool) {
 		l.syncSegments(rolled)
 	}
 	l.written.Store(pos)
+	l.whole.Store(pos)
+	l.grew()
 	l.kickFill()
 	if l.opts.FlushMode == FlushAsync {
 		if f := l.opts.OnGroupCommit; f != nil {

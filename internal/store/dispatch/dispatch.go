@@ -26,6 +26,13 @@ type Source interface {
 	SegmentStart(off int64) int64
 }
 
+// minOffsetSource is a Source that knows where its log starts. Dispatching
+// that stands below it moves up to it.
+type minOffsetSource interface {
+	Source
+	MinOffset() int64
+}
+
 // Sink receives every record in log order. Dispatch may keep nothing of r
 // after it returns. Flush makes what was dispatched durable.
 type Sink interface {
@@ -50,8 +57,13 @@ type Options struct {
 	Digest func() int64
 	// CheckpointInterval between checkpoints. Default 1 s.
 	CheckpointInterval time.Duration
-	Clock              clock.Clock
-	Logger             *slog.Logger
+	// Bounded, when set and true, says the source's Durable may lie inside
+	// a record (a commit point bounds it): a record that ends past it waits
+	// for the bound to pass it, instead of stopping the dispatcher as a
+	// damaged log does.
+	Bounded func() bool
+	Clock   clock.Clock
+	Logger  *slog.Logger
 }
 
 // ErrStopped is returned by waits on a closed dispatcher.
@@ -68,7 +80,10 @@ type Dispatcher struct {
 	listeners []Listener
 
 	dispatched atomic.Int64
-	failed     atomic.Pointer[error]
+	// covered is the highest bound a run finished at: every whole record
+	// below it is dispatched, though a record cut by it may not be.
+	covered atomic.Int64
+	failed  atomic.Pointer[error]
 
 	wake    chan struct{}
 	ckpt    chan struct{}
@@ -209,6 +224,14 @@ func (d *Dispatcher) step() {
 // run dispatches [Dispatched, to).
 func (d *Dispatcher) run(to int64) error {
 	pos := d.dispatched.Load()
+	if m, ok := d.src.(minOffsetSource); ok && pos < to {
+		if first := m.MinOffset(); pos < first && first <= to {
+			// The log starts past where dispatching stood: a replica's log
+			// that begins at its master's oldest byte.
+			pos = first
+			d.dispatched.Store(pos)
+		}
+	}
 	for pos < to {
 		segEnd := d.src.SegmentStart(pos) + d.opts.SegmentBytes
 		end := min(to, segEnd, pos+int64(len(d.buf)))
@@ -226,6 +249,12 @@ func (d *Dispatcher) run(to int64) error {
 			}
 			if errors.Is(err, message.ErrShort) {
 				if off == 0 {
+					if end == to && end != segEnd && d.opts.Bounded != nil && d.opts.Bounded() {
+						// The bound cuts this record: it waits.
+						d.dispatched.Store(pos)
+						d.cover(to)
+						return nil
+					}
 					if end == to || end == segEnd {
 						return fmt.Errorf("dispatch: record at %d ends past the durable offset %d", pos, to)
 					}
@@ -259,17 +288,39 @@ func (d *Dispatcher) run(to int64) error {
 		d.dispatched.Store(pos)
 		d.releaseWaiters(false)
 	}
+	d.cover(to)
 	return nil
 }
 
-// WaitDispatched returns once Dispatched ≥ off, or with ctx's error.
+// cover records that every whole record below to is dispatched, and
+// releases the waiters it satisfies.
+func (d *Dispatcher) cover(to int64) {
+	for {
+		cur := d.covered.Load()
+		if to <= cur {
+			return
+		}
+		if d.covered.CompareAndSwap(cur, to) {
+			d.releaseWaiters(false)
+			return
+		}
+	}
+}
+
+// progress is how far dispatching has come: Dispatched, or the bound the
+// last run stopped at when a record cut by it waits.
+func (d *Dispatcher) progress() int64 { return max(d.dispatched.Load(), d.covered.Load()) }
+
+// WaitDispatched returns once every whole record below off is dispatched
+// (Dispatched ≥ off, or a run reached off with only a record cut by it
+// left), or with ctx's error.
 func (d *Dispatcher) WaitDispatched(ctx context.Context, off int64) error {
-	if d.dispatched.Load() >= off {
+	if d.progress() >= off {
 		return nil
 	}
 	ch := make(chan struct{})
 	d.wmu.Lock()
-	if d.dispatched.Load() >= off {
+	if d.progress() >= off {
 		d.wmu.Unlock()
 		return nil
 	}
@@ -277,7 +328,7 @@ func (d *Dispatcher) WaitDispatched(ctx context.Context, off int64) error {
 	d.wmu.Unlock()
 	select {
 	case <-ch:
-		if d.dispatched.Load() >= off {
+		if d.progress() >= off {
 			return nil
 		}
 		if err := d.Err(); err != nil {
@@ -290,7 +341,7 @@ func (d *Dispatcher) WaitDispatched(ctx context.Context, off int64) error {
 }
 
 func (d *Dispatcher) releaseWaiters(all bool) {
-	pos := d.dispatched.Load()
+	pos := d.progress()
 	d.wmu.Lock()
 	defer d.wmu.Unlock()
 	keep := d.waiters[:0]

@@ -7,6 +7,10 @@
 // registers, so the store imports none of them. One goroutine does all of
 // it, so sinks need no locking against each other.
 //
+// The source's durable offset may be a replication commit point
+// (Options.Bounded): it can lie inside a record, which then waits until the
+// bound passes its end.
+//
 // # Checkpoint
 //
 // Every CheckpointInterval the dispatcher flushes its sinks and then writes

@@ -45,6 +45,9 @@ type Store struct {
 
 	notes     notifier
 	closeOnce sync.Once
+	// grown is closed when the log grows (WaitWritten), done at Close.
+	grown chan struct{}
+	done  chan struct{}
 }
 
 var _ store.MessageStore = (*Store)(nil)
@@ -60,6 +63,15 @@ type data struct {
 	// forgets it.
 	next map[queueKey]int64
 	keys map[string]map[string][]int64 // topic → key → record offsets, ascending
+
+	// visEnd: the records below it are in their queues and the key index
+	// and were told to listeners; those at or past it wait for the commit
+	// point (raw.go).
+	visEnd int64
+	// carry holds the bytes of a record a raw append cut, from end on.
+	carry       []byte
+	cpEnabled   bool
+	commitPoint int64
 }
 
 type logRecord struct {
@@ -98,8 +110,18 @@ func New(cfg store.Config) *Store {
 
 func open(cfg store.Config, d *data) *Store {
 	d.next = make(map[queueKey]int64)
-	s := &Store{cfg: cfg, d: d}
+	s := &Store{cfg: cfg, d: d, done: make(chan struct{})}
 	s.notes.init()
+	// The records above the commit point keep their queue offsets.
+	for i := d.firstAt(d.visEnd); i < len(d.log); i++ {
+		r := d.log[i].rec
+		d.next[queueKey{string(r.Topic()), r.QueueID()}] = r.QueueOffset() + 1
+	}
+	// A record cut at the end goes, as recovery cuts a torn tail.
+	d.carry = nil
+	d.cpEnabled = cfg.CommitPoint
+	d.commitPoint = max(d.commitPoint, d.visEnd)
+	s.advance()
 	return s
 }
 
@@ -124,6 +146,7 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
 		s.closed = true
+		close(s.done)
 		s.mu.Unlock()
 		s.notes.stop()
 	})
@@ -179,16 +202,15 @@ func (s *Store) put(msgs []*message.Message) error {
 		return store.ErrClosed
 	}
 	d := s.d
+	if len(d.carry) > 0 {
+		return fmt.Errorf("memstore: the log ends inside a replicated record at %d; its master must send the rest first", d.end)
+	}
 	now := s.cfg.Clock.Now().UnixMilli()
 	for _, m := range msgs {
 		k := queueKey{m.Topic, m.QueueID}
-		q := d.queue(k, true)
 		qo, ok := d.next[k]
 		if !ok {
-			qo = q.maxOffset()
-		}
-		if qo != q.maxOffset() { // the topic was deleted and its queue started anew
-			q.base, q.min, q.entries = qo, qo, nil
+			qo = d.queue(k, true).maxOffset()
 		}
 		d.next[k] = qo + 1
 		m.QueueOffset = qo
@@ -196,12 +218,60 @@ func (s *Store) put(msgs []*message.Message) error {
 		m.StoreTimestamp = now
 		rec := message.Record(m.Encode())
 		d.log = append(d.log, logRecord{off: d.end, rec: rec})
-		q.entries = append(q.entries, entry{off: d.end, size: int32(len(rec)), tagHash: message.TagHash(m.Tags())})
-		d.index(m.Topic, rec)
 		d.end += int64(len(rec))
-		s.notes.queue(m.Topic, m.QueueID, qo+1)
 	}
+	s.advance()
+	s.grew()
 	return nil
+}
+
+// advance makes the records below the visible bound readable: their queue
+// entries, their keys, the listeners' notes. Holds mu.
+func (s *Store) advance() {
+	d := s.d
+	bound := d.end
+	if d.cpEnabled {
+		bound = min(bound, d.commitPoint)
+	}
+	for i := d.firstAt(d.visEnd); i < len(d.log); i++ {
+		lr := d.log[i]
+		if lr.off+int64(len(lr.rec)) > bound {
+			break
+		}
+		d.show(lr.rec)
+		d.visEnd = lr.off + int64(len(lr.rec))
+		s.notes.queue(string(lr.rec.Topic()), lr.rec.QueueID(), lr.rec.QueueOffset()+1)
+	}
+	if d.visEnd < d.logMin {
+		d.visEnd = d.logMin
+	}
+}
+
+// show puts rec in its queue and the key index.
+func (d *data) show(rec message.Record) {
+	topic := string(rec.Topic())
+	k := queueKey{topic, rec.QueueID()}
+	q := d.queue(k, true)
+	if qo := rec.QueueOffset(); qo != q.maxOffset() { // the topic was deleted and its queue started anew
+		q.base, q.min, q.entries = qo, qo, nil
+	}
+	var tagHash int64
+	if tags, ok := rec.Property(message.PropertyTags); ok {
+		tagHash = message.TagHash(tags)
+	}
+	q.entries = append(q.entries, entry{off: rec.PhysicalOffset(), size: int32(len(rec)), tagHash: tagHash})
+	d.index(topic, rec)
+}
+
+// firstAt is the index of the first record of the log at or past off.
+func (d *data) firstAt(off int64) int {
+	i, _ := slices.BinarySearchFunc(d.log, off, func(r logRecord, off int64) int {
+		if r.off < off {
+			return -1
+		}
+		return 1
+	})
+	return i
 }
 
 // queue returns the queue of k, creating it when create is set.
@@ -392,7 +462,7 @@ func (s *Store) OffsetByTime(topic string, queueID int32, ts int64) (int64, erro
 func (s *Store) ReadMessage(physOffset int64) (message.Record, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if physOffset < s.d.logMin || physOffset >= s.d.end {
+	if physOffset < s.d.logMin || physOffset >= s.d.visEnd {
 		return nil, fmt.Errorf("%w: no message at commit-log offset %d", store.ErrNotFound, physOffset)
 	}
 	r := s.d.record(physOffset)
@@ -464,16 +534,21 @@ func (s *Store) CommitLogMinOffset() int64 {
 	return s.d.logMin
 }
 
-// Written is the commit-log offset the next record will get; everything
-// below it is durable and readable.
+// Written is the commit-log offset the next record will get (past the
+// bytes of a record a raw append cut); everything below it is durable.
 func (s *Store) Written() int64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.d.end + int64(len(s.d.carry))
+}
+
+// Durable is the end of the last whole record: a put is durable when it
+// returns.
+func (s *Store) Durable() int64 {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.d.end
 }
-
-// Durable is Written: a put is durable when it returns.
-func (s *Store) Durable() int64 { return s.Written() }
 
 // WaitDispatched returns once the listeners have heard of every message
 // stored before the call (the messages themselves were readable at once),

@@ -85,6 +85,9 @@ func Run(t *testing.T, open Opener) {
 		{"RemovedRecordsReadAsOffsetFoundNull", testFoundNull},
 		{"ConcurrentPutsToOneQueue", testConcurrentPuts},
 		{"PutAfterCloseIsRefused", testClosed},
+		{"CommitPointBoundsWhatIsReadable", testCommitPoint},
+		{"ReplicaFedByRawReadsMatchesItsMaster", testRawReplica},
+		{"RawAppendAndReadEdges", testRawEdges},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -96,7 +99,7 @@ func Run(t *testing.T, open Opener) {
 					t.Errorf("close: %v", err)
 				}
 			})
-			tc.fn(t, &suite{t: t, h: h, clk: clk, cfg: cfg})
+			tc.fn(t, &suite{t: t, h: h, clk: clk, cfg: cfg, open: open})
 		})
 	}
 }
@@ -120,11 +123,12 @@ func receive[T any](t *testing.T, ch <-chan T, what string) T {
 }
 
 type suite struct {
-	t   *testing.T
-	h   Harness
-	clk *clock.Manual
-	cfg store.Config
-	seq int
+	t    *testing.T
+	h    Harness
+	clk  *clock.Manual
+	cfg  store.Config
+	seq  int
+	open Opener // for a second store
 }
 
 func (s *suite) st() store.MessageStore { return s.h.Store() }
