@@ -303,6 +303,7 @@ func TestPartitionedSlave(t *testing.T) {
 				if err := c.syncSend(0, 5*time.Second); err != nil {
 					t.Fatal(err)
 				}
+				c.await("HW published", func() bool { return c.m.HW() == c.mlog.Written() })
 				c.net.Partition("master", "s2")
 				hwBefore := c.m.HW()
 				var errs []error
