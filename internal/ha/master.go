@@ -560,11 +560,10 @@ func (c *mconn) answer(f wire.Fetch, sentHW int64) (wire.FetchResp, bool) {
 		LogStart: logStart, Base: cursor, Data: data}, true
 }
 
+// teardown forgets the slave first (so that, once the peer sees the
+// connection close, it no longer counts), then closes the connection.
 func (c *mconn) teardown() {
 	m := c.m
-	close(c.done)
-	c.cancel()
-	c.nc.Close()
 	m.trackMu.Lock()
 	delete(m.conns, c)
 	gone := c.id != 0 && m.owners[c.id] == c
@@ -573,8 +572,11 @@ func (c *mconn) teardown() {
 		m.cfg.Tracker.SlaveGone(c.id)
 	}
 	m.trackMu.Unlock()
+	close(c.done)
+	c.cancel()
+	c.nc.Close()
 	if gone {
-		m.log.Info("slave disconnected", "replica_id", c.id, "remote", c.remote(), "acked", c.ackW)
+		m.log.Info("slave disconnected", "replica_id", c.id, "remote", c.remote(), "sent", c.sent.Load())
 		m.kickHW()
 	}
 }
