@@ -102,6 +102,9 @@ type MasterConfig struct {
 	// TickInterval is how often the tracker re-evaluates lag by time
 	// (default 500 ms).
 	TickInterval time.Duration
+	// DurablePoll is how often the master looks at the source's durable
+	// end while it trails the written end (default 1 ms).
+	DurablePoll time.Duration
 	// Logger; nil discards.
 	Logger *slog.Logger
 	// Clock; nil means clock.Real.
@@ -109,6 +112,9 @@ type MasterConfig struct {
 }
 
 func (c *MasterConfig) setDefaults() {
+	if c.DurablePoll == 0 {
+		c.DurablePoll = time.Millisecond
+	}
 	if c.MaxBytes == 0 {
 		c.MaxBytes = 1 << 20
 	}
@@ -145,6 +151,8 @@ func (c *MasterConfig) Validate() error {
 		return fmt.Errorf("ha: MasterConfig.MaxWait %v is negative", c.MaxWait)
 	case c.IdleTimeout <= c.MaxWait:
 		return fmt.Errorf("ha: MasterConfig.IdleTimeout %v must exceed MaxWait %v", c.IdleTimeout, c.MaxWait)
+	case c.DurablePoll < 0:
+		return fmt.Errorf("ha: MasterConfig.DurablePoll %v is negative", c.DurablePoll)
 	case c.TickInterval <= 0:
 		return fmt.Errorf("ha: MasterConfig.TickInterval %v must be positive", c.TickInterval)
 	}

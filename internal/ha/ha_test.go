@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -665,4 +666,107 @@ func (r *recordingSink) AppendRaw(off int64, b []byte) error {
 	r.appends = append(r.appends, [2]int64{off, off + int64(len(b))})
 	r.mu.Unlock()
 	return r.memLog.AppendRaw(off, b)
+}
+
+func TestCommitPointFollowsLocalFlush(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t, syncCfg(0), 0) // no slaves needed: HW = the master's durable end
+		c.mlog.mu.Lock()
+		c.mlog.syncAppend = false
+		c.mlog.mu.Unlock()
+		c.put(0)
+		time.Sleep(50 * time.Millisecond)
+		synctest.Wait()
+		if cp, w := c.mlog.CommitPoint(), c.mlog.Written(); cp >= w {
+			t.Fatalf("commit point %d covers %d bytes that are not durable", cp, w)
+		}
+		c.mlog.Flush()
+		time.Sleep(5 * time.Millisecond) // far less than the 500 ms tick
+		synctest.Wait()
+		if cp, w := c.mlog.CommitPoint(), c.mlog.Written(); cp != w {
+			t.Fatalf("commit point %d 5 ms after the flush, want %d", cp, w)
+		}
+		c.check()
+	})
+}
+
+func TestPipelinedFetchesGetConsecutiveRanges(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t, syncCfg(0), big)
+		for i := range 10 {
+			c.put(i)
+		}
+		h := c.dialHostile("peer")
+		defer h.nc.Close()
+		f := wire.Fetch{Group: "g", ReplicaID: 3, Offset: big, Durable: big, MaxBytes: 40, MaxWait: time.Second}
+		h.fetch(f)
+		h.fetch(f) // the same acks: nothing appended yet
+		r1, ok1 := h.next()
+		r2, ok2 := h.next()
+		if !ok1 || !ok2 || r1.Err != wire.OK || r2.Err != wire.OK {
+			t.Fatalf("answers %v %v", r1.Err, r2.Err)
+		}
+		if r1.Base != big || len(r1.Data) != 40 || r2.Base != big+40 || len(r2.Data) != 40 {
+			t.Fatalf("ranges [%d,+%d) [%d,+%d), want [%d,+40) [%d,+40)", r1.Base, len(r1.Data), r2.Base, len(r2.Data), big, big+40)
+		}
+		if !bytes.Equal(append(r1.Data, r2.Data...), c.mlog.Bytes(big, big+80)) {
+			t.Fatal("data differs from the master's log")
+		}
+	})
+}
+
+func TestSlaveBelowLogStartRestarts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t, syncCfg(1), 0)
+		for i := range 20 {
+			c.put(i)
+		}
+		l := newMemLog(0, true)
+		l.AppendRaw(0, c.mlog.Bytes(0, 28))
+		fs := vfs.NewMem()
+		h, _ := epoch.Open(fs, "epochs")
+		h.Append(epoch.Entry{Epoch: 1, Start: 0})
+		c.mlog.Trim(140)
+		n := c.addSlave(1, l, fs)
+		c.await("slave starts over and copies", c.caughtUp(1))
+		if n.log.MinOffset() != 140 || n.s.Err() != nil {
+			t.Errorf("slave log starts at %d (want 140), Err %v", n.log.MinOffset(), n.s.Err())
+		}
+		c.check()
+	})
+}
+
+func TestReconnectBackoffIsBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t, syncCfg(1), 0)
+		c.m.Close()
+		c.m = nil
+		n := c.addSlave(1, newMemLog(0, true), nil)
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		var got []string
+		for _, line := range c.logs.Lines("reconnecting") {
+			if i := strings.Index(line, "backoff="); i >= 0 {
+				got = append(got, line[i+len("backoff="):])
+			}
+		}
+		want := []string{"100ms", "200ms", "400ms", "800ms", "1s", "1s"}
+		if len(got) < len(want) || strings.Join(got[:len(want)], ",") != strings.Join(want, ",") {
+			t.Fatalf("back-offs %v, want them to start %v", got, want)
+		}
+		for _, b := range got[len(want):] {
+			if b != "1s" {
+				t.Fatalf("back-off %s beyond BackoffMax 1s (%v)", b, got)
+			}
+		}
+		if st := n.s.Status(); st.Connected || st.LastError == "" {
+			t.Errorf("status %+v with no master", st)
+		}
+		c.startMaster()
+		c.await("slave connects once the master is up", c.inSync(1))
+		if err := c.syncSend(0, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		c.check()
+	})
 }

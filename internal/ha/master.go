@@ -11,6 +11,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/petrelmq/petrel/internal/clock"
 	"github.com/petrelmq/petrel/internal/ha/epoch"
@@ -235,18 +236,40 @@ func (m *Master) watchHW(seen int64, wake func()) func() {
 	}
 }
 
-// progressLoop reports the source's growth to the tracker.
+// progressLoop reports the source's growth to the tracker. Source has no
+// notification for fsyncs, so while the durable end trails the written end
+// it looks again every DurablePoll: the commit point follows the local
+// fsync within that even when no send waits and no slave acks.
 func (m *Master) progressLoop() {
 	defer m.wg.Done()
 	for {
 		leo := m.src.Written()
 		m.Progress()
+		if m.src.Durable() < leo {
+			if !m.sleep(m.cfg.DurablePoll) {
+				return
+			}
+			continue
+		}
 		if err := m.src.WaitWritten(m.ctx, leo); err != nil {
 			if m.ctx.Err() == nil {
 				m.log.Error("wait for the log to grow failed; commit point updates only on fetches now", "err", err)
 			}
 			return
 		}
+	}
+}
+
+// sleep waits d on the injected clock; false once the master closes.
+func (m *Master) sleep(d time.Duration) bool {
+	ch := make(chan struct{})
+	t := m.cfg.Clock.AfterFunc(d, func() { close(ch) })
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-m.ctx.Done():
+		return false
 	}
 }
 
