@@ -34,9 +34,17 @@
 //     MasterProgress) counts as held long ago: a slave is in sync only
 //     once it holds it. A slave out of sync (a new one too) comes back
 //     within half of both bounds, so one lagging near a bound does not flap.
-//     Time is re-evaluated on every MasterProgress and Tick. Falling out and catching up are logged ("slave out of sync" at
-//     Warn with a reason lag_bytes, lag_time or gone; "slave in sync" at
-//     Info) and counted (Stats.FallOuts, Stats.CatchUps).
+//     Time is re-evaluated on every MasterProgress and Tick. Falling out
+//     and catching up are logged ("slave out of sync" at Warn with a
+//     reason lag_bytes, lag_time or gone; "slave in sync" at Info) and
+//     counted (Stats.FallOuts, Stats.CatchUps).
+//   - Wait answers ErrTimeout however its ctx ended (deadline or cancel);
+//     a waiter whose ctx ends leaves the tracker, so none leak, and a Wait
+//     allocates nothing of its own (waiters are recycled).
+//
+// Failover (issue 17) note: a committed record is on SyncReplicas in-sync
+// slaves, not necessarily on every one, so a new master must be chosen
+// among the in-sync slaves by the highest durable end, not just any of them.
 //   - Acks are checked (pitfall 5): a slave's written or durable end above
 //     the master's LEO, durable above written, or either moving backwards
 //     is refused with an error and changes nothing. The check is per

@@ -504,3 +504,77 @@ func TestRestoreRaisesTheHWUpToTheMaster(t *testing.T) {
 	f.tr.MasterProgress(base+1000, base+1000)
 	f.wantHW(base + 1000)
 }
+
+func TestManySlavesFallOutAtOnceAllLogged(t *testing.T) {
+	f := newFixture(t, cfgWith(3, false))
+	f.tr.MasterProgress(0, 0)
+	for id := int64(1); id <= 6; id++ {
+		f.ack(id, 0, 0)
+	}
+	f.wantInSync(1, 2, 3, 4, 5, 6)
+	f.tr.MasterProgress(5000, 5000) // every slave beyond MaxLagBytes
+	f.wantInSync()
+	if got := f.logs.Lines("reason=lag_bytes"); len(got) != 6 {
+		t.Fatalf("%d fall-out lines, want 6:\n%s", len(got), f.logs)
+	}
+	if st := f.tr.Stats(); st.FallOuts != 6 || st.InSync != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestLagTimeBeyondTheRing: a slave behind for longer than the ring's
+// history reports at least that history, growing, not a made-up small lag.
+func TestLagTimeBeyondTheRing(t *testing.T) {
+	cfg := cfgWith(1, false)
+	cfg.MaxLagBytes = 1 << 40
+	f := newFixture(t, cfg)
+	f.tr.MasterProgress(0, 0)
+	f.ack(1, 0, 0)
+	var leo int64
+	for range 600 { // a minute, a write every 100 ms
+		f.clk.Advance(100 * time.Millisecond)
+		leo += 1000
+		f.tr.MasterProgress(leo, leo)
+	}
+	lag := f.tr.Stats().Slaves[0].LagTime
+	if lag != time.Minute-100*time.Millisecond {
+		t.Fatalf("lag time %v, want 59.9s", lag)
+	}
+	f.ack(1, 1000, 1000) // still far behind: beyond the ring's history
+	if got := f.tr.Stats().Slaves[0].LagTime; got < 2*cfg.MaxLagTime || got > lag {
+		t.Fatalf("lag time %v, want within [%v, %v]", got, 2*cfg.MaxLagTime, lag)
+	}
+	f.wantInSync()
+	f.ack(1, leo-500, leo-500) // within the last write: exact again
+	if got := f.tr.Stats().Slaves[0].LagTime; got != 0 {
+		t.Fatalf("lag time %v, want 0 (the master wrote its last byte just now)", got)
+	}
+}
+
+// TestLogKeysAreSnakeCase: the transition lines carry stable snake_case
+// keys (STYLE.md §9).
+func TestLogKeysAreSnakeCase(t *testing.T) {
+	f := newFixture(t, cfgWith(1, false))
+	f.tr.MasterProgress(0, 0)
+	f.ack(1, 0, 0)
+	f.tr.MasterProgress(5000, 5000)
+	f.tr.SlaveGone(1)
+	f.ack(1, 5000, 5000)
+	lines := f.logs.Lines("component=ha/track")
+	if len(lines) != 3 {
+		t.Fatalf("%d lines:\n%s", len(lines), f.logs)
+	}
+	for _, l := range lines {
+		for _, kv := range strings.Fields(l) {
+			k, _, ok := strings.Cut(kv, "=")
+			if !ok {
+				continue // part of a quoted message
+			}
+			for _, r := range k {
+				if (r < 'a' || r > 'z') && r != '_' {
+					t.Fatalf("key %q in %q", k, l)
+				}
+			}
+		}
+	}
+}
