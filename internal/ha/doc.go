@@ -36,6 +36,15 @@
 // empty), so the slave records in its own history every epoch whose bytes
 // it appends, before appending them.
 //
+// The commit point: the master hands the tracker its own ends
+// (MasterProgress) as the log grows (WaitWritten), while the durable end
+// trails the written end (every MasterConfig.DurablePoll), on every fetch,
+// on every tick and in WaitReplicated; every rise of the tracker's HW is
+// passed to MasterConfig.OnCommit (the daemon: Store.SetCommitPoint), from
+// one goroutine, strictly increasing, and wakes the parked long polls.
+// Master.WaitReplicated is what a sync send waits on (the broker's
+// Replicator): nil, track.ErrTimeout or track.ErrNotEnoughReplicas.
+//
 // # The slave
 //
 // The slave appends Data at Base, which must equal its Written() (otherwise

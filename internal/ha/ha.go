@@ -58,10 +58,9 @@ var (
 	// ErrBelowLogStart: the slave's log ends below the master's first
 	// retained byte and its store cannot start over (no Restarter).
 	ErrBelowLogStart = errors.New("ha: slave log ends below the master's first retained byte")
-	// ErrProtocol: the peer broke the fetch protocol.
+	// ErrProtocol: the master broke the fetch protocol (the slave drops
+	// the connection and re-syncs from its end).
 	ErrProtocol = errors.New("ha: protocol violation")
-	// ErrClosed: the master or slave is closed.
-	ErrClosed = errors.New("ha: closed")
 )
 
 const (
@@ -243,8 +242,8 @@ func epochOf(es []epoch.Entry, off int64) (epoch.Entry, bool) {
 	return epoch.Entry{}, false
 }
 
-// endOf returns where the epoch of entry i of es ends: the next entry's
-// start, or leo.
+// endOf returns where epoch entry e of es ends: the start of the first
+// later-starting entry, or leo.
 func endOf(es []epoch.Entry, e epoch.Entry, leo int64) int64 {
 	for _, x := range es {
 		if x.Start > e.Start {
