@@ -188,12 +188,17 @@ func (s *Slave) session(nc net.Conn) (progressed bool, err error) {
 	pos, durable := s.position()
 	var lastEpoch uint32
 	if pos > 0 {
-		e, ok := epochOf(s.cfg.Epochs.Entries(), pos-1)
+		es := s.cfg.Epochs.Entries()
+		e, ok := epochOf(es, pos-1)
 		switch {
 		case ok:
 			lastEpoch = e.Epoch
+		case len(es) > 0 && pos <= es[0].Start:
+			// The log starts where its first epoch does and holds no byte
+			// yet (a copy begun at the master's log start, cut back to
+			// nothing by a crash): it has no last epoch.
 		case s.sink.Written() > 0:
-			return false, fmt.Errorf("%w: the local log has %d bytes but no epoch history covers them: it is not a copy of a master; wipe the store to replicate", ErrNotPrefix, pos)
+			return false, fmt.Errorf("%w: the local log ends at %d but no epoch history covers it: it is not a copy of a master; wipe the store to replicate", ErrNotPrefix, pos)
 		}
 	}
 	known := uint32(0)
