@@ -79,6 +79,13 @@ func (c *cluster) logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(c.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
+// tracker is the current master's tracker (a restart replaces it).
+func (c *cluster) tracker() *track.Tracker {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.tr
+}
+
 func (c *cluster) violate(format string, args ...any) {
 	c.mu.Lock()
 	c.violation = append(c.violation, fmt.Sprintf(format, args...))
@@ -91,8 +98,10 @@ func (c *cluster) startMaster() {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	c.tr = track.New(c.trCfg, clock.Real, c.logger())
-	tr, ml := c.tr, c.mlog
+	tr, ml := track.New(c.trCfg, clock.Real, c.logger()), c.mlog
+	c.mu.Lock()
+	c.tr = tr
+	c.mu.Unlock()
 	ml.onCP = nil
 	m, err := StartMaster(MasterConfig{Group: "g", Listen: masterAddr, Network: c.net.Host("master"), Tracker: tr,
 		Epochs: hist, Logger: c.logger(), MaxBytes: 300, MaxWait: time.Second, IdleTimeout: 5 * time.Second,
@@ -132,7 +141,7 @@ func (c *cluster) startSlave(n *node, sink Sink) {
 	l.onCP = func(off int64) {
 		// Invariant: a slave's commit point is never above the master's HW
 		// (which never moves back) nor its own durable end.
-		if hw := c.tr.HW(); off > hw || off > l.Durable() {
+		if hw := c.tracker().HW(); off > hw || off > l.Durable() {
 			c.violate("slave %d commit point %d above master HW %d or its durable %d", n.id, off, hw, l.Durable())
 		}
 	}
@@ -788,11 +797,14 @@ func TestFaultSequence(t *testing.T) {
 				c.await("slaves in sync", c.inSync(2))
 				rec, acked := 0, 0
 				for range 60 {
-					switch k := rng.IntN(10); {
+					switch k := rng.IntN(11); {
 					case k < 5:
 						for range 1 + rng.IntN(5) {
-							if c.syncSend(rec, 3*time.Second) == nil {
+							switch err := c.syncSend(rec, 3*time.Second); {
+							case err == nil:
 								acked++
+							case !errors.Is(err, track.ErrTimeout) && !errors.Is(err, track.ErrNotEnoughReplicas):
+								t.Errorf("send %d: %v, want nil, ErrTimeout or ErrNotEnoughReplicas", rec, err)
 							}
 							rec++
 						}
@@ -811,6 +823,10 @@ func TestFaultSequence(t *testing.T) {
 						c.crashSlave(c.slaves[int64(1+rng.IntN(2))])
 					case k == 9:
 						time.Sleep(time.Duration(rng.IntN(4000)) * time.Millisecond)
+					case k == 10: // the master restarts (sync flush: it loses nothing)
+						c.m.Close()
+						c.mlog = c.mlog.Crash()
+						c.startMaster()
 					}
 				}
 				c.net.Heal("master", "s1")
