@@ -49,6 +49,7 @@ type cluster struct {
 
 	mu        sync.Mutex
 	violation []string
+	prevHW    int64   // the HW of the masters before a restart
 	acked     []int64 // ends of the records whose Wait returned nil
 }
 
@@ -79,11 +80,13 @@ func (c *cluster) logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(c.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
-// tracker is the current master's tracker (a restart replaces it).
-func (c *cluster) tracker() *track.Tracker {
+// groupHW is the highest commit point any master of the group has had: the
+// current master's tracker's HW, or a previous master's (a response of the
+// old master may still arrive after a restart; the new tracker starts low).
+func (c *cluster) groupHW() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.tr
+	return max(c.prevHW, c.tr.HW())
 }
 
 func (c *cluster) violate(format string, args ...any) {
@@ -100,6 +103,9 @@ func (c *cluster) startMaster() {
 	}
 	tr, ml := track.New(c.trCfg, clock.Real, c.logger()), c.mlog
 	c.mu.Lock()
+	if c.tr != nil {
+		c.prevHW = max(c.prevHW, c.tr.HW())
+	}
 	c.tr = tr
 	c.mu.Unlock()
 	ml.onCP = nil
@@ -141,7 +147,7 @@ func (c *cluster) startSlave(n *node, sink Sink) {
 	l.onCP = func(off int64) {
 		// Invariant: a slave's commit point is never above the master's HW
 		// (which never moves back) nor its own durable end.
-		if hw := c.tracker().HW(); off > hw || off > l.Durable() {
+		if hw := c.groupHW(); off > hw || off > l.Durable() {
 			c.violate("slave %d commit point %d above master HW %d or its durable %d", n.id, off, hw, l.Durable())
 		}
 	}

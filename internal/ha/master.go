@@ -343,8 +343,11 @@ func (c *mconn) readLoop() {
 		if err != nil {
 			if errors.Is(err, wire.ErrFrameTooLarge) || errors.Is(err, wire.ErrChecksum) || errors.Is(err, wire.ErrEmptyFrame) {
 				c.push(item{fail: c.errResp(wire.InvalidRequest, "bad frame: "+err.Error())})
-			} else if c.ctx.Err() == nil && !errors.Is(err, io.EOF) {
-				c.m.log.Debug("slave connection read failed", "remote", c.remote(), "replica_id", c.id, "err", err)
+			} else {
+				if c.ctx.Err() == nil && !errors.Is(err, io.EOF) {
+					c.m.log.Debug("slave connection read failed", "remote", c.remote(), "replica_id", c.id, "err", err)
+				}
+				c.cancel() // the connection is dead: end a parked long poll now
 			}
 			return
 		}
