@@ -1,0 +1,69 @@
+// Package ha ships the master's commit log to its slaves, byte for byte,
+// over one connection per slave (internal/netx: TCP in production, the
+// in-memory network in tests). The frames are package wire's; the commit
+// point arithmetic is package track's; the epoch history is package
+// epoch's. The stores are reached through the narrow Source (master) and
+// Sink (slave) interfaces, which the daemon adapts from internal/store.
+//
+// # The fetch protocol
+//
+// The slave dials the master and sends Fetch frames; the master answers
+// each with one FetchResp, in order. The first Fetch of a connection is the
+// handshake: the master checks that the slave's log is a prefix of its own
+// (the byte before the slave's end, Offset-1, lies in epoch LastEpoch in the
+// master's history too, and Offset ≤ the master's LEO), answering NotPrefix
+// and closing otherwise, and OffsetOutOfRange (with LogStart) when Offset is
+// below the master's first retained byte. It then sets the connection's
+// cursor to Offset.
+//
+// The slave keeps at most two fetches in flight. The master reads from the
+// connection's cursor, not from Fetch.Offset: a response carries Data =
+// [Base, Base+len) with Base = the cursor, and moves the cursor past it; so
+// a second, pipelined fetch gets the bytes after the first one's, and a
+// long poll is always parked on the master while the slave appends. The
+// Offset and Durable of every Fetch are the slave's acks ("written up to",
+// "durable up to"); the master applies them when the frame arrives (not when
+// it answers it), so an ack moves the commit point at once. An ack above the
+// bytes sent on the connection (hence above the master's LEO), below an
+// earlier ack, or with Durable > Offset is a protocol violation: the master
+// answers an error frame and closes that connection only.
+//
+// A response is sent when the cursor is below the LEO, when the commit point
+// moved past the value the connection last carried, or when MaxWait (capped
+// by MasterConfig.MaxWait) has passed: a long poll that also pushes commit
+// point updates. Data never crosses an epoch boundary; Epoch/EpochStart are
+// the epoch of the bytes at Base (of Data, or of the cursor when Data is
+// empty), so the slave records in its own history every epoch whose bytes
+// it appends, before appending them.
+//
+// The commit point: the master hands the tracker its own ends
+// (MasterProgress) as the log grows (WaitWritten), while the durable end
+// trails the written end (every MasterConfig.DurablePoll), on every fetch,
+// on every tick and in WaitReplicated; every rise of the tracker's HW is
+// passed to MasterConfig.OnCommit (the daemon: Store.SetCommitPoint), from
+// one goroutine, strictly increasing, and wakes the parked long polls.
+// Master.WaitReplicated is what a sync send waits on (the broker's
+// Replicator): nil, track.ErrTimeout or track.ErrNotEnoughReplicas.
+//
+// # The slave
+//
+// The slave appends Data at Base, which must equal its Written() (otherwise
+// it drops the connection and re-syncs from its end), then applies
+// SetCommitPoint(min(HW, Durable())) — never above the master's commit
+// point, never backwards. It reconnects with a bounded exponential back-off
+// (on the injected clock). NotPrefix and UnknownReplica stop it: Err says
+// why, and nothing more is fetched until an operator acts. OffsetOutOfRange
+// makes it start over from the master's LogStart: at once when its log is
+// empty, through Restarter when its store can drop its log, else it stops
+// with Err.
+//
+// # Bounds
+//
+// Frames are at most wire.MaxFrame; the master reads at most
+// MasterConfig.MaxBytes per response into a per-connection buffer of fixed
+// size; a Fetch frame larger than maxFetchFrame is refused before it is read.
+// Idle connections are closed after MasterConfig.IdleTimeout (master) and
+// a response that does not come within MaxWait+SlaveConfig.ResponseTimeout
+// drops the connection (slave), both on the injected clock, so a partition
+// is noticed without the network's help.
+package ha

@@ -1,0 +1,625 @@
+package ha
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/petrelmq/petrel/internal/clock"
+	"github.com/petrelmq/petrel/internal/ha/epoch"
+	"github.com/petrelmq/petrel/internal/ha/wire"
+)
+
+// Master serves the fetches of a group's slaves from the master's store.
+// Its methods are safe for concurrent use.
+type Master struct {
+	cfg MasterConfig
+	src Source
+	ln  net.Listener
+	log *slog.Logger
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	// trackMu orders every change the master makes to the tracker and
+	// the owner of each replica id, so that a connection that was taken
+	// over can no longer ack for its id, and MasterProgress never sees
+	// the source's ends out of order.
+	trackMu sync.Mutex
+	owners  map[int64]*mconn
+	conns   map[*mconn]struct{}
+	closed  bool
+
+	// hwMu guards the published commit point and the long polls to wake
+	// when it moves.
+	hwMu     sync.Mutex
+	hw       int64 // last value handed to OnCommit; slaves are told this one
+	watchers map[*hwWatcher]struct{}
+	kick     chan struct{} // cap 1: the tracker may have moved the HW
+
+	tickMu sync.Mutex
+	tick   clock.Timer
+}
+
+type hwWatcher struct {
+	seen int64
+	wake func()
+}
+
+// StartMaster listens on cfg.Listen and serves fetches from src until
+// Close. When cfg.Epochs is empty it appends epoch 1 starting at src's
+// first byte (a master starts epoch 1 on a fresh log and keeps its last
+// epoch across restarts).
+func StartMaster(cfg MasterConfig, src Source) (*Master, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if _, ok := cfg.Epochs.Last(); !ok {
+		if err := cfg.Epochs.Append(epoch.Entry{Epoch: 1, Start: src.MinOffset()}); err != nil {
+			return nil, fmt.Errorf("ha: start epoch 1: %w", err)
+		}
+	}
+	ln, err := cfg.Network.Listen(cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("ha: listen on %s: %w", cfg.Listen, err)
+	}
+	m := &Master{
+		cfg:      cfg,
+		src:      src,
+		ln:       ln,
+		log:      cfg.Logger.With("component", "ha_master", "group", cfg.Group),
+		owners:   map[int64]*mconn{},
+		conns:    map[*mconn]struct{}{},
+		watchers: map[*hwWatcher]struct{}{},
+		kick:     make(chan struct{}, 1),
+	}
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	m.hw = cfg.Tracker.HW()
+	m.Progress()
+	last, _ := cfg.Epochs.Last()
+	m.log.Info("replication master started", "addr", ln.Addr().String(), "epoch", last.Epoch,
+		"log_start", src.MinOffset(), "leo", src.Written())
+	m.wg.Add(3)
+	go m.acceptLoop()
+	go m.progressLoop()
+	go m.commitLoop()
+	m.armTick()
+	return m, nil
+}
+
+// Addr is the address the master listens on.
+func (m *Master) Addr() string { return m.ln.Addr().String() }
+
+// HW is the commit point the master has published (handed to OnCommit and
+// sent to slaves).
+func (m *Master) HW() int64 {
+	m.hwMu.Lock()
+	defer m.hwMu.Unlock()
+	return m.hw
+}
+
+// Progress tells the tracker the source's current ends. The master calls
+// it as the log grows and on every fetch; the daemon may call it when the
+// store's durable end moves (after an fsync) so that the commit point
+// follows at once.
+func (m *Master) Progress() {
+	m.trackMu.Lock()
+	m.cfg.Tracker.MasterProgress(m.src.Written(), m.src.Durable())
+	m.trackMu.Unlock()
+	m.kickHW()
+}
+
+// WaitReplicated waits until the commit point covers end (a send whose
+// bytes end there and are durable locally): nil, or track.ErrTimeout when
+// ctx ends first, or track.ErrNotEnoughReplicas at once when fewer slaves
+// than required are in sync.
+func (m *Master) WaitReplicated(ctx context.Context, end int64) error {
+	m.Progress()
+	return m.cfg.Tracker.Wait(ctx, end)
+}
+
+// Close stops listening, drops every slave connection and waits for the
+// master's goroutines. It is idempotent.
+func (m *Master) Close() error {
+	m.trackMu.Lock()
+	if m.closed {
+		m.trackMu.Unlock()
+		return nil
+	}
+	m.closed = true
+	conns := make([]*mconn, 0, len(m.conns))
+	for c := range m.conns {
+		conns = append(conns, c)
+	}
+	m.trackMu.Unlock()
+	m.cancel()
+	m.ln.Close()
+	for _, c := range conns {
+		c.nc.Close()
+	}
+	m.tickMu.Lock()
+	if m.tick != nil {
+		m.tick.Stop()
+	}
+	m.tickMu.Unlock()
+	m.wg.Wait()
+	m.log.Info("replication master stopped")
+	return nil
+}
+
+func (m *Master) armTick() {
+	m.tickMu.Lock()
+	defer m.tickMu.Unlock()
+	if m.ctx.Err() != nil {
+		return
+	}
+	m.tick = m.cfg.Clock.AfterFunc(m.cfg.TickInterval, func() {
+		m.Progress()
+		m.trackMu.Lock()
+		m.cfg.Tracker.Tick()
+		m.trackMu.Unlock()
+		m.kickHW()
+		m.armTick()
+	})
+}
+
+func (m *Master) kickHW() {
+	select {
+	case m.kick <- struct{}{}:
+	default:
+	}
+}
+
+// commitLoop publishes every rise of the tracker's HW: OnCommit, then the
+// long polls that carried an older value. One goroutine, so OnCommit sees
+// strictly increasing values.
+func (m *Master) commitLoop() {
+	defer m.wg.Done()
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-m.kick:
+		}
+		hw := m.cfg.Tracker.HW()
+		m.hwMu.Lock()
+		if hw <= m.hw {
+			m.hwMu.Unlock()
+			continue
+		}
+		m.hwMu.Unlock()
+		if m.cfg.OnCommit != nil {
+			m.cfg.OnCommit(hw)
+		}
+		m.hwMu.Lock()
+		m.hw = hw
+		var wake []func()
+		for w := range m.watchers {
+			if w.seen < hw {
+				wake = append(wake, w.wake)
+				delete(m.watchers, w)
+			}
+		}
+		m.hwMu.Unlock()
+		for _, f := range wake {
+			f()
+		}
+	}
+}
+
+// watchHW calls wake once the published HW exceeds seen (at once if it
+// does already); the returned func unregisters.
+func (m *Master) watchHW(seen int64, wake func()) func() {
+	w := &hwWatcher{seen: seen, wake: wake}
+	m.hwMu.Lock()
+	if m.hw > seen {
+		m.hwMu.Unlock()
+		wake()
+		return func() {}
+	}
+	m.watchers[w] = struct{}{}
+	m.hwMu.Unlock()
+	return func() {
+		m.hwMu.Lock()
+		delete(m.watchers, w)
+		m.hwMu.Unlock()
+	}
+}
+
+// progressLoop reports the source's growth to the tracker. Source has no
+// notification for fsyncs, so while the durable end trails the written end
+// it looks again every DurablePoll: the commit point follows the local
+// fsync within that even when no send waits and no slave acks.
+func (m *Master) progressLoop() {
+	defer m.wg.Done()
+	for {
+		leo := m.src.Written()
+		m.Progress()
+		if m.src.Durable() < leo {
+			if !m.sleep(m.cfg.DurablePoll) {
+				return
+			}
+			continue
+		}
+		if err := m.src.WaitWritten(m.ctx, leo); err != nil {
+			if m.ctx.Err() == nil {
+				m.log.Error("wait for the log to grow failed; commit point updates only on fetches now", "err", err)
+			}
+			return
+		}
+	}
+}
+
+// sleep waits d on the injected clock; false once the master closes.
+func (m *Master) sleep(d time.Duration) bool {
+	ch := make(chan struct{})
+	t := m.cfg.Clock.AfterFunc(d, func() { close(ch) })
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-m.ctx.Done():
+		return false
+	}
+}
+
+func (m *Master) acceptLoop() {
+	defer m.wg.Done()
+	for {
+		nc, err := m.ln.Accept()
+		if err != nil {
+			if m.ctx.Err() == nil {
+				m.log.Error("accept failed; no more slaves served", "err", err)
+			}
+			return
+		}
+		c := &mconn{m: m, nc: nc, items: make(chan item, 2), done: make(chan struct{})}
+		c.ctx, c.cancel = context.WithCancel(m.ctx)
+		m.trackMu.Lock()
+		if m.closed {
+			m.trackMu.Unlock()
+			nc.Close()
+			return
+		}
+		m.conns[c] = struct{}{}
+		m.wg.Add(2)
+		m.trackMu.Unlock()
+		go c.readLoop()
+		go c.serve()
+	}
+}
+
+// mconn is one slave connection on the master: readLoop decodes fetches
+// and applies their acks; serve answers them in order; only serve writes.
+type mconn struct {
+	m      *Master
+	nc     net.Conn
+	ctx    context.Context // ends with the connection
+	cancel context.CancelFunc
+	items  chan item     // fetches to answer, or the error to send last
+	done   chan struct{} // closed when serve returns
+
+	// set by readLoop; read by serve after the first item
+	id    int64
+	group string
+	ackW  int64
+	ackD  int64
+	sent  atomic.Int64 // end of the bytes sent (or being sent): the cursor
+	idle  clock.Timer
+}
+
+type item struct {
+	f    wire.Fetch
+	fail *wire.FetchResp // non-nil: send this error and close
+}
+
+func (c *mconn) remote() string { return c.nc.RemoteAddr().String() }
+
+// readLoop reads the slave's fetches, checks them and applies their acks
+// when they arrive, then queues them for serve.
+func (c *mconn) readLoop() {
+	defer c.m.wg.Done()
+	defer close(c.items)
+	defer func() {
+		if c.idle != nil {
+			c.idle.Stop()
+		}
+	}()
+	buf := make([]byte, maxFetchFrame)
+	first := true
+	for {
+		c.resetIdle()
+		p, err := readFrameMax(c.nc, buf, maxFetchFrame)
+		if err != nil {
+			if errors.Is(err, wire.ErrFrameTooLarge) || errors.Is(err, wire.ErrChecksum) || errors.Is(err, wire.ErrEmptyFrame) {
+				c.push(item{fail: c.errResp(wire.InvalidRequest, "bad frame: "+err.Error())})
+			} else {
+				if c.ctx.Err() == nil && !errors.Is(err, io.EOF) {
+					c.m.log.Debug("slave connection read failed", "remote", c.remote(), "replica_id", c.id, "err", err)
+				}
+				c.cancel() // the connection is dead: end a parked long poll now
+			}
+			return
+		}
+		f, err := wire.DecodeFetch(p)
+		if err != nil {
+			c.push(item{fail: c.errResp(wire.InvalidRequest, "bad fetch: "+err.Error())})
+			return
+		}
+		if first {
+			if r := c.handshake(f); r != nil {
+				c.push(item{fail: r})
+				return
+			}
+			first = false
+		} else if r := c.checkAck(f); r != nil {
+			c.push(item{fail: r})
+			return
+		}
+		if r := c.ack(f); r != nil {
+			c.push(item{fail: r})
+			return
+		}
+		if !c.push(item{f: f}) {
+			return
+		}
+	}
+}
+
+// resetIdle (re)arms the timer that closes a connection whose slave sends
+// nothing for IdleTimeout.
+func (c *mconn) resetIdle() {
+	if c.idle != nil {
+		c.idle.Stop()
+	}
+	c.idle = c.m.cfg.Clock.AfterFunc(c.m.cfg.IdleTimeout, func() {
+		c.m.log.Warn("slave connection idle; closing it", "remote", c.remote(), "replica_id", c.id,
+			"idle_timeout", c.m.cfg.IdleTimeout)
+		c.nc.Close()
+	})
+}
+
+func (c *mconn) push(it item) bool {
+	select {
+	case c.items <- it:
+		return true
+	case <-c.done:
+		return false
+	}
+}
+
+// errResp builds an error response, also logged: the message goes to the
+// slave's log, so it says what happened and what to do, with offsets and
+// epochs but no internal causes.
+func (c *mconn) errResp(code wire.Code, msg string) *wire.FetchResp {
+	last, _ := c.m.cfg.Epochs.Last()
+	r := &wire.FetchResp{Err: code, Epoch: last.Epoch, EpochStart: last.Start, HW: c.m.HW(),
+		LEO: c.m.src.Written(), LogStart: c.m.src.MinOffset(), Base: max(c.sent.Load(), 0), Message: clip(msg, maxMessage)}
+	c.m.log.Warn("slave fetch refused", "remote", c.remote(), "replica_id", c.id, "code", code.String(), "reason", msg)
+	return r
+}
+
+// handshake checks the first fetch of a connection and sets the cursor.
+func (c *mconn) handshake(f wire.Fetch) *wire.FetchResp {
+	m := c.m
+	if f.Group != m.cfg.Group {
+		return c.errResp(wire.WrongGroup, fmt.Sprintf("this is the master of group %q, not %q: check --broker-name and --ha-master", m.cfg.Group, f.Group))
+	}
+	if f.ReplicaID < 1 {
+		return c.errResp(wire.UnknownReplica, fmt.Sprintf("replica id %d: a slave's --broker-id must be ≥ 1", f.ReplicaID))
+	}
+	c.id, c.group = f.ReplicaID, f.Group
+	es := m.cfg.Epochs.Entries()
+	cur := es[len(es)-1]
+	if f.Durable > f.Offset {
+		return c.errResp(wire.InvalidRequest, fmt.Sprintf("durable end %d above written end %d", f.Durable, f.Offset))
+	}
+	leo, logStart := m.src.Written(), m.src.MinOffset()
+	if f.Offset > leo {
+		return c.errResp(wire.NotPrefix, fmt.Sprintf("the slave's log ends at %d, beyond this master's end %d: it has bytes the master does not; wipe the slave's store to copy the master again", f.Offset, leo))
+	}
+	if f.Offset < logStart {
+		return c.errResp(wire.OffsetOutOfRange, fmt.Sprintf("the slave's log ends at %d, below this master's first retained byte %d: start over from there", f.Offset, logStart))
+	}
+	switch {
+	case f.LastEpoch == 0:
+		// No bytes on the slave: it may start at 0 or at the first
+		// retained byte, nowhere else.
+		if f.Offset != 0 && f.Offset != logStart {
+			return c.errResp(wire.NotPrefix, fmt.Sprintf("the slave claims bytes up to %d but no epoch: it is not a copy of this master", f.Offset))
+		}
+	default:
+		e, ok := epochOf(es, f.Offset-1)
+		if !ok || e.Epoch != f.LastEpoch {
+			return c.errResp(wire.NotPrefix, fmt.Sprintf("the slave's byte %d is of epoch %d, the master's of epoch %d (0: none): the logs diverge; wipe the slave's store to copy the master again",
+				f.Offset-1, f.LastEpoch, e.Epoch))
+		}
+	}
+	if f.Epoch > cur.Epoch {
+		return c.errResp(wire.NewerEpoch, fmt.Sprintf("the slave knows epoch %d, this master is at epoch %d: it is stale", f.Epoch, cur.Epoch))
+	}
+	c.sent.Store(f.Offset)
+	m.trackMu.Lock()
+	if m.closed {
+		m.trackMu.Unlock()
+		return c.errResp(wire.Unavailable, "the master is stopping")
+	}
+	old := m.owners[f.ReplicaID]
+	m.owners[f.ReplicaID] = c
+	if old != nil {
+		m.cfg.Tracker.SlaveGone(f.ReplicaID)
+	}
+	m.trackMu.Unlock()
+	if old != nil {
+		m.log.Warn("slave reconnected; dropping its previous connection", "replica_id", f.ReplicaID, "remote", c.remote())
+		old.nc.Close()
+	}
+	m.log.Info("slave connected", "replica_id", f.ReplicaID, "remote", c.remote(), "offset", f.Offset,
+		"durable", f.Durable, "last_epoch", f.LastEpoch, "leo", leo)
+	return nil
+}
+
+// checkAck checks a later fetch against the connection's session.
+func (c *mconn) checkAck(f wire.Fetch) *wire.FetchResp {
+	sent := c.sent.Load()
+	switch {
+	case f.Group != c.group || f.ReplicaID != c.id:
+		return c.errResp(wire.InvalidRequest, "group or replica id changed on the connection")
+	case f.Offset > sent:
+		return c.errResp(wire.InvalidRequest, fmt.Sprintf("ack of written end %d beyond the %d bytes sent (the master's log ends at %d)", f.Offset, sent, c.m.src.Written()))
+	case f.Offset < c.ackW || f.Durable < c.ackD:
+		return c.errResp(wire.InvalidRequest, fmt.Sprintf("ack moved backwards (written %d→%d, durable %d→%d)", c.ackW, f.Offset, c.ackD, f.Durable))
+	case f.Durable > f.Offset:
+		return c.errResp(wire.InvalidRequest, fmt.Sprintf("durable end %d above written end %d", f.Durable, f.Offset))
+	}
+	return nil
+}
+
+// ack hands the fetch's acks to the tracker (after the master's own
+// progress, which covers every byte sent).
+func (c *mconn) ack(f wire.Fetch) *wire.FetchResp {
+	m := c.m
+	m.trackMu.Lock()
+	if m.owners[c.id] != c {
+		m.trackMu.Unlock()
+		return c.errResp(wire.Unavailable, "another connection of this replica took over")
+	}
+	m.cfg.Tracker.MasterProgress(m.src.Written(), m.src.Durable())
+	err := m.cfg.Tracker.SlaveProgress(c.id, f.Offset, f.Durable)
+	m.trackMu.Unlock()
+	if err != nil {
+		return c.errResp(wire.InvalidRequest, "ack refused: "+err.Error())
+	}
+	c.ackW, c.ackD = f.Offset, f.Durable
+	m.kickHW()
+	return nil
+}
+
+// serve answers the queued fetches in order, then tears the connection
+// down.
+func (c *mconn) serve() {
+	m := c.m
+	defer m.wg.Done()
+	defer c.teardown()
+	head := make([]byte, 0, respHeadroom)
+	sentHW := int64(-1)
+	for it := range c.items {
+		if it.fail != nil {
+			head = wire.AppendFetchRespHeader(head[:0], *it.fail)
+			_ = wire.WriteFrameParts(c.nc, head, nil)
+			return
+		}
+		r, ok := c.answer(it.f, sentHW)
+		if !ok {
+			return
+		}
+		sentHW = r.HW
+		head = wire.AppendFetchRespHeader(head[:0], r)
+		if err := wire.WriteFrameParts(c.nc, head, r.Data); err != nil {
+			if c.ctx.Err() == nil {
+				m.log.Debug("slave connection write failed", "replica_id", c.id, "err", err)
+			}
+			return
+		}
+		if r.Err != wire.OK {
+			return
+		}
+	}
+}
+
+// answer waits (long poll) and builds the response to f; false when the
+// connection ended meanwhile.
+func (c *mconn) answer(f wire.Fetch, sentHW int64) (wire.FetchResp, bool) {
+	m := c.m
+	cursor := c.sent.Load()
+	wait := min(f.MaxWait, m.cfg.MaxWait)
+	if m.src.Written() <= cursor && wait > 0 {
+		ctx, cancel := context.WithCancel(c.ctx)
+		unwatch := m.watchHW(sentHW, cancel)
+		t := m.cfg.Clock.AfterFunc(wait, cancel)
+		_ = m.src.WaitWritten(ctx, cursor) // nil, or the poll ended: answer what there is
+		t.Stop()
+		unwatch()
+		cancel()
+	}
+	if c.ctx.Err() != nil {
+		return wire.FetchResp{}, false
+	}
+	leo, logStart, hw := m.src.Written(), m.src.MinOffset(), m.HW()
+	if cursor < logStart {
+		return *c.errResp(wire.OffsetOutOfRange, fmt.Sprintf("the master's log now starts at %d, beyond the slave's position %d: start over from there", logStart, cursor)), true
+	}
+	es := m.cfg.Epochs.Entries()
+	e, ok := epochOf(es, cursor)
+	if !ok {
+		m.log.Error("no epoch holds a fetch position", "offset", cursor, "epochs", len(es))
+		return *c.errResp(wire.Unavailable, "the master cannot serve this position now"), true
+	}
+	n := min(int64(f.MaxBytes), int64(m.cfg.MaxBytes), endOf(es, e, leo)-cursor)
+	var data []byte
+	if n > 0 {
+		var err error
+		data, err = m.src.ReadRaw(cursor, int(n))
+		if err != nil {
+			m.log.Error("read for a slave failed", "replica_id", c.id, "offset", cursor, "err", err)
+			return *c.errResp(wire.Unavailable, "the master cannot read its log now; retry later"), true
+		}
+		if int64(len(data)) > n {
+			data = data[:n]
+		}
+	}
+	c.sent.Store(cursor + int64(len(data)))
+	if len(data) > 0 {
+		m.kickHW()
+	}
+	return wire.FetchResp{Err: wire.OK, Epoch: e.Epoch, EpochStart: e.Start, HW: hw, LEO: max(leo, cursor+int64(len(data))),
+		LogStart: logStart, Base: cursor, Data: data}, true
+}
+
+// teardown forgets the slave first (so that, once the peer sees the
+// connection close, it no longer counts), then closes the connection.
+func (c *mconn) teardown() {
+	m := c.m
+	m.trackMu.Lock()
+	delete(m.conns, c)
+	gone := c.id != 0 && m.owners[c.id] == c
+	if gone {
+		delete(m.owners, c.id)
+		m.cfg.Tracker.SlaveGone(c.id)
+	}
+	m.trackMu.Unlock()
+	close(c.done)
+	c.cancel()
+	c.nc.Close()
+	if gone {
+		m.log.Info("slave disconnected", "replica_id", c.id, "remote", c.remote(), "sent", c.sent.Load())
+		m.kickHW()
+	}
+}
+
+// readFrameMax reads one frame whose payload is at most limit bytes,
+// refusing a longer one before reading its payload.
+func readFrameMax(r io.Reader, buf []byte, limit int) ([]byte, error) {
+	var h [wire.FrameHeader]byte
+	if n, err := io.ReadFull(r, h[:]); err != nil {
+		if err == io.EOF && n == 0 {
+			return nil, io.EOF
+		}
+		return nil, fmt.Errorf("ha: read frame header: %w", err)
+	}
+	n := binary.BigEndian.Uint32(h[0:4])
+	if n > uint32(limit) {
+		return nil, fmt.Errorf("%w: frame of %d bytes, at most %d here", wire.ErrFrameTooLarge, n, limit)
+	}
+	return wire.ReadFrame(io.MultiReader(bytes.NewReader(h[:]), io.LimitReader(r, int64(n))), buf)
+}
