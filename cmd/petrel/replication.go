@@ -112,6 +112,7 @@ func (r *replOptions) apply(cfg *daemon.BrokerConfig) error {
 	cfg.HA = daemon.HAConfig{Listen: strings.TrimSpace(r.haListen), Master: strings.TrimSpace(r.haMaster)}
 	if !slave {
 		cfg.HA.SyncReplicas = r.syncReplicas
+		cfg.HA.AwaitFirstSlave = !r.changed("sync-replicas")
 	}
 	return nil
 }

@@ -112,6 +112,7 @@ type Broker struct {
 	ln        net.Listener
 	advertise string
 	done      chan error
+	repl      *replication      // nil without replication
 	grpc      *grpcfront.Server // nil without a gRPC front
 	grpcLn    net.Listener
 	grpcDone  chan error
@@ -165,12 +166,22 @@ func StartBroker(cfg BrokerConfig) (_ *Broker, err error) {
 	}
 	cfg.Store.StoreHost = ap
 	cfg.Broker.StoreHost = ap
+	if cfg.replicated() {
+		cfg.Store.CommitPoint = true
+	}
 	st, err := openStore(cfg.Store, cfg.Logger)
 	if err != nil {
 		return nil, err
 	}
+	if cfg.replicated() {
+		if d.repl, err = newReplication(&cfg, st, &cfg.Broker); err != nil {
+			st.Close()
+			return nil, err
+		}
+	}
 	b, err := broker.New(st, st.Meta(), cfg.Broker)
 	if err != nil {
+		d.closeReplication()
 		st.Close()
 		return nil, err
 	}
@@ -185,8 +196,17 @@ func StartBroker(cfg BrokerConfig) (_ *Broker, err error) {
 	}
 	d.reg = namesrv.NewRegistrar(d.client, cfg.NameServers, namesrv.BrokerInfo{
 		Cluster: bc.ClusterName, Name: bc.BrokerName, ID: bc.BrokerID, Addr: adv,
-		HAServerAddr: HAAdvertise(adv, cfg.HA.Listen),
+		HAServerAddr: d.haAdvertise(adv),
 	}, cfg.Registrar)
+	if d.repl != nil && cfg.Broker.Role == broker.RoleSlave {
+		if err := d.repl.startSlave(d.masterHA(cfg.HA.Master)); err != nil {
+			b.Close()
+			d.client.Close()
+			d.closeReplication()
+			st.Close()
+			return nil, err
+		}
+	}
 	if cfg.GRPCListen != "" {
 		if err := d.startGRPC(cfg); err != nil {
 			b.Close()
@@ -383,6 +403,7 @@ func (d *Broker) Close() error {
 		errs = append(errs, <-d.done)
 		d.reg.Close()
 		errs = append(errs, d.client.Close())
+		errs = append(errs, d.closeReplication())
 		errs = append(errs, d.st.Close())
 		d.closeErr = errors.Join(errs...)
 	})

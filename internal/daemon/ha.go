@@ -23,6 +23,11 @@ type HAConfig struct {
 	// slave in sync, sends are answered SLAVE_NOT_AVAILABLE; 0: sends never
 	// wait for a slave.
 	SyncReplicas int
+	// AwaitFirstSlave makes SyncReplicas apply only once a slave has
+	// joined the group (recorded in the data directory, so it holds after
+	// a restart): a master with the default --sync-replicas that never had
+	// a slave is a single broker, not one that refuses every send.
+	AwaitFirstSlave bool
 }
 
 // HAAdvertise is the replication address a master registers (the name

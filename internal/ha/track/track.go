@@ -357,6 +357,21 @@ func (t *Tracker) Tick() {
 	t.emit(&ev)
 }
 
+// SetSyncReplicas changes how many in-sync slaves must hold a record (a
+// master that was a single broker until its first slave joined). Raising
+// it stops the HW until that many slaves are in sync, and answers parked
+// waiters ErrNotEnoughReplicas if fewer are; it never lowers the HW.
+func (t *Tracker) SetSyncReplicas(n int) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if n < 0 || n > t.cfg.MaxSlaves {
+		return fmt.Errorf("track: SyncReplicas %d: must be in [0, %d]", n, t.cfg.MaxSlaves)
+	}
+	t.cfg.SyncReplicas = n
+	t.advance()
+	return nil
+}
+
 // Restore raises the HW to hw, capped at the master's contribution: the
 // commit point the group had reached before a restart (the store's
 // persisted CommitPoint), so a restarted master neither reports a lower one

@@ -578,3 +578,30 @@ func TestLogKeysAreSnakeCase(t *testing.T) {
 		}
 	}
 }
+
+// TestSetSyncReplicasOnFirstSlave: a master that ran alone (0) requires a
+// slave once one joins: the HW stops at what the master had until the slave
+// holds more, and a parked wait is told there are too few slaves when the
+// requirement rises above the in-sync count.
+func TestSetSyncReplicasOnFirstSlave(t *testing.T) {
+	base := int64(1<<31 + 7)
+	f := newFixture(t, cfgWith(0, false))
+	f.tr.MasterProgress(base+100, base+100)
+	f.wantHW(base + 100)
+	if err := f.tr.SetSyncReplicas(2); err != nil {
+		t.Fatal(err)
+	}
+	f.tr.MasterProgress(base+200, base+200)
+	f.wantHW(base + 100) // no slave in sync: stopped, never lowered
+	if err := f.tr.Wait(context.Background(), base+200); err != ErrNotEnoughReplicas {
+		t.Fatalf("Wait with no slave in sync = %v, want ErrNotEnoughReplicas", err)
+	}
+	if err := f.tr.SetSyncReplicas(1); err != nil {
+		t.Fatal(err)
+	}
+	f.ack(1, base+200, base+150)
+	f.wantHW(base + 150)
+	if err := f.tr.SetSyncReplicas(-1); err == nil {
+		t.Fatal("SetSyncReplicas(-1) accepted")
+	}
+}
