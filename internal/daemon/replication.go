@@ -68,7 +68,7 @@ func newReplication(cfg *BrokerConfig, st *store.Store, bcfg *broker.Config) (*r
 	if clk == nil {
 		clk = clock.Real
 	}
-	log := cfg.Logger.With("component", "ha")
+	log := cfg.Logger
 	dir := path.Join(cfg.Store.Dir, "ha")
 	if err := fsys.MkdirAll(dir); err != nil {
 		return nil, fmt.Errorf("broker: replication state in %s: %w", dir, err)
