@@ -57,7 +57,7 @@ const joinedFile = "ha/slave-joined"
 
 // newReplication opens the epoch history and, on a master, starts the
 // fetch server; the broker's Replicator and ReplicationStatus are set in
-// bcfg. A slave's fetcher starts later (startSlave), once the registrar
+// bcfg unless the caller set them (tests). A slave's fetcher starts later (startSlave), once the registrar
 // that learns its master exists.
 func newReplication(cfg *BrokerConfig, st *store.Store, bcfg *broker.Config) (*replication, error) {
 	fsys := cfg.Store.FS
@@ -80,7 +80,9 @@ func newReplication(cfg *BrokerConfig, st *store.Store, bcfg *broker.Config) (*r
 	r := &replication{log: log, epochs: epochs, st: st, stop: make(chan struct{})}
 	if bcfg.Role == broker.RoleSlave {
 		r.slaveCfg = ha.SlaveConfig{Group: bcfg.BrokerName, ID: bcfg.BrokerID, Network: cfg.Network, Epochs: epochs, Logger: log, Clock: clk}
-		bcfg.ReplicationStatus = r.slaveStatus
+		if bcfg.ReplicationStatus == nil {
+			bcfg.ReplicationStatus = r.slaveStatus
+		}
 		return r, nil
 	}
 	joined, err := exists(fsys, path.Join(cfg.Store.Dir, joinedFile))
@@ -107,8 +109,12 @@ func newReplication(cfg *BrokerConfig, st *store.Store, bcfg *broker.Config) (*r
 	}
 	r.tracker.Restore(st.CommitPoint())
 	r.master = m
-	bcfg.Replicator = m
-	bcfg.ReplicationStatus = r.masterStatus
+	if bcfg.Replicator == nil {
+		bcfg.Replicator = m
+	}
+	if bcfg.ReplicationStatus == nil {
+		bcfg.ReplicationStatus = r.masterStatus
+	}
 	if need < cfg.HA.SyncReplicas {
 		r.wg.Add(1)
 		go r.awaitFirstSlave(fsys, path.Join(cfg.Store.Dir, joinedFile), cfg.HA.SyncReplicas)
