@@ -35,46 +35,16 @@ func reportCounts(c checker.Counts, r checker.Result, wl string) report.Counts {
 	}
 	in := func(w string) bool { return wl == "" || w == wl }
 	ids := &out.IDs
-	for _, m := range r.Lost {
-		if in(m.Workload) {
-			ids.Lost = append(ids.Lost, missID(m))
-		}
-	}
-	for _, m := range r.Undelivered {
-		if in(m.Workload) {
-			ids.Undelivered = append(ids.Undelivered, missID(m))
-		}
-	}
-	for _, l := range r.Unexpected {
-		if in(l.Workload) {
-			ids.Unexpected = append(ids.Unexpected, l.ID)
-		}
-	}
-	for _, d := range r.Duplicated {
-		if in(d.Workload) {
-			ids.Duplicated = append(ids.Duplicated, d.ID)
-		}
-	}
-	for _, o := range r.Reordered {
-		if in(o.Workload) {
-			ids.Reordered = append(ids.Reordered, fmt.Sprintf("%s(%s#%d after #%d)", o.Earlier, o.Key, o.EarlierSeq, o.LaterSeq))
-		}
-	}
-	for _, e := range r.Early {
-		if in(e.Workload) {
-			ids.Early = append(ids.Early, e.ID)
-		}
-	}
-	for _, l := range r.RolledBackDelivered {
-		if in(l.Workload) {
-			ids.RolledBackDelivered = append(ids.RolledBackDelivered, l.ID)
-		}
-	}
-	for _, l := range r.Corrupt {
-		if in(l.Workload) {
-			ids.Corrupt = append(ids.Corrupt, l.ID)
-		}
-	}
+	ids.Lost = pick(r.Lost, in, func(m checker.Miss) (string, string) { return m.Workload, missID(m) })
+	ids.Undelivered = pick(r.Undelivered, in, func(m checker.Miss) (string, string) { return m.Workload, missID(m) })
+	ids.Unexpected = pick(r.Unexpected, in, lineID)
+	ids.Duplicated = pick(r.Duplicated, in, func(d checker.Dup) (string, string) { return d.Workload, d.ID })
+	ids.Reordered = pick(r.Reordered, in, func(o checker.Reorder) (string, string) {
+		return o.Workload, fmt.Sprintf("%s(%s#%d after #%d)", o.Earlier, o.Key, o.EarlierSeq, o.LaterSeq)
+	})
+	ids.Early = pick(r.Early, in, func(e checker.Early) (string, string) { return e.Workload, e.ID })
+	ids.RolledBackDelivered = pick(r.RolledBackDelivered, in, lineID)
+	ids.Corrupt = pick(r.Corrupt, in, lineID)
 	for _, h := range r.Holes {
 		if in(h.Workload) {
 			ids.Holes = append(ids.Holes, report.Hole{Topic: h.Topic, Queue: h.Queue, From: h.From, To: h.To})
@@ -91,3 +61,17 @@ func missID(m checker.Miss) string {
 	}
 	return m.ID
 }
+
+// pick returns what of list belongs to a workload in says yes to: of
+// each item, of gives its workload and the text to list.
+func pick[T any](list []T, in func(string) bool, of func(T) (workload, text string)) []string {
+	var out []string
+	for _, v := range list {
+		if wl, text := of(v); in(wl) {
+			out = append(out, text)
+		}
+	}
+	return out
+}
+
+func lineID(l checker.Line) (string, string) { return l.Workload, l.ID }
