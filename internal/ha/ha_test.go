@@ -384,10 +384,15 @@ func TestCrashedSlaveRefetchesFromDurableEnd(t *testing.T) {
 		if hw := c.m.HW(); hw > mid {
 			t.Fatalf("HW %d above the only slave's durable end %d", hw, mid)
 		}
-		c.crashSlave(n)
+		// Crash, and look at what the restart finds before the fetcher
+		// starts again (it re-fetches at once).
+		n.s.Close()
+		n.log = n.log.Crash()
 		if n.log.Written() != mid {
 			t.Fatalf("after the crash the slave holds %d bytes, want %d", n.log.Written(), mid)
 		}
+		n.fs = n.fs.CrashClone(vfs.CrashOptions{})
+		c.startSlave(n, n.log)
 		c.await("restarted slave re-fetches", func() bool { return n.log.Written() == c.mlog.Written() })
 		if !c.holds(&memLog{start: 0, data: n.log.Bytes(0, n.log.Written()), durable: n.log.Written()}, c.mlog.Written()) {
 			t.Fatal("re-fetched bytes differ from the master's")
