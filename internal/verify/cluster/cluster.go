@@ -708,11 +708,12 @@ func (c *Cluster) await(ctx context.Context, p *proc, done <-chan struct{}, what
 
 // WaitReplicated waits until the master of group reports every slave of
 // the group in sync (petrel_replication_in_sync 1 for each slave's broker
-// id on its /metrics), bounded by ctx. A fresh master acknowledges sync
-// sends on its own until its first slave joins, so Start waits for this
-// before it returns: from then on a sync send is acknowledged only once a
-// slave holds it. It fails at once, with an *Exit, when the master exits
-// meanwhile.
+// id on its /metrics) and has recorded that a slave joined (the marker
+// file joinedMarker in its data directory), bounded by ctx. A fresh master
+// acknowledges sync sends on its own until its first slave joins, so
+// Start waits for this before it returns: from then on a sync send is
+// acknowledged only once a slave holds it. It fails at once, with an
+// *Exit, when the master exits meanwhile.
 func (c *Cluster) WaitReplicated(ctx context.Context, group string) error {
 	var (
 		master *proc
@@ -751,6 +752,9 @@ func (c *Cluster) WaitReplicated(ctx context.Context, group string) error {
 		if len(missing) > 0 {
 			return false, "slave(s) " + strings.Join(missing, ", ") + " not in sync"
 		}
+		if _, err := os.Stat(filepath.Join(master.info.DataDir, joinedMarker)); err != nil {
+			return false, "no slave recorded as joined yet: " + err.Error()
+		}
 		return true, ""
 	})
 	if err != nil {
@@ -758,6 +762,11 @@ func (c *Cluster) WaitReplicated(ctx context.Context, group string) error {
 	}
 	return nil
 }
+
+// joinedMarker is the file, in a master's data directory, that the broker
+// (internal/daemon) writes once a slave has joined its group; right after
+// it, the master's sync sends wait for the slaves.
+const joinedMarker = "ha/slave-joined"
 
 // inSyncSeries is the metric WaitReplicated reads.
 const inSyncSeries = "petrel_replication_in_sync"
