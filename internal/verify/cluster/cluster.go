@@ -106,8 +106,10 @@ type Cluster struct {
 	closeErr  error
 }
 
-// Start starts every process of t and waits until each one's /readyz
-// answers 200 (bounded by ctx). On any failure it kills what it started
+// Start starts every process of t, name servers first, and waits until
+// each one is ready (a broker's /readyz answers 200, a name server's port
+// accepts) and every slave is in sync with its master (WaitReplicated),
+// bounded by ctx. On any failure it kills what it started
 // and returns an error naming the process (with the tail of its log when
 // it exited).
 func Start(ctx context.Context, t Topology, o Options) (*Cluster, error) {
