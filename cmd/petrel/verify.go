@@ -76,8 +76,10 @@ cluster you point it at. It runs workloads through a fault proxy on every
 client link while a seeded nemesis injects faults (kill: SIGKILL and a
 restart on the same data; pause: SIGSTOP then SIGCONT; partition: cut
 every client link to a process; restart: SIGTERM and start again;
-slow-disk: only with a binary built with -tags verifyfault), then heals,
-reads everything back and checks what it recorded:
+slow-disk: only with a binary built with -tags verifyfault; on a
+replicated --topology also kill-master, kill-slave, partition-slave and
+pause-master), then heals, reads everything back and checks what it
+recorded:
 
   lost        acknowledged, never delivered, and not in the log
   undelivered acknowledged and in the log, but never delivered
@@ -97,6 +99,7 @@ one again.
 Exit code: 0 when the history is valid, 1 when it is not, 2 when verify
 could not run.`,
 		Example: `  petrel verify --duration 120s --faults kill,pause,partition --workload queue,ordered,delay,txn
+  petrel verify --topology groups=2,replicas=2 --faults kill-master,kill-slave,partition-slave --duration 120s
   petrel verify --namesrv 10.0.0.1:9876 --faults partition -o json
   petrel verify check /tmp/petrel-verify-123/history.jsonl --report report.html`,
 		Args: cobra.NoArgs,
@@ -105,11 +108,11 @@ could not run.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&o.topology, "topology", "single", "cluster verify starts: single (one 'petrel server')")
+	fl.StringVar(&o.topology, "topology", "single", "cluster verify starts: single (one 'petrel server'), groups=G,replicas=R,namesrv=K (K name servers; G broker groups broker-a, broker-b, ... of a master and R-1 slaves each, sync replication, each slave replicating through a fault-proxy link; keys default to 1), or group:N (groups=1,replicas=N)")
 	fl.StringVar(&o.namesrv, "namesrv", "", "verify an existing cluster through these name servers (semicolon-separated ip:port) instead of starting one; only client-side faults (partition)")
 	fl.StringVar(&o.grpc, "grpc", "", "gRPC endpoint ip:port of the existing cluster, for the grpc workload with --namesrv")
 	fl.StringVar(&o.workloads, "workload", "queue", "workloads to run at once, comma-separated: "+strings.Join(workload.Names(), ", "))
-	fl.StringVar(&o.faults, "faults", "", "faults to inject, comma-separated: kill, pause, partition, restart, slow-disk, or none (default kill,pause,partition; partition with --namesrv)")
+	fl.StringVar(&o.faults, "faults", "", "faults to inject, comma-separated: kill, pause, partition, restart, slow-disk, and on a topology with replicas kill-master, kill-slave, partition-slave (cut a slave's replication link), pause-master; or none (default kill,pause,partition; partition with --namesrv)")
 	fl.DurationVar(&o.faultInterval, "fault-interval", 3*time.Second, "time between the starts of two faults")
 	fl.Int64Var(&o.seed, "seed", 0, "seed of the fault plan and the workloads (default: a new one, printed in the report)")
 	fl.DurationVar(&o.duration, "duration", time.Minute, "how long the workloads run (faults happen during it)")

@@ -271,3 +271,52 @@ func TestVerifyAnExistingCluster(t *testing.T) {
 		t.Fatalf("--faults kill with --namesrv: exit %d, want %d", code, exitNoRun)
 	}
 }
+
+// TestVerifyReplicatedGroupsUnderReplicationFaults is the 20-second
+// version of issue 16's acceptance run: two groups of a master and a
+// slave (sync replication, one name server), the masters and slaves
+// killed and the slaves' replication links cut. Nothing acknowledged may
+// be lost, and each kind of fault must have been injected.
+func TestVerifyReplicatedGroupsUnderReplicationFaults(t *testing.T) {
+	code, res, dir := runVerifyProcess(t, nil, "--topology", "groups=2,replicas=2", "--seed", "16",
+		"--faults", "kill-master,kill-slave,partition-slave", "--duration", "20s", "--workload", "queue")
+	if code != exitValid || res.Verdict != "valid" {
+		t.Fatalf("exit %d, verdict %q, %d lost; want exit 0 and valid", code, res.Verdict, res.Lost)
+	}
+	if res.Acked == 0 || res.Lost != 0 {
+		t.Fatalf("acked %d, lost %d; want messages acked and none lost", res.Acked, res.Lost)
+	}
+	kinds := map[string]int{}
+	for _, f := range res.Faults {
+		kinds[f.Kind]++
+	}
+	for _, k := range []string{"kill-master", "kill-slave", "partition-slave"} {
+		if kinds[k] == 0 {
+			t.Errorf("no %s fault was injected (faults: %v)", k, kinds)
+		}
+	}
+	// The run had the processes of groups=2,replicas=2, and both masters
+	// took a slave under sync replication.
+	for _, name := range []string{"namesrv-0", "broker-a-0", "broker-a-1", "broker-b-0", "broker-b-1"} {
+		if _, err := os.Stat(filepath.Join(dir, name+".log")); err != nil {
+			t.Errorf("no log of %s: %v", name, err)
+		}
+	}
+	for _, m := range []string{"broker-a-0", "broker-b-0"} {
+		b, err := os.ReadFile(filepath.Join(dir, m+".log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), "a slave joined: sync sends now wait for the slaves") {
+			t.Errorf("%s never required its slave; log:\n%s", m, b)
+		}
+	}
+}
+
+// TestVerifyRefusesSlaveFaultsWithoutSlaves: kill-slave on a topology
+// without slaves cannot run (exit 2), rather than planning nothing.
+func TestVerifyRefusesSlaveFaultsWithoutSlaves(t *testing.T) {
+	if code, _, _ := runVerifyProcess(t, nil, "--faults", "kill-slave", "--duration", "1s"); code != exitNoRun {
+		t.Fatalf("--faults kill-slave on single: exit %d, want %d", code, exitNoRun)
+	}
+}

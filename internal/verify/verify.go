@@ -42,8 +42,9 @@ import (
 
 // Config is one verify run. Zero values take the defaults of DefaultConfig.
 type Config struct {
-	// Topology is the cluster verify starts ("single"); ignored with
-	// NameSrv.
+	// Topology is the cluster verify starts ("single",
+	// "groups=G,replicas=R,namesrv=K", see cluster.ParseTopology); ignored
+	// with NameSrv.
 	Topology string
 	// NameSrv, when set, is an existing cluster's name servers: verify
 	// starts nothing and injects client-side faults only (partition).
@@ -185,6 +186,18 @@ type run struct {
 	cl    *cluster.Cluster // nil against an existing cluster
 	wls   []workload.Workload
 	procs []string // names the nemesis may hit
+	// aims are the processes of each nemesis.Aim but AnyProcess (procs);
+	// nil against an existing cluster.
+	aims map[nemesis.Aim][]string
+}
+
+// targets is the nemesis's target chooser: the processes a fault of kind
+// k may hit.
+func (r *run) targets(k nemesis.Kind) []string {
+	if r.aims == nil || k.Aim() == nemesis.AnyProcess {
+		return r.procs // against --namesrv: the clients, for partition
+	}
+	return r.aims[k.Aim()]
 }
 
 func (r *run) run(ctx context.Context) (*Result, error) {
@@ -221,10 +234,25 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 		}
 		defer r.cl.Close()
 		env.NameSrv = r.cl.NameServers()
+		r.aims = map[nemesis.Aim][]string{}
 		for _, p := range r.cl.Processes() {
 			r.procs = append(r.procs, p.Name)
 			if env.GRPC == "" && p.GRPC != "" {
 				env.GRPC = p.GRPC
+			}
+			switch p.Role {
+			case cluster.RoleServer, cluster.RoleMaster:
+				// A petrel server is its group's (only) master.
+				r.aims[nemesis.Masters] = append(r.aims[nemesis.Masters], p.Name)
+				r.aims[nemesis.Brokers] = append(r.aims[nemesis.Brokers], p.Name)
+			case cluster.RoleSlave:
+				r.aims[nemesis.Slaves] = append(r.aims[nemesis.Slaves], p.Name)
+				r.aims[nemesis.Brokers] = append(r.aims[nemesis.Brokers], p.Name)
+			}
+		}
+		for _, k := range cfg.Faults {
+			if len(r.targets(k)) == 0 {
+				return nil, setupErr("fault %s hits a %s, and topology %s has none (slaves need replicas=2 or more, e.g. --topology groups=2,replicas=2)", k, k.Aim(), cfg.Topology)
 			}
 		}
 	}
@@ -294,6 +322,15 @@ func (r *run) startCluster(ctx context.Context) error {
 	}
 	cl, err := cluster.Start(ctx, top, cluster.Options{
 		Bin: r.cfg.Bin, Dir: r.cfg.Dir, Flush: r.cfg.Flush, Args: args, Env: env, Logger: r.log,
+		// Every slave replicates through a proxy link of its own, so
+		// that partition-slave can cut exactly that link.
+		HALink: func(from, to string) (string, error) {
+			l, err := r.net.Link(from, to)
+			if err != nil {
+				return "", err
+			}
+			return l.Addr(), nil
+		},
 	})
 	if err != nil {
 		return setupErr("start the cluster: %v", err)
@@ -351,7 +388,7 @@ func (r *run) workloadPhase(ctx context.Context) error {
 		}()
 	}
 	if len(r.cfg.Faults) > 0 {
-		plan := nemesis.Plan(r.cfg.Seed, r.cfg.Faults, r.cfg.FaultInterval, r.cfg.Duration, r.procs)
+		plan := nemesis.PlanTargets(r.cfg.Seed, r.cfg.Faults, r.cfg.FaultInterval, r.cfg.Duration, r.targets)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -426,12 +463,19 @@ var partitionModes = []struct {
 func (t *target) Inject(ctx context.Context, e nemesis.Event) (string, error) {
 	cl := t.r.cl
 	switch e.Kind {
-	case nemesis.Kill:
+	case nemesis.Kill, nemesis.KillMaster, nemesis.KillSlave:
 		return "SIGKILL", cl.Kill(e.Target)
 	case nemesis.Restart:
 		return "SIGTERM", cl.Stop(e.Target)
-	case nemesis.Pause:
+	case nemesis.Pause, nemesis.PauseMaster:
 		return fmt.Sprintf("SIGSTOP for %s", e.Hold), cl.Pause(e.Target)
+	case nemesis.PartitionSlave:
+		match, link, err := t.replicationLink(e.Target)
+		if err != nil {
+			return "", err
+		}
+		t.r.net.Set(match, proxy.Fault{Mode: proxy.Blackhole})
+		return fmt.Sprintf("blackhole of the replication link %s for %s", link, e.Hold), nil
 	case nemesis.SlowDisk:
 		return "SIGUSR1 (slow disk on)", cl.Signal(e.Target, syscall.SIGUSR1)
 	case nemesis.Partition:
@@ -442,7 +486,7 @@ func (t *target) Inject(ctx context.Context, e nemesis.Event) (string, error) {
 		if e.Target == clientsTarget {
 			return fmt.Sprintf("%s of every client link for %s (%d links)", m.name, e.Hold, len(links)), nil
 		}
-		return fmt.Sprintf("%s of every client link to %s for %s (%d links)", m.name, e.Target, e.Hold, len(links)), nil
+		return fmt.Sprintf("%s of every link to and from %s for %s (%d links)", m.name, e.Target, e.Hold, len(links)), nil
 	}
 	return "", fmt.Errorf("fault %q is not known", e.Kind)
 }
@@ -450,10 +494,17 @@ func (t *target) Inject(ctx context.Context, e nemesis.Event) (string, error) {
 func (t *target) Heal(ctx context.Context, e nemesis.Event) (string, error) {
 	cl := t.r.cl
 	switch e.Kind {
-	case nemesis.Kill, nemesis.Restart:
+	case nemesis.Kill, nemesis.Restart, nemesis.KillMaster, nemesis.KillSlave:
 		return "started again on the same data directory", cl.Start(ctx, e.Target)
-	case nemesis.Pause:
+	case nemesis.Pause, nemesis.PauseMaster:
 		return "SIGCONT", cl.Resume(e.Target)
+	case nemesis.PartitionSlave:
+		match, _, err := t.replicationLink(e.Target)
+		if err != nil {
+			return "", err
+		}
+		t.r.net.Set(match, proxy.Fault{})
+		return "replication link passes again", nil
 	case nemesis.SlowDisk:
 		return "SIGUSR2 (slow disk off)", cl.Signal(e.Target, syscall.SIGUSR2)
 	case nemesis.Partition:
@@ -464,7 +515,9 @@ func (t *target) Heal(ctx context.Context, e nemesis.Event) (string, error) {
 }
 
 // match picks the links a partition of target cuts: every link to one of
-// the process's addresses, or every link against an existing cluster.
+// the process's addresses (clients', and its slaves' replication links to
+// a master) and every link from it (a slave's replication link), or every
+// link against an existing cluster.
 func (t *target) match(name string) func(from, to string) bool {
 	if t.r.cl == nil || name == clientsTarget {
 		return func(string, string) bool { return true }
@@ -472,10 +525,28 @@ func (t *target) match(name string) func(from, to string) bool {
 	var addrs []string
 	for _, p := range t.r.cl.Processes() {
 		if p.Name == name {
-			addrs = append(addrs, p.Remoting, p.GRPC, p.HTTP, p.Namesrv)
+			addrs = append(addrs, p.Remoting, p.GRPC, p.HTTP, p.Namesrv, p.HA)
 		}
 	}
-	return func(_, to string) bool { return to != "" && slices.Contains(addrs, to) }
+	return func(from, to string) bool { return from == name || (to != "" && slices.Contains(addrs, to)) }
+}
+
+// replicationLink picks the one proxy link slave replicates through (from
+// the slave to its master's replication listener) and names it.
+func (t *target) replicationLink(slave string) (func(from, to string) bool, string, error) {
+	var group string
+	for _, p := range t.r.cl.Processes() {
+		if p.Name == slave && p.Role == cluster.RoleSlave {
+			group = p.Group
+		}
+	}
+	for _, p := range t.r.cl.Processes() {
+		if group != "" && p.Group == group && p.Role == cluster.RoleMaster && p.HA != "" {
+			ha := p.HA
+			return func(from, to string) bool { return from == slave && to == ha }, proxy.Name(slave, ha), nil
+		}
+	}
+	return nil, "", fmt.Errorf("%s is not a slave with a master", slave)
 }
 
 // CheckFile checks a saved history.

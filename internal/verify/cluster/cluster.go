@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -36,6 +39,15 @@ type Options struct {
 	// StopGrace bounds how long Stop waits after SIGTERM before it sends
 	// SIGKILL (default 20s).
 	StopGrace time.Duration
+	// Replication is a replicated topology's masters' --replication:
+	// "sync" (default) or "async". (Args can still override it.)
+	Replication string
+	// HALink, when set, gives the address a slave dials for its master's
+	// replication: from is the slave's process name, to the master's
+	// --ha-listen address. verify makes it a fault-proxy link, so that a
+	// partition can cut exactly that link. Called once per slave, before
+	// any process starts. Nil: slaves dial their master directly.
+	HALink func(from, to string) (string, error)
 }
 
 // DefaultStopGrace is Options.StopGrace's default.
@@ -46,13 +58,22 @@ const DefaultStopGrace = 20 * time.Second
 // across restarts. An address it does not serve is "".
 type Process struct {
 	Name    string
-	Role    string // RoleServer
+	Role    string // RoleServer, RoleNamesrv, RoleMaster or RoleSlave
 	DataDir string
 	Log     string // path of its log file
 	// Remoting is the broker's RocketMQ 4.x listener, GRPC the 5.x
 	// endpoint, HTTP the /metrics, /healthz, /readyz listener, Namesrv the
 	// name server.
 	Remoting, GRPC, HTTP, Namesrv string
+	// Group is a broker's --broker-name ("" for a name server), BrokerID
+	// its --broker-id (0 the master).
+	Group    string
+	BrokerID int
+	// HA is a master's --ha-listen, where its slaves replicate from (""
+	// when its group has no slave, and on a slave). HAMaster is where a
+	// slave dials its master's replication (its --ha-master: the HA of
+	// its master, or the Options.HALink address in front of it).
+	HA, HAMaster string
 }
 
 // Bounds of the waits this package does on the processes.
@@ -85,8 +106,10 @@ type Cluster struct {
 	closeErr  error
 }
 
-// Start starts every process of t and waits until each one's /readyz
-// answers 200 (bounded by ctx). On any failure it kills what it started
+// Start starts every process of t, name servers first, and waits until
+// each one is ready (a broker's /readyz answers 200, a name server's port
+// accepts) and every slave is in sync with its master (WaitReplicated),
+// bounded by ctx. On any failure it kills what it started
 // and returns an error naming the process (with the tail of its log when
 // it exited).
 func Start(ctx context.Context, t Topology, o Options) (*Cluster, error) {
@@ -130,20 +153,69 @@ func Start(ctx context.Context, t Topology, o Options) (*Cluster, error) {
 			Transport: &http.Transport{DisableKeepAlives: true},
 		},
 	}
-	// Validate allows only the combined single process for now.
-	g := t.Groups[0]
-	p, err := c.serverProc(g.Name + "-0")
-	if err != nil {
+	switch o.Replication {
+	case "":
+		o.Replication = "sync"
+	case "sync", "async":
+	default:
+		return nil, fmt.Errorf("cluster: Options.Replication %q: want sync or async", o.Replication)
+	}
+	c.opts.Replication = o.Replication
+	if err := c.layout(t); err != nil {
 		return nil, err
 	}
-	c.add(p)
 	for _, p := range c.procs {
 		if err := c.start(ctx, p); err != nil {
 			_ = c.Close()
 			return nil, err
 		}
 	}
+	for _, g := range t.Groups {
+		if g.Replicas < 2 {
+			continue
+		}
+		if err := c.WaitReplicated(ctx, g.Name); err != nil {
+			_ = c.Close()
+			return nil, err
+		}
+	}
 	return c, nil
+}
+
+// layout lays out every process of t, in start order: the name servers,
+// then each group's master and its slaves.
+func (c *Cluster) layout(t Topology) error {
+	if t.Combined {
+		p, err := c.serverProc(t.Groups[0].Name + "-0")
+		if err != nil {
+			return err
+		}
+		c.add(p)
+		return nil
+	}
+	var nameServers []string
+	for i := range t.NameServers {
+		p, err := c.namesrvProc(fmt.Sprintf("namesrv-%d", i))
+		if err != nil {
+			return err
+		}
+		c.add(p)
+		nameServers = append(nameServers, p.info.Namesrv)
+	}
+	for _, g := range t.Groups {
+		var master *proc
+		for id := range g.Replicas {
+			p, err := c.brokerProc(g, id, master, nameServers)
+			if err != nil {
+				return err
+			}
+			if id == 0 {
+				master = p
+			}
+			c.add(p)
+		}
+	}
+	return nil
 }
 
 // serverProc lays out a `petrel server` named name: its ports, data dir,
@@ -177,6 +249,91 @@ func (c *Cluster) serverProc(name string) (*proc, error) {
 		"--http-listen", info.HTTP,
 		"--data-dir", info.DataDir,
 		"--flush", c.opts.Flush,
+	}
+	args = append(args, c.opts.Args...)
+	return &proc{info: info, args: args}, nil
+}
+
+// namesrvProc lays out a `petrel namesrv` named name. It is ready once
+// its port accepts connections.
+func (c *Cluster) namesrvProc(name string) (*proc, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, fmt.Errorf("cluster: ports for %s: %w", name, err)
+	}
+	info := Process{
+		Name:    name,
+		Role:    RoleNamesrv,
+		DataDir: filepath.Join(c.opts.Dir, name),
+		Log:     filepath.Join(c.opts.Dir, name+".log"),
+		Namesrv: addr,
+	}
+	if err := os.MkdirAll(info.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	// Options.Args are broker flags, which a name server does not take.
+	return &proc{info: info, args: []string{"namesrv", "--namesrv-listen", info.Namesrv}}, nil
+}
+
+// brokerProc lays out broker id of group g (master is the group's master,
+// nil for id 0), registering with every name server.
+func (c *Cluster) brokerProc(g Group, id int, master *proc, nameServers []string) (*proc, error) {
+	name := fmt.Sprintf("%s-%d", g.Name, id)
+	var addrs [4]string
+	for i := range addrs {
+		a, err := freeAddr()
+		if err != nil {
+			return nil, fmt.Errorf("cluster: ports for %s: %w", name, err)
+		}
+		addrs[i] = a
+	}
+	info := Process{
+		Name:     name,
+		Role:     RoleMaster,
+		DataDir:  filepath.Join(c.opts.Dir, name),
+		Log:      filepath.Join(c.opts.Dir, name+".log"),
+		Remoting: addrs[0],
+		GRPC:     addrs[1],
+		HTTP:     addrs[2],
+		Group:    g.Name,
+		BrokerID: id,
+	}
+	if id > 0 {
+		info.Role = RoleSlave
+		info.HAMaster = master.info.HA
+		if c.opts.HALink != nil {
+			a, err := c.opts.HALink(name, master.info.HA)
+			if err != nil {
+				return nil, fmt.Errorf("cluster: replication link of %s: %w", name, err)
+			}
+			info.HAMaster = a
+		}
+	} else if g.Replicas > 1 {
+		info.HA = addrs[3]
+	}
+	if err := os.MkdirAll(info.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	args := []string{"broker",
+		"--namesrv", strings.Join(nameServers, ";"),
+		"--broker-name", g.Name,
+		"--broker-id", strconv.Itoa(id),
+		"--broker-listen", info.Remoting,
+		"--grpc-listen", info.GRPC,
+		"--http-listen", info.HTTP,
+		"--data-dir", info.DataDir,
+		"--flush", c.opts.Flush,
+	}
+	switch {
+	case id > 0:
+		// A slave serves no replication (yet: promotion is the next
+		// step); its listener stays off so that it binds nothing more.
+		args = append(args, "--ha-listen=", "--ha-master", info.HAMaster)
+	case info.HA != "":
+		args = append(args, "--ha-listen", info.HA, "--replication", c.opts.Replication)
+	default:
+		// A group of one: a plain master, no replication listener.
+		args = append(args, "--ha-listen=")
 	}
 	args = append(args, c.opts.Args...)
 	return &proc{info: info, args: args}, nil
@@ -497,7 +654,33 @@ func (c *Cluster) waitReady(ctx context.Context, p *proc) error {
 	if done == nil {
 		return fmt.Errorf("cluster: %s: %w", p.info.Name, errNotRunning)
 	}
+	probe, what := c.readyProbe(p)
+	return c.await(ctx, p, done, what, probe)
+}
+
+// readyProbe is how p is seen ready: GET /readyz answers 200 on its HTTP
+// listener, or, for a name server (which has none), its port accepts a
+// connection.
+func (c *Cluster) readyProbe(p *proc) (func(context.Context) (bool, string), string) {
+	if p.info.HTTP == "" {
+		addr := p.info.Namesrv
+		return func(ctx context.Context) (bool, string) {
+			d := net.Dialer{Timeout: readyzTimeout}
+			conn, err := d.DialContext(ctx, "tcp", addr)
+			if err != nil {
+				return false, err.Error()
+			}
+			_ = conn.Close()
+			return true, ""
+		}, "connect to " + addr
+	}
 	url := "http://" + p.info.HTTP + "/readyz"
+	return func(ctx context.Context) (bool, string) { return c.probe(ctx, url) }, "/readyz"
+}
+
+// await polls probe, with a growing interval, until it succeeds, ctx ends
+// or p's run (done) exits (an *Exit then).
+func (c *Cluster) await(ctx context.Context, p *proc, done <-chan struct{}, what string, probe func(context.Context) (bool, string)) error {
 	interval := 20 * time.Millisecond
 	last := "no answer yet"
 	for {
@@ -506,7 +689,7 @@ func (c *Cluster) waitReady(ctx context.Context, p *proc) error {
 			return p.exit()
 		default:
 		}
-		ok, why := c.probe(ctx, url)
+		ok, why := probe(ctx)
 		if ok {
 			return nil
 		}
@@ -518,11 +701,123 @@ func (c *Cluster) waitReady(ctx context.Context, p *proc) error {
 			return p.exit()
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("cluster: %s not ready: %w (last /readyz: %s)", p.info.Name, ctx.Err(), last)
+			return fmt.Errorf("cluster: %s not ready: %w (last %s: %s)", p.info.Name, ctx.Err(), what, last)
 		case <-t.C:
 		}
 		interval = min(2*interval, 250*time.Millisecond)
 	}
+}
+
+// WaitReplicated waits until the master of group reports every slave of
+// the group in sync (petrel_replication_in_sync 1 for each slave's broker
+// id on its /metrics) and has recorded that a slave joined (the marker
+// file joinedMarker in its data directory), bounded by ctx. A fresh master
+// acknowledges sync sends on its own until its first slave joins, so
+// Start waits for this before it returns: from then on a sync send is
+// acknowledged only once a slave holds it. It fails at once, with an
+// *Exit, when the master exits meanwhile.
+func (c *Cluster) WaitReplicated(ctx context.Context, group string) error {
+	var (
+		master *proc
+		slaves []int
+	)
+	for _, p := range c.procs {
+		switch {
+		case p.info.Group != group:
+		case p.info.Role == RoleMaster:
+			master = p
+		case p.info.Role == RoleSlave:
+			slaves = append(slaves, p.info.BrokerID)
+		}
+	}
+	if master == nil {
+		return fmt.Errorf("cluster: no master of group %q", group)
+	}
+	master.mu.Lock()
+	done := master.done
+	master.mu.Unlock()
+	if done == nil {
+		return fmt.Errorf("cluster: %s: %w", master.info.Name, errNotRunning)
+	}
+	url := "http://" + master.info.HTTP + "/metrics"
+	err := c.await(ctx, master, done, "slaves in sync on /metrics", func(ctx context.Context) (bool, string) {
+		in, err := c.inSync(ctx, url)
+		if err != nil {
+			return false, err.Error()
+		}
+		var missing []string
+		for _, id := range slaves {
+			if !in[strconv.Itoa(id)] {
+				missing = append(missing, strconv.Itoa(id))
+			}
+		}
+		if len(missing) > 0 {
+			return false, "slave(s) " + strings.Join(missing, ", ") + " not in sync"
+		}
+		if _, err := os.Stat(filepath.Join(master.info.DataDir, joinedMarker)); err != nil {
+			return false, "no slave recorded as joined yet: " + err.Error()
+		}
+		return true, ""
+	})
+	if err != nil {
+		return fmt.Errorf("cluster: group %s not replicated: %w", group, err)
+	}
+	return nil
+}
+
+// joinedMarker is the file, in a master's data directory, that the broker
+// (internal/daemon) writes once a slave has joined its group; right after
+// it, the master's sync sends wait for the slaves.
+const joinedMarker = "ha/slave-joined"
+
+// inSyncSeries is the metric WaitReplicated reads.
+const inSyncSeries = "petrel_replication_in_sync"
+
+// metricsBytes bounds how much of a /metrics page inSync reads.
+const metricsBytes = 4 << 20
+
+// inSync reads the slaves a master's /metrics reports in sync: the
+// "slave" label of every petrel_replication_in_sync series at 1.
+func (c *Cluster) inSync(ctx context.Context, url string) (map[string]bool, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET /metrics: %s", resp.Status)
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, metricsBytes))
+	if err != nil {
+		return nil, err
+	}
+	return parseInSync(string(b)), nil
+}
+
+// parseInSync picks the slaves at 1 out of a Prometheus text page, lines
+// like `petrel_replication_in_sync{slave="1"} 1`.
+func parseInSync(page string) map[string]bool {
+	in := map[string]bool{}
+	for _, line := range strings.Split(page, "\n") {
+		rest, ok := strings.CutPrefix(line, inSyncSeries+"{")
+		if !ok {
+			continue
+		}
+		labels, value, ok := strings.Cut(rest, "} ")
+		if !ok || strings.TrimSpace(value) != "1" {
+			continue
+		}
+		for _, l := range strings.Split(labels, ",") {
+			if v, ok := strings.CutPrefix(l, `slave="`); ok {
+				in[strings.TrimSuffix(v, `"`)] = true
+			}
+		}
+	}
+	return in
 }
 
 // probe does one GET of url; it reports 200 or what came instead.

@@ -140,19 +140,30 @@ func TestParseTopology(t *testing.T) {
 		in      string
 		want    string // topology name, or "" for an error
 		errPart string
+		groups  []Group
+		ns      int
 	}{
-		{in: "single", want: "single"},
-		{in: "", want: "single"},
-		{in: "group:2", errPart: "topology group:2 needs replication, which is not built yet; use single"},
-		{in: "group:3", errPart: "group:3 needs replication"},
-		{in: "group:1", errPart: "N ≥ 2"},
-		{in: "group:x", errPart: "N ≥ 2"},
-		{in: "triple", errPart: `unknown topology "triple" (known: single)`},
+		{in: "single", want: "single", groups: []Group{{"broker-a", 1}}, ns: 1},
+		{in: "", want: "single", groups: []Group{{"broker-a", 1}}, ns: 1},
+		{in: "groups=2,replicas=2,namesrv=2", want: "groups=2,replicas=2,namesrv=2", groups: []Group{{"broker-a", 2}, {"broker-b", 2}}, ns: 2},
+		{in: "groups=2,replicas=2", want: "groups=2,replicas=2,namesrv=1", groups: []Group{{"broker-a", 2}, {"broker-b", 2}}, ns: 1},
+		{in: " replicas=3 , groups=1 ", want: "groups=1,replicas=3,namesrv=1", groups: []Group{{"broker-a", 3}}, ns: 1},
+		{in: "groups=3", want: "groups=3,replicas=1,namesrv=1", groups: []Group{{"broker-a", 1}, {"broker-b", 1}, {"broker-c", 1}}, ns: 1},
+		{in: "group:2", want: "group:2", groups: []Group{{"broker-a", 2}}, ns: 1},
+		{in: "group:1", errPart: "2 ≤ N"},
+		{in: "group:x", errPart: "2 ≤ N"},
+		{in: "groups=0", errPart: "groups=0: want a whole number from 1 to 26"},
+		{in: "groups=27", errPart: "from 1 to 26"},
+		{in: "replicas=x", errPart: "replicas=x"},
+		{in: "groups=2,groups=3", errPart: "key groups given twice"},
+		{in: "groups=2,slaves=1", errPart: `unknown key "slaves"`},
+		{in: "groups=2,replicas", errPart: `"replicas" is not key=value`},
+		{in: "triple", errPart: `unknown topology "triple" (known: single, groups=G,replicas=R,namesrv=K, group:N)`},
 	} {
 		got, err := ParseTopology(tc.in)
 		if tc.want != "" {
-			if err != nil || got.Name != tc.want {
-				t.Errorf("ParseTopology(%q) = %+v, %v; want %s", tc.in, got, err, tc.want)
+			if err != nil || got.Name != tc.want || got.NameServers != tc.ns || fmt.Sprint(got.Groups) != fmt.Sprint(tc.groups) {
+				t.Errorf("ParseTopology(%q) = %+v, %v; want %s with %d name servers and groups %v", tc.in, got, err, tc.want, tc.ns, tc.groups)
 			}
 			if err := got.Validate(); err != nil {
 				t.Errorf("ParseTopology(%q) gives a topology Start refuses: %v", tc.in, err)
@@ -163,9 +174,33 @@ func TestParseTopology(t *testing.T) {
 			t.Errorf("ParseTopology(%q) error %v, want one containing %q", tc.in, err, tc.errPart)
 		}
 	}
-	multi := Topology{Name: "group:2", NameServers: 1, Groups: []Group{{Name: "broker-a", Replicas: 2}}}
-	if err := multi.Validate(); err == nil {
-		t.Error("a topology with replicas validates, but nothing can start it yet")
+	for _, bad := range []Topology{
+		{Name: "no namesrv", Groups: []Group{{Name: "broker-a", Replicas: 2}}},
+		{Name: "no groups", NameServers: 1},
+		{Name: "no replicas", NameServers: 1, Groups: []Group{{Name: "broker-a"}}},
+		{Name: "same name", NameServers: 1, Groups: []Group{{"broker-a", 1}, {"broker-a", 1}}},
+		{Name: "combined pair", NameServers: 1, Groups: []Group{{"broker-a", 2}}, Combined: true},
+	} {
+		if err := bad.Validate(); err == nil {
+			t.Errorf("topology %q validates", bad.Name)
+		}
+	}
+	if !Replicated(2, 2, 1).Slaves() || Replicated(2, 1, 1).Slaves() || Single().Slaves() {
+		t.Error("Slaves() wrong")
+	}
+}
+
+func TestParseInSync(t *testing.T) {
+	page := `# HELP petrel_replication_in_sync 1 while a slave is in sync
+# TYPE petrel_replication_in_sync gauge
+petrel_replication_in_sync{slave="1"} 1
+petrel_replication_in_sync{slave="2"} 0
+petrel_replication_in_sync_total{slave="3"} 1
+petrel_replication_lag_bytes{slave="4"} 1
+petrel_replication_in_sync{slave="5"} 1
+`
+	if got := parseInSync(page); fmt.Sprint(got) != "map[1:true 5:true]" {
+		t.Errorf("parseInSync = %v, want slaves 1 and 5", got)
 	}
 }
 
@@ -183,7 +218,10 @@ func TestStartRefusesBadOptions(t *testing.T) {
 		}
 	}
 	if _, err := Start(ctx, Topology{Name: "group:2"}, Options{Bin: os.Args[0], Dir: t.TempDir()}); err == nil {
-		t.Error("Start of an unbuilt topology succeeded")
+		t.Error("Start of a topology without processes succeeded")
+	}
+	if _, err := Start(ctx, Replicated(1, 2, 1), Options{Bin: os.Args[0], Dir: t.TempDir(), Replication: "eventually"}); err == nil {
+		t.Error("Start with a bad Options.Replication succeeded")
 	}
 }
 

@@ -4,9 +4,17 @@
 // torn down by PID at the end.
 //
 // A Topology says which processes a run has. "single" is one `petrel
-// server` (a name server and a broker in one process); broker groups with
-// replicas and separate name servers come with replication (issue 16) and
-// extend the same type.
+// server` (a name server and a broker in one process).
+// "groups=G,replicas=R,namesrv=K" is K `petrel namesrv` processes
+// (namesrv-0, ...) and G broker groups (broker-a, broker-b, ...) of R
+// `petrel broker` processes each: broker-a-0 the master (--broker-id 0,
+// serving replication on its own --ha-listen port), broker-a-1.. its
+// slaves. Every broker registers with every name server (directly); a
+// slave's --ha-master is the address Options.HALink gives (verify: a
+// fault-proxy link to the master's replication listener, so that one
+// slave's replication can be cut). Start returns once every process is
+// ready (a broker's /readyz, a name server's port) and every slave is in
+// sync with its master.
 //
 // Driving it:
 //

@@ -3,7 +3,9 @@
 // Plan is pure: from a seed, the fault kinds, an interval and the run's
 // duration it lays out one fault every interval, the kinds taken in
 // seeded shuffled rounds (so each kind comes equally often), each aimed at
-// a target drawn by the seed, and held for a seeded time. The same
+// a target drawn by the seed among the processes its kind hits (Kind.Aim:
+// any process, a broker, a group's master, a slave; PlanTargets takes the
+// list per kind), and held for a seeded time. The same
 // arguments always give the same plan, so a failing run can be replayed
 // with its --seed.
 //

@@ -24,15 +24,63 @@ const (
 	// SlowDisk makes a broker's disk slow through its test-only fault
 	// hook for the hold.
 	SlowDisk Kind = "slow-disk"
+	// KillMaster SIGKILLs a broker group's master; its heal starts it
+	// again on the same data directory, at once.
+	KillMaster Kind = "kill-master"
+	// KillSlave SIGKILLs a slave; its heal starts it again, at once.
+	KillSlave Kind = "kill-slave"
+	// PartitionSlave cuts a slave's replication link to its master (the
+	// fault proxy holds it) for the hold; its heal restores the link.
+	PartitionSlave Kind = "partition-slave"
+	// PauseMaster SIGSTOPs a group's master for the hold; its heal is
+	// SIGCONT.
+	PauseMaster Kind = "pause-master"
 )
 
 // Kinds lists every kind, in the order the docs give them.
-var Kinds = []Kind{Kill, Pause, Partition, Restart, SlowDisk}
+var Kinds = []Kind{Kill, Pause, Partition, Restart, SlowDisk, KillMaster, KillSlave, PartitionSlave, PauseMaster}
 
 // Held reports whether a fault of kind k stays on for a hold before it is
-// healed (pause, partition, slow-disk). Kill and restart are healed as soon
-// as the process is down.
-func (k Kind) Held() bool { return k == Pause || k == Partition || k == SlowDisk }
+// healed (pause, partition, slow-disk, partition-slave, pause-master).
+// The kills and restart are healed as soon as the process is down.
+func (k Kind) Held() bool {
+	switch k {
+	case Pause, Partition, SlowDisk, PartitionSlave, PauseMaster:
+		return true
+	}
+	return false
+}
+
+// Aim is the kind of process a fault hits.
+type Aim string
+
+// The aims.
+const (
+	// AnyProcess: any process of the cluster (name servers too).
+	AnyProcess Aim = "any"
+	// Brokers: a process that holds a broker (a server, a master or a
+	// slave), not a name server.
+	Brokers Aim = "broker"
+	// Masters: a broker group's master.
+	Masters Aim = "master"
+	// Slaves: a slave.
+	Slaves Aim = "slave"
+)
+
+// Aim says which processes a fault of kind k may hit: kill-master and
+// pause-master a master, kill-slave and partition-slave a slave,
+// slow-disk a broker, the rest any process.
+func (k Kind) Aim() Aim {
+	switch k {
+	case KillMaster, PauseMaster:
+		return Masters
+	case KillSlave, PartitionSlave:
+		return Slaves
+	case SlowDisk:
+		return Brokers
+	}
+	return AnyProcess
+}
 
 func (k Kind) known() bool {
 	for _, x := range Kinds {

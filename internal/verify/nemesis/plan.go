@@ -44,18 +44,33 @@ const planStream = 0x6e656d65736973 // "nemesis"
 //
 // Plan is pure: the same arguments give the same plan.
 func Plan(seed int64, kinds []Kind, interval, duration time.Duration, targets []string) []Event {
+	return PlanTargets(seed, kinds, interval, duration, func(Kind) []string { return targets })
+}
+
+// PlanTargets is Plan with a target list per kind: targets(k) are the
+// processes a fault of kind k may hit (e.g. the masters for kill-master,
+// see Kind.Aim). A kind without targets is left out of the plan, as if
+// not listed. With the same list for every kind it gives Plan's plan.
+//
+// PlanTargets is pure as long as targets is.
+func PlanTargets(seed int64, kinds []Kind, interval, duration time.Duration, targets func(Kind) []string) []Event {
 	if interval <= 0 {
 		interval = DefaultInterval
 	}
 	var distinct []Kind
 	seen := map[Kind]bool{}
+	aims := map[Kind][]string{}
 	for _, k := range kinds {
-		if !seen[k] {
-			seen[k] = true
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		if ts := targets(k); len(ts) > 0 {
+			aims[k] = append([]string(nil), ts...)
 			distinct = append(distinct, k)
 		}
 	}
-	if len(distinct) == 0 || len(targets) == 0 {
+	if len(distinct) == 0 {
 		return nil
 	}
 	r := rand.New(rand.NewPCG(uint64(seed), planStream))
@@ -68,7 +83,8 @@ func Plan(seed int64, kinds []Kind, interval, duration time.Duration, targets []
 			round = append(round[:0], distinct...)
 			r.Shuffle(len(round), func(i, j int) { round[i], round[j] = round[j], round[i] })
 		}
-		e := Event{At: at, Kind: round[0], Target: targets[r.IntN(len(targets))]}
+		ts := aims[round[0]]
+		e := Event{At: at, Kind: round[0], Target: ts[r.IntN(len(ts))]}
 		round = round[1:]
 		if e.Kind.Held() {
 			e.Hold = hold(r, interval)

@@ -14,7 +14,9 @@ import (
 // Target applies faults to a cluster. The lead implements it over the
 // cluster and the fault proxy: kill is Kill then (Heal) Start; pause is
 // Pause then Resume; partition cuts links then heals them; restart is Stop
-// then Start.
+// then Start. kill-master and kill-slave are kill aimed at a master or a
+// slave, pause-master pause at a master, partition-slave cuts one slave's
+// replication link to its master.
 type Target interface {
 	// Inject starts the fault e. detail says what was done ("pid 4242",
 	// "links: a→b, c→b"), for the history.
