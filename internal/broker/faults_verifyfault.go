@@ -15,9 +15,10 @@ package broker
 //   - reorder: every pull answer holding ≥ 2 records hands them out in
 //     reverse order (each record keeps its own queue offset, and the
 //     answer's next offset is unchanged). A consumer that keeps up gets
-//     one record per pull, which cannot come out of order: such an answer
-//     is held back (answered "no new message" at the requested offset)
-//     for up to reorderHold, so that the next pull finds several.
+//     one or two records per pull, often of different keys, which do not
+//     come out of order: an answer of fewer than reorderBatch records is
+//     held back (answered "no new message" at the requested offset) for up
+//     to reorderHold, so that the next pull finds several of one key.
 
 import (
 	"os"
@@ -37,8 +38,12 @@ type faultHooks struct {
 	held map[heldKey]heldPull // reorder: single-record answers held back
 }
 
-// reorderHold is how long reorder holds back a pull answer of one record.
-const reorderHold = time.Second
+// reorderHold is how long reorder holds back a pull answer of fewer than
+// reorderBatch records.
+const (
+	reorderHold  = time.Second
+	reorderBatch = 4
+)
 
 type heldKey struct {
 	topic string
@@ -102,8 +107,10 @@ func (b *Broker) reorderPull(req *PullRequest, res *PullResult) {
 	if !b.faults.spec.Reorder || res == nil || res.Count < 1 {
 		return
 	}
-	if res.Count == 1 {
-		b.holdSingle(req, res)
+	if res.Count < reorderBatch && b.holdSmall(req, res) {
+		return
+	}
+	if res.Count < 2 {
 		return
 	}
 	body, err := faults.ReverseRecords(res.Body, res.Count)
@@ -115,9 +122,10 @@ func (b *Broker) reorderPull(req *PullRequest, res *PullResult) {
 	res.Body = body
 }
 
-// holdSingle answers a one-record pull "no new message" at the requested
-// offset while that offset has been held back for less than reorderHold.
-func (b *Broker) holdSingle(req *PullRequest, res *PullResult) {
+// holdSmall answers a small pull "no new message" at the requested offset
+// while that offset has been held back for less than reorderHold; it
+// reports whether it did.
+func (b *Broker) holdSmall(req *PullRequest, res *PullResult) bool {
 	f := &b.faults
 	k := heldKey{req.Topic, req.QueueID}
 	now := b.now()
@@ -133,8 +141,9 @@ func (b *Broker) holdSingle(req *PullRequest, res *PullResult) {
 	}
 	if now.Sub(h.since) >= reorderHold {
 		delete(f.held, k)
-		return
+		return false
 	}
 	res.Release()
 	res.Status, res.Count, res.NextBeginOffset = PullNoNewMsg, 0, req.Offset
+	return true
 }
