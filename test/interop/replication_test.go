@@ -670,6 +670,36 @@ func runReplicationFailover(t *testing.T, replication string) int {
 			return off >= end, strconv.FormatInt(off, 10)
 		})
 	}
+	// No message skipped: on every queue of both groups every offset up
+	// to the last acknowledged one was delivered (also messages whose send
+	// was not acknowledged but stored).
+	type qkey struct {
+		broker string
+		queue  int
+	}
+	last := map[qkey]int64{}
+	for _, m := range acked {
+		k := qkey{m.broker, m.queue}
+		last[k] = max(last[k], m.offset)
+	}
+	seen := map[qkey]map[int64]bool{}
+	for _, d := range col.snapshot() {
+		k := qkey{d.broker, d.queueID}
+		if seen[k] == nil {
+			seen[k] = map[int64]bool{}
+		}
+		seen[k][d.offset] = true
+	}
+	for k, end := range last {
+		for off := int64(0); off <= end; off++ {
+			if !seen[k][off] {
+				t.Fatalf("queue %d of %s: offset %d was never delivered (last acknowledged offset %d)", k.queue, k.broker, off, end)
+			}
+		}
+	}
+	if off, err := committedOffset(c.addr[a1], group, topic, 0); err == nil {
+		t.Logf("broker-a's slave answers committed offset %d for queue 0 (the Go client never commits to a slave)", off)
+	}
 	delivered := col.snapshot()
 	dup := len(delivered) - len(all)
 	t.Logf("%s replication: %d acknowledged, %d sends failed, %d deliveries (%d beyond one per acknowledged message); restarted master served %v messages",
