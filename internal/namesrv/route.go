@@ -105,12 +105,22 @@ type instance struct {
 // no goroutines, sockets or clock; callers pass the time in — and it is not
 // safe for concurrent use.
 //
+// A broker name whose master is gone while a slave of it is still live
+// keeps the master's last topic set (orphans), so that its queues stay in
+// routes with only the slaves in brokerAddrs: consumers keep reading them
+// from a slave, and producers, which send only to a listed master, move to
+// the other broker names (RocketMQ's name server keeps a broker name's
+// queue data until its last address is gone). The master's next full
+// registration replaces the kept set.
+//
 // Invariant: topicIndex[t] holds broker name n exactly when the live master
-// of n has topic t.
+// of n has topic t, or n has no live master, a live slave, and t in
+// orphans[n].
 type Table struct {
 	brokers    map[string]map[int64]*instance // broker name -> id -> process
 	topicIndex map[string]map[string]struct{} // topic -> broker names
 	kv         map[string]map[string]string   // namespace -> key -> value
+	orphans    map[string]map[string]TopicConfig
 }
 
 // NewTable returns an empty table.
@@ -119,6 +129,7 @@ func NewTable() *Table {
 		brokers:    map[string]map[int64]*instance{},
 		topicIndex: map[string]map[string]struct{}{},
 		kv:         map[string]map[string]string{},
+		orphans:    map[string]map[string]TopicConfig{},
 	}
 }
 
@@ -185,6 +196,12 @@ func (t *Table) Register(r Registration, now time.Time) RegisterResult {
 			if r.Topics == nil {
 				r.Topics = map[string]TopicConfig{}
 			}
+			for name := range t.orphans[b.Name] {
+				if _, ok := r.Topics[name]; !ok {
+					t.unindex(name, b.Name)
+				}
+			}
+			delete(t.orphans, b.Name)
 			b.topics = r.Topics
 			for name := range b.topics {
 				t.index(name, b.Name)
@@ -270,10 +287,30 @@ func (t *Table) remove(b *instance) {
 		delete(t.brokers, b.Name)
 	}
 	if b.ID == MasterID {
+		if len(ids) > 0 {
+			// Slaves remain: they serve the master's queues.
+			t.orphans[b.Name] = b.topics
+			return
+		}
 		for name := range b.topics {
 			t.unindex(name, b.Name)
 		}
 	}
+	if len(ids) == 0 {
+		for name := range t.orphans[b.Name] {
+			t.unindex(name, b.Name)
+		}
+		delete(t.orphans, b.Name)
+	}
+}
+
+// topicsOf is the topic set routed for broker name n: its live master's,
+// or, with no live master, the one the last master registered.
+func (t *Table) topicsOf(n string) map[string]TopicConfig {
+	if m := t.brokers[n][MasterID]; m != nil {
+		return m.topics
+	}
+	return t.orphans[n]
 }
 
 func (t *Table) index(topic, broker string) {
@@ -294,8 +331,9 @@ func (t *Table) unindex(topic, broker string) {
 }
 
 // Route builds the route of topic: the queue data of every live master that
-// has it, sorted by broker name, with the addresses of all live processes of
-// those broker names. It reports false when no live master has the topic.
+// has it (or of a broker name's last master, while only its slaves are
+// live), sorted by broker name, with the addresses of all live processes of
+// those broker names. It reports false when no broker name has the topic.
 // The result shares nothing with the table.
 func (t *Table) Route(topic string) (RouteData, bool) {
 	names := t.topicIndex[topic]
@@ -313,8 +351,7 @@ func (t *Table) Route(topic string) (RouteData, bool) {
 		FilterServerTable: map[string][]string{},
 	}
 	for _, n := range sorted {
-		m := t.brokers[n][MasterID]
-		tc := m.topics[topic]
+		tc := t.topicsOf(n)[topic]
 		rd.QueueDatas = append(rd.QueueDatas, QueueData{
 			BrokerName:     n,
 			Perm:           tc.Perm,
@@ -370,9 +407,7 @@ func (t *Table) Topics() []string {
 // delta that changes it).
 func (t *Table) DeleteTopic(topic string) {
 	for n := range t.topicIndex[topic] {
-		if m := t.brokers[n][MasterID]; m != nil {
-			delete(m.topics, topic)
-		}
+		delete(t.topicsOf(n), topic)
 	}
 	delete(t.topicIndex, topic)
 }

@@ -119,15 +119,20 @@ func TestBrokersExpireAfter120sOfSilence(t *testing.T) {
 	}
 }
 
-func TestMasterGoneLeavesNoQueueDataEvenWithSlave(t *testing.T) {
+// TestMasterGoneKeepsQueueDataWithSlave: with replication (issue 16) a
+// broker name whose master is gone stays routed through its slave (this
+// test asserted the opposite before slaves served reads; see
+// TestSlaveKeepsItsGroupRoutedWhileTheMasterIsGone).
+func TestMasterGoneKeepsQueueDataWithSlave(t *testing.T) {
 	tb := NewTable()
 	tb.Register(full("c", "a", 0, "A:1", 1, topic("T", 4, 6)), t0)
 	tb.Register(full("c", "a", 1, "A:2", 1), t0)
 	tb.Unregister("c", "a", 0, "other:1") // wrong address: ignored
 	mustRoute(t, tb, "T")
 	tb.Unregister("c", "a", 0, "A:1")
-	if _, ok := tb.Route("T"); ok {
-		t.Fatal("route without a master")
+	rd := mustRoute(t, tb, "T")
+	if got := rd.BrokerDatas[0].BrokerAddrs; len(rd.QueueDatas) != 1 || !reflect.DeepEqual(got, map[int64]string{1: "A:2"}) {
+		t.Fatalf("route without a master: %+v", rd)
 	}
 	ci := tb.ClusterInfo()
 	if got := ci.BrokerAddrTable["a"].BrokerAddrs; !reflect.DeepEqual(got, map[int64]string{1: "A:2"}) {

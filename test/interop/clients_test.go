@@ -158,6 +158,7 @@ type delivery struct {
 	// time of the delivered record (unix ms).
 	born, stored int64
 	queueID      int
+	broker       string // the queue's broker name
 	offset       int64
 	at           int // arrival sequence number over the whole collector
 }
@@ -189,7 +190,7 @@ func (c *collector) add(member string, m *primitive.MessageExt) {
 	defer c.mu.Unlock()
 	d := delivery{member: member, body: body, tag: m.GetTags(), keys: m.GetKeys(), msgID: m.MsgId, offsetMsgID: m.OffsetMsgId, born: m.BornTimestamp, stored: m.StoreTimestamp, offset: m.QueueOffset, at: len(c.all)}
 	if m.Queue != nil {
-		d.queueID = m.Queue.QueueId
+		d.queueID, d.broker = m.Queue.QueueId, m.Queue.BrokerName
 	}
 	c.all = append(c.all, d)
 	c.byBody[body]++

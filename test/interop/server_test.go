@@ -48,6 +48,10 @@ func TestMain(m *testing.M) {
 		rlog.SetLogLevel("error")
 		os.Exit(runSendBackChild())
 	}
+	if os.Getenv(haChildEnv) != "" {
+		rlog.SetLogLevel("error")
+		os.Exit(runHAChild())
+	}
 	flag.Parse()
 	explicit := false
 	flag.Visit(func(f *flag.Flag) {

@@ -16,6 +16,18 @@ import (
 	"github.com/petrelmq/petrel/internal/remoting"
 )
 
+// suggestWhichBrokerID is every pull answer's suggestWhichBrokerId: the
+// master (0), from a master and from a slave alike, as RocketMQ answers
+// while the master does not read far behind its write point. A client pulls
+// next from the suggested id of the route's brokerAddrs and, when that id
+// is not listed (the master is down), from any listed replica: so a
+// consumer reads a group's queues from its slave while only the slave is
+// routed, and returns to the master as soon as the route lists it again.
+// (Answering a slave's own id would keep consumers on the slave after the
+// master is back.) Petrel does not yet suggest a slave for a master reading
+// from disk (RocketMQ's accessMessageInMemoryMaxRatio rule).
+const suggestWhichBrokerID = 0
+
 func (f *Front) pull(ctx context.Context, c *remoting.Conn, req *remoting.Command) *remoting.Command {
 	h, err := rmq.DecodePullRequest(req)
 	if err != nil {
@@ -49,6 +61,7 @@ func (f *Front) pull(ctx context.Context, c *remoting.Conn, req *remoting.Comman
 	}
 	resp := rmq.EncodePullResponse(req, code, rmq.PullResponse{
 		NextBeginOffset: res.NextBeginOffset, MinOffset: res.MinOffset, MaxOffset: res.MaxOffset,
+		SuggestWhichBrokerID: suggestWhichBrokerID,
 	})
 	if res.Status == broker.PullFound {
 		resp.BodyParts = [][]byte{res.Body}

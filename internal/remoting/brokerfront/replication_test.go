@@ -66,3 +66,38 @@ func TestSlaveRefusesSendsAndAdminWrites(t *testing.T) {
 		t.Fatalf("max offset read from the slave: %q", got)
 	}
 }
+
+// TestPullSuggestsTheMasterFromMasterAndSlave: pull answers carry
+// suggestWhichBrokerId 0 on a master and on a slave, so that the official
+// clients read from the master whenever the route lists it and fall back to
+// a slave only while it does not (see suggestWhichBrokerID).
+func TestPullSuggestsTheMasterFromMasterAndSlave(t *testing.T) {
+	pull := map[string]string{"consumerGroup": "cg", "topic": "TBW102", "queueId": "0", "queueOffset": "0",
+		"maxMsgNums": "32", "sysFlag": "2", "commitOffset": "0", "suspendTimeoutMillis": "0", "subscription": "*", "subVersion": "0", "expressionType": "TAG"}
+	for _, tc := range []struct {
+		name string
+		edit func(*daemon.BrokerConfig)
+	}{
+		{"master", func(*daemon.BrokerConfig) {}},
+		{"slave", func(c *daemon.BrokerConfig) { c.Broker.BrokerID, c.Broker.Role = 1, broker.RoleSlave }},
+	} {
+		f := startFrontWith(t, tc.edit)
+		hb := rmq.EncodeHeartbeat(rmq.HeartbeatData{ClientID: "127.0.0.1@7", ConsumerDataSet: []rmq.ConsumerData{{
+			GroupName: "cg", ConsumeType: "CONSUME_PASSIVELY", MessageModel: "CLUSTERING", ConsumeFromWhere: "CONSUME_FROM_FIRST_OFFSET",
+			SubscriptionDataSet: []rmq.SubscriptionData{{Topic: "TBW102", SubString: "*", SubVersion: 1, ExpressionType: "TAG"}},
+		}}})
+		if resp := f.invoke(t, hb.Code, hb.ExtFields, hb.Body); resp.Code != rmq.RespSuccess {
+			t.Fatalf("%s: heartbeat: code %d remark %q", tc.name, resp.Code, resp.Remark)
+		}
+		resp := f.invoke(t, rmq.CodePullMessage, pull, nil)
+		if resp.Code == rmq.RespSystemError {
+			t.Fatalf("%s: pull refused: %q", tc.name, resp.Remark)
+		}
+		if resp.Code != rmq.RespPullNotFound {
+			t.Fatalf("%s: pull of an empty queue: code %d remark %q", tc.name, resp.Code, resp.Remark)
+		}
+		if got := resp.Ext("suggestWhichBrokerId"); got != "0" {
+			t.Fatalf("%s: pull answer suggestWhichBrokerId %q, want 0", tc.name, got)
+		}
+	}
+}
