@@ -143,11 +143,6 @@ func runServer(ctx context.Context, o *options, out io.Writer, started func()) e
 	if err != nil {
 		return err
 	}
-	stopProfile, err := startProfile(o)
-	if err != nil {
-		return err
-	}
-	defer stopProfile()
 	if err := checkListen(append([]listenFlag{{"namesrv-listen", o.namesrvListen}}, o.brokerListens()...)...); err != nil {
 		return err
 	}
@@ -172,6 +167,11 @@ func runBroker(ctx context.Context, o *options, nameServers []string, out io.Wri
 	if err != nil {
 		return err
 	}
+	stopProfile, err := startProfile(o)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	dir, err := filepath.Abs(o.dataDir)
 	if err != nil {
 		return fmt.Errorf("--data-dir %q: %w", o.dataDir, err)

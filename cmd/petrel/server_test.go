@@ -153,3 +153,21 @@ func TestSIGTERMRightAfterStartStopsGracefully(t *testing.T) {
 		t.Fatal("the server did not stop on SIGTERM")
 	}
 }
+
+// TestBrokerWritesItsCPUProfile: --cpu-profile is a common flag, and
+// `petrel broker` accepted it but only `petrel server` started the
+// profile.
+func TestBrokerWritesItsCPUProfile(t *testing.T) {
+	o := testOptions(t.TempDir())
+	o.cpuProfile = t.TempDir() + "/cpu.pprof"
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- runBroker(ctx, o, nil, &bytes.Buffer{}, cancel) }()
+	if err := <-done; err != nil {
+		t.Fatalf("broker: %v", err)
+	}
+	fi, err := os.Stat(o.cpuProfile)
+	if err != nil || fi.Size() == 0 {
+		t.Fatalf("no CPU profile written by petrel broker: %v", err)
+	}
+}
