@@ -79,9 +79,6 @@ func (s *Slave) Close() error {
 	return nil
 }
 
-// Done is closed when the fetch loop has ended (Close, or a fatal Err).
-func (s *Slave) Done() <-chan struct{} { return s.done }
-
 // Err is why replication stopped for good (wrapping ErrNotPrefix,
 // ErrRefused or ErrBelowLogStart), or nil while it runs or after Close.
 func (s *Slave) Err() error {
