@@ -162,9 +162,17 @@ func (c *cluster) startSlave(n *node, sink Sink) {
 }
 
 // crashSlave stops slave n and restarts it on what its disk held.
-func (c *cluster) crashSlave(n *node) {
+func (c *cluster) crashSlave(n *node) { c.crashSlaveThen(n, nil) }
+
+// crashSlaveThen crashes n and calls check (when set) with what the
+// restart finds, before the fetcher starts again: it re-fetches at once,
+// so a look after crashSlave races with it.
+func (c *cluster) crashSlaveThen(n *node, check func(*memLog)) {
 	n.s.Close()
 	n.log = n.log.Crash()
+	if check != nil {
+		check(n.log)
+	}
 	n.fs = n.fs.CrashClone(vfs.CrashOptions{})
 	c.startSlave(n, n.log)
 }
@@ -384,15 +392,11 @@ func TestCrashedSlaveRefetchesFromDurableEnd(t *testing.T) {
 		if hw := c.m.HW(); hw > mid {
 			t.Fatalf("HW %d above the only slave's durable end %d", hw, mid)
 		}
-		// Crash, and look at what the restart finds before the fetcher
-		// starts again (it re-fetches at once).
-		n.s.Close()
-		n.log = n.log.Crash()
-		if n.log.Written() != mid {
-			t.Fatalf("after the crash the slave holds %d bytes, want %d", n.log.Written(), mid)
-		}
-		n.fs = n.fs.CrashClone(vfs.CrashOptions{})
-		c.startSlave(n, n.log)
+		c.crashSlaveThen(n, func(l *memLog) {
+			if l.Written() != mid {
+				t.Fatalf("after the crash the slave holds %d bytes, want %d", l.Written(), mid)
+			}
+		})
 		c.await("restarted slave re-fetches", func() bool { return n.log.Written() == c.mlog.Written() })
 		if !c.holds(&memLog{start: 0, data: n.log.Bytes(0, n.log.Written()), durable: n.log.Written()}, c.mlog.Written()) {
 			t.Fatal("re-fetched bytes differ from the master's")
@@ -867,10 +871,11 @@ func TestSlaveCrashedBeforeItsFirstDurableByte(t *testing.T) {
 			c.put(i)
 		}
 		c.await("slave written", func() bool { return n.log.Written() == c.mlog.Written() })
-		c.crashSlave(n)
-		if n.log.Written() != big {
-			t.Fatalf("after the crash the slave ends at %d, want %d", n.log.Written(), big)
-		}
+		c.crashSlaveThen(n, func(l *memLog) {
+			if l.Written() != big {
+				t.Fatalf("after the crash the slave ends at %d, want %d", l.Written(), big)
+			}
+		})
 		c.await("slave resumes", func() bool { n.log.Flush(); return c.caughtUp(1)() })
 		if err := n.s.Err(); err != nil {
 			t.Fatal(err)
