@@ -42,7 +42,7 @@ func addReplicationFlags(fl *pflag.FlagSet, r *replOptions, server bool) {
 	r.server, r.fl = server, fl
 	listen, replicas := defaultHAListen, 1
 	listenHelp := "address a master serves replication to its slaves on"
-	replicasHelp := "slaves that must hold a record before a send is acknowledged under --replication sync (a master with fewer slaves in sync answers SLAVE_NOT_AVAILABLE; 0: sends never wait for a slave)"
+	replicasHelp := "slaves that must hold a record before a send is acknowledged under --replication sync (a master with fewer slaves in sync answers SLAVE_NOT_AVAILABLE; 0: sends never wait for a slave). Left at its default, it applies once a slave has joined the group (recorded in the data dir); before, the master acknowledges alone"
 	if server {
 		listen, replicas = "", 0
 		listenHelp += " (empty: none; petrel server runs without slaves unless asked)"
