@@ -30,6 +30,8 @@ type replOptions struct {
 	replication  string
 	syncReplicas int
 	timeout      time.Duration
+	slaveRead    bool           // --slave-read-enable
+	memRatio     int            // --access-message-in-memory-max-ratio
 	server       bool           // petrel server: one process, no slaves unless asked
 	fl           *pflag.FlagSet // to tell a flag given from its default
 }
@@ -53,6 +55,8 @@ func addReplicationFlags(fl *pflag.FlagSet, r *replOptions, server bool) {
 	fl.StringVar(&r.replication, "replication", "sync", "on a master, when a send is acknowledged: sync (once --sync-replicas slaves hold it durably) or async (after the local flush; slaves catch up behind)")
 	fl.IntVar(&r.syncReplicas, "sync-replicas", replicas, replicasHelp)
 	fl.DurationVar(&r.timeout, "replication-timeout", defaultReplicationTimeout, "under --replication sync, answer FLUSH_SLAVE_TIMEOUT when the slaves have not confirmed a send within this long")
+	fl.BoolVar(&r.slaveRead, "slave-read-enable", false, "let pull answers send consumers to a slave (RocketMQ's slaveReadEnable): a consumer reading further behind the write point than --access-message-in-memory-max-ratio of the machine's memory is told its group's whichBrokerWhenConsumeSlowly (default 1), and a slave sends consumers that keep up back to the master. Off, pull answers always name the master (slaves still serve pulls while it is down)")
+	fl.IntVar(&r.memRatio, "access-message-in-memory-max-ratio", broker.DefaultAccessMessageInMemoryMaxRatio, "with --slave-read-enable, the percent (1..100) of physical memory a pull may read behind the write point before it counts as slow (RocketMQ's accessMessageInMemoryMaxRatio)")
 }
 
 func (r *replOptions) changed(name string) bool {
@@ -88,6 +92,9 @@ func (r *replOptions) apply(cfg *daemon.BrokerConfig) error {
 	if r.timeout <= 0 {
 		return fmt.Errorf("--replication-timeout %v: give a positive duration such as 3s", r.timeout)
 	}
+	if r.memRatio < 1 || r.memRatio > 100 {
+		return fmt.Errorf("--access-message-in-memory-max-ratio %d: give a percent of physical memory, 1..100 (default %d)", r.memRatio, broker.DefaultAccessMessageInMemoryMaxRatio)
+	}
 	if l := strings.TrimSpace(r.haListen); l != "" {
 		if _, _, err := net.SplitHostPort(l); err != nil {
 			return fmt.Errorf("--ha-listen %q: want [host]:port, e.g. :10912", r.haListen)
@@ -109,6 +116,8 @@ func (r *replOptions) apply(cfg *daemon.BrokerConfig) error {
 	cfg.Broker.Role = broker.RoleForID(r.brokerID)
 	cfg.Broker.ReplicationAsync = async
 	cfg.Broker.ReplicationTimeout = r.timeout
+	cfg.Broker.SlaveReadEnable = r.slaveRead
+	cfg.Broker.AccessMessageInMemoryMaxRatio = r.memRatio
 	cfg.HA = daemon.HAConfig{Listen: strings.TrimSpace(r.haListen), Master: strings.TrimSpace(r.haMaster)}
 	if !slave {
 		cfg.HA.SyncReplicas = r.syncReplicas

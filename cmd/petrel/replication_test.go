@@ -53,6 +53,9 @@ func TestReplicationFlagDefaults(t *testing.T) {
 		cfg.Broker.ReplicationTimeout != 3*time.Second || cfg.HA.Listen != ":10912" || cfg.HA.SyncReplicas != 1 || cfg.HA.Master != "" {
 		t.Fatalf("petrel broker defaults: %+v %+v", cfg.HA, cfg.Broker)
 	}
+	if cfg.Broker.SlaveReadEnable || cfg.Broker.AccessMessageInMemoryMaxRatio != 40 {
+		t.Fatalf("slave-read defaults: enable %v ratio %d, want false 40 (RocketMQ's)", cfg.Broker.SlaveReadEnable, cfg.Broker.AccessMessageInMemoryMaxRatio)
+	}
 	cmd, o = serverCmdOptions()
 	cfg, err = parseRepl(t, cmd, o)
 	if err != nil {
@@ -100,6 +103,8 @@ func TestReplicationFlagsRefuseContradictions(t *testing.T) {
 		{false, []string{"--broker-id", "1", "--ha-master", "nohostport"}, "--ha-master \"nohostport\""},
 		{false, []string{"--ha-listen", "10912"}, "--ha-listen \"10912\""},
 		{true, []string{"--broker-id", "1"}, "petrel server runs a master"},
+		{false, []string{"--access-message-in-memory-max-ratio", "0"}, "--access-message-in-memory-max-ratio 0"},
+		{false, []string{"--access-message-in-memory-max-ratio", "101"}, "1..100"},
 	} {
 		cmd, o := brokerCmdOptions()
 		if tc.server {
@@ -117,7 +122,7 @@ func TestReplicationFlagsAreYAMLKeys(t *testing.T) {
 	cmd, o := brokerCmdOptions()
 	cmd.Flags().StringVar(&o.config, "config", "", "")
 	path := t.TempDir() + "/petrel.yaml"
-	if err := os.WriteFile(path, []byte("broker-id: 1\nha-master: 10.0.0.9:10912\nreplication: async\nreplication-timeout: 5s\n"), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte("broker-id: 1\nha-master: 10.0.0.9:10912\nreplication: async\nreplication-timeout: 5s\nslave-read-enable: true\naccess-message-in-memory-max-ratio: 30\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := cmd.Flags().Parse([]string{"--config", path}); err != nil {
@@ -130,7 +135,8 @@ func TestReplicationFlagsAreYAMLKeys(t *testing.T) {
 	if err := o.repl.apply(&cfg); err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Broker.Role != broker.RoleSlave || cfg.HA.Master != "10.0.0.9:10912" || !cfg.Broker.ReplicationAsync || cfg.Broker.ReplicationTimeout != 5*time.Second {
+	if cfg.Broker.Role != broker.RoleSlave || cfg.HA.Master != "10.0.0.9:10912" || !cfg.Broker.ReplicationAsync || cfg.Broker.ReplicationTimeout != 5*time.Second ||
+		!cfg.Broker.SlaveReadEnable || cfg.Broker.AccessMessageInMemoryMaxRatio != 30 {
 		t.Fatalf("from YAML: %+v %+v", cfg.HA, cfg.Broker)
 	}
 }

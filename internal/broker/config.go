@@ -45,6 +45,20 @@ type Config struct {
 	// (replstatus.go) for runtime info and metrics; it must be quick and
 	// safe for concurrent use. Default nil: not replicated.
 	ReplicationStatus func() ReplicationInfo
+	// SlaveReadEnable lets pull answers send consumers to a slave
+	// (RocketMQ's slaveReadEnable; suggest.go): a pull reading more than
+	// AccessMessageInMemoryMaxRatio percent of PhysicalMemory behind the
+	// write point is told the group's whichBrokerWhenConsumeSlowly, others
+	// the group's brokerId; a slave sends consumers that keep up back to
+	// the master. Off, every pull answer suggests the master (slaves serve
+	// pulls either way). Default false, as RocketMQ's.
+	SlaveReadEnable bool
+	// AccessMessageInMemoryMaxRatio is that percent, 1..100. Default 40.
+	AccessMessageInMemoryMaxRatio int
+	// PhysicalMemory is the machine's memory in bytes, for the rule above.
+	// Default (0): read from the system at New (Linux); where it cannot be
+	// read, no pull counts as slow.
+	PhysicalMemory int64
 	// StoreHost is the client-facing address. Default: the store's
 	// StoreHost. Its IPv4 bytes seed the UNIQ_KEY given to batch items.
 	StoreHost netip.AddrPort
@@ -149,7 +163,7 @@ func ParseDelayLevels(s string) ([]time.Duration, error) {
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	return Config{
+	return withReadDefaults(Config{
 		BrokerName:               "broker-a",
 		ClusterName:              "DefaultCluster",
 		AutoCreateTopics:         true,
@@ -169,7 +183,7 @@ func DefaultConfig() Config {
 		ReplicationTimeout:       3 * time.Second,
 		Clock:                    clock.Real,
 		Logger:                   slog.New(slog.DiscardHandler),
-	}
+	})
 }
 
 func (c *Config) fill() {
@@ -192,6 +206,10 @@ func (c *Config) fill() {
 	c.DefaultMaxReconsumeTimes = cmp.Or(c.DefaultMaxReconsumeTimes, d.DefaultMaxReconsumeTimes)
 	c.PopMaxInFlight = cmp.Or(c.PopMaxInFlight, d.PopMaxInFlight)
 	c.ReplicationTimeout = cmp.Or(c.ReplicationTimeout, d.ReplicationTimeout)
+	c.AccessMessageInMemoryMaxRatio = cmp.Or(c.AccessMessageInMemoryMaxRatio, d.AccessMessageInMemoryMaxRatio)
+	if c.PhysicalMemory == 0 {
+		c.PhysicalMemory = physicalMemory()
+	}
 	c.Clock = cmp.Or(c.Clock, d.Clock)
 	c.Logger = cmp.Or(c.Logger, d.Logger)
 }
@@ -223,6 +241,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("broker: Role %v is neither master nor slave", c.Role)
 	case c.ReplicationTimeout < time.Millisecond:
 		return fmt.Errorf("broker: ReplicationTimeout %v is below the minimum 1ms", c.ReplicationTimeout)
+	case c.AccessMessageInMemoryMaxRatio < 1 || c.AccessMessageInMemoryMaxRatio > 100:
+		return fmt.Errorf("broker: AccessMessageInMemoryMaxRatio %d must lie in 1..100 (percent of physical memory)", c.AccessMessageInMemoryMaxRatio)
+	case c.PhysicalMemory < 0:
+		return fmt.Errorf("broker: PhysicalMemory %d is negative", c.PhysicalMemory)
 	case c.DefaultMaxReconsumeTimes < 1:
 		return fmt.Errorf("broker: DefaultMaxReconsumeTimes %d must be positive", c.DefaultMaxReconsumeTimes)
 	}

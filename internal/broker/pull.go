@@ -101,6 +101,10 @@ type PullResult struct {
 	Body                                  []byte
 	Count                                 int
 	release                               func()
+
+	// SuggestWhichBrokerID is the broker id of the group the consumer
+	// should pull from next (suggest.go).
+	SuggestWhichBrokerID int64
 }
 
 // Release returns Body's memory; Body must not be used after. Safe to call
@@ -128,6 +132,9 @@ func (r *PullResult) Release() {
 // The caller must Release the result.
 func (b *Broker) Pull(ctx context.Context, req *PullRequest) (*PullResult, error) {
 	res, err := b.pull(ctx, req)
+	if err == nil {
+		b.suggestFor(req.Group, res)
+	}
 	if err == nil && res.Count > 0 {
 		b.reorderPull(req, res)
 	}

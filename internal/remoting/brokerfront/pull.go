@@ -4,7 +4,8 @@ package brokerfront
 // FOUND with the stored records as the body (written from the store's
 // buffer without copying), 19 PULL_NOT_FOUND, 20 PULL_RETRY_IMMEDIATELY,
 // 21 PULL_OFFSET_MOVED; a header that does not decode is refused with 1
-// SYSTEM_ERROR and a remark naming the field, as Java refuses it.
+// SYSTEM_ERROR and a remark naming the field, as Java refuses it. The
+// answer's suggestWhichBrokerId is the broker's (broker/suggest.go).
 
 import (
 	"context"
@@ -15,18 +16,6 @@ import (
 	"github.com/petrelmq/petrel/internal/broker"
 	"github.com/petrelmq/petrel/internal/remoting"
 )
-
-// suggestWhichBrokerID is every pull answer's suggestWhichBrokerId: the
-// master (0), from a master and from a slave alike, as RocketMQ answers
-// while the master does not read far behind its write point. A client pulls
-// next from the suggested id of the route's brokerAddrs and, when that id
-// is not listed (the master is down), from any listed replica: so a
-// consumer reads a group's queues from its slave while only the slave is
-// routed, and returns to the master as soon as the route lists it again.
-// (Answering a slave's own id would keep consumers on the slave after the
-// master is back.) Petrel does not yet suggest a slave for a master reading
-// from disk (RocketMQ's accessMessageInMemoryMaxRatio rule).
-const suggestWhichBrokerID = 0
 
 func (f *Front) pull(ctx context.Context, c *remoting.Conn, req *remoting.Command) *remoting.Command {
 	h, err := rmq.DecodePullRequest(req)
@@ -61,7 +50,7 @@ func (f *Front) pull(ctx context.Context, c *remoting.Conn, req *remoting.Comman
 	}
 	resp := rmq.EncodePullResponse(req, code, rmq.PullResponse{
 		NextBeginOffset: res.NextBeginOffset, MinOffset: res.MinOffset, MaxOffset: res.MaxOffset,
-		SuggestWhichBrokerID: suggestWhichBrokerID,
+		SuggestWhichBrokerID: res.SuggestWhichBrokerID, // the broker's rule, broker/suggest.go
 	})
 	if res.Status == broker.PullFound {
 		resp.BodyParts = [][]byte{res.Body}

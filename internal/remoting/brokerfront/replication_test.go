@@ -70,7 +70,7 @@ func TestSlaveRefusesSendsAndAdminWrites(t *testing.T) {
 // TestPullSuggestsTheMasterFromMasterAndSlave: pull answers carry
 // suggestWhichBrokerId 0 on a master and on a slave, so that the official
 // clients read from the master whenever the route lists it and fall back to
-// a slave only while it does not (see suggestWhichBrokerID).
+// a slave only while it does not (broker/suggest.go: SlaveReadEnable is off).
 func TestPullSuggestsTheMasterFromMasterAndSlave(t *testing.T) {
 	pull := map[string]string{"consumerGroup": "cg", "topic": "TBW102", "queueId": "0", "queueOffset": "0",
 		"maxMsgNums": "32", "sysFlag": "2", "commitOffset": "0", "suspendTimeoutMillis": "0", "subscription": "*", "subVersion": "0", "expressionType": "TAG"}
