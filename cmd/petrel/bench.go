@@ -185,11 +185,21 @@ Join --group with a heartbeat, start each queue of the topic at the group's
 committed offset (or its first offset with --from-start, or when none is
 committed) and pull every queue concurrently, --batch messages per pull,
 with long polling, committing offsets, until --count messages arrived,
---duration passed or nothing arrived for --idle.`,
+--duration passed or nothing arrived for --idle.
+
+By default each queue is read from the master of its broker group.
+--broker-id N reads from broker id N of every group instead (1: the first
+slave), e.g. to compare the drain rate of a slave with the master's; the
+route must list that id for every group of the topic. Offsets are still
+queried from and committed to each group's master (the replica's when the
+master is down), and pulls from a slave do not commit offsets on the way,
+as the official clients do.`,
 		Example: `  # drain what 'petrel bench produce' sent, 64 messages per pull
   petrel bench consume --count 1000000 --batch 64
   # read the topic again from its start, summary as JSON
-  petrel bench consume --from-start --group again -o json`,
+  petrel bench consume --from-start --group again -o json
+  # drain from the slaves (broker id 1) of every group
+  petrel bench consume --broker-id 1 --from-start --group from-slave --scenario consume-slave`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.NameServers = splitNameServers(namesrv)
@@ -208,6 +218,7 @@ with long polling, committing offsets, until --count messages arrived,
 	fl.DurationVar(&cfg.IdleTimeout, "idle", loadgen.DefaultIdleTimeout, "stop when nothing arrived for this long")
 	fl.DurationVar(&cfg.SuspendTimeout, "suspend", loadgen.DefaultSuspendTimeout, "how long the broker may hold a pull that finds nothing")
 	fl.BoolVar(&cfg.FromStart, "from-start", false, "start at each queue's first offset, ignoring committed offsets")
+	fl.Int64Var(&cfg.BrokerID, "broker-id", 0, "pull from this broker id of every group: 0 the master, 1..N a slave")
 	return cmd
 }
 

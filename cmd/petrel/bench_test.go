@@ -66,14 +66,18 @@ func TestBenchFlagsParseIntoTheLoadgenConfig(t *testing.T) {
 	}
 
 	out = run("consume", "--namesrv", "127.0.0.1:1", "--topic", "T2", "--group", "G", "--count", "1000000",
-		"--batch", "16", "--idle", "2s", "--suspend", "1s", "--from-start", "--duration", "1m")
-	if cc.Topic != "T2" || cc.Group != "G" || cc.Count != 1_000_000 || cc.PullBatch != 16 || cc.IdleTimeout != 2*time.Second ||
+		"--batch", "16", "--idle", "2s", "--suspend", "1s", "--from-start", "--duration", "1m", "--broker-id", "2")
+	if cc.BrokerID != 2 || cc.Topic != "T2" || cc.Group != "G" || cc.Count != 1_000_000 || cc.PullBatch != 16 || cc.IdleTimeout != 2*time.Second ||
 		cc.SuspendTimeout != time.Second || !cc.FromStart || cc.Duration != time.Minute || cc.AllowRemote ||
 		len(cc.NameServers) != 1 || cc.NameServers[0] != "127.0.0.1:1" || cc.Scenario != "consume" {
 		t.Fatalf("consume config %+v", cc)
 	}
 	if !strings.HasPrefix(out, "petrel consume 1024B msgs=9 ") {
 		t.Fatalf("consume printed %q", out)
+	}
+	run("consume")
+	if cc.BrokerID != 0 {
+		t.Fatalf("consume --broker-id default %d, want 0 (the master)", cc.BrokerID)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,6 +49,13 @@ type ConsumeConfig struct {
 	// FromStart starts every queue at its minimum offset instead of the
 	// group's committed offset.
 	FromStart bool
+	// BrokerID is the broker id of each group to pull from: 0 (default)
+	// the master, 1..N a slave, which the route must list for every group
+	// of the topic. Offsets are still queried from and committed to the
+	// group's master (the replica's when the route lists no master), and a
+	// pull from a slave does not carry the commit-offset flag, as the
+	// official clients do.
+	BrokerID int64
 	// MaxErrors stops the run after that many failed pulls; default
 	// DefaultMaxErrors.
 	MaxErrors int64
@@ -86,6 +94,8 @@ func (c *ConsumeConfig) fill() error {
 	switch {
 	case c.PullBatch < 1 || c.PullBatch > MaxPullBatch:
 		return fmt.Errorf("%w: pull batch %d is outside 1..%d", ErrConfig, c.PullBatch, MaxPullBatch)
+	case c.BrokerID < 0:
+		return fmt.Errorf("%w: broker id %d is negative (0 is the master, 1..N its slaves)", ErrConfig, c.BrokerID)
 	case c.Count < 1, c.Duration < 0, c.IdleTimeout < 0, c.SuspendTimeout < 0, c.MaxErrors < 1, c.ProgressInterval < 0:
 		return fmt.Errorf("%w: count must be ≥ 1, durations ≥ 0, max errors ≥ 1", ErrConfig)
 	}
@@ -104,7 +114,7 @@ func Consume(ctx context.Context, cfg ConsumeConfig) (*Result, error) {
 	cl := remoting.NewClient(remoting.ClientOptions{Handler: ignoreRequests})
 	defer cl.Close()
 	rt, err := resolve(ctx, cl, resolveConfig{
-		nameServers: cfg.NameServers, topic: cfg.Topic, allowRemote: cfg.AllowRemote, wait: cfg.RouteWait,
+		nameServers: cfg.NameServers, topic: cfg.Topic, allowRemote: cfg.AllowRemote, wait: cfg.RouteWait, brokerID: cfg.BrokerID,
 	})
 	if err != nil {
 		return nil, err
@@ -157,11 +167,12 @@ func (c *consumer) heartbeat(ctx context.Context) error {
 	return nil
 }
 
-// uniqueAddrs lists each broker address once.
+// uniqueAddrs lists each broker address once: those pulled from and
+// those of offset queries and commits.
 func (r *route) uniqueAddrs() []string {
 	seen := map[string]bool{}
 	var out []string
-	for _, a := range r.addrs {
+	for _, a := range slices.Concat(r.addrs, r.ctrl) {
 		if !seen[a] {
 			seen[a] = true
 			out = append(out, a)
@@ -170,10 +181,11 @@ func (r *route) uniqueAddrs() []string {
 	return out
 }
 
-// startOffset is the group's committed offset of q or, without one or
-// with FromStart, q's minimum offset.
+// startOffset is the group's committed offset of q (asked of the group's
+// master) or, without one or with FromStart, q's minimum offset on the
+// replica read.
 func (c *consumer) startOffset(ctx context.Context, q queueRef) (int64, error) {
-	addr := c.rt.addrs[q.broker]
+	addr := c.rt.ctrl[q.broker]
 	if !c.cfg.FromStart {
 		req := rmq.EncodeQueryConsumerOffsetRequest(rmq.QueryConsumerOffsetRequest{ConsumerGroup: c.cfg.Group, Topic: c.cfg.Topic, QueueID: q.queueID})
 		resp, err := invokeTimeout(ctx, c.cl, addr, defaultControlTimeout, req)
@@ -189,8 +201,9 @@ func (c *consumer) startOffset(ctx context.Context, q queueRef) (int64, error) {
 			return 0, fmt.Errorf("query the offset of queue %d: code %d: %s", q.queueID, resp.Code, resp.Remark)
 		}
 	}
+	// The first offset of the replica read (its retention is its own).
 	req := rmq.EncodeGetMinOffsetRequest(rmq.QueueOffsetRequest{Topic: c.cfg.Topic, QueueID: q.queueID})
-	resp, err := invokeTimeout(ctx, c.cl, addr, defaultControlTimeout, req)
+	resp, err := invokeTimeout(ctx, c.cl, c.rt.addrs[q.broker], defaultControlTimeout, req)
 	if err != nil {
 		return 0, fmt.Errorf("query the min offset of queue %d: %w", q.queueID, err)
 	}
@@ -285,7 +298,7 @@ func (c *consumer) pullQueue(ctx context.Context, stop context.CancelFunc, q que
 	}
 	for ctx.Err() == nil {
 		h.SysFlag = rmq.PullFlagSuspend | rmq.PullFlagSubscription
-		if off > 0 {
+		if off > 0 && c.cfg.BrokerID == 0 {
 			h.SysFlag |= rmq.PullFlagCommitOffset
 		}
 		h.QueueOffset, h.CommitOffset = off, off
@@ -363,7 +376,7 @@ func (c *consumer) commit(offsets []int64) {
 		req := rmq.EncodeUpdateConsumerOffsetRequest(rmq.UpdateConsumerOffsetRequest{
 			ConsumerGroup: c.cfg.Group, Topic: c.cfg.Topic, QueueID: q.queueID, CommitOffset: offsets[i],
 		})
-		resp, err := invokeTimeout(context.Background(), c.cl, c.rt.addrs[q.broker], defaultControlTimeout, req)
+		resp, err := invokeTimeout(context.Background(), c.cl, c.rt.ctrl[q.broker], defaultControlTimeout, req)
 		switch {
 		case err != nil:
 			c.fail(func() {}, fmt.Sprintf("commit the offset of queue %d: %v", q.queueID, err))

@@ -1,12 +1,14 @@
 package loadgen
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -45,12 +47,16 @@ type queueRef struct {
 	queueID int32
 }
 
-// route is what a run needs of a topic route: the master address of each
-// broker and the queues.
+// route is what a run needs of a topic route: the address of each broker
+// group's master (or, for a consume from another broker id, of that
+// replica) and the queues.
 type route struct {
-	addrs  []string // master addresses, by broker index
+	addrs  []string // addresses requests go to, by broker index
 	names  []string // broker names, by broker index
 	queues []queueRef
+	// ctrl are the addresses of offset queries and commits, by broker
+	// index: the group's master, or addrs' when the route lists none.
+	ctrl []string
 }
 
 // checkAddr refuses an address that is neither loopback nor one of this
@@ -172,6 +178,9 @@ type resolveConfig struct {
 	write       bool  // the run writes: use write queues, else read queues
 	allowRemote bool
 	wait        time.Duration // how long to wait for a broker / route to appear
+	// brokerID is the replica of each group a read run uses (0: the
+	// master); the route must list it for every group of the topic.
+	brokerID int64
 }
 
 // resolve returns the topic's route, creating the topic when asked. A
@@ -252,10 +261,21 @@ func createTopic(ctx context.Context, cl *remoting.Client, addrs []string, rc re
 }
 
 func buildRoute(rj *namesrv.RouteData, rc resolveConfig) (*route, error) {
-	addrOf := map[string]string{}
+	addrOf, masterOf := map[string]string{}, map[string]string{}
+	listed := map[string][]int64{}
 	for _, bd := range rj.BrokerDatas {
-		if a := bd.BrokerAddrs[namesrv.MasterID]; a != "" {
+		id := int64(namesrv.MasterID)
+		if !rc.write {
+			id = rc.brokerID
+		}
+		if a := bd.BrokerAddrs[id]; a != "" {
 			addrOf[bd.BrokerName] = a
+		}
+		masterOf[bd.BrokerName] = bd.BrokerAddrs[namesrv.MasterID]
+		for l, a := range bd.BrokerAddrs {
+			if a != "" {
+				listed[bd.BrokerName] = append(listed[bd.BrokerName], l)
+			}
 		}
 	}
 	rt := &route{}
@@ -265,21 +285,38 @@ func buildRoute(rj *namesrv.RouteData, rc resolveConfig) (*route, error) {
 		if rc.write {
 			n, perm = qd.WriteQueueNums, permWrite
 		}
-		if addr == "" || qd.Perm&perm == 0 || n <= 0 {
+		if qd.Perm&perm == 0 || n <= 0 {
+			continue
+		}
+		if addr == "" && !rc.write && rc.brokerID != namesrv.MasterID {
+			ids := listed[qd.BrokerName]
+			slices.Sort(ids)
+			return nil, fmt.Errorf("%w: broker %s of topic %q has no broker id %d in the route (listed: %v)", ErrNoRoute, qd.BrokerName, rc.topic, rc.brokerID, ids)
+		}
+		if addr == "" {
 			continue
 		}
 		if err := checkAddr(addr, rc.allowRemote); err != nil {
 			return nil, err
 		}
+		ctrl := cmp.Or(masterOf[qd.BrokerName], addr)
+		if err := checkAddr(ctrl, rc.allowRemote); err != nil {
+			return nil, err
+		}
 		bi := len(rt.addrs)
 		rt.addrs = append(rt.addrs, addr)
+		rt.ctrl = append(rt.ctrl, ctrl)
 		rt.names = append(rt.names, qd.BrokerName)
 		for q := range n {
 			rt.queues = append(rt.queues, queueRef{broker: bi, name: qd.BrokerName, queueID: q})
 		}
 	}
 	if len(rt.queues) == 0 {
-		return nil, fmt.Errorf("%w: the route of topic %q has no %s queue on a live master", ErrNoRoute, rc.topic, map[bool]string{true: "writable", false: "readable"}[rc.write])
+		where := "a live master"
+		if !rc.write && rc.brokerID != namesrv.MasterID {
+			where = fmt.Sprintf("broker id %d", rc.brokerID)
+		}
+		return nil, fmt.Errorf("%w: the route of topic %q has no %s queue on %s", ErrNoRoute, rc.topic, map[bool]string{true: "writable", false: "readable"}[rc.write], where)
 	}
 	return rt, nil
 }

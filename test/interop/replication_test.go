@@ -182,6 +182,9 @@ func startHACluster(t *testing.T, replication string, groups ...string) *haClust
 				"--http-listen", httpAddr,
 				"--grpc-listen", "off",
 				"--flush", "sync",
+				// Pull answers' suggestWhichBrokerId by RocketMQ's rule
+				// (nothing is slow here: the consumers follow the master).
+				"--slave-read-enable",
 			}
 			listen := []string{brAddr, httpAddr}
 			if id == 0 {
