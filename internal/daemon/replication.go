@@ -52,8 +52,9 @@ func (s storeSource) MinOffset() int64 { return s.CommitLogMinOffset() }
 // joinedFile records, in the data directory, that a slave has joined the
 // master's group: from then on a master with the default --sync-replicas
 // waits for its slaves, also after a restart with none connected (no
-// silent downgrade to a single broker).
-const joinedFile = "ha/slave-joined"
+// silent downgrade to a single broker). Exported by ha (petrel verify
+// waits for it).
+const joinedFile = ha.SlaveJoinedFile
 
 // newReplication opens the epoch history and, on a master, starts the
 // fetch server; the broker's Replicator and ReplicationStatus are set in

@@ -5,7 +5,8 @@
 // their own, and this package only wires them:
 //
 //	cluster   the processes (the same binary), on free loopback ports
-//	proxy     a fault proxy on every link from a client to a process
+//	proxy     a fault proxy on every link from a client to a process, and
+//	          from a broker to its master's replication and to the name servers
 //	nemesis   the seeded fault plan and its runner
 //	workload  producers and consumers over the real protocols
 //	history   the JSON-lines record every part appends to
@@ -324,19 +325,27 @@ func (r *run) startCluster(ctx context.Context) error {
 		Bin: r.cfg.Bin, Dir: r.cfg.Dir, Flush: r.cfg.Flush, Args: args, Env: env, Logger: r.log,
 		// Every slave replicates through a proxy link of its own, so
 		// that partition-slave can cut exactly that link.
-		HALink: func(from, to string) (string, error) {
-			l, err := r.net.Link(from, to)
-			if err != nil {
-				return "", err
-			}
-			return l.Addr(), nil
-		},
+		HALink: r.processLink,
+		// And every broker registers through links of its own, so that a
+		// partition of a broker or a name server cuts registrations
+		// and heartbeats as well as the clients' requests.
+		NamesrvLink: r.processLink,
 	})
 	if err != nil {
 		return setupErr("start the cluster: %v", err)
 	}
 	r.cl = cl
 	return nil
+}
+
+// processLink is the address of the proxy link from process from to the
+// address to, made on first use.
+func (r *run) processLink(from, to string) (string, error) {
+	l, err := r.net.Link(from, to)
+	if err != nil {
+		return "", err
+	}
+	return l.Addr(), nil
 }
 
 // slowDiskDelay is what each commit-log write and fsync of a server
@@ -515,9 +524,10 @@ func (t *target) Heal(ctx context.Context, e nemesis.Event) (string, error) {
 }
 
 // match picks the links a partition of target cuts: every link to one of
-// the process's addresses (clients', and its slaves' replication links to
-// a master) and every link from it (a slave's replication link), or every
-// link against an existing cluster.
+// the process's addresses (clients', its slaves' replication links to a
+// master, the brokers' links to a name server) and every link from it (a
+// slave's replication link, a broker's links to the name servers), or
+// every link against an existing cluster.
 func (t *target) match(name string) func(from, to string) bool {
 	if t.r.cl == nil || name == clientsTarget {
 		return func(string, string) bool { return true }

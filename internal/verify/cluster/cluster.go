@@ -11,11 +11,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/petrelmq/petrel/internal/ha"
 )
 
 // Options says how Start runs the processes.
@@ -48,6 +51,15 @@ type Options struct {
 	// partition can cut exactly that link. Called once per slave, before
 	// any process starts. Nil: slaves dial their master directly.
 	HALink func(from, to string) (string, error)
+	// NamesrvLink, when set, gives the address a broker of a replicated
+	// topology dials for a name server (its --namesrv entries): from is
+	// the broker's process name, to the name server's address. verify
+	// makes it a fault-proxy link, so that a partition of the broker or of
+	// the name server cuts its registrations too. Called once per broker
+	// and name server, before any process starts. Nil: brokers dial the
+	// name servers directly. (A petrel server's broker registers with its
+	// own name server in process.)
+	NamesrvLink func(from, to string) (string, error)
 }
 
 // DefaultStopGrace is Options.StopGrace's default.
@@ -69,6 +81,10 @@ type Process struct {
 	// its --broker-id (0 the master).
 	Group    string
 	BrokerID int
+	// NameServers are the addresses a broker registers with, as its
+	// --namesrv takes them (semicolon-separated): the name servers', or
+	// the Options.NamesrvLink addresses in front of them.
+	NameServers string
 	// HA is a master's --ha-listen, where its slaves replicate from (""
 	// when its group has no slave, and on a slave). HAMaster is where a
 	// slave dials its master's replication (its --ha-master: the HA of
@@ -311,11 +327,22 @@ func (c *Cluster) brokerProc(g Group, id int, master *proc, nameServers []string
 	} else if g.Replicas > 1 {
 		info.HA = addrs[3]
 	}
+	dial := slices.Clone(nameServers)
+	if c.opts.NamesrvLink != nil {
+		for i, ns := range nameServers {
+			a, err := c.opts.NamesrvLink(name, ns)
+			if err != nil {
+				return nil, fmt.Errorf("cluster: name server link of %s: %w", name, err)
+			}
+			dial[i] = a
+		}
+	}
+	info.NameServers = strings.Join(dial, ";")
 	if err := os.MkdirAll(info.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	args := []string{"broker",
-		"--namesrv", strings.Join(nameServers, ";"),
+		"--namesrv", info.NameServers,
 		"--broker-name", g.Name,
 		"--broker-id", strconv.Itoa(id),
 		"--broker-listen", info.Remoting,
@@ -768,7 +795,7 @@ func (c *Cluster) WaitReplicated(ctx context.Context, group string) error {
 // joinedMarker is the file, in a master's data directory, that the broker
 // (internal/daemon) writes once a slave has joined its group; right after
 // it, the master's sync sends wait for the slaves.
-const joinedMarker = "ha/slave-joined"
+const joinedMarker = ha.SlaveJoinedFile
 
 // inSyncSeries is the metric WaitReplicated reads.
 const inSyncSeries = "petrel_replication_in_sync"

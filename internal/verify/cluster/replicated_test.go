@@ -23,7 +23,7 @@ func TestStartReplicatedGroups(t *testing.T) {
 	}
 	pn := proxy.NewNet(testLogger(t))
 	defer pn.Close()
-	var links []string
+	var links, nsLinks []string
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
@@ -34,6 +34,14 @@ func TestStartReplicatedGroups(t *testing.T) {
 				return "", err
 			}
 			links = append(links, l.Name())
+			return l.Addr(), nil
+		},
+		NamesrvLink: func(from, to string) (string, error) {
+			l, err := pn.Link(from, to)
+			if err != nil {
+				return "", err
+			}
+			nsLinks = append(nsLinks, l.Name())
 			return l.Addr(), nil
 		}})
 	if err != nil {
@@ -115,6 +123,30 @@ func TestStartReplicatedGroups(t *testing.T) {
 	}
 	if len(links) != 2 {
 		t.Errorf("HALink called for %v, want the 2 slaves", links)
+	}
+	// Every broker registers with every name server through a link of its
+	// own, and those links carried its registrations.
+	if len(nsLinks) != 8 {
+		t.Errorf("NamesrvLink called for %v, want the 4 brokers × 2 name servers", nsLinks)
+	}
+	for _, p := range ps {
+		if p.Role != RoleMaster && p.Role != RoleSlave {
+			continue
+		}
+		var want []string
+		for _, ns := range c.NameServers() {
+			l, err := pn.Link(p.Name, ns)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, l.Addr())
+			if st := l.Stats(); st.Conns == 0 || st.UpBytes == 0 || st.DownBytes == 0 {
+				t.Errorf("name server link %s carried no registration; stats %+v", l.Name(), st)
+			}
+		}
+		if got := strings.Join(want, ";"); p.NameServers != got {
+			t.Errorf("%s registers with %q, want the proxy links %q", p.Name, p.NameServers, got)
+		}
 	}
 	// Every broker is in the name servers' cluster info, with both
 	// replicas of each group.
