@@ -179,7 +179,7 @@ func (b *Broker) pull(ctx context.Context, req *PullRequest) (*PullResult, error
 		return nil, err
 	}
 	suspend := req.SysFlag&PullFlagSuspend != 0 && req.SuspendTimeout > 0
-	out, park, scan := classify(res, req.Offset, suspend)
+	out, park, scan := classify(res, req.Offset, suspend, b.Role() == RoleSlave)
 	if !park {
 		return out, nil
 	}
@@ -209,8 +209,19 @@ func (p *puller) read(offset int64) (*store.GetResult, error) {
 
 // classify maps a store result to a pull result, or says to park at scan
 // (then the store result is released).
-func classify(res *store.GetResult, offset int64, suspend bool) (out *PullResult, park bool, scan int64) {
+//
+// keep (a slave) leaves an offset past the queue's end where it is: see
+// slaveKeepsOffset.
+func classify(res *store.GetResult, offset int64, suspend, keep bool) (out *PullResult, park bool, scan int64) {
 	out = &PullResult{NextBeginOffset: res.NextOffset, MinOffset: res.MinOffset, MaxOffset: res.MaxOffset}
+	if keep && slaveKeepsOffset(res.Status, offset) {
+		res.Release()
+		if suspend {
+			return nil, true, offset
+		}
+		out.Status, out.NextBeginOffset = PullNoNewMsg, offset
+		return out, false, 0
+	}
 	switch res.Status {
 	case store.Found:
 		out.Status = PullFound
@@ -343,7 +354,7 @@ func (p *puller) longPoll(ctx context.Context, scan int64) (*PullResult, error) 
 		if err != nil {
 			return nil, err
 		}
-		out, park, scan := classify(res, lr.Offset, true)
+		out, park, scan := classify(res, lr.Offset, true, b.Role() == RoleSlave)
 		if !park {
 			return out, nil
 		}

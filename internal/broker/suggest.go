@@ -34,7 +34,27 @@ package broker
 //     when the suggested id is not in the route, and return to the master
 //     as soon as it is listed and suggested).
 
-import "github.com/petrelmq/petrel/internal/message"
+import (
+	"github.com/petrelmq/petrel/internal/message"
+	"github.com/petrelmq/petrel/internal/store"
+)
+
+// slaveKeepsOffset reports whether a slave leaves a pull's offset as it is
+// for a read of status st at offset, instead of answering
+// PULL_OFFSET_MOVED: an offset past the queue's end (OFFSET_OVERFLOW_BADLY),
+// or a queue it holds no message of yet. The consumer read that far on the
+// master, whose log the slave has not dispatched as far yet (async
+// replication, or a slave catching up after a failover); moving it back
+// to the slave's end — or to 0 — would make the official clients take
+// that as their new offset and consume again what they had (after a 10 s
+// pause). The slave answers "nothing new" at the offset instead and long
+// polls until it holds it, as RocketMQ's slave corrects no offset
+// (offsetCheckInSlave off). An offset below the queue's first one still
+// moves forward: those records are gone from the slave, and the master
+// keeps no more than it does.
+func slaveKeepsOffset(st store.GetStatus, offset int64) bool {
+	return st == store.OffsetOverflowBadly || st == store.NoMessageInQueue && offset != 0
+}
 
 // DefaultAccessMessageInMemoryMaxRatio is RocketMQ's default percent of
 // physical memory a pull may read behind the write point before it counts
