@@ -55,9 +55,10 @@ type Config struct {
 	SlaveReadEnable bool
 	// AccessMessageInMemoryMaxRatio is that percent, 1..100. Default 40.
 	AccessMessageInMemoryMaxRatio int
-	// PhysicalMemory is the machine's memory in bytes, for the rule above.
-	// Default (0): read from the system at New (Linux); where it cannot be
-	// read, no pull counts as slow.
+	// PhysicalMemory is the memory in bytes the rule above takes a ratio
+	// of. Default (0): read from the system at New: the machine's, or its
+	// cgroup's limit when lower (a container); where it cannot be read, no
+	// pull counts as slow.
 	PhysicalMemory int64
 	// StoreHost is the client-facing address. Default: the store's
 	// StoreHost. Its IPv4 bytes seed the UNIQ_KEY given to batch items.

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"math"
 	"strings"
 	"sync/atomic"
@@ -216,5 +217,42 @@ func TestConfigRefusesARatioOutsidePercent(t *testing.T) {
 		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "AccessMessageInMemoryMaxRatio") {
 			t.Fatalf("ratio %d: %v", r, err)
 		}
+	}
+}
+
+// TestMemoryLimitHonoursTheCgroup: in a container the cgroup's memory
+// limit, when below the machine's, is the memory of the rule; "max", a
+// missing file or a huge v1 limit leave the machine's.
+func TestMemoryLimitHonoursTheCgroup(t *testing.T) {
+	const total = int64(64) << 30
+	files := func(m map[string]string) func(string) ([]byte, error) {
+		return func(p string) ([]byte, error) {
+			if v, ok := m[p]; ok {
+				return []byte(v), nil
+			}
+			return nil, errors.New("no such file")
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		want  int64
+	}{
+		{"no cgroup files", nil, total},
+		{"v2 limit", map[string]string{"/sys/fs/cgroup/memory.max": "4294967296\n"}, 4 << 30},
+		{"v2 max", map[string]string{"/sys/fs/cgroup/memory.max": "max\n"}, total},
+		{"v1 limit", map[string]string{"/sys/fs/cgroup/memory/memory.limit_in_bytes": "2147483648\n"}, 2 << 30},
+		{"v1 unlimited", map[string]string{"/sys/fs/cgroup/memory/memory.limit_in_bytes": "9223372036854771712\n"}, total},
+		{"garbage", map[string]string{"/sys/fs/cgroup/memory.max": "lots"}, total},
+	} {
+		if got := memoryLimit(total, files(tc.files)); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+	if got := memoryLimit(0, files(map[string]string{"/sys/fs/cgroup/memory.max": "1000"})); got != 1000 {
+		t.Errorf("machine memory unknown, cgroup 1000: %d", got)
+	}
+	if physicalMemory() <= 0 {
+		t.Error("physicalMemory found no memory on this (Linux) machine")
 	}
 }
