@@ -56,6 +56,15 @@ const StateTopic = "rmq_sys_PETREL_STATE"
 // emitted nor overwritten by the stream.
 const stateCursorGroup = "PETREL_STATE_APPLIER"
 
+// statePendingGroup holds, on a slave, the pending set of offsets
+// committed there (handback.go), durable with the offsets: topic
+// group+"\n"+topic (no name holds a newline), same queue id and offset.
+const statePendingGroup = "PETREL_STATE_PENDING"
+
+// reservedGroup reports whether an offset entry is the broker's own
+// bookkeeping of the state stream, never emitted, applied or shown.
+func reservedGroup(g string) bool { return g == stateCursorGroup || g == statePendingGroup }
+
 // Bounds of the emitter.
 const (
 	stateMaxMessage   = 1 << 20 // body of one state message
@@ -259,6 +268,8 @@ func (b *Broker) startState() {
 	if b.Role() == RoleMaster {
 		b.seedOffsetDiff()
 		s.snapWant = true
+	} else {
+		b.loadPending()
 	}
 	b.st.AddListener(func(topic string, _ int32, _ int64) {
 		if topic == StateTopic {
@@ -584,7 +595,7 @@ func (b *Broker) registerMetaKinds() {
 			all := b.meta.AllOffsets()
 			offs := make([]staterec.Offset, 0, len(all))
 			for _, e := range all {
-				if e.Group != stateCursorGroup {
+				if !reservedGroup(e.Group) {
 					offs = append(offs, staterec.Offset{Group: e.Group, Topic: e.Topic, QueueID: e.QueueID, Offset: e.Offset})
 				}
 			}
@@ -603,7 +614,7 @@ func (b *Broker) registerMetaKinds() {
 			}
 			gone := make(map[[2]string]bool)
 			for _, e := range b.meta.AllOffsets() {
-				if gt := [2]string{e.Group, e.Topic}; e.Group != stateCursorGroup && !named[gt] {
+				if gt := [2]string{e.Group, e.Topic}; !reservedGroup(e.Group) && !named[gt] {
 					gone[gt] = true
 				}
 			}
@@ -757,7 +768,7 @@ func (b *Broker) seedOffsetDiff() {
 	s.offMu.Lock()
 	clear(s.last)
 	for _, e := range b.meta.AllOffsets() {
-		if e.Group != stateCursorGroup {
+		if !reservedGroup(e.Group) {
 			s.last[offKey{e.Group, e.Topic, e.QueueID}] = e.Offset
 		}
 	}
@@ -771,7 +782,7 @@ func (b *Broker) emitOffsetDiff() {
 	defer s.offMu.Unlock()
 	var changed []staterec.Offset
 	for _, e := range b.meta.AllOffsets() {
-		if e.Group == stateCursorGroup {
+		if reservedGroup(e.Group) {
 			continue
 		}
 		k := offKey{e.Group, e.Topic, e.QueueID}

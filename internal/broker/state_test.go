@@ -75,7 +75,7 @@ func tablesOf(md meta.Tables) tables {
 	var offs []meta.OffsetEntry
 	for _, e := range md.AllOffsets() {
 		// The transaction manager's own progress is each broker's.
-		if e.Group != stateCursorGroup && !strings.HasPrefix(e.Group, "CID_RMQ_SYS_") {
+		if !reservedGroup(e.Group) && !strings.HasPrefix(e.Group, "CID_RMQ_SYS_") {
 			offs = append(offs, e)
 		}
 	}
@@ -426,4 +426,52 @@ func TestStateApplierSkipsMalformedAndUnknown(t *testing.T) {
 	if _, ok := s.b.Topic("After"); !ok {
 		t.Fatal("records after malformed ones were not applied")
 	}
+}
+
+// TestStateStreamPendingSurvivesSlaveRestart: the pending set is durable
+// with the offsets: a slave restarted while its master is away still
+// answers its own commit, does not let the master's older snapshot lower
+// it, and hands it back later.
+func TestStateStreamPendingSurvivesSlaveRestart(t *testing.T) {
+	var m *env
+	hand := func(_ *store.Config, c *Config) {
+		c.HandBackOffsets = func(ctx context.Context, offs []OffsetEntry) (HandBack, error) {
+			return m.b.TakeHandedBackOffsets(ctx, offs)
+		}
+	}
+	m, s := newStatePair(t, hand)
+	m.createTopic("T", 2)
+	m.b.UpdateConsumerOffset("g", "T", 0, 3)
+	m.b.UpdateConsumerOffset("g", "T", 1, 3)
+	flushState(t, m)
+	ship(t, m, s)
+	s.b.UpdateConsumerOffset("g", "T", 0, 30)
+	s.b.UpdateConsumerOffset("g", "T", 1, 31)
+	s.restart()
+	want := []OffsetEntry{{"g", "T", 0, 30}, {"g", "T", 1, 31}}
+	if got := s.b.PendingOffsets(); !slices.Equal(got, want) {
+		t.Fatalf("pending after the restart %v, want %v", got, want)
+	}
+	// The master restarts too: its start snapshot carries its 3s.
+	m.restart()
+	flushState(t, m)
+	ship(t, m, s)
+	if off, _ := s.md.Offset("g", "T", 1); off != 31 {
+		t.Fatalf("the master's snapshot lowered the slave's pending 31 to %d", off)
+	}
+	s.b.handBackPending()
+	ship(t, m, s)
+	s.b.handBackPending()
+	if p := s.b.PendingOffsets(); len(p) != 0 {
+		t.Fatalf("pending %v after the hand-back", p)
+	}
+	if got := s.md.GroupOffsets(statePendingGroup); len(got) != 0 {
+		t.Fatalf("the persisted pending set still holds %v", got)
+	}
+	for q, want := range []int64{30, 31} {
+		if off, _ := m.md.Offset("g", "T", int32(q)); off != want {
+			t.Fatalf("master's offset of queue %d is %d, want the slave's %d", q, off, want)
+		}
+	}
+	sameTables(t, m, s, "after the hand-back")
 }

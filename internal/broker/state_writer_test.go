@@ -66,9 +66,9 @@ func TestStateWriterBackPressureAndRetry(t *testing.T) {
 		}
 	}()
 	deadline := time.Now().Add(waitLimit)
-	for b.state.blocked.Load() == 0 {
+	for b.state.blocked.Load() == 0 || b.state.failures.Load() == 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("no emitter blocked after %d emits", emitted.Load())
+			t.Fatalf("after %d emits: %d emitters blocked, %d refused puts", emitted.Load(), b.state.blocked.Load(), b.state.failures.Load())
 		}
 		runtime.Gosched()
 	}
@@ -80,9 +80,6 @@ func TestStateWriterBackPressureAndRetry(t *testing.T) {
 	b.state.mu.Unlock()
 	if q > stateQueueBytes {
 		t.Fatalf("%d bytes queued, over the bound %d", q, stateQueueBytes)
-	}
-	if b.state.failures.Load() == 0 {
-		t.Fatal("no refused put was counted")
 	}
 	if mem.MaxOffset(StateTopic, 0) != 0 {
 		t.Fatal("state records were stored while the store refused")
