@@ -107,6 +107,7 @@ func TestStateStreamReplicatesTopicsGroupsOffsets(t *testing.T) {
 	if err := m.b.UpdateGroup(g2); err != nil {
 		t.Fatal(err)
 	}
+	m.subscribe(1, "c1", "hb", "A", "*") // a heartbeat creates group hb and topic %RETRY%hb
 	m.b.UpdateConsumerOffset("g1", "A", 0, 10)
 	m.b.UpdateConsumerOffset("g1", "A", 3, 1<<33)
 	m.b.UpdateConsumerOffset("g2", "B", 1, 7)
@@ -116,6 +117,9 @@ func TestStateStreamReplicatesTopicsGroupsOffsets(t *testing.T) {
 	sameTables(t, m, s, "after the creates")
 	if _, ok := s.b.Topic("A"); !ok {
 		t.Fatal("the slave does not know topic A") // guards against two empty tables comparing equal
+	}
+	if _, ok := s.b.Group("hb"); !ok {
+		t.Fatal("the slave does not know group hb, created by a heartbeat on the master")
 	}
 	if off, ok := s.b.QueryConsumerOffset("g1", "A", 3); !ok || off != 1<<33 {
 		t.Fatalf("slave's offset g1/A/3 = %d %v", off, ok)
