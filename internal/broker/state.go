@@ -330,6 +330,10 @@ func (b *Broker) armStateTick() {
 	})
 	if !s.tick.CompareAndSwap(nil, h) {
 		h.t.Stop()
+		return
+	}
+	if b.closed.Load() && s.tick.CompareAndSwap(h, nil) {
+		h.t.Stop() // Close began between the run and the re-arm
 	}
 }
 
