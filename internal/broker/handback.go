@@ -19,6 +19,8 @@ import (
 	"errors"
 	"slices"
 	"strings"
+
+	"github.com/petrelmq/petrel/internal/broker/staterec"
 )
 
 // pendingOffset is an offset committed on this slave, not yet confirmed.
@@ -186,7 +188,7 @@ func (b *Broker) TakeHandedBackOffsets(ctx context.Context, offs []OffsetEntry) 
 	out := HandBack{Offsets: make([]int64, len(offs))}
 	taken := 0
 	for i, o := range offs {
-		if o.Group == "" || o.Topic == "" || reservedGroup(o.Group) || o.Offset < 0 {
+		if o.Group == "" || o.Topic == "" || reservedGroup(o.Group) || o.QueueID < 0 || o.Offset < 0 {
 			out.Offsets[i] = -1
 			continue
 		}
@@ -214,7 +216,7 @@ func (b *Broker) TakeHandedBackOffsets(ctx context.Context, offs []OffsetEntry) 
 
 // stateKindBarrier is a record with no effect (the hand-back's "stored"
 // mark); applied as a no-op.
-const stateKindBarrier = 31
+const stateKindBarrier = staterec.KindMark
 
 // handBackPending hands the pending set to the master (slave tick) and
 // drops the entries confirmed and applied.

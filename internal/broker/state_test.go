@@ -479,3 +479,29 @@ func TestStateStreamPendingSurvivesSlaveRestart(t *testing.T) {
 	}
 	sameTables(t, m, s, "after the hand-back")
 }
+
+// TestTakeHandedBackOffsetsRefusals: a slave refuses a hand-back, a master
+// refuses an oversized one and answers -1 for entries it cannot take.
+func TestTakeHandedBackOffsetsRefusals(t *testing.T) {
+	m, s := newStatePair(t)
+	ctx := context.Background()
+	_, err := s.b.TakeHandedBackOffsets(ctx, []OffsetEntry{{"g", "T", 0, 1}})
+	wantKind(t, err, KindSystemError, "slave")
+	_, err = m.b.TakeHandedBackOffsets(ctx, make([]OffsetEntry, MaxHandBack+1))
+	wantKind(t, err, KindMessageIllegal, "limit")
+	ans, err := m.b.TakeHandedBackOffsets(ctx, []OffsetEntry{
+		{"", "T", 0, 1}, {"g", "T", -1, 1}, {stateCursorGroup, StateTopic, 0, 99}, {"g", "T", 0, -2}, {"g", "T", 0, 4},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ans.Offsets, []int64{-1, -1, -1, -1, 4}) {
+		t.Fatalf("answers %v", ans.Offsets)
+	}
+	if ans.StateEnd != m.st.MaxOffset(StateTopic, 0) || ans.StateEnd == 0 {
+		t.Fatalf("state end %d, state topic end %d", ans.StateEnd, m.st.MaxOffset(StateTopic, 0))
+	}
+	if _, ok := m.md.Offset(stateCursorGroup, StateTopic, 0); ok {
+		t.Fatal("a hand-back wrote the master's reserved cursor entry")
+	}
+}
