@@ -474,7 +474,11 @@ func (b *Broker) stateMessage(body []byte) *message.Message {
 func (b *Broker) writeSnapshot() {
 	s := &b.state
 	id := s.snapID.Load() + 1
-	mark := staterec.AppendSnapshot(nil, staterec.Snapshot{ID: id, Epoch: 0})
+	var epoch uint32
+	if b.cfg.ReplicationStatus != nil {
+		epoch = b.cfg.ReplicationStatus().Epoch
+	}
+	mark := staterec.AppendSnapshot(nil, staterec.Snapshot{ID: id, Epoch: epoch})
 	items := []stateItem{{rec: staterec.Record{Kind: staterec.KindSnapshotBegin, Payload: mark}}}
 	for _, k := range s.order {
 		h := s.kinds[k]
@@ -879,6 +883,9 @@ func (b *Broker) applyStateMessage(r message.Record) {
 				}
 			}
 			s.inSnap = false
+			if snap, err := staterec.DecodeSnapshot(rec.Payload); err == nil {
+				b.log.Info("state snapshot of the master applied", "snapshot", snap.ID, "epoch", snap.Epoch, "state_offset", r.QueueOffset())
+			}
 		default:
 			h, ok := s.kinds[rec.Kind]
 			if !ok || h.apply == nil {
