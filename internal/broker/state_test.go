@@ -62,6 +62,11 @@ func ship(t *testing.T, m, s *env) {
 		}
 		off += int64(len(b))
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := s.st.WaitDispatched(ctx); err != nil {
+		t.Fatalf("the slave's dispatch: %v", err)
+	}
 	s.b.applyState()
 }
 
@@ -504,4 +509,29 @@ func TestTakeHandedBackOffsetsRefusals(t *testing.T) {
 	if _, ok := m.md.Offset(stateCursorGroup, StateTopic, 0); ok {
 		t.Fatal("a hand-back wrote the master's reserved cursor entry")
 	}
+}
+
+// TestStateStreamOnTheFileStore: the same stream between two file stores
+// (segments, consume queues of the state topic, the slave's restart).
+func TestStateStreamOnTheFileStore(t *testing.T) {
+	m := newDiskEnv(t, stateMember(RoleMaster))
+	s := newDiskEnv(t, stateMember(RoleSlave))
+	m.createTopic("A", 2)
+	if err := m.b.UpdateGroup(group("g")); err != nil {
+		t.Fatal(err)
+	}
+	m.b.UpdateConsumerOffset("g", "A", 1, 12)
+	flushState(t, m)
+	ship(t, m, s)
+	sameTables(t, m, s, "file stores")
+	if _, ok := s.b.Topic("A"); !ok {
+		t.Fatal("the slave does not know topic A")
+	}
+	s.restart()
+	if err := m.b.DeleteTopic("A"); err != nil {
+		t.Fatal(err)
+	}
+	flushState(t, m)
+	ship(t, m, s)
+	sameTables(t, m, s, "file stores, after the slave's restart")
 }
