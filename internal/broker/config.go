@@ -2,6 +2,7 @@ package broker
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -60,6 +61,21 @@ type Config struct {
 	// cgroup's limit when lower (a container); where it cannot be read, no
 	// pull counts as slow.
 	PhysicalMemory int64
+	// StateReplication makes the broker take part in its group's state
+	// stream (state.go): a master writes its topic, group and offset
+	// changes (and the state other parts register) into StateTopic; a
+	// slave applies them to its own tables and hands offsets committed on
+	// it back to the master. The daemon sets it on every member of a
+	// replicated group. Default false: a single broker writes nothing.
+	StateReplication bool
+	// StateFlushInterval is how often a master emits the consumer offsets
+	// changed since the last time, and a slave hands its pending offsets
+	// back, by Clock. Default 1 s.
+	StateFlushInterval time.Duration
+	// HandBackOffsets, on a slave, hands offsets committed on it to its
+	// master (TakeHandedBackOffsets there) and returns the master's answer;
+	// the daemon sets it. Nil: offsets committed on the slave stay pending.
+	HandBackOffsets func(ctx context.Context, offs []OffsetEntry) (HandBack, error)
 	// StoreHost is the client-facing address. Default: the store's
 	// StoreHost. Its IPv4 bytes seed the UNIQ_KEY given to batch items.
 	StoreHost netip.AddrPort
@@ -182,6 +198,7 @@ func DefaultConfig() Config {
 		DedupWindow:              10 * time.Minute,
 		PopMaxInFlight:           100_000,
 		ReplicationTimeout:       3 * time.Second,
+		StateFlushInterval:       time.Second,
 		Clock:                    clock.Real,
 		Logger:                   slog.New(slog.DiscardHandler),
 	})
@@ -211,6 +228,7 @@ func (c *Config) fill() {
 	if c.PhysicalMemory == 0 {
 		c.PhysicalMemory = physicalMemory()
 	}
+	c.StateFlushInterval = cmp.Or(c.StateFlushInterval, d.StateFlushInterval)
 	c.Clock = cmp.Or(c.Clock, d.Clock)
 	c.Logger = cmp.Or(c.Logger, d.Logger)
 }
@@ -246,6 +264,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("broker: AccessMessageInMemoryMaxRatio %d must lie in 1..100 (percent of physical memory)", c.AccessMessageInMemoryMaxRatio)
 	case c.PhysicalMemory < 0:
 		return fmt.Errorf("broker: PhysicalMemory %d is negative", c.PhysicalMemory)
+	case c.StateFlushInterval < time.Millisecond:
+		return fmt.Errorf("broker: StateFlushInterval %v is below the minimum 1ms", c.StateFlushInterval)
 	case c.DefaultMaxReconsumeTimes < 1:
 		return fmt.Errorf("broker: DefaultMaxReconsumeTimes %d must be positive", c.DefaultMaxReconsumeTimes)
 	}
