@@ -97,6 +97,7 @@ type owner struct {
 	maxInFlight int
 	handler     func(code int16) Handler
 	batch       func(code int16) *batchReg // nil, or returns nil for codes without one
+	wide        func(code int32) Handler   // nil, or returns nil for codes without one
 	onClose     func(*Conn)
 	// readerWrites: the reader writes what was queued while it was busy
 	// (server connections). A client's reader only reads: were the readers
@@ -973,11 +974,16 @@ func (c *Conn) handle(req *Command) {
 func (c *Conn) call(req *Command) (resp *Command) {
 	defer func() {
 		if r := recover(); r != nil {
-			c.log.Error("handler panicked", "code", req.Code, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-			resp = NewResponse(req, CodeSystemError, fmt.Sprintf("internal error handling request code %d", req.Code))
+			c.log.Error("handler panicked", "code", req.FullCode(), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			resp = NewResponse(req, CodeSystemError, fmt.Sprintf("internal error handling request code %d", req.FullCode()))
 		}
 	}()
 	if req.wideCode != 0 {
+		if c.own.wide != nil {
+			if h := c.own.wide(req.wideCode); h != nil {
+				return h(c.ctx, c, req)
+			}
+		}
 		return notSupported(c.ctx, c, req)
 	}
 	return c.own.handler(req.Code)(c.ctx, c, req)
