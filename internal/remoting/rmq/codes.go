@@ -49,6 +49,19 @@ const (
 	// Petrel's own requests, above RocketMQ's range.
 	CodePetrelResendDLQ     int16 = 10101
 	CodePetrelCancelDelayed int16 = 10102
+	// CodePetrelForwardPopToDLQ moves a popped message to its group's
+	// dead-letter queue (a slave's gRPC front forwards the 5.x
+	// ForwardMessageToDeadLetterQueue with it; pop.go).
+	CodePetrelForwardPopToDLQ int16 = 10103
+)
+
+// RocketMQ 5's request codes above int16: JSON headers only
+// (remoting.NewWideRequest, Server.HandleWide); see pop.go.
+const (
+	CodePopMessage          int32 = 200050
+	CodeAckMessage          int32 = 200051
+	CodeChangeInvisibleTime int32 = 200053
+	CodeBatchAckMessage     int32 = 200151 // not served (pop.go says why)
 )
 
 // Response codes (RocketMQ's ResponseCode). 0 to 3 are also
@@ -74,4 +87,7 @@ const (
 	RespSubscriptionGroupNotExist int16 = 26
 	RespInvalidParameter          int16 = 29
 	RespConsumerNotOnline         int16 = 206
+	RespNoMessage                 int16 = 208
+	RespPollingFull               int16 = 209
+	RespPollingTimeout            int16 = 210
 )
