@@ -109,8 +109,8 @@ func TestPopRequiredFields(t *testing.T) {
 // sentence.
 func TestExtraInfoForms(t *testing.T) {
 	for _, s := range []string{
-		"40 1733046000123 60000 0 0 broker-a 2",                  // Java's buildExtraInfo, 7 fields
-		"40 1733046000123 60000 0 0 broker-a 2 41",               // with the queue offset
+		"40 1733046000123 60000 0 0 broker-a 2",                   // Java's buildExtraInfo, 7 fields
+		"40 1733046000123 60000 0 0 broker-a 2 41",                // with the queue offset
 		"40 1733046000123 60000 999 0 broker-a 2 41 AQAAAAIAAAAA", // Petrel's, with the handle
 		"-1 0 0 0 1 b 0 0",
 	} {
