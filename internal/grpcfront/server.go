@@ -18,6 +18,7 @@ import (
 	"github.com/petrelmq/petrel/internal/broker"
 	"github.com/petrelmq/petrel/internal/clock"
 	"github.com/petrelmq/petrel/internal/grpcfront/pbcodec"
+	"github.com/petrelmq/petrel/internal/remoting"
 )
 
 // Config configures a Server. Zero fields take the defaults given.
@@ -49,6 +50,18 @@ type Config struct {
 	// Logger receives lifecycle and degraded-state messages. Default:
 	// discard.
 	Logger *slog.Logger
+	// Master, when set, returns the remoting address ("host:port") of the
+	// master of the broker's group, "" while it is not known: while the
+	// broker is a slave, receives, acks, changes of invisible time and
+	// forwards to the dead-letter queue go there (forward.go). Nil: a
+	// slave refuses them, as its broker does.
+	Master func() string
+	// Remoting is the client of those forwards; required with Master.
+	Remoting *remoting.Client
+	// ForwardTimeout bounds the wait for the master's answer to a forward
+	// (a receive: beyond its long-poll wait). Default
+	// DefaultForwardTimeout.
+	ForwardTimeout time.Duration
 }
 
 // DefaultClientExpiry is Config.ClientExpiry's default.
@@ -118,11 +131,23 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real
 	}
+	if cfg.Master != nil && cfg.Remoting == nil {
+		return nil, fmt.Errorf("%w: forwarding to the master needs a remoting client (Remoting)", ErrConfig)
+	}
+	if cfg.ForwardTimeout == 0 {
+		cfg.ForwardTimeout = DefaultForwardTimeout
+	}
+	if cfg.ForwardTimeout < 0 {
+		return nil, fmt.Errorf("%w: ForwardTimeout %v is negative", ErrConfig, cfg.ForwardTimeout)
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{b: b, pop: b, cfg: cfg, clk: cfg.Clock, log: cfg.Logger.With("component", "grpcfront")}
 	s.stop, s.cancelStop = context.WithCancel(context.Background())
+	if cfg.Master != nil {
+		s.pop = &routedPop{b: b, fwd: &forwarder{b: b, master: cfg.Master, cl: cfg.Remoting, timeout: cfg.ForwardTimeout, stop: s.stop, log: s.log}}
+	}
 
 	opts := []grpc.ServerOption{
 		// A body at the broker's limit plus its properties must fit.

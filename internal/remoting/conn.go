@@ -291,12 +291,12 @@ func (c *Conn) finish() {
 func (c *Conn) Invoke(ctx context.Context, req *Command) (*Command, error) {
 	if err := ctx.Err(); err != nil {
 		req.release()
-		return nil, fmt.Errorf("remoting: invoke code %d on %s: %w", req.Code, c.nc.RemoteAddr(), err)
+		return nil, fmt.Errorf("remoting: invoke code %d on %s: %w", req.FullCode(), c.nc.RemoteAddr(), err)
 	}
 	select {
 	case <-c.closing:
 		req.release()
-		return nil, fmt.Errorf("remoting: invoke code %d on %s: %w", req.Code, c.nc.RemoteAddr(), ErrConnClosed)
+		return nil, fmt.Errorf("remoting: invoke code %d on %s: %w", req.FullCode(), c.nc.RemoteAddr(), ErrConnClosed)
 	default:
 	}
 	op := nextOpaque()
@@ -305,18 +305,18 @@ func (c *Conn) Invoke(ctx context.Context, req *Command) (*Command, error) {
 	ch := make(chan *Command, 1)
 	if !c.addPending(op, pendingCall{ch: ch}) {
 		req.release()
-		return nil, fmt.Errorf("remoting: invoke code %d on %s: %w", req.Code, c.nc.RemoteAddr(), ErrConnClosed)
+		return nil, fmt.Errorf("remoting: invoke code %d on %s: %w", req.FullCode(), c.nc.RemoteAddr(), ErrConnClosed)
 	}
 	if err := c.send(ctx, req); err != nil {
 		c.forget(op)
-		return nil, fmt.Errorf("remoting: invoke code %d on %s: %w", req.Code, c.nc.RemoteAddr(), err)
+		return nil, fmt.Errorf("remoting: invoke code %d on %s: %w", req.FullCode(), c.nc.RemoteAddr(), err)
 	}
 	select {
 	case resp := <-ch:
 		return resp, nil
 	case <-ctx.Done():
 		c.forget(op)
-		return nil, fmt.Errorf("remoting: invoke code %d opaque %d on %s: %w", req.Code, op, c.nc.RemoteAddr(), ctx.Err())
+		return nil, fmt.Errorf("remoting: invoke code %d opaque %d on %s: %w", req.FullCode(), op, c.nc.RemoteAddr(), ctx.Err())
 	case <-c.closing:
 		c.forget(op)
 		select {
@@ -324,7 +324,7 @@ func (c *Conn) Invoke(ctx context.Context, req *Command) (*Command, error) {
 			return resp, nil
 		default:
 		}
-		return nil, fmt.Errorf("remoting: invoke code %d opaque %d on %s: %w", req.Code, op, c.nc.RemoteAddr(), ErrConnClosed)
+		return nil, fmt.Errorf("remoting: invoke code %d opaque %d on %s: %w", req.FullCode(), op, c.nc.RemoteAddr(), ErrConnClosed)
 	}
 }
 
@@ -343,7 +343,7 @@ func (c *Conn) InvokeAsync(req *Command, cb func(*Command, error)) {
 	req.Opaque = op
 	req.Flag &^= FlagResponse | FlagOneway
 	fail := func(err error) {
-		cb(nil, fmt.Errorf("remoting: invoke code %d on %s: %w", req.Code, c.nc.RemoteAddr(), err))
+		cb(nil, fmt.Errorf("remoting: invoke code %d on %s: %w", req.FullCode(), c.nc.RemoteAddr(), err))
 	}
 	select {
 	case <-c.closing:
