@@ -18,7 +18,7 @@ package brokerfront
 //	CHANGE_MESSAGE_INVISIBLETIME (200053): broker.ChangeInvisible; 0 with
 //	  popTime (now), invisibleTime, reviveQid and receiptHandle (the new
 //	  handle).
-//	PETREL_FORWARD_POP_TO_DLQ (10103): broker.ForwardPopToDLQ; 0.
+//	PETREL_FORWARD_POP_TO_DLQ (10104): broker.ForwardPopToDLQ; 0.
 //
 // Refusals: a header that does not decode 1 SYSTEM_ERROR (as a pull's); an
 // extra info that does not parse or has no handle 29 INVALID_PARAMETER; a

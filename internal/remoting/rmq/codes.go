@@ -52,7 +52,7 @@ const (
 	// CodePetrelForwardPopToDLQ moves a popped message to its group's
 	// dead-letter queue (a slave's gRPC front forwards the 5.x
 	// ForwardMessageToDeadLetterQueue with it; pop.go).
-	CodePetrelForwardPopToDLQ int16 = 10103
+	CodePetrelForwardPopToDLQ int16 = 10104
 )
 
 // RocketMQ 5's request codes above int16: JSON headers only
