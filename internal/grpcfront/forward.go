@@ -87,6 +87,12 @@ func (r *routedPop) ForwardPopToDLQ(group, topic, handle string) error {
 	return r.api().ForwardPopToDLQ(group, topic, handle)
 }
 
+// forwarding reports whether s sends pops to a master now.
+func (s *Server) forwarding() bool {
+	r, ok := s.pop.(*routedPop)
+	return ok && r.b.Role() == broker.RoleSlave
+}
+
 // forwarder sends a slave's pop requests to its master.
 type forwarder struct {
 	b       *broker.Broker

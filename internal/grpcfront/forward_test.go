@@ -238,6 +238,29 @@ func TestSlaveAnswersUnavailableWhenTheMasterIsDown(t *testing.T) {
 	}
 }
 
+// TestSlaveForwardsReceivesOfTopicsOnlyTheMasterKnows: the master's topic
+// table is the source: a topic the slave does not know yet is received
+// through it, and one the master does not know either is TOPIC_NOT_FOUND
+// with the master's sentence.
+func TestSlaveForwardsReceivesOfTopicsOnlyTheMasterKnows(t *testing.T) {
+	p := newPair(t, time.Second)
+	p.master.createTopic("U", 1)
+	p.master.send("p1", msg("U", "0156F7E71C361B21BC024CCDBE00000001", "u"))
+	p.master.awaitRecords("U", 1)
+	s := p.slave
+	req := anyReq()
+	req.MessageQueue.Topic.Name = "U"
+	ms := received(t, s.receive(s.ctx("c1"), req))
+	if len(ms) != 1 || string(ms[0].Body) != "u" || ms[0].Topic.GetName() != "U" {
+		t.Fatalf("receive of U through the slave: %v", ms)
+	}
+	req.MessageQueue.Topic.Name = "Nowhere"
+	resps := s.receive(s.ctx("c1"), req)
+	if len(resps) != 1 || code(resps[0].GetStatus()) != v2.Code_TOPIC_NOT_FOUND || !strings.Contains(resps[0].GetStatus().GetMessage(), `"Nowhere"`) {
+		t.Fatalf("receive of an unknown topic through the slave: %v", resps)
+	}
+}
+
 // TestPromotedSlaveServesReceivesItself: the role is read on every call:
 // once the slave's broker is a master, its front pops from its own state.
 func TestPromotedSlaveServesReceivesItself(t *testing.T) {
