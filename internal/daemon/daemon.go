@@ -319,7 +319,7 @@ func (d *Broker) startGRPC(cfg BrokerConfig) error {
 		// A slave forwards what only its master does to the master the
 		// name servers name (RocketMQ's registration result masterAddr).
 		gc.Master = func() string { return d.reg.Master().Addr }
-		gc.Remoting = d.client
+		gc.Remoting, gc.Network = d.client, cfg.Network
 	}
 	s, err := grpcfront.New(d.b, gc)
 	if err != nil {

@@ -17,6 +17,10 @@ package grpcfront
 //     the call waits that long plus ForwardTimeout for the answer. The
 //     handle of each message is the ninth field of its POP_CK, its
 //     delivery attempt and invisible time those the handle names.
+//     Receives go over a connection of their own, so that acks never wait
+//     behind them, and at most maxForwardedPolls at a time (the master
+//     runs that many requests of one connection); beyond, a receive is
+//     TOO_MANY_REQUESTS.
 //   - AckMessage: one ACK_MESSAGE per entry, at most forwardAcksInFlight
 //     at a time; ChangeInvisibleDuration: CHANGE_MESSAGE_INVISIBLETIME, the
 //     new handle from the answer's receiptHandle; ForwardMessageToDead-
@@ -40,6 +44,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/petrelmq/petrel/internal/broker"
@@ -54,6 +59,12 @@ const DefaultForwardTimeout = 3 * time.Second
 
 // forwardAcksInFlight bounds the ACK_MESSAGEs one AckMessage has in flight.
 const forwardAcksInFlight = 32
+
+// maxForwardedPolls bounds the receives a slave has waiting on its master:
+// they share one connection, on which the master runs at most
+// remoting.DefaultMaxInFlightPerConn requests (more would wait unread
+// there, past their deadlines). Beyond it a receive is TOO_MANY_REQUESTS.
+const maxForwardedPolls = remoting.DefaultMaxInFlightPerConn - 16
 
 // errMasterUnavailable is the cause of a forward the master did not answer
 // (HA_NOT_AVAILABLE).
@@ -97,10 +108,15 @@ func (s *Server) forwarding() bool {
 type forwarder struct {
 	b       *broker.Broker
 	master  func() string
-	cl      *remoting.Client
+	cl      *remoting.Client // acks, changes, forwards to the DLQ
+	polls   *remoting.Client // receives (owned: closed by Shutdown)
 	timeout time.Duration
-	stop    context.Context // the front's: Shutdown ends forwards
-	log     *slog.Logger
+	// maxPolls bounds the receives in flight (maxForwardedPolls; tests
+	// lower it); inPolls counts them.
+	maxPolls int64
+	inPolls  atomic.Int64
+	stop     context.Context // the front's: Shutdown ends forwards
+	log      *slog.Logger
 }
 
 // unavailable is the error of a forward that did not reach the master.
@@ -111,18 +127,20 @@ func (f *forwarder) unavailable(what, addr string, cause error) error {
 		return &broker.Error{Kind: broker.KindServiceUnavailable, Err: errMasterUnavailable,
 			Msg: fmt.Sprintf("broker %s is a slave and does not yet know the address of its master, which does %s; retry shortly", name, what)}
 	}
-	f.log.Warn("forward to the master failed", "what", what, "master", addr, "err", cause)
+	if !errors.Is(cause, context.Canceled) { // not the caller gone, or Shutdown
+		f.log.Warn("forward to the master failed", "what", what, "master", addr, "err", cause)
+	}
 	return &broker.Error{Kind: broker.KindServiceUnavailable, Err: fmt.Errorf("%w: %w", errMasterUnavailable, cause),
 		Msg: fmt.Sprintf("broker %s is a slave and cannot reach its master at %s, which does %s; retry shortly (the master may be restarting)", name, addr, what)}
 }
 
-// invoke sends req to the master within ctx.
-func (f *forwarder) invoke(ctx context.Context, what string, req *remoting.Command) (*remoting.Command, error) {
+// invoke sends req to the master over cl within ctx.
+func (f *forwarder) invoke(ctx context.Context, cl *remoting.Client, what string, req *remoting.Command) (*remoting.Command, error) {
 	addr := f.master()
 	if addr == "" {
 		return nil, f.unavailable(what, "", nil)
 	}
-	resp, err := f.cl.Invoke(ctx, addr, req)
+	resp, err := cl.Invoke(ctx, addr, req)
 	if err != nil {
 		return nil, f.unavailable(what, addr, err)
 	}
@@ -174,9 +192,15 @@ func (f *forwarder) Pop(ctx context.Context, req *broker.PopRequest) ([]broker.P
 		InvisibleTime: ms(req.Invisible), PollTime: ms(max(req.Wait, 0)), BornTime: time.Now().UnixMilli(),
 		ExpType: req.ExpressionType, Exp: req.Expression, Order: req.FIFO,
 	}
+	if n := f.inPolls.Add(1); n > f.maxPolls {
+		f.inPolls.Add(-1)
+		return nil, &broker.Error{Kind: broker.KindServiceUnavailable,
+			Msg: fmt.Sprintf("broker %s is a slave with %d receives waiting on its master, the most it forwards; retry shortly", f.b.Config().BrokerName, f.maxPolls)}
+	}
+	defer f.inPolls.Add(-1)
 	cctx, cancel := context.WithTimeout(ctx, max(req.Wait, 0)+f.timeout)
 	defer cancel()
-	resp, err := f.invoke(cctx, "receives", rmq.EncodePopRequest(h))
+	resp, err := f.invoke(cctx, f.polls, "receives", rmq.EncodePopRequest(h))
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err() // the receive ended: an empty answer
@@ -243,7 +267,7 @@ func (f *forwarder) extraInfo(handle string) (rmq.ExtraInfo, error) {
 func (f *forwarder) call(what string, req *remoting.Command) (*remoting.Command, error) {
 	ctx, cancel := context.WithTimeout(f.stop, f.timeout)
 	defer cancel()
-	return f.invoke(ctx, what, req)
+	return f.invoke(ctx, f.cl, what, req)
 }
 
 // AckBatch forwards each acknowledgement as an ACK_MESSAGE.

@@ -54,7 +54,7 @@ func newPair(t *testing.T, forwardTimeout time.Duration) *pair {
 		o.broker = func(c *broker.Config) { c.BrokerID = 1 }
 		o.front = func(c *Config) {
 			c.Master = func() string { return *p.masterAddr.Load() }
-			c.Remoting = cl
+			c.Remoting, c.Network = cl, p.mem.Host("slave")
 			c.ForwardTimeout = forwardTimeout
 		}
 	})
@@ -235,6 +235,40 @@ func TestSlaveAnswersUnavailableWhenTheMasterIsDown(t *testing.T) {
 	// The message is still in flight on the master, unacknowledged.
 	if n := p.master.b.PopInFlight(); len(n) != 1 || n[0].Messages != 1 {
 		t.Fatalf("the master's in-flight messages: %+v", n)
+	}
+}
+
+// TestSlaveBoundsForwardedReceivesAndAcksDoNotWaitBehindThem: receives
+// parked on the master do not hold up acknowledgements (they go over
+// another connection), and a receive beyond the slave's bound is
+// TOO_MANY_REQUESTS at once.
+func TestSlaveBoundsForwardedReceivesAndAcksDoNotWaitBehindThem(t *testing.T) {
+	p := newPair(t, time.Second)
+	p.slave.s.fwd.maxPolls = 1
+	p.master.send("p1", msg("T", "0156F7E71C361B21BC024CCDBE00000001", "m"))
+	p.master.awaitRecords("T", 1)
+	s := p.slave
+	s.telemetry("c1", consumerSettings("g1", "T", 5*time.Second))
+	ms := received(t, s.receive(s.ctx("c1"), anyReq()))
+
+	done := make(chan []*v2.ReceiveMessageResponse, 1)
+	go func() { done <- s.receive(s.ctx("c1"), anyReq()) }()
+	await(t, "a forwarded receive is parked on the master", func() bool { return p.master.b.ParkedPops() == 1 })
+	resps := s.receive(s.ctx("c1"), anyReq())
+	if len(resps) != 1 || code(resps[0].GetStatus()) != v2.Code_TOO_MANY_REQUESTS || !strings.Contains(resps[0].GetStatus().GetMessage(), "waiting on its master") {
+		t.Fatalf("receive beyond the bound: %v", resps)
+	}
+	ack, err := s.c.AckMessage(s.ctx("c1"), &v2.AckMessageRequest{Group: &v2.Resource{Name: "g1"}, Topic: &v2.Resource{Name: "T"},
+		Entries: []*v2.AckMessageEntry{{MessageId: "x", ReceiptHandle: ms[0].SystemProperties.GetReceiptHandle()}}})
+	if err != nil || code(ack.Status) != v2.Code_OK {
+		t.Fatalf("ack while a receive is parked: %v %v", err, ack)
+	}
+	if p.master.b.ParkedPops() != 1 {
+		t.Fatalf("the parked receive ended before its time")
+	}
+	p.master.clk.Advance(5 * time.Second)
+	if resps := <-done; len(resps) == 0 || code(resps[0].GetStatus()) != v2.Code_MESSAGE_NOT_FOUND {
+		t.Fatalf("the parked receive answered %v", resps)
 	}
 }
 

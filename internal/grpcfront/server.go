@@ -18,6 +18,7 @@ import (
 	"github.com/petrelmq/petrel/internal/broker"
 	"github.com/petrelmq/petrel/internal/clock"
 	"github.com/petrelmq/petrel/internal/grpcfront/pbcodec"
+	"github.com/petrelmq/petrel/internal/netx"
 	"github.com/petrelmq/petrel/internal/remoting"
 )
 
@@ -56,8 +57,14 @@ type Config struct {
 	// forwards to the dead-letter queue go there (forward.go). Nil: a
 	// slave refuses them, as its broker does.
 	Master func() string
-	// Remoting is the client of those forwards; required with Master.
+	// Remoting is the client of the forwarded acks, changes and forwards to
+	// the dead-letter queue; required with Master. Receives, which wait on
+	// the master, go over a connection of their own (on Network), so that
+	// acks never queue behind them.
 	Remoting *remoting.Client
+	// Network is what that connection is dialled on; default the real
+	// network.
+	Network netx.Network
 	// ForwardTimeout bounds the wait for the master's answer to a forward
 	// (a receive: beyond its long-poll wait). Default
 	// DefaultForwardTimeout.
@@ -93,6 +100,7 @@ type Server struct {
 
 	b   *broker.Broker
 	pop popAPI
+	fwd *forwarder // nil without Config.Master
 	cfg Config
 	clk clock.Clock
 	log *slog.Logger
@@ -146,7 +154,9 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 	s := &Server{b: b, pop: b, cfg: cfg, clk: cfg.Clock, log: cfg.Logger.With("component", "grpcfront")}
 	s.stop, s.cancelStop = context.WithCancel(context.Background())
 	if cfg.Master != nil {
-		s.pop = &routedPop{b: b, fwd: &forwarder{b: b, master: cfg.Master, cl: cfg.Remoting, timeout: cfg.ForwardTimeout, stop: s.stop, log: s.log}}
+		s.fwd = &forwarder{b: b, master: cfg.Master, cl: cfg.Remoting, timeout: cfg.ForwardTimeout, stop: s.stop, log: s.log,
+			polls: remoting.NewClient(remoting.ClientOptions{Network: cfg.Network, Logger: cfg.Logger}), maxPolls: maxForwardedPolls}
+		s.pop = &routedPop{b: b, fwd: s.fwd}
 	}
 
 	opts := []grpc.ServerOption{
@@ -210,6 +220,9 @@ func (s *Server) Serve(ln net.Listener) error {
 // are closed at once and ctx's error is returned. Idempotent.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.cancelStop()
+	if s.fwd != nil {
+		s.fwd.polls.Close() // forwarded receives end
+	}
 	s.sessions.close()
 	done := make(chan struct{})
 	go func() {
