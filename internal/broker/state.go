@@ -105,10 +105,11 @@ type streamState struct {
 	closed   bool
 	wake     chan struct{}
 	done     chan struct{}
-	snapID   uint64
-	lastSnap int64 // commit-log end of the last snapshot written
+	snapID   atomic.Uint64 // snapshots written; writer-owned writes
+	lastSnap int64         // commit-log end of the last snapshot written
 	written  atomic.Int64
-	failures atomic.Int64
+	failures atomic.Int64 // puts refused (retried) and records too large
+	blocked  atomic.Int64 // emitters waiting for room, for tests
 
 	// offsets diff (master): offMu orders a tick's read-and-enqueue with
 	// the deletions, so a deletion never lands before a stale set.
@@ -119,6 +120,7 @@ type streamState struct {
 	// applier (slave)
 	amu      sync.Mutex // one apply pass at a time
 	awake    chan struct{}
+	astop    chan struct{}
 	adone    chan struct{}
 	applied  atomic.Int64 // records applied, for tests
 	snapSeen map[offKey]bool
@@ -157,7 +159,24 @@ func (b *Broker) emitState(k staterec.Kind, payload []byte) {
 	if !b.stateOn() || b.Role() != RoleMaster {
 		return
 	}
+	if b.stateTooLarge(k, payload) {
+		return
+	}
 	b.enqueueState(stateItem{rec: staterec.Record{Kind: k, Payload: payload}})
+}
+
+// maxStatePayload is the largest payload a state message holds.
+const maxStatePayload = stateMaxMessage - 1 - staterec.RecordHeader
+
+// stateTooLarge refuses (logged and counted) a record no state message can
+// hold: a caller's bug, which must not stop the writer.
+func (b *Broker) stateTooLarge(k staterec.Kind, payload []byte) bool {
+	if len(payload) <= maxStatePayload {
+		return false
+	}
+	b.state.failures.Add(1)
+	b.log.Error("a state record is larger than a state message; it is not replicated", "kind", k.String(), "bytes", len(payload), "limit", maxStatePayload)
+	return true
 }
 
 // emitStateSync is emitState that returns once the record is stored (nil
@@ -165,6 +184,9 @@ func (b *Broker) emitState(k staterec.Kind, payload []byte) {
 func (b *Broker) emitStateSync(ctx context.Context, k staterec.Kind, payload []byte) error {
 	if !b.stateOn() || b.Role() != RoleMaster {
 		return nil
+	}
+	if b.stateTooLarge(k, payload) {
+		return errors.New("broker: the state record is larger than a state message")
 	}
 	it := stateItem{rec: staterec.Record{Kind: k, Payload: payload}, done: make(chan error, 1)}
 	if !b.enqueueState(it) {
@@ -185,7 +207,9 @@ func (b *Broker) enqueueState(it stateItem) bool {
 	n := len(it.rec.Payload) + staterec.RecordHeader
 	s.mu.Lock()
 	for s.qBytes > 0 && s.qBytes+n > stateQueueBytes && !s.closed {
+		s.blocked.Add(1)
 		s.notFull.Wait()
+		s.blocked.Add(-1)
 	}
 	if s.closed {
 		s.mu.Unlock()
@@ -230,6 +254,7 @@ func (b *Broker) startState() {
 	s := &b.state
 	s.done = make(chan struct{})
 	s.adone = make(chan struct{})
+	s.astop = make(chan struct{})
 	s.lastSnap = -1
 	if b.Role() == RoleMaster {
 		b.seedOffsetDiff()
@@ -269,7 +294,7 @@ func (b *Broker) closeState() {
 	s.mu.Unlock()
 	s.kick()
 	<-s.done
-	close(s.awake)
+	close(s.astop)
 	<-s.adone
 }
 
@@ -306,8 +331,10 @@ func (b *Broker) runStateWriter() {
 		items, snap, closed := s.q, s.snapWant && b.Role() == RoleMaster, s.closed
 		s.q, s.snapWant = nil, false
 		s.mu.Unlock()
-		if snap && !closed {
-			b.writeSnapshot() // first: the queued records are older than its state, and replay is idempotent
+		if !closed && (snap || b.snapshotDue()) {
+			// First: the queued records are older than its state, and
+			// their replay after it is idempotent.
+			b.writeSnapshot()
 		}
 		if len(items) > 0 {
 			err := b.storeState(items, closed)
@@ -322,9 +349,6 @@ func (b *Broker) runStateWriter() {
 			}
 			s.notFull.Broadcast()
 			s.mu.Unlock()
-		}
-		if !closed && b.snapshotDue() {
-			b.writeSnapshot()
 		}
 		if closed {
 			return
@@ -346,34 +370,58 @@ func (b *Broker) snapshotDue() bool {
 	return b.st.Durable()-s.lastSnap > b.st.Config().SegmentBytes/2
 }
 
-// storeState appends recs in messages of at most stateMaxMessage, retrying
-// with back-off while the store refuses (never dropping), except once the
-// broker is closing: then one try.
+// storeState appends the items' records in messages of at most
+// stateMaxMessage, a few messages per put, retrying with back-off while the
+// store refuses (never dropping), except once the broker is closing: then
+// one try.
 func (b *Broker) storeState(items []stateItem, closing bool) error {
 	msgs := b.stateMessages(items)
+	for len(msgs) > 0 {
+		n := min(len(msgs), statePutMessages)
+		if err := b.putState(msgs[:n], closing); err != nil {
+			return err
+		}
+		msgs = msgs[n:]
+	}
+	return nil
+}
+
+// statePutMessages bounds the messages of one put (a put's records are
+// consecutive in one segment).
+const statePutMessages = 4
+
+func (b *Broker) putState(msgs []*message.Message, closing bool) error {
+	s := &b.state
 	wait := stateRetryMin
 	for {
 		err := b.st.PutBatch(msgs)
 		if err == nil {
-			b.state.written.Store(recordsEnd(msgs))
+			s.written.Store(recordsEnd(msgs))
 			return nil
 		}
-		b.state.failures.Add(1)
-		b.log.Warn("storing state records failed; retrying", "records", len(items), "err", err)
+		s.failures.Add(1)
+		b.log.Warn("storing state records failed; retrying", "messages", len(msgs), "retry_in", wait, "err", err)
 		if closing || b.closed.Load() {
 			return err
 		}
 		ch := make(chan struct{})
 		t := b.clk.AfterFunc(wait, func() { close(ch) })
-		select {
-		case <-ch:
-		case <-b.state.wake: // closing (or more to write: retry now)
-			t.Stop()
-			b.state.kick()
-			b.state.mu.Lock()
-			closing = b.state.closed
-			b.state.mu.Unlock()
+	waiting:
+		for {
+			select {
+			case <-ch:
+				break waiting
+			case <-s.wake:
+				s.mu.Lock()
+				closing = s.closed
+				s.mu.Unlock()
+				if closing {
+					t.Stop()
+					break waiting
+				}
+			}
 		}
+		s.kick() // the wakes taken here are for the loop
 		wait = min(2*wait, stateRetryMax)
 	}
 }
@@ -410,23 +458,27 @@ func (b *Broker) stateMessage(body []byte) *message.Message {
 // writeSnapshot writes a whole snapshot (writer goroutine).
 func (b *Broker) writeSnapshot() {
 	s := &b.state
-	s.snapID++
-	mark := staterec.AppendSnapshot(nil, staterec.Snapshot{ID: s.snapID, Epoch: 0})
+	id := s.snapID.Load() + 1
+	mark := staterec.AppendSnapshot(nil, staterec.Snapshot{ID: id, Epoch: 0})
 	items := []stateItem{{rec: staterec.Record{Kind: staterec.KindSnapshotBegin, Payload: mark}}}
 	for _, k := range s.order {
 		h := s.kinds[k]
 		if h.snapshot == nil {
 			continue
 		}
-		h.snapshot(func(p []byte) { items = append(items, stateItem{rec: staterec.Record{Kind: k, Payload: p}}) })
+		h.snapshot(func(p []byte) {
+			if !b.stateTooLarge(k, p) {
+				items = append(items, stateItem{rec: staterec.Record{Kind: k, Payload: p}})
+			}
+		})
 	}
 	items = append(items, stateItem{rec: staterec.Record{Kind: staterec.KindSnapshotEnd, Payload: mark}})
 	if err := b.storeState(items, false); err != nil {
-		s.snapID--
 		return
 	}
+	s.snapID.Store(id)
 	s.lastSnap = b.st.Durable()
-	b.log.Info("state snapshot written", "snapshot", s.snapID, "records", len(items), "log_end", s.lastSnap)
+	b.log.Info("state snapshot written", "snapshot", id, "records", len(items), "log_end", s.lastSnap)
 }
 
 // --- the metadata kinds -------------------------------------------------
@@ -743,7 +795,12 @@ func (b *Broker) stateCursor() int64 {
 func (b *Broker) runStateApplier() {
 	s := &b.state
 	defer close(s.adone)
-	for range s.awake {
+	for {
+		select {
+		case <-s.awake:
+		case <-s.astop:
+			return
+		}
 		if b.Role() == RoleSlave {
 			b.applyState()
 		}
