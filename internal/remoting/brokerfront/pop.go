@@ -192,7 +192,22 @@ func (f *Front) ackMessage(_ context.Context, _ *remoting.Conn, req *remoting.Co
 	return remoting.NewResponse(req, rmq.RespSuccess, "")
 }
 
-func (f *Front) changeInvisible(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+// changeInvisible answers CHANGE_MESSAGE_INVISIBLETIME. A refusal carries
+// the answer's three fields too (as zeros): a Java client decodes them
+// before it looks at the code.
+func (f *Front) changeInvisible(ctx context.Context, c *remoting.Conn, req *remoting.Command) *remoting.Command {
+	resp := f.changeInvisibleTime(ctx, c, req)
+	if resp.Code != rmq.RespSuccess {
+		for _, k := range []string{"popTime", "invisibleTime", "reviveQid"} {
+			if resp.Ext(k) == "" {
+				resp.SetExt(k, "0")
+			}
+		}
+	}
+	return resp
+}
+
+func (f *Front) changeInvisibleTime(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	h, err := rmq.DecodeChangeInvisibleRequest(req)
 	if err != nil {
 		return remoting.NewResponse(req, rmq.RespSystemError, err.Error())

@@ -141,6 +141,13 @@ func TestPopAckChangeInvisibleOverRemoting(t *testing.T) {
 	if resp := ack(e); resp.Code != rmq.RespInvalidParameter || !strings.Contains(resp.Remark, "replaced") {
 		t.Fatalf("ack with the handle a change replaced: %d %q", resp.Code, resp.Remark)
 	}
+	// A refused change still carries the header a Java client decodes
+	// before it reads the code.
+	resp = f.call(t, rmq.EncodeChangeInvisibleRequest(rmq.ChangeInvisibleRequest{ConsumerGroup: "pg1", Topic: "Orders",
+		QueueID: e.QueueID, ExtraInfo: e.String(), Offset: e.QueueOffset, InvisibleTime: 1000}))
+	if _, err := rmq.DecodeChangeInvisibleResponse(resp); resp.Code != rmq.RespInvalidParameter || err != nil {
+		t.Fatalf("refused change: %d %q, header: %v", resp.Code, resp.Remark, err)
+	}
 	resp = f.call(t, popReq("pg1", "Orders", 0))
 	again := popBody(t, resp.Body)
 	if resp.Code != rmq.RespSuccess || len(again) != 1 || again[0].m.QueueOffset != e.QueueOffset || again[0].m.QueueID != e.QueueID || again[0].m.ReconsumeTimes != 1 {
