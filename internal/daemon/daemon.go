@@ -315,6 +315,12 @@ func (d *Broker) startGRPC(cfg BrokerConfig) error {
 	if gc.Logger == nil {
 		gc.Logger = cfg.Logger
 	}
+	if gc.Master == nil && cfg.replicated() {
+		// A slave forwards what only its master does to the master the
+		// name servers name (RocketMQ's registration result masterAddr).
+		gc.Master = func() string { return d.reg.Master().Addr }
+		gc.Remoting, gc.Network = d.client, cfg.Network
+	}
 	s, err := grpcfront.New(d.b, gc)
 	if err != nil {
 		ln.Close()

@@ -37,6 +37,8 @@ var causeCodes = []struct {
 	// A write to a slave: not permitted on this broker (the clients
 	// retry on another endpoint).
 	{broker.ErrNotMaster, v2.Code_FORBIDDEN},
+	// A slave's forward its master did not answer (forward.go).
+	{errMasterUnavailable, v2.Code_HA_NOT_AVAILABLE},
 }
 
 // brokerStatus turns a broker error into a status; action names what
@@ -67,7 +69,7 @@ func (s *Server) brokerStatus(err error, action string) *v2.Status {
 // receiveStatus is brokerStatus for a receive, where an unavailable
 // broker (closing, too many parked receives) is "try again later".
 func (s *Server) receiveStatus(err error) *v2.Status {
-	if broker.KindOf(err) == broker.KindServiceUnavailable {
+	if broker.KindOf(err) == broker.KindServiceUnavailable && !errors.Is(err, errMasterUnavailable) {
 		var be *broker.Error
 		errors.As(err, &be)
 		return &v2.Status{Code: v2.Code_TOO_MANY_REQUESTS, Message: be.Msg}

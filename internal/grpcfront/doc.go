@@ -23,6 +23,7 @@
 //	send.go     SendMessage: normal, FIFO, delay, transactional
 //	txn.go      EndTransaction; the transaction id
 //	receive.go  ReceiveMessage, AckMessage, ChangeInvisibleDuration, ForwardMessageToDeadLetterQueue
+//	forward.go  on a slave: the same, forwarded to the master over remoting
 //	convert.go  stored record -> gRPC message
 //	validate.go message id, tag, key, group and property checks
 //	codes.go    broker error kinds -> status codes
@@ -107,4 +108,10 @@
 // system properties. AckMessage acknowledges its entries concurrently (32
 // at a time), so that they share the broker's pop-state fsyncs instead of
 // paying one each.
+//
+// On a slave the pop state is the master's: with Config.Master, a front
+// whose broker is a slave forwards receives, acks, changes of invisible
+// time and forwards to the dead-letter queue to its master over remoting
+// (RocketMQ 5's POP_MESSAGE and its kin) and answers with the master's
+// answer; an unreachable master is HA_NOT_AVAILABLE (forward.go).
 package grpcfront

@@ -125,7 +125,9 @@ func (s *Server) popRequest(ctx context.Context, req *v2.ReceiveMessageRequest) 
 	if st != nil {
 		return nil, nil, st
 	}
-	if _, ok := s.b.Topic(topic); !ok {
+	// A slave that forwards leaves an unknown topic to its master, whose
+	// table is the source (it answers TOPIC_NOT_EXIST itself).
+	if _, ok := s.b.Topic(topic); !ok && !s.forwarding() {
 		return nil, nil, status(v2.Code_TOPIC_NOT_FOUND, "topic %q does not exist on broker %s; query its route or create it first", topic, s.b.Config().BrokerName)
 	}
 	typ, expr := filterOf(req.GetFilterExpression())

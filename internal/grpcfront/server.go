@@ -18,6 +18,8 @@ import (
 	"github.com/petrelmq/petrel/internal/broker"
 	"github.com/petrelmq/petrel/internal/clock"
 	"github.com/petrelmq/petrel/internal/grpcfront/pbcodec"
+	"github.com/petrelmq/petrel/internal/netx"
+	"github.com/petrelmq/petrel/internal/remoting"
 )
 
 // Config configures a Server. Zero fields take the defaults given.
@@ -49,6 +51,24 @@ type Config struct {
 	// Logger receives lifecycle and degraded-state messages. Default:
 	// discard.
 	Logger *slog.Logger
+	// Master, when set, returns the remoting address ("host:port") of the
+	// master of the broker's group, "" while it is not known: while the
+	// broker is a slave, receives, acks, changes of invisible time and
+	// forwards to the dead-letter queue go there (forward.go). Nil: a
+	// slave refuses them, as its broker does.
+	Master func() string
+	// Remoting is the client of the forwarded acks, changes and forwards to
+	// the dead-letter queue; required with Master. Receives, which wait on
+	// the master, go over a connection of their own (on Network), so that
+	// acks never queue behind them.
+	Remoting *remoting.Client
+	// Network is what that connection is dialled on; default the real
+	// network.
+	Network netx.Network
+	// ForwardTimeout bounds the wait for the master's answer to a forward
+	// (a receive: beyond its long-poll wait). Default
+	// DefaultForwardTimeout.
+	ForwardTimeout time.Duration
 }
 
 // DefaultClientExpiry is Config.ClientExpiry's default.
@@ -80,6 +100,7 @@ type Server struct {
 
 	b   *broker.Broker
 	pop popAPI
+	fwd *forwarder // nil without Config.Master
 	cfg Config
 	clk clock.Clock
 	log *slog.Logger
@@ -118,11 +139,25 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real
 	}
+	if cfg.Master != nil && cfg.Remoting == nil {
+		return nil, fmt.Errorf("%w: forwarding to the master needs a remoting client (Remoting)", ErrConfig)
+	}
+	if cfg.ForwardTimeout == 0 {
+		cfg.ForwardTimeout = DefaultForwardTimeout
+	}
+	if cfg.ForwardTimeout < 0 {
+		return nil, fmt.Errorf("%w: ForwardTimeout %v is negative", ErrConfig, cfg.ForwardTimeout)
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{b: b, pop: b, cfg: cfg, clk: cfg.Clock, log: cfg.Logger.With("component", "grpcfront")}
 	s.stop, s.cancelStop = context.WithCancel(context.Background())
+	if cfg.Master != nil {
+		s.fwd = &forwarder{b: b, master: cfg.Master, cl: cfg.Remoting, timeout: cfg.ForwardTimeout, stop: s.stop, log: s.log,
+			polls: remoting.NewClient(remoting.ClientOptions{Network: cfg.Network, Logger: cfg.Logger}), maxPolls: maxForwardedPolls}
+		s.pop = &routedPop{b: b, fwd: s.fwd}
+	}
 
 	opts := []grpc.ServerOption{
 		// A body at the broker's limit plus its properties must fit.
@@ -185,6 +220,9 @@ func (s *Server) Serve(ln net.Listener) error {
 // are closed at once and ctx's error is returned. Idempotent.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.cancelStop()
+	if s.fwd != nil {
+		s.fwd.polls.Close() // forwarded receives end
+	}
 	s.sessions.close()
 	done := make(chan struct{})
 	go func() {

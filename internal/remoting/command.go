@@ -112,8 +112,9 @@ type Command struct {
 
 // FullCode is the code as the header carried it: Code, or a JSON header's
 // code that does not fit int16 (RocketMQ 5 numbers some requests above
-// 32767, e.g. 200050 POP_MESSAGE). A Server answers requests with such a
-// code REQUEST_CODE_NOT_SUPPORTED itself.
+// 32767, e.g. 200050 POP_MESSAGE). A Server hands requests with such a
+// code to the handler HandleWide registered for it, and answers the others
+// REQUEST_CODE_NOT_SUPPORTED itself.
 func (c *Command) FullCode() int32 {
 	if c.wideCode != 0 {
 		return c.wideCode
@@ -138,6 +139,17 @@ func (c *Command) IsOneway() bool { return c.Flag&FlagOneway != 0 }
 // opaque is assigned when the request is sent.
 func NewRequest(code int16, ext map[string]string, body []byte) *Command {
 	return &Command{Code: code, Language: LanguageGo, Version: DefaultVersion, ExtFields: ext, Body: body}
+}
+
+// NewWideRequest is NewRequest for a code that may not fit int16
+// (RocketMQ 5's pop requests, 200050 and up). Such a request goes out only
+// with a JSON header (the binary header's code is 16 bits).
+func NewWideRequest(code int32, ext map[string]string, body []byte) *Command {
+	c := NewRequest(int16(code), ext, body)
+	if code != int32(int16(code)) {
+		c.Code, c.wideCode = 0, code
+	}
+	return c
 }
 
 // NewResponse returns a response to req: same opaque and serialisation

@@ -97,6 +97,7 @@ type owner struct {
 	maxInFlight int
 	handler     func(code int16) Handler
 	batch       func(code int16) *batchReg // nil, or returns nil for codes without one
+	wide        func(code int32) Handler   // nil, or returns nil for codes without one
 	onClose     func(*Conn)
 	// readerWrites: the reader writes what was queued while it was busy
 	// (server connections). A client's reader only reads: were the readers
@@ -290,12 +291,12 @@ func (c *Conn) finish() {
 func (c *Conn) Invoke(ctx context.Context, req *Command) (*Command, error) {
 	if err := ctx.Err(); err != nil {
 		req.release()
-		return nil, fmt.Errorf("remoting: invoke code %d on %s: %w", req.Code, c.nc.RemoteAddr(), err)
+		return nil, fmt.Errorf("remoting: invoke code %d on %s: %w", req.FullCode(), c.nc.RemoteAddr(), err)
 	}
 	select {
 	case <-c.closing:
 		req.release()
-		return nil, fmt.Errorf("remoting: invoke code %d on %s: %w", req.Code, c.nc.RemoteAddr(), ErrConnClosed)
+		return nil, fmt.Errorf("remoting: invoke code %d on %s: %w", req.FullCode(), c.nc.RemoteAddr(), ErrConnClosed)
 	default:
 	}
 	op := nextOpaque()
@@ -304,18 +305,18 @@ func (c *Conn) Invoke(ctx context.Context, req *Command) (*Command, error) {
 	ch := make(chan *Command, 1)
 	if !c.addPending(op, pendingCall{ch: ch}) {
 		req.release()
-		return nil, fmt.Errorf("remoting: invoke code %d on %s: %w", req.Code, c.nc.RemoteAddr(), ErrConnClosed)
+		return nil, fmt.Errorf("remoting: invoke code %d on %s: %w", req.FullCode(), c.nc.RemoteAddr(), ErrConnClosed)
 	}
 	if err := c.send(ctx, req); err != nil {
 		c.forget(op)
-		return nil, fmt.Errorf("remoting: invoke code %d on %s: %w", req.Code, c.nc.RemoteAddr(), err)
+		return nil, fmt.Errorf("remoting: invoke code %d on %s: %w", req.FullCode(), c.nc.RemoteAddr(), err)
 	}
 	select {
 	case resp := <-ch:
 		return resp, nil
 	case <-ctx.Done():
 		c.forget(op)
-		return nil, fmt.Errorf("remoting: invoke code %d opaque %d on %s: %w", req.Code, op, c.nc.RemoteAddr(), ctx.Err())
+		return nil, fmt.Errorf("remoting: invoke code %d opaque %d on %s: %w", req.FullCode(), op, c.nc.RemoteAddr(), ctx.Err())
 	case <-c.closing:
 		c.forget(op)
 		select {
@@ -323,7 +324,7 @@ func (c *Conn) Invoke(ctx context.Context, req *Command) (*Command, error) {
 			return resp, nil
 		default:
 		}
-		return nil, fmt.Errorf("remoting: invoke code %d opaque %d on %s: %w", req.Code, op, c.nc.RemoteAddr(), ErrConnClosed)
+		return nil, fmt.Errorf("remoting: invoke code %d opaque %d on %s: %w", req.FullCode(), op, c.nc.RemoteAddr(), ErrConnClosed)
 	}
 }
 
@@ -342,7 +343,7 @@ func (c *Conn) InvokeAsync(req *Command, cb func(*Command, error)) {
 	req.Opaque = op
 	req.Flag &^= FlagResponse | FlagOneway
 	fail := func(err error) {
-		cb(nil, fmt.Errorf("remoting: invoke code %d on %s: %w", req.Code, c.nc.RemoteAddr(), err))
+		cb(nil, fmt.Errorf("remoting: invoke code %d on %s: %w", req.FullCode(), c.nc.RemoteAddr(), err))
 	}
 	select {
 	case <-c.closing:
@@ -973,11 +974,16 @@ func (c *Conn) handle(req *Command) {
 func (c *Conn) call(req *Command) (resp *Command) {
 	defer func() {
 		if r := recover(); r != nil {
-			c.log.Error("handler panicked", "code", req.Code, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-			resp = NewResponse(req, CodeSystemError, fmt.Sprintf("internal error handling request code %d", req.Code))
+			c.log.Error("handler panicked", "code", req.FullCode(), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			resp = NewResponse(req, CodeSystemError, fmt.Sprintf("internal error handling request code %d", req.FullCode()))
 		}
 	}()
 	if req.wideCode != 0 {
+		if c.own.wide != nil {
+			if h := c.own.wide(req.wideCode); h != nil {
+				return h(c.ctx, c, req)
+			}
+		}
 		return notSupported(c.ctx, c, req)
 	}
 	return c.own.handler(req.Code)(c.ctx, c, req)

@@ -109,9 +109,11 @@
 //     instead of blocking in a write itself).
 //
 // A JSON header may carry a code that does not fit int16 (Java's code is
-// an int; RocketMQ 5 numbers some requests above 32767): a request with
-// one is answered REQUEST_CODE_NOT_SUPPORTED, a response with one is a
-// malformed frame.
+// an int; RocketMQ 5 numbers some requests above 32767, e.g. 200050
+// POP_MESSAGE): a request with one goes to the handler Server.HandleWide
+// registered for its code (Command.FullCode reads it), or is answered
+// REQUEST_CODE_NOT_SUPPORTED; NewWideRequest builds one (JSON header
+// only); a response with one is a malformed frame.
 //
 // Every goroutine belongs to a Server or a Client; their Close waits for
 // all of them.

@@ -39,6 +39,7 @@ type Server struct {
 	log      *slog.Logger
 	handlers atomic.Pointer[map[int16]Handler]
 	batch    atomic.Pointer[map[int16]*batchReg]
+	wide     atomic.Pointer[map[int32]Handler]
 	def      atomic.Pointer[Handler]
 	own      owner
 
@@ -87,6 +88,8 @@ func NewServer(opts ServerOptions) *Server {
 	s.handlers.Store(&empty)
 	noBatch := map[int16]*batchReg{}
 	s.batch.Store(&noBatch)
+	noWide := map[int32]Handler{}
+	s.wide.Store(&noWide)
 	s.own = owner{
 		wg:          &s.wg,
 		log:         log,
@@ -94,6 +97,7 @@ func NewServer(opts ServerOptions) *Server {
 		maxInFlight: opts.MaxInFlightPerConn,
 		handler:     s.handler,
 		batch:       s.batchHandler,
+		wide:        s.wideHandler,
 		onClose:     s.connClosed,
 		// The peers are clients whose readers only read (or other
 		// RocketMQ clients, whose readers do not wait on their writes).
@@ -135,6 +139,25 @@ func (s *Server) setHandler(code int16, h Handler, b *batchReg) {
 	s.handlers.Store(&hs)
 	s.batch.Store(&bs)
 }
+
+// HandleWide registers h for requests whose code does not fit int16
+// (JSON headers only: RocketMQ 5's POP_MESSAGE 200050 and its kin),
+// replacing any earlier one. A code that fits int16 goes to Handle. Call
+// it before Serve.
+func (s *Server) HandleWide(code int32, h Handler) {
+	if code == int32(int16(code)) {
+		s.Handle(int16(code), h)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ws := maps.Clone(*s.wide.Load())
+	ws[code] = h
+	s.wide.Store(&ws)
+}
+
+// wideHandler is the handler of a wide code, nil when none.
+func (s *Server) wideHandler(code int32) Handler { return (*s.wide.Load())[code] }
 
 func (s *Server) batchHandler(code int16) *batchReg { return (*s.batch.Load())[code] }
 

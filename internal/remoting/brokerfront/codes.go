@@ -30,6 +30,9 @@ var kindCodes = map[broker.Kind]int16{
 	broker.KindQueryNotFound:           rmq.RespQueryNotFound,
 	broker.KindSystemBusy:              rmq.RespSystemBusy,
 	broker.KindGroupNotExist:           rmq.RespSubscriptionGroupNotExist,
+	// Pop acknowledgements and changes of invisible time (pop.go).
+	broker.KindInvalidReceiptHandle: rmq.RespInvalidParameter,
+	broker.KindReceiptHandleExpired: rmq.RespNoMessage,
 }
 
 // errorResponse maps a broker error to a response code and remark. The

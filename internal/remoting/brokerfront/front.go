@@ -95,6 +95,7 @@ func (f *Front) Register(s *remoting.Server) {
 	s.Handle(rmq.CodeGetConsumerConnectionList, f.consumerConnections)
 	s.Handle(rmq.CodeGetConsumeStats, f.consumeStats)
 	s.Handle(rmq.CodeInvokeBrokerToResetOffset, f.resetOffset)
+	f.registerPop(s)
 }
 
 // id returns the connection's id, registering it with the broker on first

@@ -168,9 +168,11 @@ func TestSeparatorInPropertyValueIsRefused(t *testing.T) {
 }
 
 // TestPopMessageCodeOverRemoting: RocketMQ 5's POP_MESSAGE (200050) in a
-// JSON header, which int16 cannot hold, is answered
-// REQUEST_CODE_NOT_SUPPORTED by the broker and its connection serves the
-// next request (it used to be closed as a malformed frame).
+// JSON header, which int16 cannot hold, as a Java client writes it, is
+// served by the broker (here: the topic does not exist, code 17 naming
+// it; it used to be REQUEST_CODE_NOT_SUPPORTED, and before that the
+// connection was closed as a malformed frame), and its connection serves
+// the next request.
 func TestPopMessageCodeOverRemoting(t *testing.T) {
 	f := startFront(t)
 	nc, err := net.Dial("tcp", f.addr)
@@ -191,7 +193,7 @@ func TestPopMessageCodeOverRemoting(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no answer to code 200050: %v", err)
 	}
-	if resp.Code != remoting.CodeRequestCodeNotSupported || resp.Opaque != 41 || !strings.Contains(resp.Remark, "200050") {
+	if resp.Code != rmq.RespTopicNotExist || resp.Opaque != 41 || !strings.Contains(resp.Remark, `topic "T"`) {
 		t.Fatalf("answer %+v", resp)
 	}
 	next := remoting.NewRequest(rmq.CodeGetMaxOffset, map[string]string{"topic": "T", "queueId": "0"}, nil)

@@ -52,6 +52,19 @@ const (
 	// CodePetrelHandBackOffsets: a slave hands the consumer offsets
 	// committed on it while its master was away to the master (handback.go).
 	CodePetrelHandBackOffsets int16 = 10103
+	// CodePetrelForwardPopToDLQ moves a popped message to its group's
+	// dead-letter queue (a slave's gRPC front forwards the 5.x
+	// ForwardMessageToDeadLetterQueue with it; pop.go).
+	CodePetrelForwardPopToDLQ int16 = 10104
+)
+
+// RocketMQ 5's request codes above int16: JSON headers only
+// (remoting.NewWideRequest, Server.HandleWide); see pop.go.
+const (
+	CodePopMessage          int32 = 200050
+	CodeAckMessage          int32 = 200051
+	CodeChangeInvisibleTime int32 = 200053
+	CodeBatchAckMessage     int32 = 200151 // not served (pop.go says why)
 )
 
 // Response codes (RocketMQ's ResponseCode). 0 to 3 are also
@@ -77,4 +90,7 @@ const (
 	RespSubscriptionGroupNotExist int16 = 26
 	RespInvalidParameter          int16 = 29
 	RespConsumerNotOnline         int16 = 206
+	RespNoMessage                 int16 = 208
+	RespPollingFull               int16 = 209
+	RespPollingTimeout            int16 = 210
 )

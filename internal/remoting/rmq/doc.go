@@ -38,4 +38,6 @@
 //	retry.go     send back, Petrel's resend from DLQ and cancel delayed
 //	txn.go       end transaction, check transaction state
 //	reset.go     reset offsets (to the broker and to its consumers)
+//	pop.go       200050, 200051, 200053: pop, ack, change invisible time, the
+//	             extra info (POP_CK) a client sends back; Petrel's forward to DLQ
 package rmq
