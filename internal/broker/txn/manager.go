@@ -114,6 +114,23 @@ func (m *Manager) Start() {
 	m.armLocked(m.clk.Now(), true)
 }
 
+// Kick runs a round now (a slave's manager that just became the master's:
+// what fell due while it stood by is acted on at once). Before Start and
+// after Close it does nothing.
+func (m *Manager) Kick() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.started || m.closed {
+		return
+	}
+	now := m.clk.Now()
+	if m.running {
+		m.wantAt = now
+		return
+	}
+	m.armLocked(now, true)
+}
+
 // Close stops the rounds, waits for a round or End in progress and records
 // the progress offsets (made durable by the store's offset flush or
 // Close). End fails with ErrClosed after it. Idempotent.
@@ -255,6 +272,9 @@ func (m *Manager) process(now time.Time) time.Time {
 	nowMS := now.UnixMilli()
 	interval := m.cfg.CheckInterval.Milliseconds()
 	next := nowMS + interval
+	if m.cfg.Standby != nil && m.cfg.Standby() {
+		return time.UnixMilli(next)
+	}
 	var work []task
 	m.mu.Lock()
 	for _, t := range m.txns {
