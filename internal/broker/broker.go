@@ -58,6 +58,7 @@ type Broker struct {
 
 	role atomic.Int32 // Role, replication.go
 	repl *replWaiter  // nil: sends do not wait for slaves, replication.go
+	state streamState // the state stream, state.go
 }
 
 // New returns a broker over st, an open message store, and md, its metadata
@@ -92,6 +93,7 @@ func New(st store.MessageStore, md meta.Tables, cfg Config) (*Broker, error) {
 	if err := b.initFaults(); err != nil {
 		return nil, err
 	}
+	b.initState()
 	b.polls.init(cfg.Clock, cfg.LongPollMaxTotal, cfg.LongPollMaxPerConn)
 	b.clients.init()
 	b.conns.init()
@@ -126,11 +128,12 @@ func New(st store.MessageStore, md meta.Tables, cfg Config) (*Broker, error) {
 	}
 	st.AddListener(b.onArrived)
 	b.startReplication()
+	b.startState()
 	b.kickTimers(TimerTopic) // what was dispatched since the replay
 	b.armExpiry()
 	b.startStats()
 	b.log.Info("broker started", "cluster", cfg.ClusterName, "broker_id", cfg.BrokerID, "role", cfg.Role.String(),
-		"sync_replication", b.repl != nil,
+		"sync_replication", b.repl != nil, "state_replication", cfg.StateReplication,
 		"store_host", cfg.StoreHost.String(), "auto_create_topics", cfg.AutoCreateTopics)
 	return b, nil
 }
@@ -145,6 +148,7 @@ func (b *Broker) Close() error {
 			b.repl.cancel() // waits for the slaves end now: their sends are answered
 		}
 		b.sends.close() // before the timers and transactions its sends use
+		b.closeState()
 		if b.repl != nil {
 			b.repl.close()
 		}
@@ -191,6 +195,7 @@ func (b *Broker) OnTopicsChanged(fn func()) {
 // OnTopicsChanged hooks, or a wait for a run of them that begins after this
 // call (see OnTopicsChanged).
 func (b *Broker) topicsChanged(name string) {
+	b.stateTopicChanged(name)
 	if changeHooks := b.changeHooks.list(); len(changeHooks) > 0 {
 		t, ok, v := b.meta.TopicAt(name)
 		c := TopicChange{Name: name, Topic: topicFromMeta(t), Deleted: !ok, Version: versionFromMeta(v)}

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -45,6 +46,21 @@ type Config struct {
 	// (replstatus.go) for runtime info and metrics; it must be quick and
 	// safe for concurrent use. Default nil: not replicated.
 	ReplicationStatus func() ReplicationInfo
+	// StateReplication makes the broker take part in its group's state
+	// stream (state.go): a master writes its topic, group and offset
+	// changes (and the state other parts register) into StateTopic; a
+	// slave applies them to its own tables and hands offsets committed on
+	// it back to the master. The daemon sets it on every member of a
+	// replicated group. Default false: a single broker writes nothing.
+	StateReplication bool
+	// StateFlushInterval is how often a master emits the consumer offsets
+	// changed since the last time, and a slave hands its pending offsets
+	// back, by Clock. Default 1 s.
+	StateFlushInterval time.Duration
+	// HandBackOffsets, on a slave, hands offsets committed on it to its
+	// master (TakeHandedBackOffsets there) and returns the master's answer;
+	// the daemon sets it. Nil: offsets committed on the slave stay pending.
+	HandBackOffsets func(ctx context.Context, offs []OffsetEntry) (HandBack, error)
 	// StoreHost is the client-facing address. Default: the store's
 	// StoreHost. Its IPv4 bytes seed the UNIQ_KEY given to batch items.
 	StoreHost netip.AddrPort
@@ -167,6 +183,7 @@ func DefaultConfig() Config {
 		DedupWindow:              10 * time.Minute,
 		PopMaxInFlight:           100_000,
 		ReplicationTimeout:       3 * time.Second,
+		StateFlushInterval:       time.Second,
 		Clock:                    clock.Real,
 		Logger:                   slog.New(slog.DiscardHandler),
 	}
@@ -192,6 +209,7 @@ func (c *Config) fill() {
 	c.DefaultMaxReconsumeTimes = cmp.Or(c.DefaultMaxReconsumeTimes, d.DefaultMaxReconsumeTimes)
 	c.PopMaxInFlight = cmp.Or(c.PopMaxInFlight, d.PopMaxInFlight)
 	c.ReplicationTimeout = cmp.Or(c.ReplicationTimeout, d.ReplicationTimeout)
+	c.StateFlushInterval = cmp.Or(c.StateFlushInterval, d.StateFlushInterval)
 	c.Clock = cmp.Or(c.Clock, d.Clock)
 	c.Logger = cmp.Or(c.Logger, d.Logger)
 }
@@ -223,6 +241,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("broker: Role %v is neither master nor slave", c.Role)
 	case c.ReplicationTimeout < time.Millisecond:
 		return fmt.Errorf("broker: ReplicationTimeout %v is below the minimum 1ms", c.ReplicationTimeout)
+	case c.StateFlushInterval < time.Millisecond:
+		return fmt.Errorf("broker: StateFlushInterval %v is below the minimum 1ms", c.StateFlushInterval)
 	case c.DefaultMaxReconsumeTimes < 1:
 		return fmt.Errorf("broker: DefaultMaxReconsumeTimes %d must be positive", c.DefaultMaxReconsumeTimes)
 	}

@@ -55,6 +55,7 @@ func (b *Broker) OnGroupChanged(fn func(group string)) {
 }
 
 func (b *Broker) groupChanged(group string) {
+	b.stateGroupChanged(group)
 	for _, fn := range b.groupHooks.list() {
 		fn(group)
 	}
@@ -216,7 +217,7 @@ func (b *Broker) DeleteGroup(name string, cleanOffset bool) error {
 		return errorf(KindSystemError, err, "deleting subscription group %q failed; retry", name)
 	}
 	if cleanOffset {
-		b.meta.DeleteOffsets(name, "")
+		b.deleteOffsets(name, "")
 		if err := b.meta.SyncOffsets(context.Background()); err != nil {
 			return errorf(KindSystemError, err, "removing the offsets of group %q failed; retry", name)
 		}

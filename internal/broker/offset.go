@@ -35,7 +35,7 @@ func (b *Broker) UpdateConsumerOffset(group, topic string, queueID int32, offset
 	if group == "" || topic == "" || offset < 0 {
 		return
 	}
-	b.meta.CommitOffset(group, topic, queueID, offset)
+	b.commitOffset(group, topic, queueID, offset)
 }
 
 // MaxOffset returns the offset the queue's next message will get (0 for an

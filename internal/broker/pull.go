@@ -164,7 +164,7 @@ func (b *Broker) pull(ctx context.Context, req *PullRequest) (*PullResult, error
 		return nil, err
 	}
 	if req.SysFlag&PullFlagCommitOffset != 0 && req.CommitOffset >= 0 {
-		b.meta.CommitOffset(req.Group, req.Topic, req.QueueID, req.CommitOffset)
+		b.commitOffset(req.Group, req.Topic, req.QueueID, req.CommitOffset)
 	}
 	p := &puller{b: b, req: req, maxMsgs: max(int(req.MaxMsgs), 1), filter: spec.tagFilter(), rec: spec.recordFilter()}
 	res, err := p.read(req.Offset)

@@ -96,9 +96,18 @@ func (b *Broker) Role() Role { return Role(b.role.Load()) }
 
 // SetRole changes the role at run time (failover promotes a slave). Sends
 // already being stored finish under the role they started with.
+//
+// With state replication, a slave turning master first applies every
+// state record readable (its tables then hold what the old master's
+// commit point covered), then writes a snapshot of its own; a master
+// turning slave skips its own records (its tables are their source).
 func (b *Broker) SetRole(r Role) {
+	if r == RoleMaster {
+		b.drainState()
+	}
 	if old := Role(b.role.Swap(int32(r))); old != r {
 		b.log.Info("broker role changed", "from", old.String(), "to", r.String())
+		b.stateRoleChanged(r)
 	}
 }
 
@@ -269,7 +278,7 @@ func (w *replWaiter) close() {
 // read-only topic of those queues, so that the slave serves pulls before
 // (or without) the master's topic table. On a master: none.
 func (b *Broker) replicatedTopic(name string) (meta.Topic, bool) {
-	if b.Role() != RoleSlave {
+	if b.Role() != RoleSlave || name == StateTopic {
 		return meta.Topic{}, false
 	}
 	qs := b.st.QueueIDs(name)

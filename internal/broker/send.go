@@ -180,7 +180,7 @@ func (b *Broker) prepareSend(ctx context.Context, req *SendRequest, create bool)
 	if err := checkTopicName(req.Topic); err != nil {
 		return nil, 0, err
 	}
-	if txn.IsSystemTopic(req.Topic) || req.Topic == TimerTopic {
+	if txn.IsSystemTopic(req.Topic) || req.Topic == TimerTopic || req.Topic == StateTopic {
 		return nil, 0, errorf(KindMessageIllegal, nil, "topic %q is a system topic of the broker; producers may not send to it", req.Topic)
 	}
 	if req.Transactional && req.Batch {

@@ -12,6 +12,9 @@ import (
 // as RocketMQ's topic config lists its system topics.
 func (b *Broker) SystemTopics() []TopicConfig {
 	names := []string{TimerTopic, txn.HalfTopic, txn.OpTopic}
+	if b.stateOn() || b.st.MaxOffset(StateTopic, 0) > 0 {
+		names = append(names, StateTopic)
+	}
 	if b.st.MaxOffset(txn.CheckMaxTimeTopic, 0) > 0 {
 		names = append(names, txn.CheckMaxTimeTopic)
 	}

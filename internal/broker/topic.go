@@ -93,7 +93,7 @@ func (b *Broker) DeleteTopic(name string) error {
 	if err := b.st.DeleteTopic(name); err != nil {
 		return errorf(KindSystemError, err, "deleting the queues of topic %q failed; retry", name)
 	}
-	b.meta.DeleteTopicOffsets(name)
+	b.deleteTopicOffsets(name)
 	b.stats.topics.Delete(name) // its traffic counters go with it
 	if err := b.resetPops(name); err != nil {
 		return errorf(KindSystemError, err, "forgetting the simple consumers' positions on topic %q failed; retry", name)
