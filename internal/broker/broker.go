@@ -56,9 +56,9 @@ type Broker struct {
 	sends  sendWork      // goroutines of sends that had to wait, sendbatch.go
 	faults faultHooks    // test-only faults (build tag verifyfault), faults_*.go
 
-	role atomic.Int32 // Role, replication.go
-	repl *replWaiter  // nil: sends do not wait for slaves, replication.go
-	state streamState // the state stream, state.go
+	role  atomic.Int32 // Role, replication.go
+	repl  *replWaiter  // nil: sends do not wait for slaves, replication.go
+	state streamState  // the state stream, state.go
 }
 
 // New returns a broker over st, an open message store, and md, its metadata
@@ -126,6 +126,7 @@ func New(st store.MessageStore, md meta.Tables, cfg Config) (*Broker, error) {
 		b.txns.m.Close()
 		return nil, errorf(KindSystemError, err, "pop consumption state cannot be loaded")
 	}
+	b.registerSlaveState()
 	st.AddListener(b.onArrived)
 	b.startReplication()
 	b.startState()

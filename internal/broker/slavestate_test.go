@@ -1,20 +1,26 @@
 package broker
 
 import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/petrelmq/petrel/internal/broker/pop"
 	"github.com/petrelmq/petrel/internal/broker/txn"
+	"github.com/petrelmq/petrel/internal/message"
 	"github.com/petrelmq/petrel/internal/store"
 )
 
-// asSlave makes a broker a slave of its group (broker id 1).
-func asSlave(_ *store.Config, c *Config) { c.BrokerID = 1; c.Role = RoleSlave }
+// ssSlave makes a broker a slave of its group (broker id 1).
+func ssSlave(_ *store.Config, c *Config) { c.BrokerID = 1; c.Role = RoleSlave }
 
-// replicate copies the master's commit log from the slave's end to the
+// ssReplicate copies the master's commit log from the slave's end to the
 // master's written end, byte for byte, as the ha fetcher does, and waits
 // until the slave has dispatched it.
-func replicate(t *testing.T, master, slave *env) {
+func ssReplicate(t *testing.T, master, slave *env) {
 	t.Helper()
 	for off := slave.file.Written(); off < master.file.Written(); {
 		b, err := master.file.ReadRaw(off, 1<<20)
@@ -44,10 +50,10 @@ func TestSlaveRunsNoTransactionCheckBacks(t *testing.T) {
 	m.sendHalf("T1", "pg", "TX-SLAVE", "ask the master")
 	m.waitMax(txn.HalfTopic, 0, 1)
 
-	s := newDiskEnv(t, asSlave)
+	s := newDiskEnv(t, ssSlave)
 	tc := newTestConns(s.b)
 	s.b.Heartbeat(tc.id(1), Heartbeat{ClientID: "producer", Producers: []string{"pg"}})
-	replicate(t, m, s)
+	ssReplicate(t, m, s)
 	s.waitMax(txn.HalfTopic, 0, 1)
 	end := s.file.Written()
 	for range 40 {
@@ -58,5 +64,175 @@ func TestSlaveRunsNoTransactionCheckBacks(t *testing.T) {
 	}
 	if got := s.file.Written(); got != end {
 		t.Fatalf("the slave's log grew from %d to %d by itself", end, got)
+	}
+}
+
+// ssPair is a master and a slave of one group with state replication, on
+// file stores; sync ships the master's log to the slave and applies it.
+type ssPair struct {
+	t    *testing.T
+	m, s *env
+}
+
+func ssStateOn(_ *store.Config, c *Config) { c.StateReplication = true }
+
+func newSSPair(t *testing.T, opts ...func(*store.Config, *Config)) *ssPair {
+	m := newDiskEnv(t, append([]func(*store.Config, *Config){ssStateOn}, opts...)...)
+	s := newDiskEnv(t, append([]func(*store.Config, *Config){ssStateOn, ssSlave}, opts...)...)
+	return &ssPair{t: t, m: m, s: s}
+}
+
+// sync waits until the master stored every state record emitted so far,
+// copies its log to the slave and has the slave apply the state records.
+func (p *ssPair) sync() {
+	p.t.Helper()
+	if err := p.m.b.emitStateSync(p.t.Context(), stateKindBarrier, nil); err != nil {
+		p.t.Fatalf("state barrier: %v", err)
+	}
+	ssReplicate(p.t, p.m, p.s)
+	p.s.b.applyState()
+	if cur, end := p.s.b.stateCursor(), p.s.st.MaxOffset(StateTopic, 0); cur != end {
+		p.t.Fatalf("the slave applied the state topic up to %d of %d", cur, end)
+	}
+}
+
+func popOn(t *testing.T, e *env, req *PopRequest) []PoppedMessage {
+	t.Helper()
+	got, err := e.b.Pop(context.Background(), req)
+	if err != nil {
+		t.Fatalf("pop %+v: %v", *req, err)
+	}
+	return got
+}
+
+// TestSlavePopStateFollowsTheMaster: after pops, acks and changes of
+// invisible time on the master, the slave's pop store equals the
+// master's (cursors, in-flight messages with their generations, attempts
+// and invisible times). Promoted, the slave takes the master's receipt
+// handles and delivers only what the master never delivered.
+func TestSlavePopStateFollowsTheMaster(t *testing.T) {
+	p := newSSPair(t)
+	p.m.createTopic("T", 2)
+	for i := range 12 {
+		p.m.send("T", int32(i%2), fmt.Sprintf("m%d", i))
+	}
+	first := popOn(t, p.m, popReq("G", "T", 4))
+	second := popOn(t, p.m, popReq("G", "T", 3))
+	if len(first) != 4 || len(second) != 3 {
+		t.Fatalf("popped %d and %d messages", len(first), len(second))
+	}
+	for _, m := range first[:2] {
+		if err := p.m.b.AckPop("G", "T", m.Handle); err != nil {
+			t.Fatal(err)
+		}
+	}
+	changed, err := p.m.b.ChangeInvisible("G", "T", first[2].Handle, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.m.clk.Advance(time.Second)
+	p.s.clk.Advance(time.Second)
+	p.sync()
+	want, got := p.m.b.pops.st.Queues(), p.s.b.pops.st.Queues()
+	if len(want) == 0 || !reflect.DeepEqual(got, want) {
+		t.Fatalf("slave's pop state\n%+v\nmaster's\n%+v", got, want)
+	}
+
+	p.s.b.SetRole(RoleMaster)
+	if err := p.s.b.AckPop("G", "T", changed); err != nil {
+		t.Fatalf("the master's changed handle on the promoted slave: %v", err)
+	}
+	if err := p.s.b.AckPop("G", "T", first[2].Handle); err == nil {
+		t.Fatal("the handle a change replaced acknowledged on the promoted slave")
+	}
+	if err := p.s.b.AckPop("G", "T", second[0].Handle); err != nil {
+		t.Fatalf("the master's handle on the promoted slave: %v", err)
+	}
+	rest := popOn(t, p.s, popReq("G", "T", 32))
+	var seen []string
+	for _, m := range append(append(first, second...), rest...) {
+		seen = append(seen, bodies(t, []PoppedMessage{m})...)
+	}
+	slices.Sort(seen)
+	if len(rest) != 5 || len(slices.Compact(seen)) != 12 {
+		t.Fatalf("the promoted slave delivered %v; with the master's deliveries: %v, want each of 12 once", bodies(t, rest), seen)
+	}
+}
+
+// TestSlavePopStateFromASnapshot: a slave that starts after the master's
+// pops (its log copied whole, the master's startup snapshot in it) and one
+// with stale pop state of its own both end with the master's state.
+func TestSlavePopStateFromASnapshot(t *testing.T) {
+	p := newSSPair(t)
+	// Stale state on the slave, which the snapshot replaces.
+	k := pop.Key{Group: "stale", Topic: "X"}
+	if _, tk, err := p.s.b.pops.st.Claim(pop.Claim{Key: k, From: 0, To: 2, New: []int64{0, 1}, Until: t0.Add(time.Hour)}); err != nil || p.s.b.pops.st.Sync(tk) != nil {
+		t.Fatalf("stale claim: %v", err)
+	}
+	p.m.createTopic("T", 1)
+	for i := range 4 {
+		p.m.send("T", 0, fmt.Sprintf("m%d", i))
+	}
+	popOn(t, p.m, popReq("G", "T", 3))
+	// A new snapshot after the pops, as the master writes when its log grew.
+	p.m.b.stateRoleChanged(RoleMaster)
+	p.sync()
+	if want, got := p.m.b.pops.st.Queues(), p.s.b.pops.st.Queues(); len(want) != 1 || !reflect.DeepEqual(got, want) {
+		t.Fatalf("slave's pop state\n%+v\nmaster's\n%+v", got, want)
+	}
+}
+
+// TestPromotedSlaveFiresOnlyTheTimersTheMasterDidNot: the master fires
+// the timers due while it runs; its slave passes those its clock reaches
+// (and only those the master fired), and, promoted, skips the others the
+// master fired and delivers only the rest, each once and none early.
+func TestPromotedSlaveFiresOnlyTheTimersTheMasterDidNot(t *testing.T) {
+	p := newSSPair(t)
+	p.m.createTopic("T", 1)
+	for i := range 2 {
+		p.m.delayed("T", fmt.Sprintf("first%d", i), PropertyTimerDelaySec, "2", message.PropertyUniqKey, fmt.Sprintf("F%d", i))
+		p.m.delayed("T", fmt.Sprintf("mid%d", i), PropertyTimerDelaySec, "8", message.PropertyUniqKey, fmt.Sprintf("M%d", i))
+		p.m.delayed("T", fmt.Sprintf("late%d", i), PropertyTimerDelaySec, "60", message.PropertyUniqKey, fmt.Sprintf("L%d", i))
+	}
+	p.m.waitPending(6)
+	p.sync()
+	p.s.waitPending(6)
+
+	// Both clocks reach the first timers; the master fires them, the
+	// slave waits for the master's word and then passes them.
+	p.m.clk.Advance(3 * time.Second)
+	p.s.clk.Advance(3 * time.Second)
+	p.m.waitMax("T", 0, 2)
+	p.m.waitPending(4)
+	if got := p.s.b.PendingTimers(); got != 6 {
+		t.Fatalf("the slave passed %d timers before its master fired them", 6-got)
+	}
+	p.sync()
+	p.s.waitPending(4)
+
+	// The master fires the mid timers; the slave's clock lags behind.
+	p.m.clk.Advance(6 * time.Second)
+	p.m.waitMax("T", 0, 4)
+	p.m.waitPending(2)
+	p.sync()
+	if got := p.s.st.MaxOffset("T", 0); got != 4 {
+		t.Fatalf("the slave's topic holds %d messages, want the master's 4", got)
+	}
+
+	// The master is gone; the slave takes over.
+	p.s.b.SetRole(RoleMaster)
+	p.s.clk.Advance(10 * time.Second)
+	p.s.waitPending(2) // the mid timers skipped: the master fired them
+	p.s.clk.Advance(40 * time.Second)
+	if got := p.s.st.MaxOffset("T", 0); got != 4 {
+		t.Fatalf("the promoted slave delivered %d messages before their time", got-4)
+	}
+	p.s.clk.Advance(10 * time.Second)
+	p.s.waitMax("T", 0, 6)
+	p.s.waitPending(0)
+	got := p.s.mustPull(pullReq("g", "T", 0, 0).withSub("*")).bodies
+	slices.Sort(got)
+	if want := []string{"first0", "first1", "late0", "late1", "mid0", "mid1"}; !slices.Equal(got, want) || p.s.st.MaxOffset("T", 0) != 6 {
+		t.Fatalf("delivered %v (%d messages), want each of %v once", got, p.s.st.MaxOffset("T", 0), want)
 	}
 }
