@@ -236,3 +236,93 @@ func TestPromotedSlaveFiresOnlyTheTimersTheMasterDidNot(t *testing.T) {
 		t.Fatalf("delivered %v (%d messages), want each of %v once", got, p.s.st.MaxOffset("T", 0), want)
 	}
 }
+
+// TestPromotedSlaveAnswersAResendAsTheOriginal: a message the master
+// acknowledged, resent to the promoted slave with the same UNIQ_KEY (the
+// producer's retry after the master died), is answered with the original
+// send's queue and offsets and stored no second time.
+func TestPromotedSlaveAnswersAResendAsTheOriginal(t *testing.T) {
+	p := newSSPair(t)
+	p.m.createTopic("T", 1)
+	p.m.send("T", 0, "before")
+	orig := p.m.send("T", 0, "once", message.PropertyUniqKey, "U-ONCE")
+	p.sync()
+
+	p.s.b.SetRole(RoleMaster)
+	again, err := p.s.b.Send(context.Background(), sendReq("T", 0, "once", message.PropertyUniqKey, "U-ONCE"))
+	if err != nil {
+		t.Fatalf("resend to the promoted slave: %v", err)
+	}
+	_, origPhys, _ := message.ParseOffsetID(orig.MsgID)
+	_, againPhys, _ := message.ParseOffsetID(again.MsgID)
+	if again.Status != SendOK || again.QueueID != orig.QueueID || again.QueueOffset != orig.QueueOffset || againPhys != origPhys {
+		t.Fatalf("resend answered %+v, want the original %+v", again, orig)
+	}
+	if got := p.s.st.MaxOffset("T", 0); got != 2 {
+		t.Fatalf("the promoted slave's topic holds %d messages, want 2 (no second copy)", got)
+	}
+	// A new id is stored.
+	if res := p.s.send("T", 0, "new", message.PropertyUniqKey, "U-NEW"); res.QueueOffset != 2 {
+		t.Fatalf("a new message at queue offset %d, want 2", res.QueueOffset)
+	}
+}
+
+// TestPromotedSlaveKnowsWhichHalvesAreResolved: halves committed and
+// rolled back on the master are resolved on its promoted slave: only the
+// undecided one is checked back, a second commit of the committed one is
+// ignored (no second copy), and the undecided one can be committed there.
+func TestPromotedSlaveKnowsWhichHalvesAreResolved(t *testing.T) {
+	p := newSSPair(t)
+	p.m.createTopic("T1", 1)
+	end := func(b *Broker, id string, how int32) error {
+		t.Helper()
+		phys, qo, err := p.m.b.FindHalf(context.Background(), "pg", id)
+		if err != nil {
+			t.Fatalf("find %s: %v", id, err)
+		}
+		return b.EndTransaction(EndTransactionRequest{ProducerGroup: "pg", TranStateTableOffset: qo, CommitLogOffset: phys, CommitOrRollback: how})
+	}
+	for _, id := range []string{"TX-COMMIT", "TX-ROLLBACK", "TX-OPEN"} {
+		p.m.sendHalf("T1", "pg", id, id)
+	}
+	p.m.waitMax(txn.HalfTopic, 0, 3)
+	if err := end(p.m.b, "TX-COMMIT", txn.EndCommit); err != nil {
+		t.Fatal(err)
+	}
+	if err := end(p.m.b, "TX-ROLLBACK", txn.EndRollback); err != nil {
+		t.Fatal(err)
+	}
+	p.m.waitMax("T1", 0, 1)
+	p.m.waitMax(txn.OpTopic, 0, 2)
+	p.sync()
+
+	tc := newTestConns(p.s.b)
+	p.s.b.Heartbeat(tc.id(1), Heartbeat{ClientID: "producer", Producers: []string{"pg"}})
+	p.s.b.SetRole(RoleMaster)
+	for range 4 {
+		p.s.clk.Advance(5 * time.Second)
+	}
+	checks, _ := tc.handler(1).state()
+	if len(checks) == 0 {
+		t.Fatal("the promoted slave checked back no transaction")
+	}
+	for _, c := range checks {
+		if c.Header.TransactionID != "TX-OPEN" {
+			t.Fatalf("the promoted slave checked back %s, a transaction the master resolved", c.Header.TransactionID)
+		}
+	}
+	if n := p.s.b.OpenTransactions(); n != 1 {
+		t.Fatalf("the promoted slave has %d open transactions, want 1", n)
+	}
+	if err := end(p.s.b, "TX-COMMIT", txn.EndCommit); err != nil {
+		t.Fatalf("a second commit: %v", err)
+	}
+	if err := end(p.s.b, "TX-OPEN", txn.EndCommit); err != nil {
+		t.Fatalf("commit of the open transaction on the promoted slave: %v", err)
+	}
+	p.s.waitMax("T1", 0, 2)
+	got := p.s.mustPull(pullReq("g", "T1", 0, 0).withSub("*")).bodies
+	if !slices.Equal(got, []string{"TX-COMMIT", "TX-OPEN"}) {
+		t.Fatalf("T1 on the promoted slave holds %v, want TX-COMMIT once and TX-OPEN", got)
+	}
+}

@@ -35,6 +35,7 @@ type Manager struct {
 	doneAhead map[int64]struct{}
 	scanned   int64 // halves below this offset were read by a scan
 	opNext    int64 // op records below this offset concern halves below the progress
+	opRead    int64 // op records below this offset are in the state (rebuild, followOps)
 	started   bool
 	closed    bool
 	running   bool      // a round is in progress
@@ -245,6 +246,9 @@ func (m *Manager) fire(gen uint64) {
 func (m *Manager) round(now time.Time) time.Time {
 	if err := m.scan(); err != nil {
 		m.log.Warn("reading half messages failed", "err", err)
+	}
+	if err := m.followOps(); err != nil {
+		m.log.Warn("reading op records failed", "err", err)
 	}
 	next := m.process(now)
 	m.saveProgress()
