@@ -284,6 +284,7 @@ func (b *Broker) armStateTick() {
 		}
 		if b.Role() == RoleMaster {
 			b.emitOffsetDiff()
+			s.kick() // the writer checks whether a snapshot is due
 		} else {
 			b.handBackPending()
 		}
@@ -305,6 +306,9 @@ func (b *Broker) runStateWriter() {
 		items, snap, closed := s.q, s.snapWant && b.Role() == RoleMaster, s.closed
 		s.q, s.snapWant = nil, false
 		s.mu.Unlock()
+		if snap && !closed {
+			b.writeSnapshot() // first: the queued records are older than its state, and replay is idempotent
+		}
 		if len(items) > 0 {
 			err := b.storeState(items, closed)
 			for _, it := range items {
@@ -319,7 +323,7 @@ func (b *Broker) runStateWriter() {
 			s.notFull.Broadcast()
 			s.mu.Unlock()
 		}
-		if !closed && (snap || b.snapshotDue()) {
+		if !closed && b.snapshotDue() {
 			b.writeSnapshot()
 		}
 		if closed {
@@ -339,7 +343,7 @@ func (b *Broker) snapshotDue() bool {
 	if b.Role() != RoleMaster || s.lastSnap < 0 {
 		return false
 	}
-	return s.written.Load()-s.lastSnap > b.st.Config().SegmentBytes/2
+	return b.st.Durable()-s.lastSnap > b.st.Config().SegmentBytes/2
 }
 
 // storeState appends recs in messages of at most stateMaxMessage, retrying
@@ -421,7 +425,7 @@ func (b *Broker) writeSnapshot() {
 		s.snapID--
 		return
 	}
-	s.lastSnap = s.written.Load()
+	s.lastSnap = b.st.Durable()
 	b.log.Info("state snapshot written", "snapshot", s.snapID, "records", len(items), "log_end", s.lastSnap)
 }
 

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/petrelmq/petrel/internal/broker"
@@ -124,6 +125,8 @@ type Broker struct {
 	ready     metrics.Readiness
 	stopReady context.CancelFunc
 	readyDone chan struct{}
+
+	handBack atomic.Pointer[handBackPeer] // a slave's way to its master, handback.go
 }
 
 // StartBroker opens the store (recovering it), listens and registers with
@@ -179,6 +182,7 @@ func StartBroker(cfg BrokerConfig) (_ *Broker, err error) {
 			return nil, err
 		}
 	}
+	d.setupStateReplication(&cfg)
 	b, err := broker.New(st, st.Meta(), cfg.Broker)
 	if err != nil {
 		d.closeReplication()
@@ -198,6 +202,7 @@ func StartBroker(cfg BrokerConfig) (_ *Broker, err error) {
 		Cluster: bc.ClusterName, Name: bc.BrokerName, ID: bc.BrokerID, Addr: adv,
 		HAServerAddr: d.haAdvertise(adv),
 	}, cfg.Registrar)
+	d.handBack.Store(&handBackPeer{client: d.client, reg: d.reg})
 	if d.repl != nil && cfg.Broker.Role == broker.RoleSlave {
 		if err := d.repl.startSlave(d.masterHA(cfg.HA.Master)); err != nil {
 			b.Close()

@@ -49,6 +49,9 @@ const (
 	// Petrel's own requests, above RocketMQ's range.
 	CodePetrelResendDLQ     int16 = 10101
 	CodePetrelCancelDelayed int16 = 10102
+	// CodePetrelHandBackOffsets: a slave hands the consumer offsets
+	// committed on it while its master was away to the master (handback.go).
+	CodePetrelHandBackOffsets int16 = 10103
 )
 
 // Response codes (RocketMQ's ResponseCode). 0 to 3 are also
