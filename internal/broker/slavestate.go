@@ -41,6 +41,7 @@ package broker
 import (
 	"fmt"
 	"path"
+	"slices"
 
 	"github.com/petrelmq/petrel/internal/broker/staterec"
 	"github.com/petrelmq/petrel/internal/broker/timer"
@@ -108,7 +109,7 @@ func (b *Broker) applyTimersFired(p []byte) error {
 		return err
 	}
 	if t.fired.NeedsCompact() {
-		if err := t.fired.Compact(t.ts.Checkpoint); err != nil {
+		if err := t.fired.Compact(t.ts.Checkpoint, b.st.CommitLogMinOffset()); err != nil {
 			b.log.Warn("compacting the fired-timer set failed", "err", err)
 		}
 	}
@@ -117,9 +118,15 @@ func (b *Broker) applyTimersFired(p []byte) error {
 }
 
 // firedOnSlave decides a Fire batch on a slave: passed when the master
-// fired all of it, deferred otherwise.
+// fired all of it, deferred otherwise. A timer whose record retention
+// removed counts as fired: nobody can deliver it (the master skips it too).
 func (b *Broker) firedOnSlave(due []timer.Entry) error {
-	if t := b.timers; t != nil && t.fired != nil && t.fired.TakeAll(due) {
+	floor := b.st.CommitLogMinOffset()
+	live := due
+	if slices.ContainsFunc(due, func(e timer.Entry) bool { return e.Offset < floor }) {
+		live = slices.DeleteFunc(slices.Clone(due), func(e timer.Entry) bool { return e.Offset < floor })
+	}
+	if t := b.timers; t != nil && t.fired != nil && t.fired.TakeAll(live) {
 		return nil
 	}
 	return fmt.Errorf("%w: %w", timer.ErrWait, b.errSlave(KindServiceUnavailable, "timer deliveries"))

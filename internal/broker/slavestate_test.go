@@ -2,13 +2,16 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/petrelmq/petrel/internal/broker/pop"
+	"github.com/petrelmq/petrel/internal/broker/timer"
 	"github.com/petrelmq/petrel/internal/broker/txn"
 	"github.com/petrelmq/petrel/internal/message"
 	"github.com/petrelmq/petrel/internal/store"
@@ -324,5 +327,46 @@ func TestPromotedSlaveKnowsWhichHalvesAreResolved(t *testing.T) {
 	got := p.s.mustPull(pullReq("g", "T1", 0, 0).withSub("*")).bodies
 	if !slices.Equal(got, []string{"TX-COMMIT", "TX-OPEN"}) {
 		t.Fatalf("T1 on the promoted slave holds %v, want TX-COMMIT once and TX-OPEN", got)
+	}
+}
+
+// TestSlavePassesTimersWhoseRecordIsGone: on a slave, a due timer whose
+// record retention removed is passed whether or not the master's word
+// came (nobody can deliver it); one whose record is there waits for it.
+func TestSlavePassesTimersWhoseRecordIsGone(t *testing.T) {
+	s := newDiskEnv(t, ssStateOn, ssSlave, func(sc *store.Config, _ *Config) {
+		sc.SegmentBytes = 8 << 10
+		sc.MaxMessageBytes = 4 << 10
+		sc.RetentionInterval = 1000 * sc.FileReservedTime
+	})
+	for i := range 60 {
+		m := &message.Message{Topic: "Replicated", Body: []byte(fmt.Sprint(strings.Repeat("p", 500), i)), BornHost: s.scfg.StoreHost, StoreHost: s.scfg.StoreHost}
+		if err := s.st.Put(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.waitMax("Replicated", 0, 60)
+	u, _ := s.fs.Usage("/")
+	s.fs.SetCapacity(int64(float64(u.UsedBytes) / 0.85))
+	if rep, err := s.file.RunRetention(); err != nil || rep.SegmentsRemoved == 0 {
+		t.Fatalf("retention: %+v %v", rep, err)
+	}
+	s.fs.SetCapacity(0)
+	floor := s.st.CommitLogMinOffset()
+	if floor == 0 {
+		t.Fatal("retention removed nothing")
+	}
+	gone := []timer.Entry{{Offset: 0}, {Offset: floor - 1}}
+	if err := s.b.firedOnSlave(gone); err != nil {
+		t.Fatalf("timers whose records are gone: %v", err)
+	}
+	if err := s.b.firedOnSlave(append(gone, timer.Entry{Offset: floor})); !errors.Is(err, timer.ErrWait) {
+		t.Fatalf("a timer the master did not fire: %v, want ErrWait", err)
+	}
+	if err := s.b.applyTimersFired(timer.EncodeFiredBatch([]int64{floor})); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.b.firedOnSlave(append(gone, timer.Entry{Offset: floor})); err != nil {
+		t.Fatalf("once the master fired it: %v", err)
 	}
 }

@@ -97,6 +97,7 @@ type FiredSet struct {
 	file     vfs.File
 	size     int64 // bytes of the file
 	inFile   int   // offsets in the file
+	added    int   // offsets added since the last compaction
 	failed   error
 	compacts int
 }
@@ -228,6 +229,7 @@ func (f *FiredSet) Add(offsets []int64) error {
 	}
 	f.size += int64(len(rec))
 	f.inFile += len(fresh)
+	f.added += len(fresh)
 	for _, o := range fresh {
 		f.live[o] = struct{}{}
 	}
@@ -290,19 +292,24 @@ func (f *FiredSet) Has(offset int64) bool {
 	return ok
 }
 
-// NeedsCompact reports whether the file holds more than twice the
-// offsets it needs (and at least firedCompactMin).
+// NeedsCompact reports whether the file is worth rewriting: it holds at
+// least firedCompactMin offsets and more than twice those not taken, or
+// as many offsets were added since the last compaction as are not taken
+// (so that offsets never taken, of timers the slave does not hold, are
+// dropped by Compact's floor before they pile up).
 func (f *FiredSet) NeedsCompact() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.inFile >= firedCompactMin && f.inFile > 2*len(f.live)
+	return f.inFile >= firedCompactMin && (f.inFile > 2*len(f.live) || f.added >= len(f.live))
 }
 
 // Compact rewrites the file without the offsets taken before checkpoint
-// ran: checkpoint must make the timer store's passing of every timer taken
-// so far durable (Store.Checkpoint). Offsets added or taken meanwhile are
-// kept.
-func (f *FiredSet) Compact(checkpoint func() error) error {
+// ran, and without any offset below floor (the oldest commit-log offset
+// still stored: a timer record below it is gone, and its timer is passed
+// whether fired or not). checkpoint must make the timer store's passing of
+// every timer taken so far durable (Store.Checkpoint). Offsets added or
+// taken meanwhile are kept.
+func (f *FiredSet) Compact(checkpoint func() error, floor int64) error {
 	f.mu.Lock()
 	if f.failed != nil {
 		f.mu.Unlock()
@@ -326,9 +333,17 @@ func (f *FiredSet) Compact(checkpoint func() error) error {
 	}
 	keep := make([]int64, 0, len(f.live)+len(f.taken))
 	for o := range f.live {
+		if o < floor {
+			delete(f.live, o)
+			continue
+		}
 		keep = append(keep, o)
 	}
 	for o := range f.taken {
+		if o < floor {
+			delete(f.taken, o)
+			continue
+		}
 		keep = append(keep, o)
 	}
 	var data []byte
@@ -344,7 +359,7 @@ func (f *FiredSet) Compact(checkpoint func() error) error {
 		f.file = nil
 		return f.failLocked(err)
 	}
-	f.file, f.size, f.inFile = file, int64(len(data)), len(keep)
+	f.file, f.size, f.inFile, f.added = file, int64(len(data)), len(keep), 0
 	f.compacts++
 	return nil
 }

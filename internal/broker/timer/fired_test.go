@@ -95,16 +95,23 @@ func TestFiredSetTakesAndSurvivesRestarts(t *testing.T) {
 	}
 	r.TakeFired(firedEntries(10, 20, 30))
 	checkpoints := 0
-	if err := r.Compact(func() error { checkpoints++; return nil }); err != nil || checkpoints != 1 {
+	if err := r.Compact(func() error { checkpoints++; return nil }, 0); err != nil || checkpoints != 1 {
 		t.Fatalf("compact: %v (%d checkpoints)", err, checkpoints)
 	}
-	if err := r.Compact(func() error { return errors.New("no") }); err == nil {
+	if err := r.Compact(func() error { return errors.New("no") }, 0); err == nil {
 		t.Fatal("a compaction whose checkpoint failed succeeded")
 	}
 	r.Close()
 	r2 := openFired(t, fsys)
 	if r2.Len() != 1 || !r2.Has(60) {
 		t.Fatalf("after the compaction and a restart: len %d", r2.Len())
+	}
+	// Offsets below the floor (records retention removed) go.
+	if err := r2.Add([]int64{70, 80}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r2.Compact(func() error { return nil }, 75); err != nil || r2.Len() != 1 || !r2.Has(80) {
+		t.Fatalf("compaction with floor 75: %v, len %d", err, r2.Len())
 	}
 }
 
@@ -128,7 +135,7 @@ func TestFiredSetCrashAtEveryStep(t *testing.T) {
 			if i%4 == 3 {
 				// Once the checkpoint returned, the taken ones may go.
 				before := slices.Clone(taken)
-				if f.Compact(func() error { compacted(before); return nil }) != nil {
+				if f.Compact(func() error { compacted(before); return nil }, 0) != nil {
 					return
 				}
 			}
