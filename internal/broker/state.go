@@ -105,8 +105,8 @@ type streamState struct {
 	closed   bool
 	wake     chan struct{}
 	done     chan struct{}
-	snapID   uint64
-	lastSnap int64 // commit-log end of the last snapshot written
+	snapID   atomic.Uint64 // snapshots written; writer-owned writes
+	lastSnap int64         // commit-log end of the last snapshot written
 	written  atomic.Int64
 	failures atomic.Int64
 
@@ -119,6 +119,7 @@ type streamState struct {
 	// applier (slave)
 	amu      sync.Mutex // one apply pass at a time
 	awake    chan struct{}
+	astop    chan struct{}
 	adone    chan struct{}
 	applied  atomic.Int64 // records applied, for tests
 	snapSeen map[offKey]bool
@@ -230,6 +231,7 @@ func (b *Broker) startState() {
 	s := &b.state
 	s.done = make(chan struct{})
 	s.adone = make(chan struct{})
+	s.astop = make(chan struct{})
 	s.lastSnap = -1
 	if b.Role() == RoleMaster {
 		b.seedOffsetDiff()
@@ -269,7 +271,7 @@ func (b *Broker) closeState() {
 	s.mu.Unlock()
 	s.kick()
 	<-s.done
-	close(s.awake)
+	close(s.astop)
 	<-s.adone
 }
 
@@ -306,8 +308,10 @@ func (b *Broker) runStateWriter() {
 		items, snap, closed := s.q, s.snapWant && b.Role() == RoleMaster, s.closed
 		s.q, s.snapWant = nil, false
 		s.mu.Unlock()
-		if snap && !closed {
-			b.writeSnapshot() // first: the queued records are older than its state, and replay is idempotent
+		if !closed && (snap || b.snapshotDue()) {
+			// First: the queued records are older than its state, and
+			// their replay after it is idempotent.
+			b.writeSnapshot()
 		}
 		if len(items) > 0 {
 			err := b.storeState(items, closed)
@@ -322,9 +326,6 @@ func (b *Broker) runStateWriter() {
 			}
 			s.notFull.Broadcast()
 			s.mu.Unlock()
-		}
-		if !closed && b.snapshotDue() {
-			b.writeSnapshot()
 		}
 		if closed {
 			return
@@ -410,8 +411,8 @@ func (b *Broker) stateMessage(body []byte) *message.Message {
 // writeSnapshot writes a whole snapshot (writer goroutine).
 func (b *Broker) writeSnapshot() {
 	s := &b.state
-	s.snapID++
-	mark := staterec.AppendSnapshot(nil, staterec.Snapshot{ID: s.snapID, Epoch: 0})
+	id := s.snapID.Load() + 1
+	mark := staterec.AppendSnapshot(nil, staterec.Snapshot{ID: id, Epoch: 0})
 	items := []stateItem{{rec: staterec.Record{Kind: staterec.KindSnapshotBegin, Payload: mark}}}
 	for _, k := range s.order {
 		h := s.kinds[k]
@@ -422,11 +423,11 @@ func (b *Broker) writeSnapshot() {
 	}
 	items = append(items, stateItem{rec: staterec.Record{Kind: staterec.KindSnapshotEnd, Payload: mark}})
 	if err := b.storeState(items, false); err != nil {
-		s.snapID--
 		return
 	}
+	s.snapID.Store(id)
 	s.lastSnap = b.st.Durable()
-	b.log.Info("state snapshot written", "snapshot", s.snapID, "records", len(items), "log_end", s.lastSnap)
+	b.log.Info("state snapshot written", "snapshot", id, "records", len(items), "log_end", s.lastSnap)
 }
 
 // --- the metadata kinds -------------------------------------------------
@@ -743,7 +744,12 @@ func (b *Broker) stateCursor() int64 {
 func (b *Broker) runStateApplier() {
 	s := &b.state
 	defer close(s.adone)
-	for range s.awake {
+	for {
+		select {
+		case <-s.awake:
+		case <-s.astop:
+			return
+		}
 		if b.Role() == RoleSlave {
 			b.applyState()
 		}
