@@ -370,3 +370,51 @@ func TestSlavePassesTimersWhoseRecordIsGone(t *testing.T) {
 		t.Fatalf("once the master fired it: %v", err)
 	}
 }
+
+// TestSlaveStateSurvivesARestart: a slave restarted between syncs keeps
+// the pop state and the master's fired timers it applied, goes on from
+// there, and once promoted neither redelivers what the master acked nor
+// fires what the master fired.
+func TestSlaveStateSurvivesARestart(t *testing.T) {
+	p := newSSPair(t)
+	p.m.createTopic("T", 1)
+	p.m.createTopic("D", 1)
+	for i := range 6 {
+		p.m.send("T", 0, fmt.Sprintf("m%d", i))
+	}
+	p.m.delayed("D", "due", PropertyTimerDelaySec, "5", message.PropertyUniqKey, "DUE")
+	p.m.delayed("D", "later", PropertyTimerDelaySec, "50", message.PropertyUniqKey, "LATER")
+	p.m.waitPending(2)
+	got := popOn(t, p.m, popReq("G", "T", 4))
+	p.sync()
+	p.s.restart()
+
+	for _, m := range got[:3] {
+		if err := p.m.b.AckPop("G", "T", m.Handle); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.m.clk.Advance(10 * time.Second)
+	p.m.waitMax("D", 0, 1)
+	p.m.waitPending(1)
+	p.sync()
+	p.s.restart()
+	if want, have := p.m.b.pops.st.Queues(), p.s.b.pops.st.Queues(); !reflect.DeepEqual(have, want) {
+		t.Fatalf("slave's pop state after restarts\n%+v\nmaster's\n%+v", have, want)
+	}
+
+	p.s.b.SetRole(RoleMaster)
+	p.s.clk.Advance(time.Minute) // past every invisible time and timer
+	p.s.waitMax("D", 0, 2)
+	p.s.waitPending(0)
+	if d := p.s.mustPull(pullReq("g", "D", 0, 0).withSub("*")).bodies; !slices.Equal(d, []string{"due", "later"}) {
+		t.Fatalf("D on the promoted slave holds %v, want due (the master's) and later (its own)", d)
+	}
+	rest := bodies(t, popOn(t, p.s, popReq("G", "T", 32)))
+	slices.Sort(rest)
+	// m0..m2 acked on the master; m3 in flight and visible again; m4, m5
+	// never popped.
+	if !slices.Equal(rest, []string{"m3", "m4", "m5"}) {
+		t.Fatalf("the promoted slave delivered %v, want m3 m4 m5", rest)
+	}
+}
