@@ -18,6 +18,9 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
+
+	"github.com/petrelmq/petrel/internal/broker/staterec"
 )
 
 // pendingOffset is an offset committed on this slave, not yet confirmed.
@@ -39,8 +42,44 @@ func (b *Broker) commitOffset(group, topic string, queueID int32, offset int64) 
 	s := &b.state
 	s.pmu.Lock()
 	b.meta.CommitOffset(group, topic, queueID, offset)
-	s.pending[offKey{group, topic, queueID}] = pendingOffset{off: offset, confirmed: -1}
+	k := offKey{group, topic, queueID}
+	s.pending[k] = pendingOffset{off: offset, confirmed: -1}
+	b.meta.CommitOffset(statePendingGroup, pendingTopic(k), queueID, offset)
 	s.pmu.Unlock()
+}
+
+func pendingTopic(k offKey) string { return k.group + "\n" + k.topic }
+
+// loadPending reads the pending set a slave persisted (startState).
+func (b *Broker) loadPending() {
+	s := &b.state
+	s.pmu.Lock()
+	defer s.pmu.Unlock()
+	for t, queues := range b.meta.GroupOffsets(statePendingGroup) {
+		g, tp, ok := strings.Cut(t, "\n")
+		if !ok {
+			continue
+		}
+		for q, off := range queues {
+			s.pending[offKey{g, tp, q}] = pendingOffset{off: off, confirmed: -1}
+		}
+	}
+	if len(s.pending) > 0 {
+		b.log.Info("offsets committed on this slave and not yet confirmed by the master", "pending", len(s.pending))
+	}
+}
+
+// unpend drops k from the pending set and its persisted copy; pmu held.
+func (b *Broker) unpend(k offKey) {
+	s := &b.state
+	delete(s.pending, k)
+	// The meta store removes per (group, topic): keep the key's other queues.
+	b.meta.DeleteOffsets(statePendingGroup, pendingTopic(k))
+	for o, p := range s.pending {
+		if o.group == k.group && o.topic == k.topic {
+			b.meta.CommitOffset(statePendingGroup, pendingTopic(o), o.queue, p.off)
+		}
+	}
 }
 
 // applyMasterOffset applies an offset of the master's stream on a slave:
@@ -55,7 +94,7 @@ func (b *Broker) applyMasterOffset(k offKey, off int64) {
 		}
 		if p.confirmed < 0 {
 			// The master's own table reached it: as good as a confirmation.
-			delete(s.pending, k)
+			b.unpend(k)
 		}
 	}
 	b.meta.CommitOffset(k.group, k.topic, k.queue, off)
@@ -85,7 +124,7 @@ func (b *Broker) dropPending(match func(offKey) bool) {
 	s.pmu.Lock()
 	for k := range s.pending {
 		if match(k) {
-			delete(s.pending, k)
+			b.unpend(k)
 		}
 	}
 	s.pmu.Unlock()
@@ -149,7 +188,7 @@ func (b *Broker) TakeHandedBackOffsets(ctx context.Context, offs []OffsetEntry) 
 	out := HandBack{Offsets: make([]int64, len(offs))}
 	taken := 0
 	for i, o := range offs {
-		if o.Group == "" || o.Topic == "" || o.Group == stateCursorGroup || o.Offset < 0 {
+		if o.Group == "" || o.Topic == "" || reservedGroup(o.Group) || o.QueueID < 0 || o.Offset < 0 {
 			out.Offsets[i] = -1
 			continue
 		}
@@ -177,7 +216,7 @@ func (b *Broker) TakeHandedBackOffsets(ctx context.Context, offs []OffsetEntry) 
 
 // stateKindBarrier is a record with no effect (the hand-back's "stored"
 // mark); applied as a no-op.
-const stateKindBarrier = 31
+const stateKindBarrier = staterec.KindMark
 
 // handBackPending hands the pending set to the master (slave tick) and
 // drops the entries confirmed and applied.
@@ -189,7 +228,7 @@ func (b *Broker) handBackPending() {
 	for k, p := range s.pending {
 		switch {
 		case p.confirmed >= 0 && cursor >= p.confirmed:
-			delete(s.pending, k)
+			b.unpend(k)
 		case p.confirmed < 0 && len(send) < MaxHandBack:
 			send = append(send, OffsetEntry{Group: k.group, Topic: k.topic, QueueID: k.queue, Offset: p.off})
 		}

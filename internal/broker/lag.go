@@ -38,6 +38,9 @@ func (b *Broker) AllConsumerLag() []QueueLag {
 	offs := b.meta.AllOffsets()
 	out := make([]QueueLag, 0, len(offs))
 	for _, o := range offs {
+		if reservedGroup(o.Group) {
+			continue // the state stream's bookkeeping, state.go
+		}
 		out = append(out, b.queueLag(o.Group, o.Topic, o.QueueID, o.Offset))
 	}
 	sortLags(out)

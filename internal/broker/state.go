@@ -56,6 +56,15 @@ const StateTopic = "rmq_sys_PETREL_STATE"
 // emitted nor overwritten by the stream.
 const stateCursorGroup = "PETREL_STATE_APPLIER"
 
+// statePendingGroup holds, on a slave, the pending set of offsets
+// committed there (handback.go), durable with the offsets: topic
+// group+"\n"+topic (no name holds a newline), same queue id and offset.
+const statePendingGroup = "PETREL_STATE_PENDING"
+
+// reservedGroup reports whether an offset entry is the broker's own
+// bookkeeping of the state stream, never emitted, applied or shown.
+func reservedGroup(g string) bool { return g == stateCursorGroup || g == statePendingGroup }
+
 // Bounds of the emitter.
 const (
 	stateMaxMessage   = 1 << 20 // body of one state message
@@ -108,7 +117,8 @@ type streamState struct {
 	snapID   atomic.Uint64 // snapshots written; writer-owned writes
 	lastSnap int64         // commit-log end of the last snapshot written
 	written  atomic.Int64
-	failures atomic.Int64
+	failures atomic.Int64 // puts refused (retried) and records too large
+	blocked  atomic.Int64 // emitters waiting for room, for tests
 
 	// offsets diff (master): offMu orders a tick's read-and-enqueue with
 	// the deletions, so a deletion never lands before a stale set.
@@ -158,7 +168,24 @@ func (b *Broker) emitState(k staterec.Kind, payload []byte) {
 	if !b.stateOn() || b.Role() != RoleMaster {
 		return
 	}
+	if b.stateTooLarge(k, payload) {
+		return
+	}
 	b.enqueueState(stateItem{rec: staterec.Record{Kind: k, Payload: payload}})
+}
+
+// maxStatePayload is the largest payload a state message holds.
+const maxStatePayload = stateMaxMessage - 1 - staterec.RecordHeader
+
+// stateTooLarge refuses (logged and counted) a record no state message can
+// hold: a caller's bug, which must not stop the writer.
+func (b *Broker) stateTooLarge(k staterec.Kind, payload []byte) bool {
+	if len(payload) <= maxStatePayload {
+		return false
+	}
+	b.state.failures.Add(1)
+	b.log.Error("a state record is larger than a state message; it is not replicated", "kind", k.String(), "bytes", len(payload), "limit", maxStatePayload)
+	return true
 }
 
 // emitStateSync is emitState that returns once the record is stored (nil
@@ -166,6 +193,9 @@ func (b *Broker) emitState(k staterec.Kind, payload []byte) {
 func (b *Broker) emitStateSync(ctx context.Context, k staterec.Kind, payload []byte) error {
 	if !b.stateOn() || b.Role() != RoleMaster {
 		return nil
+	}
+	if b.stateTooLarge(k, payload) {
+		return errors.New("broker: the state record is larger than a state message")
 	}
 	it := stateItem{rec: staterec.Record{Kind: k, Payload: payload}, done: make(chan error, 1)}
 	if !b.enqueueState(it) {
@@ -186,7 +216,9 @@ func (b *Broker) enqueueState(it stateItem) bool {
 	n := len(it.rec.Payload) + staterec.RecordHeader
 	s.mu.Lock()
 	for s.qBytes > 0 && s.qBytes+n > stateQueueBytes && !s.closed {
+		s.blocked.Add(1)
 		s.notFull.Wait()
+		s.blocked.Add(-1)
 	}
 	if s.closed {
 		s.mu.Unlock()
@@ -236,6 +268,8 @@ func (b *Broker) startState() {
 	if b.Role() == RoleMaster {
 		b.seedOffsetDiff()
 		s.snapWant = true
+	} else {
+		b.loadPending()
 	}
 	b.st.AddListener(func(topic string, _ int32, _ int64) {
 		if topic == StateTopic {
@@ -296,6 +330,10 @@ func (b *Broker) armStateTick() {
 	})
 	if !s.tick.CompareAndSwap(nil, h) {
 		h.t.Stop()
+		return
+	}
+	if b.closed.Load() && s.tick.CompareAndSwap(h, nil) {
+		h.t.Stop() // Close began between the run and the re-arm
 	}
 }
 
@@ -347,34 +385,58 @@ func (b *Broker) snapshotDue() bool {
 	return b.st.Durable()-s.lastSnap > b.st.Config().SegmentBytes/2
 }
 
-// storeState appends recs in messages of at most stateMaxMessage, retrying
-// with back-off while the store refuses (never dropping), except once the
-// broker is closing: then one try.
+// storeState appends the items' records in messages of at most
+// stateMaxMessage, a few messages per put, retrying with back-off while the
+// store refuses (never dropping), except once the broker is closing: then
+// one try.
 func (b *Broker) storeState(items []stateItem, closing bool) error {
 	msgs := b.stateMessages(items)
+	for len(msgs) > 0 {
+		n := min(len(msgs), statePutMessages)
+		if err := b.putState(msgs[:n], closing); err != nil {
+			return err
+		}
+		msgs = msgs[n:]
+	}
+	return nil
+}
+
+// statePutMessages bounds the messages of one put (a put's records are
+// consecutive in one segment).
+const statePutMessages = 4
+
+func (b *Broker) putState(msgs []*message.Message, closing bool) error {
+	s := &b.state
 	wait := stateRetryMin
 	for {
 		err := b.st.PutBatch(msgs)
 		if err == nil {
-			b.state.written.Store(recordsEnd(msgs))
+			s.written.Store(recordsEnd(msgs))
 			return nil
 		}
-		b.state.failures.Add(1)
-		b.log.Warn("storing state records failed; retrying", "records", len(items), "err", err)
+		s.failures.Add(1)
+		b.log.Warn("storing state records failed; retrying", "messages", len(msgs), "retry_in", wait, "err", err)
 		if closing || b.closed.Load() {
 			return err
 		}
 		ch := make(chan struct{})
 		t := b.clk.AfterFunc(wait, func() { close(ch) })
-		select {
-		case <-ch:
-		case <-b.state.wake: // closing (or more to write: retry now)
-			t.Stop()
-			b.state.kick()
-			b.state.mu.Lock()
-			closing = b.state.closed
-			b.state.mu.Unlock()
+	waiting:
+		for {
+			select {
+			case <-ch:
+				break waiting
+			case <-s.wake:
+				s.mu.Lock()
+				closing = s.closed
+				s.mu.Unlock()
+				if closing {
+					t.Stop()
+					break waiting
+				}
+			}
 		}
+		s.kick() // the wakes taken here are for the loop
 		wait = min(2*wait, stateRetryMax)
 	}
 }
@@ -412,14 +474,22 @@ func (b *Broker) stateMessage(body []byte) *message.Message {
 func (b *Broker) writeSnapshot() {
 	s := &b.state
 	id := s.snapID.Load() + 1
-	mark := staterec.AppendSnapshot(nil, staterec.Snapshot{ID: id, Epoch: 0})
+	var epoch uint32
+	if b.cfg.ReplicationStatus != nil {
+		epoch = b.cfg.ReplicationStatus().Epoch
+	}
+	mark := staterec.AppendSnapshot(nil, staterec.Snapshot{ID: id, Epoch: epoch})
 	items := []stateItem{{rec: staterec.Record{Kind: staterec.KindSnapshotBegin, Payload: mark}}}
 	for _, k := range s.order {
 		h := s.kinds[k]
 		if h.snapshot == nil {
 			continue
 		}
-		h.snapshot(func(p []byte) { items = append(items, stateItem{rec: staterec.Record{Kind: k, Payload: p}}) })
+		h.snapshot(func(p []byte) {
+			if !b.stateTooLarge(k, p) {
+				items = append(items, stateItem{rec: staterec.Record{Kind: k, Payload: p}})
+			}
+		})
 	}
 	items = append(items, stateItem{rec: staterec.Record{Kind: staterec.KindSnapshotEnd, Payload: mark}})
 	if err := b.storeState(items, false); err != nil {
@@ -533,7 +603,7 @@ func (b *Broker) registerMetaKinds() {
 			all := b.meta.AllOffsets()
 			offs := make([]staterec.Offset, 0, len(all))
 			for _, e := range all {
-				if e.Group != stateCursorGroup {
+				if !reservedGroup(e.Group) {
 					offs = append(offs, staterec.Offset{Group: e.Group, Topic: e.Topic, QueueID: e.QueueID, Offset: e.Offset})
 				}
 			}
@@ -552,7 +622,7 @@ func (b *Broker) registerMetaKinds() {
 			}
 			gone := make(map[[2]string]bool)
 			for _, e := range b.meta.AllOffsets() {
-				if gt := [2]string{e.Group, e.Topic}; e.Group != stateCursorGroup && !named[gt] {
+				if gt := [2]string{e.Group, e.Topic}; !reservedGroup(e.Group) && !named[gt] {
 					gone[gt] = true
 				}
 			}
@@ -706,7 +776,7 @@ func (b *Broker) seedOffsetDiff() {
 	s.offMu.Lock()
 	clear(s.last)
 	for _, e := range b.meta.AllOffsets() {
-		if e.Group != stateCursorGroup {
+		if !reservedGroup(e.Group) {
 			s.last[offKey{e.Group, e.Topic, e.QueueID}] = e.Offset
 		}
 	}
@@ -720,7 +790,7 @@ func (b *Broker) emitOffsetDiff() {
 	defer s.offMu.Unlock()
 	var changed []staterec.Offset
 	for _, e := range b.meta.AllOffsets() {
-		if e.Group == stateCursorGroup {
+		if reservedGroup(e.Group) {
 			continue
 		}
 		k := offKey{e.Group, e.Topic, e.QueueID}
@@ -813,6 +883,9 @@ func (b *Broker) applyStateMessage(r message.Record) {
 				}
 			}
 			s.inSnap = false
+			if snap, err := staterec.DecodeSnapshot(rec.Payload); err == nil {
+				b.log.Info("state snapshot of the master applied", "snapshot", snap.ID, "epoch", snap.Epoch, "state_offset", r.QueueOffset())
+			}
 		default:
 			h, ok := s.kinds[rec.Kind]
 			if !ok || h.apply == nil {

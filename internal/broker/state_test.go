@@ -62,6 +62,11 @@ func ship(t *testing.T, m, s *env) {
 		}
 		off += int64(len(b))
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := s.st.WaitDispatched(ctx); err != nil {
+		t.Fatalf("the slave's dispatch: %v", err)
+	}
 	s.b.applyState()
 }
 
@@ -75,7 +80,7 @@ func tablesOf(md meta.Tables) tables {
 	var offs []meta.OffsetEntry
 	for _, e := range md.AllOffsets() {
 		// The transaction manager's own progress is each broker's.
-		if e.Group != stateCursorGroup && !strings.HasPrefix(e.Group, "CID_RMQ_SYS_") {
+		if !reservedGroup(e.Group) && !strings.HasPrefix(e.Group, "CID_RMQ_SYS_") {
 			offs = append(offs, e)
 		}
 	}
@@ -107,6 +112,7 @@ func TestStateStreamReplicatesTopicsGroupsOffsets(t *testing.T) {
 	if err := m.b.UpdateGroup(g2); err != nil {
 		t.Fatal(err)
 	}
+	m.subscribe(1, "c1", "hb", "A", "*") // a heartbeat creates group hb and topic %RETRY%hb
 	m.b.UpdateConsumerOffset("g1", "A", 0, 10)
 	m.b.UpdateConsumerOffset("g1", "A", 3, 1<<33)
 	m.b.UpdateConsumerOffset("g2", "B", 1, 7)
@@ -116,6 +122,9 @@ func TestStateStreamReplicatesTopicsGroupsOffsets(t *testing.T) {
 	sameTables(t, m, s, "after the creates")
 	if _, ok := s.b.Topic("A"); !ok {
 		t.Fatal("the slave does not know topic A") // guards against two empty tables comparing equal
+	}
+	if _, ok := s.b.Group("hb"); !ok {
+		t.Fatal("the slave does not know group hb, created by a heartbeat on the master")
 	}
 	if off, ok := s.b.QueryConsumerOffset("g1", "A", 3); !ok || off != 1<<33 {
 		t.Fatalf("slave's offset g1/A/3 = %d %v", off, ok)
@@ -426,4 +435,103 @@ func TestStateApplierSkipsMalformedAndUnknown(t *testing.T) {
 	if _, ok := s.b.Topic("After"); !ok {
 		t.Fatal("records after malformed ones were not applied")
 	}
+}
+
+// TestStateStreamPendingSurvivesSlaveRestart: the pending set is durable
+// with the offsets: a slave restarted while its master is away still
+// answers its own commit, does not let the master's older snapshot lower
+// it, and hands it back later.
+func TestStateStreamPendingSurvivesSlaveRestart(t *testing.T) {
+	var m *env
+	hand := func(_ *store.Config, c *Config) {
+		c.HandBackOffsets = func(ctx context.Context, offs []OffsetEntry) (HandBack, error) {
+			return m.b.TakeHandedBackOffsets(ctx, offs)
+		}
+	}
+	m, s := newStatePair(t, hand)
+	m.createTopic("T", 2)
+	m.b.UpdateConsumerOffset("g", "T", 0, 3)
+	m.b.UpdateConsumerOffset("g", "T", 1, 3)
+	flushState(t, m)
+	ship(t, m, s)
+	s.b.UpdateConsumerOffset("g", "T", 0, 30)
+	s.b.UpdateConsumerOffset("g", "T", 1, 31)
+	s.restart()
+	want := []OffsetEntry{{"g", "T", 0, 30}, {"g", "T", 1, 31}}
+	if got := s.b.PendingOffsets(); !slices.Equal(got, want) {
+		t.Fatalf("pending after the restart %v, want %v", got, want)
+	}
+	// The master restarts too: its start snapshot carries its 3s.
+	m.restart()
+	flushState(t, m)
+	ship(t, m, s)
+	if off, _ := s.md.Offset("g", "T", 1); off != 31 {
+		t.Fatalf("the master's snapshot lowered the slave's pending 31 to %d", off)
+	}
+	s.b.handBackPending()
+	ship(t, m, s)
+	s.b.handBackPending()
+	if p := s.b.PendingOffsets(); len(p) != 0 {
+		t.Fatalf("pending %v after the hand-back", p)
+	}
+	if got := s.md.GroupOffsets(statePendingGroup); len(got) != 0 {
+		t.Fatalf("the persisted pending set still holds %v", got)
+	}
+	for q, want := range []int64{30, 31} {
+		if off, _ := m.md.Offset("g", "T", int32(q)); off != want {
+			t.Fatalf("master's offset of queue %d is %d, want the slave's %d", q, off, want)
+		}
+	}
+	sameTables(t, m, s, "after the hand-back")
+}
+
+// TestTakeHandedBackOffsetsRefusals: a slave refuses a hand-back, a master
+// refuses an oversized one and answers -1 for entries it cannot take.
+func TestTakeHandedBackOffsetsRefusals(t *testing.T) {
+	m, s := newStatePair(t)
+	ctx := context.Background()
+	_, err := s.b.TakeHandedBackOffsets(ctx, []OffsetEntry{{"g", "T", 0, 1}})
+	wantKind(t, err, KindSystemError, "slave")
+	_, err = m.b.TakeHandedBackOffsets(ctx, make([]OffsetEntry, MaxHandBack+1))
+	wantKind(t, err, KindMessageIllegal, "limit")
+	ans, err := m.b.TakeHandedBackOffsets(ctx, []OffsetEntry{
+		{"", "T", 0, 1}, {"g", "T", -1, 1}, {stateCursorGroup, StateTopic, 0, 99}, {"g", "T", 0, -2}, {"g", "T", 0, 4},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ans.Offsets, []int64{-1, -1, -1, -1, 4}) {
+		t.Fatalf("answers %v", ans.Offsets)
+	}
+	if ans.StateEnd != m.st.MaxOffset(StateTopic, 0) || ans.StateEnd == 0 {
+		t.Fatalf("state end %d, state topic end %d", ans.StateEnd, m.st.MaxOffset(StateTopic, 0))
+	}
+	if _, ok := m.md.Offset(stateCursorGroup, StateTopic, 0); ok {
+		t.Fatal("a hand-back wrote the master's reserved cursor entry")
+	}
+}
+
+// TestStateStreamOnTheFileStore: the same stream between two file stores
+// (segments, consume queues of the state topic, the slave's restart).
+func TestStateStreamOnTheFileStore(t *testing.T) {
+	m := newDiskEnv(t, stateMember(RoleMaster))
+	s := newDiskEnv(t, stateMember(RoleSlave))
+	m.createTopic("A", 2)
+	if err := m.b.UpdateGroup(group("g")); err != nil {
+		t.Fatal(err)
+	}
+	m.b.UpdateConsumerOffset("g", "A", 1, 12)
+	flushState(t, m)
+	ship(t, m, s)
+	sameTables(t, m, s, "file stores")
+	if _, ok := s.b.Topic("A"); !ok {
+		t.Fatal("the slave does not know topic A")
+	}
+	s.restart()
+	if err := m.b.DeleteTopic("A"); err != nil {
+		t.Fatal(err)
+	}
+	flushState(t, m)
+	ship(t, m, s)
+	sameTables(t, m, s, "file stores, after the slave's restart")
 }

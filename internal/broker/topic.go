@@ -158,6 +158,7 @@ func (b *Broker) ensureGroup(name string) error {
 	if err := b.meta.PutGroup(DefaultGroup(name).meta()); err != nil {
 		return errorf(KindSystemError, err, "creating subscription group %q failed; retry", name)
 	}
+	b.stateGroupChanged(name)
 	return nil
 }
 

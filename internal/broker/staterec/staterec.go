@@ -27,7 +27,8 @@ import (
 // Kind is a record's kind.
 type Kind uint8
 
-// Kinds. 1..31 are the broker's metadata, 32.. other state of the broker.
+// Kinds. 1..31 are the broker's metadata and the stream's own marks, 32..
+// other state of the broker.
 const (
 	// KindTopicPut: JSON of a topic config (add or replace).
 	KindTopicPut Kind = 1
@@ -43,6 +44,9 @@ const (
 	KindOffsetsDelete Kind = 6
 	// KindTopicOffsetsDelete: a topic name; every group's offsets on it.
 	KindTopicOffsetsDelete Kind = 7
+	// KindMark: no effect; an empty record whose storing marks a position
+	// of the stream (the broker's hand-back waits for one).
+	KindMark Kind = 31
 	// KindSnapshotBegin: a Snapshot; every kind's whole state follows.
 	KindSnapshotBegin Kind = 16
 	// KindSnapshotEnd: the Snapshot of the matching begin.
@@ -69,6 +73,8 @@ func (k Kind) String() string {
 		return "offsets-delete"
 	case KindTopicOffsetsDelete:
 		return "topic-offsets-delete"
+	case KindMark:
+		return "mark"
 	case KindSnapshotBegin:
 		return "snapshot-begin"
 	case KindSnapshotEnd:
