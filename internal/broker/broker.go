@@ -126,6 +126,7 @@ func New(st store.MessageStore, md meta.Tables, cfg Config) (*Broker, error) {
 		b.txns.m.Close()
 		return nil, errorf(KindSystemError, err, "pop consumption state cannot be loaded")
 	}
+	b.registerSlaveState()
 	st.AddListener(b.onArrived)
 	b.startReplication()
 	b.startState()

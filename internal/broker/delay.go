@@ -67,13 +67,14 @@ var timerProps = []string{
 
 // timers is the broker's side of the timer store.
 type timers struct {
-	ts   *timer.Store
-	hook atomic.Pointer[func()] // tests: called after each feed and fire
-	fed  atomic.Int64           // timer-topic queue offset the feeder has reached
-	kick chan struct{}
-	quit chan struct{}
-	done chan struct{}
-	once sync.Once
+	ts    *timer.Store
+	fired *timer.FiredSet        // timers the master fired (state replication), slavestate.go
+	hook  atomic.Pointer[func()] // tests: called after each feed and fire
+	fed   atomic.Int64           // timer-topic queue offset the feeder has reached
+	kick  chan struct{}
+	quit  chan struct{}
+	done  chan struct{}
+	once  sync.Once
 }
 
 // dueAt returns when a message sent with delay d is due (unix ms), or ok
@@ -142,14 +143,21 @@ func (b *Broker) openTimers() error {
 	if err != nil {
 		return fmt.Errorf("open the timer store: %w", err)
 	}
-	t := &timers{ts: ts, kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
+	fired, err := b.openFiredTimers()
+	if err != nil {
+		ts.Close()
+		return fmt.Errorf("open the fired-timer set: %w", err)
+	}
+	t := &timers{ts: ts, fired: fired, kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	b.timers = t
 	if err := b.feedTimers(); err != nil {
 		ts.Close()
+		t.closeFired()
 		return err
 	}
 	if err := ts.Start(); err != nil {
 		ts.Close()
+		t.closeFired()
 		return fmt.Errorf("start the timer store: %w", err)
 	}
 	go b.timerFeeder()
@@ -238,6 +246,12 @@ func timerKey(uniq string) uint64 {
 	return h.Sum64() | 1 // 0 means "no key"
 }
 
+func (t *timers) closeFired() {
+	if t.fired != nil {
+		t.fired.Close()
+	}
+}
+
 func (t *timers) testHook() {
 	if h := t.hook.Load(); h != nil {
 		(*h)()
@@ -247,14 +261,20 @@ func (t *timers) testHook() {
 // fireTimers delivers due timer records to their real topics. A slave
 // delivers nothing (the master's deliveries reach it by replication): its
 // timer store offers the entries again after a back-off, so a slave that
-// becomes the master delivers them then.
+// becomes the master delivers them then. With state replication a slave
+// passes the timers its master fired, and a promoted one delivers only
+// the others (slavestate.go).
 func (b *Broker) fireTimers(due []timer.Entry) error {
-	if err := b.refuseOnSlave(KindServiceUnavailable, "timer deliveries"); err != nil {
-		return err
-	}
 	if t := b.timers; t != nil {
 		defer t.testHook()
 	}
+	if b.Role() == RoleSlave {
+		if b.stateOn() {
+			return b.firedOnSlave(due)
+		}
+		return b.errSlave(KindServiceUnavailable, "timer deliveries")
+	}
+	due = b.unfired(due)
 	msgs := make([]*message.Message, 0, len(due))
 	for _, e := range due {
 		rec, err := b.st.ReadMessage(e.Offset)
@@ -295,12 +315,12 @@ func (b *Broker) fireTimers(due []timer.Entry) error {
 		m.Topic, m.QueueID = topic, int32(qid) // the body and its CRC stay
 		msgs = append(msgs, m)
 	}
-	if len(msgs) == 0 {
-		return nil
+	if len(msgs) > 0 {
+		if err := b.st.PutBatch(msgs); err != nil {
+			return fmt.Errorf("deliver %d delayed messages: %w", len(msgs), err)
+		}
 	}
-	if err := b.st.PutBatch(msgs); err != nil {
-		return fmt.Errorf("deliver %d delayed messages: %w", len(msgs), err)
-	}
+	b.emitTimersFired(due)
 	return nil
 }
 
@@ -388,6 +408,7 @@ func (b *Broker) closeTimers() {
 		if err := t.ts.Close(); err != nil {
 			b.log.Warn("closing the timer store failed", "err", err)
 		}
+		t.closeFired()
 	})
 }
 

@@ -222,6 +222,7 @@ func (b *Broker) DeleteGroup(name string, cleanOffset bool) error {
 			return errorf(KindSystemError, err, "removing the offsets of group %q failed; retry", name)
 		}
 		t, err := b.pops.st.ForgetGroup(name)
+		b.emitPopOps()
 		if err == nil {
 			err = b.pops.st.Sync(t)
 		}

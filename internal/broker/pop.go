@@ -658,6 +658,7 @@ func (p *popper) queue(pq popQueue, want int, budget *int) ([]PoppedMessage, err
 		c.To = next
 	}
 	entries, ticket, err := b.pops.st.Claim(c)
+	b.emitPopOps()
 	if errors.Is(err, pop.ErrConflict) {
 		b.log.Debug("pop claim conflicted; the queue is tried again at the next receive", "group", k.Group, "topic", k.Topic, "queue_id", k.QueueID, "err", err)
 		return nil, nil
@@ -787,6 +788,7 @@ func (b *Broker) resetPopQueue(group, topic string, queueID int32, off int64) er
 	b.pops.commitMu.Lock()
 	defer b.pops.commitMu.Unlock()
 	t, ok, err := b.pops.st.ResetQueue(k, max(off, 0))
+	b.emitPopOps()
 	if err == nil && ok {
 		err = b.pops.st.Sync(t)
 	}
@@ -934,6 +936,7 @@ func (b *Broker) AckBatch(reqs []AckRequest) []error {
 		last = max(last, ticket)
 		done = append(done, acked{i, topic, k})
 	}
+	b.emitPopOps()
 	// Tickets are in log order: the last one's sync makes all durable.
 	if err := b.pops.st.Sync(last); err != nil {
 		for _, a := range done {
@@ -966,6 +969,7 @@ func (b *Broker) ChangeInvisible(group, topic, handle string, d time.Duration) (
 	now := b.now()
 	topic = popTopic(group, topic, handle)
 	h, _, ticket, err := b.pops.st.Change(group, topic, handle, now.Add(max(d, 0)), now)
+	b.emitPopOps()
 	if err == nil {
 		err = b.pops.st.Sync(ticket)
 	}
@@ -1008,6 +1012,7 @@ func (b *Broker) ForwardPopToDLQ(group, topic, handle string) error {
 // its start.
 func (b *Broker) resetPops(topic string) error {
 	t, err := b.pops.st.ResetTopic(topic)
+	b.emitPopOps()
 	if err != nil || t == 0 {
 		return err
 	}

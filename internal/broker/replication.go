@@ -105,9 +105,11 @@ func (b *Broker) SetRole(r Role) {
 	if r == RoleMaster {
 		b.drainState()
 	}
+	b.roleChanging(b.Role(), r)
 	if old := Role(b.role.Swap(int32(r))); old != r {
 		b.log.Info("broker role changed", "from", old.String(), "to", r.String())
 		b.stateRoleChanged(r)
+		b.roleChanged(old, r)
 	}
 }
 

@@ -37,7 +37,8 @@ type transactions struct {
 
 func (b *Broker) openTransactions() error {
 	m, err := txn.New(b.st, b.meta, b.checkTransaction, txn.Config{Clock: b.clk, Logger: b.log,
-		Timeout: b.cfg.TransactionTimeout, CheckInterval: b.cfg.TransactionCheckInterval, MaxChecks: b.cfg.TransactionMaxChecks})
+		Timeout: b.cfg.TransactionTimeout, CheckInterval: b.cfg.TransactionCheckInterval, MaxChecks: b.cfg.TransactionMaxChecks,
+		Standby: func() bool { return b.Role() == RoleSlave }})
 	if err != nil {
 		return err
 	}

@@ -102,6 +102,13 @@
 // restarts and reloads the state. A change whose sync failed may or may
 // not be in the reloaded state; its caller was told it failed.
 //
+// # Replication
+//
+// A replicated broker's master turns every change into an op (SetMirror,
+// TakeOps) that its slaves apply to their own stores (Mirror); SnapshotOps
+// and Clear carry the whole state. Ops set state rather than add to it, so
+// replaying them is harmless. See mirror.go.
+//
 // # Memory
 //
 // Per queue: the cursor, a map of the in-flight entries, their offsets in

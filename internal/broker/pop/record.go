@@ -107,6 +107,15 @@ func (d *dec) count(size int) int {
 func appendFrame(b []byte, c *change) []byte {
 	start := len(b)
 	e := enc{b: append(b, make([]byte, frameHeader)...)}
+	e.change(c)
+	payload := e.b[start+frameHeader:]
+	binary.BigEndian.PutUint32(e.b[start:], uint32(len(payload)))
+	binary.BigEndian.PutUint32(e.b[start+4:], crc32.Checksum(payload, castagnoli))
+	return e.b
+}
+
+// change appends the payload of a log record (and of a replicated op).
+func (e *enc) change(c *change) {
 	e.key(c.key)
 	e.u64(uint64(c.cursor))
 	e.u32(uint32(len(c.put)))
@@ -117,10 +126,6 @@ func appendFrame(b []byte, c *change) []byte {
 	for _, o := range c.del {
 		e.u64(uint64(o))
 	}
-	payload := e.b[start+frameHeader:]
-	binary.BigEndian.PutUint32(e.b[start:], uint32(len(payload)))
-	binary.BigEndian.PutUint32(e.b[start+4:], crc32.Checksum(payload, castagnoli))
-	return e.b
 }
 
 // readFrame decodes the record at the start of b and returns it and its
@@ -138,6 +143,16 @@ func readFrame(b []byte) (c change, n int) {
 	if crc32.Checksum(payload, castagnoli) != binary.BigEndian.Uint32(b[4:]) {
 		return change{}, 0
 	}
+	c, ok := decodeChange(payload)
+	if !ok {
+		return change{}, 0
+	}
+	return c, frameHeader + int(size)
+}
+
+// decodeChange parses the payload of a log record; ok is false when it
+// does not parse or has bytes left over.
+func decodeChange(payload []byte) (c change, ok bool) {
 	d := dec{b: payload}
 	c.key = d.key()
 	c.cursor = int64(d.u64())
@@ -154,9 +169,9 @@ func readFrame(b []byte) (c change, n int) {
 		}
 	}
 	if d.err != nil || len(d.b) != 0 {
-		return change{}, 0
+		return change{}, false
 	}
-	return c, frameHeader + int(size)
+	return c, true
 }
 
 const snapshotMagic = "PPOPSNP1"

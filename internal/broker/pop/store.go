@@ -78,6 +78,13 @@ type Store struct {
 	groups  map[string]int         // in-flight entries per group
 	nextGen uint64
 
+	// Replication (mirror.go): with mirror on, every change is also
+	// queued in outbox as an op until TakeOps hands it out; takeMu keeps
+	// TakeOps callers in log order.
+	mirror bool
+	outbox [][]byte
+	takeMu sync.Mutex
+
 	// The log. buf holds framed records appended after those in the file;
 	// records up to appended were made, those up to synced are durable.
 	buf      []byte
@@ -265,6 +272,16 @@ func (s *Store) dropQueue(q *queue) {
 
 // record applies c and appends it to the log; s.mu is held.
 func (s *Store) record(c *change) Ticket {
+	t := s.recordLocal(c)
+	if s.mirror {
+		s.outbox = append(s.outbox, encodeOp(c, s.nextGen))
+	}
+	return t
+}
+
+// recordLocal applies c and appends it to the log, without queueing it
+// for replication; s.mu is held.
+func (s *Store) recordLocal(c *change) Ticket {
 	s.apply(c)
 	s.buf = appendFrame(s.buf, c)
 	s.appended++

@@ -195,6 +195,14 @@
 // vfs.File.ReadAt in 4 KiB blocks, so chains written close together (a delay
 // level's timers) cost one read per block.
 //
+// # Slaves
+//
+// A replicated slave's broker indexes the same timer records but delivers
+// nothing: its Fire passes a batch only when a FiredSet says the master
+// fired every timer in it, and returns an error wrapping ErrWait
+// otherwise (offered again after the back-off; Retry drops the back-off).
+// See fired.go for the set and the fired-batch payload.
+//
 // # Concurrency
 //
 // Add, Cancel, Applied, Pending, Checkpoint, Start and Close may be called

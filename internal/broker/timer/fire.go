@@ -1,6 +1,7 @@
 package timer
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -99,6 +100,13 @@ func (s *Store) kick() {
 	}
 }
 
+// Retry drops the back-off of a failed Fire: what is due is offered again
+// at once (a slave's store whose broker just became the master).
+func (s *Store) Retry() {
+	s.retryNow.Store(true)
+	s.kick()
+}
+
 // fireLoop is the store's goroutine: it takes due chains, loads them and
 // calls Fire.
 func (s *Store) fireLoop() {
@@ -174,6 +182,9 @@ func (s *Store) quitting() bool {
 // the next thing), on a Fire error (after arming the retry), or on Close.
 func (s *Store) work() {
 	for !s.quitting() {
+		if s.retryNow.Swap(false) {
+			s.retry, s.retryAt = 0, 0
+		}
 		now := s.clk.Now().UnixMilli()
 		if now < s.retryAt {
 			s.arm(s.retryAt)
@@ -210,7 +221,11 @@ func (s *Store) work() {
 				s.mu.Unlock()
 				s.retry = min(max(2*s.retry, retryMin), retryMax)
 				s.retryAt = s.clk.Now().Add(s.retry).UnixMilli()
-				s.log.Warn("timer fire failed; will retry", "entries", len(live), "retry_in", s.retry, "err", err)
+				if errors.Is(err, ErrWait) {
+					s.log.Debug("timer fire deferred", "entries", len(live), "retry_in", s.retry, "reason", err)
+				} else {
+					s.log.Warn("timer fire failed; will retry", "entries", len(live), "retry_in", s.retry, "err", err)
+				}
 				s.arm(s.retryAt)
 				return
 			}

@@ -22,6 +22,10 @@ var (
 	// ErrIncompatible is returned by Open when Options.Span differs from the
 	// span the store was created with.
 	ErrIncompatible = errors.New("timer: store was created with other options")
+	// ErrWait, wrapped in a Fire error, says the entries are not to be
+	// delivered yet (a slave waits for its master): they are offered again
+	// after the usual back-off, logged at Debug instead of Warn.
+	ErrWait = errors.New("timer: fire deferred")
 	// ErrFailed wraps the first write or sync error of the timer log. After
 	// it, what reached the disk is unknown: Add, Cancel and Checkpoint fail
 	// until the store is reopened, which recovers from the last checkpoint.

@@ -64,6 +64,7 @@ type Store struct {
 	firedGen atomic.Uint64
 	retry    time.Duration
 	retryAt  int64
+	retryNow atomic.Bool // Retry: drop the back-off
 	reader   chainReader
 }
 

@@ -35,6 +35,7 @@ type Manager struct {
 	doneAhead map[int64]struct{}
 	scanned   int64 // halves below this offset were read by a scan
 	opNext    int64 // op records below this offset concern halves below the progress
+	opRead    int64 // op records below this offset are in the state (rebuild, followOps)
 	started   bool
 	closed    bool
 	running   bool      // a round is in progress
@@ -112,6 +113,23 @@ func (m *Manager) Start() {
 	}
 	m.started = true
 	m.armLocked(m.clk.Now(), true)
+}
+
+// Kick runs a round now (a slave's manager that just became the master's:
+// what fell due while it stood by is acted on at once). Before Start and
+// after Close it does nothing.
+func (m *Manager) Kick() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.started || m.closed {
+		return
+	}
+	now := m.clk.Now()
+	if m.running {
+		m.wantAt = now
+		return
+	}
+	m.armLocked(now, true)
 }
 
 // Close stops the rounds, waits for a round or End in progress and records
@@ -229,6 +247,9 @@ func (m *Manager) round(now time.Time) time.Time {
 	if err := m.scan(); err != nil {
 		m.log.Warn("reading half messages failed", "err", err)
 	}
+	if err := m.followOps(); err != nil {
+		m.log.Warn("reading op records failed", "err", err)
+	}
 	next := m.process(now)
 	m.saveProgress()
 	return next
@@ -255,6 +276,9 @@ func (m *Manager) process(now time.Time) time.Time {
 	nowMS := now.UnixMilli()
 	interval := m.cfg.CheckInterval.Milliseconds()
 	next := nowMS + interval
+	if m.cfg.Standby != nil && m.cfg.Standby() {
+		return time.UnixMilli(next)
+	}
 	var work []task
 	m.mu.Lock()
 	for _, t := range m.txns {

@@ -33,12 +33,14 @@ func (m *Manager) rebuild() error {
 	}
 	m.scanned, m.opNext = progress, opFrom
 	m.savedHalf, m.savedOp = -1, -1
+	m.opRead = opFrom
 	err := m.readOps(opFrom, func(r message.Record) bool {
 		opOffsets(r.Body(), func(qo int64) {
 			if qo >= progress {
 				m.doneAhead[qo] = struct{}{}
 			}
 		})
+		m.opRead = r.QueueOffset() + 1
 		return true
 	})
 	if err != nil {
@@ -132,6 +134,42 @@ func (m *Manager) scan() error {
 		m.scanned = next
 		m.mu.Unlock()
 	}
+}
+
+// followOps takes into the state the op records stored since the last
+// look: those a slave replicated from its master (its master ended or
+// discarded the halves they name), and on a master its own, whose halves
+// it already forgot. A half whose transaction is busy is left to its
+// claimer (an End in progress removes it itself). Only rounds call it.
+func (m *Manager) followOps() error {
+	from := m.opRead
+	if lo := m.st.MinOffset(OpTopic, 0); from < lo {
+		from = lo
+	}
+	var done []int64
+	next := from
+	err := m.readOps(from, func(r message.Record) bool {
+		opOffsets(r.Body(), func(qo int64) { done = append(done, qo) })
+		next = r.QueueOffset() + 1
+		return true
+	})
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, qo := range done {
+		h := m.live[qo]
+		switch {
+		case h != nil && !h.t.busy:
+			t := h.t
+			m.removeLocked(h)
+			if len(t.halves) == 0 && m.txns[t.origin] == t {
+				delete(m.txns, t.origin)
+			}
+		case h == nil && qo >= m.scanned:
+			m.doneAhead[qo] = struct{}{}
+		}
+	}
+	m.opRead = max(m.opRead, next)
+	return err
 }
 
 // progressLocked is the half progress: every half below it is done.

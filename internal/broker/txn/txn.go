@@ -119,6 +119,12 @@ type Config struct {
 	// Logger gets lifecycle lines (Info), discards and store failures
 	// (Warn). Default: discard.
 	Logger *slog.Logger
+	// Standby, when set and true, holds the rounds to reading: the state
+	// follows the half and op records the log brings (a slave's, from its
+	// master), but nothing is checked back, re-stored or discarded — the
+	// master does that and its records arrive by replication. Asked at
+	// each round; Kick runs one at once when it turns false.
+	Standby func() bool
 }
 
 // DefaultConfig returns RocketMQ's defaults.
