@@ -131,7 +131,7 @@ func (s *Store) resetLocked(start int64) error {
 	if err := writeResetMarker(s.cfg.FS, s.cfg.Dir, start); err != nil {
 		return fmt.Errorf("store: reset to %d: %w", start, err)
 	}
-	if err := wipeForReset(s.cfg.FS, s.cfg.Dir, start); err != nil {
+	if err := wipeForReset(s.cfg.FS, s.cfg.Dir, s.cfg.SegmentBytes, start); err != nil {
 		return fmt.Errorf("store: reset to %d: %w", start, err)
 	}
 	s.undispatchedNext = nil
@@ -156,7 +156,7 @@ func (s *Store) finishReset() error {
 		return removeResetMarker(s.cfg.FS, s.cfg.Dir)
 	}
 	s.log.Warn("finishing a commit-log reset that a crash interrupted", "start", start)
-	if err := wipeForReset(s.cfg.FS, s.cfg.Dir, start); err != nil {
+	if err := wipeForReset(s.cfg.FS, s.cfg.Dir, s.cfg.SegmentBytes, start); err != nil {
 		return fmt.Errorf("store: finish the reset to %d: %w", start, err)
 	}
 	return nil
@@ -224,7 +224,7 @@ func removeResetMarker(fsys vfs.FS, dir string) error {
 
 // wipeForReset removes what a reset drops, creates the empty segment the
 // log starts at, and removes the marker: each step may be repeated.
-func wipeForReset(fsys vfs.FS, dir string, start int64) error {
+func wipeForReset(fsys vfs.FS, dir string, segBytes, start int64) error {
 	for _, sub := range []string{"commitlog", "consumequeue", "index"} {
 		if err := fsys.RemoveAll(path.Join(dir, sub)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("remove %s: %w", sub, err)
@@ -237,7 +237,7 @@ func wipeForReset(fsys vfs.FS, dir string, start int64) error {
 		return fmt.Errorf("sync %s: %w", dir, err)
 	}
 	if start > 0 {
-		// An empty segment file at start: the log opens empty there.
+		// An empty segment at start: the log opens empty there.
 		cl := path.Join(dir, "commitlog")
 		if err := vfs.MkdirAllDurable(fsys, cl); err != nil {
 			return fmt.Errorf("create %s: %w", cl, err)
@@ -246,6 +246,13 @@ func wipeForReset(fsys vfs.FS, dir string, start int64) error {
 		f, err := fsys.Create(p)
 		if err != nil {
 			return fmt.Errorf("create %s: %w", p, err)
+		}
+		// Preallocated as the log's own segments are (recovery reads the
+		// zeros as the log's end); a short disk leaves it empty, which
+		// opens the same.
+		if err := f.Preallocate(segBytes); err != nil && !errors.Is(err, vfs.ErrNoSpace) {
+			f.Close()
+			return fmt.Errorf("preallocate %s: %w", p, err)
 		}
 		if err := f.Sync(); err != nil {
 			f.Close()
