@@ -7,12 +7,14 @@ import (
 	"slices"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/petrelmq/petrel/internal/clock"
 	"github.com/petrelmq/petrel/internal/ha/epoch"
 	"github.com/petrelmq/petrel/internal/ha/track"
 	"github.com/petrelmq/petrel/internal/logtest"
+	"github.com/petrelmq/petrel/internal/message"
 	"github.com/petrelmq/petrel/internal/netx"
 	"github.com/petrelmq/petrel/internal/store"
 	"github.com/petrelmq/petrel/internal/vfs"
@@ -25,20 +27,16 @@ import (
 // retained byte, says so, counts it, drops the epoch history of the
 // dropped bytes, copies the master from there byte for byte and serves the
 // retained messages from queues that start at the master's queue offsets.
-//
-// It runs outside a synctest bubble (the commit log pools requests whose
-// channels belong to the bubble that made them): the stores run on a manual
-// clock, which retention's age rule reads, and the fetch protocol on real
-// time over the in-memory network.
 func TestRealSlaveBelowRetentionStartsOver(t *testing.T) {
-	clk := clock.NewManual(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
+	synctest.Test(t, testRealSlaveBelowRetention)
+}
+
+func testRealSlaveBelowRetention(t *testing.T) {
 	logs := &logtest.Buffer{}
 	lg := (&cluster{logs: logs}).logger()
 	nw := netx.NewMem()
 	mfs, sfs := vfs.NewMem(), vfs.NewMem()
-	onClk := func(cfg *store.Config) { cfg.Clock = clk }
 	retained := func(cfg *store.Config) {
-		onClk(cfg)
 		cfg.FileReservedTime = time.Minute
 		cfg.RetentionInterval = 1000 * time.Hour // run by hand
 	}
@@ -70,22 +68,25 @@ func TestRealSlaveBelowRetentionStartsOver(t *testing.T) {
 		}
 		return s, sh
 	}
-	ss := openStoreWith(t, sfs, onClk)
+	ss := openStore(t, sfs)
 	sl, _ := startSlave(ss)
 	await := func(what string, cond func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within 30 s\n%s", what, logs.String())
+		for range 600 {
+			synctest.Wait()
+			if cond() {
+				return
 			}
-			time.Sleep(2 * time.Millisecond) // polls a condition of other goroutines' making
+			time.Sleep(100 * time.Millisecond) // the bubble's time: the fetchers' timers fire
 		}
+		t.Fatalf("%s: not within 60 s of fake time\n%s", what, logs.String())
 	}
 	put := func(from, to int) {
 		t.Helper()
 		for i := from; i < to; i++ {
-			if err := ms.Put(testMsg(i)); err != nil {
+			// PutBatch, not Put: Put's requests are pooled, with channels
+			// of the synctest bubble that made them.
+			if err := ms.PutBatch([]*message.Message{testMsg(i)}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -108,8 +109,8 @@ func TestRealSlaveBelowRetentionStartsOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	oldEnd := ms.Written()
-	put(60, 300) // ~40 KiB: five more 8 KiB segments
-	clk.Advance(2 * time.Minute)
+	put(60, 300)                // ~40 KiB: five more 8 KiB segments
+	time.Sleep(2 * time.Minute) // the bubble's time: the records age past FileReservedTime
 	if _, err := ms.RunRetention(); err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +119,7 @@ func TestRealSlaveBelowRetentionStartsOver(t *testing.T) {
 		t.Fatalf("the master's retention kept its log from %d, the slave's end %d is still there", logStart, oldEnd)
 	}
 
-	ss = openStoreWith(t, sfs, onClk)
+	ss = openStore(t, sfs)
 	defer ss.Close()
 	var sh *epoch.History
 	sl, sh = startSlave(ss)
@@ -184,7 +185,7 @@ func TestRealSlaveBelowRetentionStartsOver(t *testing.T) {
 	// Restarted again, it goes on from its end: no second reset.
 	sl.Close()
 	ss.Close()
-	ss = openStoreWith(t, sfs, onClk)
+	ss = openStore(t, sfs)
 	defer ss.Close()
 	sl, _ = startSlave(ss)
 	defer sl.Close()
@@ -200,6 +201,7 @@ func openStoreWith(t *testing.T, fs vfs.FS, change func(*store.Config)) *store.S
 	t.Helper()
 	cfg := store.DefaultConfig("/data")
 	cfg.FS = fs
+	cfg.Clock = clock.Real // the bubble's fake time
 	cfg.SegmentBytes = 8 << 10
 	cfg.MaxMessageBytes = 4 << 10
 	cfg.ConsumeQueueEntriesPerFile = 64
