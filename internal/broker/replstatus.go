@@ -14,6 +14,10 @@ type ReplicationInfo struct {
 	CommitPoint int64
 	// Replicas are the slaves a master tracks, or on a slave just itself.
 	Replicas []ReplicaInfo
+	// LogRestarts (a slave) counts the times its log started over from
+	// the master's first retained byte, its end having fallen below it,
+	// since the broker started.
+	LogRestarts int64
 }
 
 // ReplicaInfo is one slave's replication state.

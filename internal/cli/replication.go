@@ -19,6 +19,9 @@ type ReplicaStatus struct {
 	LagBytes   int64   `json:"lagBytes,omitempty"`
 	LagSeconds float64 `json:"lagSeconds,omitempty"`
 	InSync     *bool   `json:"inSync,omitempty"`
+	// LogRestarts (a slave) counts the times its log started over from
+	// the master's first retained byte since it started.
+	LogRestarts int64 `json:"logRestarts,omitempty"`
 	// replicas: what this broker reports of its replicas (a master: its
 	// slaves; a slave: itself).
 	replicas []rmq.ReplicaState
@@ -41,6 +44,7 @@ func fillReplication(s *BrokerStatus, t map[string]string) {
 	r.Epoch = uint32(e)
 	r.CommitPoint, _ = strconv.ParseInt(t[rmq.RuntimeCommitPoint], 10, 64)
 	r.replicas = rmq.ParseReplicas(t[rmq.RuntimeReplicas])
+	r.LogRestarts, _ = strconv.ParseInt(t[rmq.RuntimeLogRestarts], 10, 64)
 	s.Replication = r
 }
 

@@ -182,7 +182,7 @@ func (r *replication) slaveStatus() broker.ReplicationInfo {
 		return broker.ReplicationInfo{}
 	}
 	s := r.slave.Status()
-	return broker.ReplicationInfo{Epoch: s.Epoch, CommitPoint: s.HW, Replicas: []broker.ReplicaInfo{{
+	return broker.ReplicationInfo{Epoch: s.Epoch, CommitPoint: s.HW, LogRestarts: s.Restarts, Replicas: []broker.ReplicaInfo{{
 		ID: r.slaveCfg.ID, LagBytes: s.LagBytes, Lag: s.LagTime, InSync: s.Connected,
 	}}}
 }

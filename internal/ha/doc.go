@@ -54,8 +54,12 @@
 // (on the injected clock). NotPrefix and UnknownReplica stop it: Err says
 // why, and nothing more is fetched until an operator acts. OffsetOutOfRange
 // makes it start over from the master's LogStart: at once when its log is
-// empty, through Restarter when its store can drop its log, else it stops
-// with Err.
+// empty, through Restarter when its store can drop its log (the store's
+// ResetAt; the slave logs "the slave's log ends at X, the master's starts
+// at Y: starting over from Y", drops its epoch history, which described
+// the dropped bytes, counts it in SlaveStatus.Restarts and calls
+// SlaveConfig.OnRestart), else it stops with Err. An empty log sends no
+// last epoch (the master takes it at its LogStart).
 //
 // # Bounds
 //

@@ -21,6 +21,7 @@ type memLog struct {
 	cp         int64         // last commit point set
 	onCP       func(off int64)
 	empty      bool // nothing was ever appended: the first AppendRaw sets start
+	resets     int
 }
 
 func newMemLog(start int64, syncAppend bool) *memLog {
@@ -147,15 +148,25 @@ func (l *memLog) AppendRaw(off int64, b []byte) error {
 	return nil
 }
 
-// RestartAt makes memLog a Restarter.
-func (l *memLog) RestartAt(off int64) error {
+// ResetAt and CommitLogMinOffset make memLog a Restarter.
+func (l *memLog) ResetAt(off int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if off < l.endLocked() {
 		return errors.New("memlog: restart below the end")
 	}
 	l.start, l.durable, l.data, l.empty = off, off, nil, true
+	l.resets++
 	return nil
+}
+
+func (l *memLog) CommitLogMinOffset() int64 { return l.MinOffset() }
+
+// Resets counts the ResetAt calls.
+func (l *memLog) Resets() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.resets
 }
 
 func (l *memLog) SetCommitPoint(off int64) {
@@ -174,7 +185,7 @@ func (l *memLog) CommitPoint() int64 {
 	return l.cp
 }
 
-// noRestart hides memLog's RestartAt.
+// noRestart hides memLog's ResetAt.
 type noRestart struct{ *memLog }
 
-func (noRestart) RestartAt() {}
+func (noRestart) ResetAt() {}

@@ -40,10 +40,14 @@ type Sink interface {
 }
 
 // Restarter is implemented by a Sink that can drop its whole log and start
-// empty at off. A slave whose log ends below the master's first retained
-// byte uses it to start over; without it, the slave stops with Err.
+// empty at off (store.Store.ResetAt). A slave whose log ends below the
+// master's first retained byte uses it to start over; without it, the
+// slave stops with Err.
 type Restarter interface {
-	RestartAt(off int64) error
+	ResetAt(off int64) error
+	// CommitLogMinOffset is the first byte the log holds: a log that ends
+	// there holds none (a fresh copy, or one just reset).
+	CommitLogMinOffset() int64
 }
 
 // Errors. The slave's Err wraps one of them.
@@ -178,6 +182,10 @@ type SlaveConfig struct {
 	// ResponseTimeout: a response later than MaxWait plus this drops the
 	// connection (default 5 s): how a slave notices a partition.
 	ResponseTimeout time.Duration
+	// OnRestart, when set, is called after the local log started over
+	// (Restarter.ResetAt) from the master's first retained byte to: from
+	// was its end. It runs on the fetch goroutine before the next fetch.
+	OnRestart func(from, to int64)
 	// BackoffMin and BackoffMax bound the reconnect back-off, which doubles
 	// from BackoffMin after each failed attempt (defaults 100 ms, 5 s).
 	BackoffMin, BackoffMax time.Duration

@@ -757,6 +757,12 @@ func TestSlaveBelowLogStartRestarts(t *testing.T) {
 		if n.log.MinOffset() != 140 || n.s.Err() != nil {
 			t.Errorf("slave log starts at %d (want 140), Err %v", n.log.MinOffset(), n.s.Err())
 		}
+		if st := n.s.Status(); st.Restarts != 1 || st.RestartFrom != 28 || st.RestartTo != 140 || n.log.Resets() != 1 {
+			t.Errorf("status restarts %d from %d to %d, store resets %d; want 1 from 28 to 140", st.Restarts, st.RestartFrom, st.RestartTo, n.log.Resets())
+		}
+		if len(c.logs.Lines("the slave's log ends at 28, the master's starts at 140: starting over from 140")) != 1 {
+			t.Error("the slave did not say that it starts over")
+		}
 		c.check()
 	})
 }

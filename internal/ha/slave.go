@@ -28,6 +28,13 @@ type SlaveStatus struct {
 	Sessions  int64         // connections that reached the master
 	LastError string        // the last error of a session ("" when none)
 	Stopped   bool          // replication stopped for good; Err says why
+	// Restarts counts the times the local log started over from the
+	// master's first retained byte because it ended below it (since the
+	// slave started); the last one dropped the log from RestartFrom (its
+	// end then) and started it at RestartTo, at RestartAt.
+	Restarts               int64
+	RestartFrom, RestartTo int64
+	RestartAt              time.Time
 }
 
 // Slave copies the master's log into its Sink. Its methods are safe for
@@ -103,6 +110,7 @@ func (s *Slave) Status() SlaveStatus {
 func (s *Slave) run() {
 	defer close(s.done)
 	backoff := s.cfg.BackoffMin
+	startedOver := false
 	for s.ctx.Err() == nil {
 		addr := s.cfg.Master()
 		var err error
@@ -122,6 +130,14 @@ func (s *Slave) run() {
 		if s.ctx.Err() != nil {
 			return
 		}
+		if errors.Is(err, errStartOver) && !startedOver {
+			// At once from the new position: nothing is wrong (a second
+			// one in a row waits, so that a moving log start cannot spin).
+			startedOver = true
+			backoff = s.cfg.BackoffMin
+			continue
+		}
+		startedOver = false
 		if errors.Is(err, ErrNotPrefix) || errors.Is(err, ErrRefused) || errors.Is(err, ErrBelowLogStart) {
 			s.mu.Lock()
 			s.err = err
@@ -184,7 +200,18 @@ func (s *Slave) session(nc net.Conn) (progressed bool, err error) {
 
 	pos, durable := s.position()
 	var lastEpoch uint32
-	if pos > 0 {
+	if !s.holdsBytes() {
+		// An empty log has no epoch: a history left by a reset that a
+		// crash cut short describes bytes that are gone.
+		if rs, ok := s.sink.(Restarter); ok && s.sink.Written() == rs.CommitLogMinOffset() && s.sink.Written() > 0 {
+			if es := s.cfg.Epochs.Entries(); len(es) > 0 {
+				if err := s.cfg.Epochs.TruncateAfter(0); err != nil {
+					return false, fmt.Errorf("drop the epoch history of an empty log: %w", err)
+				}
+				s.log.Info("dropped the epoch history of the empty log", "entries", len(es), "offset", pos)
+			}
+		}
+	} else if pos > 0 {
 		es := s.cfg.Epochs.Entries()
 		e, ok := epochOf(es, pos-1)
 		switch {
@@ -194,7 +221,7 @@ func (s *Slave) session(nc net.Conn) (progressed bool, err error) {
 			// The log starts where its first epoch does and holds no byte
 			// yet (a copy begun at the master's log start, cut back to
 			// nothing by a crash): it has no last epoch.
-		case s.sink.Written() > 0:
+		default:
 			return false, fmt.Errorf("%w: the local log ends at %d but no epoch history covers it: it is not a copy of a master; wipe the store to replicate", ErrNotPrefix, pos)
 		}
 	}
@@ -336,24 +363,56 @@ func (s *Slave) refused(r wire.FetchResp) error {
 	return fmt.Errorf("the master answered %s: %s", r.Err, r.Message)
 }
 
+// errStartOver ends a session so that the next one fetches from the
+// master's first retained byte.
+var errStartOver = errors.New("starting over at the master's log start")
+
+// holdsBytes reports whether the local log holds any byte: a Restarter's
+// from its CommitLogMinOffset, another sink's from 0.
+func (s *Slave) holdsBytes() bool {
+	w := s.sink.Written()
+	if rs, ok := s.sink.(Restarter); ok {
+		return w > rs.CommitLogMinOffset()
+	}
+	return w > 0
+}
+
 // startOver makes the next session copy from the master's first retained
-// byte: at once when the local log is empty, else through Restarter.
+// byte: at once when the local log is empty and at 0 (a fresh slave), else
+// through Restarter, which drops the local log (then the epoch history
+// goes too: the new log holds no byte of any epoch yet).
 func (s *Slave) startOver(logStart int64, why string) error {
 	written := s.sink.Written()
-	if written != 0 {
-		rs, ok := s.sink.(Restarter)
-		if !ok {
-			return fmt.Errorf("%w: the local log ends at %d, the master's starts at %d (%s); wipe the store to copy the master again",
-				ErrBelowLogStart, written, logStart, why)
-		}
-		if err := rs.RestartAt(logStart); err != nil {
-			return fmt.Errorf("start over at %d: %w", logStart, err)
-		}
+	if written == 0 {
+		s.mu.Lock()
+		s.startAt = logStart
+		s.mu.Unlock()
+		s.log.Info("the local log is empty: starting over from the master's first retained byte", "log_start", logStart)
+		return errStartOver
 	}
-	s.mu.Lock()
-	s.startAt = logStart
-	s.mu.Unlock()
-	s.log.Warn("the local log ends below the master's first retained byte; starting over from there",
+	rs, ok := s.sink.(Restarter)
+	if !ok {
+		return fmt.Errorf("%w: the local log ends at %d, the master's starts at %d (%s); wipe the store to copy the master again",
+			ErrBelowLogStart, written, logStart, why)
+	}
+	s.log.Warn(fmt.Sprintf("the slave's log ends at %d, the master's starts at %d: starting over from %d, the older records are gone from the master", written, logStart, logStart),
 		"written", written, "log_start", logStart)
-	return fmt.Errorf("starting over at the master's log start %d", logStart)
+	if err := rs.ResetAt(logStart); err != nil {
+		return fmt.Errorf("start over at the master's log start %d: %w", logStart, err)
+	}
+	if err := s.cfg.Epochs.TruncateAfter(0); err != nil {
+		// The next session drops it (an empty log has no epoch).
+		s.log.Warn("cannot drop the epoch history of the reset log yet", "err", err)
+	}
+	now := s.cfg.Clock.Now()
+	s.mu.Lock()
+	s.startAt = 0
+	s.st.Restarts++
+	s.st.RestartFrom, s.st.RestartTo, s.st.RestartAt = written, logStart, now
+	s.cp = 0
+	s.mu.Unlock()
+	if s.cfg.OnRestart != nil {
+		s.cfg.OnRestart(written, logStart)
+	}
+	return errStartOver
 }

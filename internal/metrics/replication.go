@@ -24,9 +24,11 @@ var (
 		"The commit point: the commit-log offset below which records are held by the master and the in-sync slaves it needs (nothing above it is dispatched).", nil, nil)
 	descReplEpoch = prometheus.NewDesc("petrel_replication_epoch",
 		"The master epoch this broker knows.", nil, nil)
+	descReplRestarts = prometheus.NewDesc("petrel_replication_restarts_total",
+		"Times this slave's log started over from its master's first retained byte because it ended below it (since the broker started).", nil, nil)
 )
 
-var replicationDescs = []*prometheus.Desc{descReplLagBytes, descReplLagSeconds, descReplInSync, descReplFallOuts, descCommitPoint, descReplEpoch}
+var replicationDescs = []*prometheus.Desc{descReplLagBytes, descReplLagSeconds, descReplInSync, descReplFallOuts, descCommitPoint, descReplEpoch, descReplRestarts}
 
 // collectReplication reports the replication series of b.
 func collectReplication(b *broker.Broker, gauge, counter func(*prometheus.Desc, float64, ...string)) {
@@ -36,6 +38,9 @@ func collectReplication(b *broker.Broker, gauge, counter func(*prometheus.Desc, 
 	}
 	gauge(descCommitPoint, float64(info.CommitPoint))
 	gauge(descReplEpoch, float64(info.Epoch))
+	if b.Role() == broker.RoleSlave {
+		counter(descReplRestarts, float64(info.LogRestarts))
+	}
 	for _, r := range info.Replicas {
 		id := strconv.FormatInt(r.ID, 10)
 		gauge(descReplLagBytes, float64(r.LagBytes), id)

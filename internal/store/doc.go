@@ -10,6 +10,7 @@
 //	<dir>/meta/{topics,groups,offsets}.json     metadata (package meta)
 //	<dir>/checkpoint                            dispatch checkpoint (package dispatch)
 //	<dir>/lock                                  held while a process has the store open
+//	<dir>/reset-in-progress                     a slave's log reset under way (reset.go)
 //
 // # Recovery
 //
@@ -36,7 +37,10 @@
 // EnableCommitPoint) consume queues, the index and listeners get records
 // only up to min(commit point, durable end) (SetCommitPoint); without it
 // nothing changes. In-memory topics are not in the commit log and are
-// neither shipped nor bounded.
+// neither shipped nor bounded. A slave whose log ends below its master's
+// first retained byte starts over there: ResetAt (reset.go) drops the log
+// and everything derived from it, crash-safely, and the consume queues
+// start again at the queue offsets of the master's records.
 //
 // # The seam
 //

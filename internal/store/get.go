@@ -123,6 +123,8 @@ func (s *Store) GetMessages(topic string, queueID int32, offset int64, maxCount,
 // (NextOffset says where to go on); when every record read was dropped the
 // status is NoMatchedMessage.
 func (s *Store) GetMessagesFiltered(topic string, queueID int32, offset int64, maxCount, maxBytes int, filter TagFilter, rec RecordFilter) (*GetResult, error) {
+	s.gate.RLock()
+	defer s.gate.RUnlock()
 	if maxCount <= 0 {
 		maxCount = 1
 	}
@@ -276,6 +278,8 @@ scan:
 
 // MinOffset returns the first readable offset of a queue (0 if unknown).
 func (s *Store) MinOffset(topic string, queueID int32) int64 {
+	s.gate.RLock()
+	defer s.gate.RUnlock()
 	if mq := s.mem.queue(topic, queueID); mq != nil {
 		lo, _ := mq.bounds()
 		return lo
@@ -289,6 +293,8 @@ func (s *Store) MinOffset(topic string, queueID int32) int64 {
 // MaxOffset returns the offset the next message of a queue will get, as
 // far as consumers can see (0 if unknown).
 func (s *Store) MaxOffset(topic string, queueID int32) int64 {
+	s.gate.RLock()
+	defer s.gate.RUnlock()
 	if mq := s.mem.queue(topic, queueID); mq != nil {
 		_, hi := mq.bounds()
 		return hi
@@ -302,6 +308,8 @@ func (s *Store) MaxOffset(topic string, queueID int32) int64 {
 // OffsetByTime returns the first queue offset whose message was stored at
 // or after ts (ms since the epoch), or the max offset when there is none.
 func (s *Store) OffsetByTime(topic string, queueID int32, ts int64) (int64, error) {
+	s.gate.RLock()
+	defer s.gate.RUnlock()
 	if mq := s.mem.queue(topic, queueID); mq != nil {
 		return mq.offsetByTime(ts), nil
 	}
@@ -322,6 +330,13 @@ func (s *Store) OffsetByTime(topic string, queueID int32, ts int64) (int64, erro
 // ReadMessage returns the record stored at a commit-log offset (the offset
 // inside an offset message id). The record is the caller's.
 func (s *Store) ReadMessage(physOffset int64) (message.Record, error) {
+	s.gate.RLock()
+	defer s.gate.RUnlock()
+	return s.readMessage(physOffset)
+}
+
+// readMessage is ReadMessage; the caller holds the gate.
+func (s *Store) readMessage(physOffset int64) (message.Record, error) {
 	if r, ok := s.mem.byOffset(physOffset); ok {
 		return r, nil
 	}
@@ -347,6 +362,8 @@ func (s *Store) ReadMessage(physOffset int64) (message.Record, error) {
 // whose UNIQ_KEY is key (compared case-insensitively), stored between
 // beginMS and endMS inclusive, newest first.
 func (s *Store) QueryByKey(topic, key string, beginMS, endMS int64, max int) ([]message.Record, error) {
+	s.gate.RLock()
+	defer s.gate.RUnlock()
 	if max <= 0 {
 		return nil, nil
 	}
@@ -369,7 +386,7 @@ func (s *Store) QueryByKey(topic, key string, beginMS, endMS int64, max int) ([]
 		if len(out) >= max {
 			break
 		}
-		r, err := s.ReadMessage(off)
+		r, err := s.readMessage(off)
 		if err != nil {
 			continue // removed by retention or beyond a cut
 		}
@@ -424,12 +441,16 @@ func equalFold(a []byte, b string) bool {
 // DeleteTopic removes a topic's consume queues (its records stay in the
 // commit log until retention removes them) and its in-memory queues.
 func (s *Store) DeleteTopic(topic string) error {
+	s.gate.RLock()
+	defer s.gate.RUnlock()
 	s.mem.deleteTopic(topic)
 	return s.queues.removeTopic(topic)
 }
 
 // QueueIDs lists the queue ids of a topic that hold or held messages.
 func (s *Store) QueueIDs(topic string) []int32 {
+	s.gate.RLock()
+	defer s.gate.RUnlock()
 	ids := s.queues.topicQueues(topic)
 	ids = append(ids, s.mem.queueIDs(topic)...)
 	slices.Sort(ids)

@@ -51,6 +51,8 @@ func (s *Store) AppendRaw(off int64, b []byte) error {
 	if s.diskFull.Load() {
 		return s.diskFullError()
 	}
+	s.gate.RLock()
+	defer s.gate.RUnlock()
 	_, err := s.clog.AppendRaw(off, b)
 	if err != nil {
 		return fmt.Errorf("store: replicated append at %d: %w", off, err)
@@ -66,6 +68,8 @@ func (s *Store) AppendRaw(off int64, b []byte) error {
 // inside a record. off == Written() gives no bytes; an offset below the
 // oldest stored byte is ErrOffsetOutOfRange.
 func (s *Store) ReadRaw(off int64, max int) ([]byte, error) {
+	s.gate.RLock()
+	defer s.gate.RUnlock()
 	b, err := s.clog.ReadRaw(off, max)
 	if err != nil {
 		return nil, fmt.Errorf("store: replicated read at %d: %w", off, err)
@@ -77,7 +81,10 @@ func (s *Store) ReadRaw(off int64, max int) ([]byte, error) {
 // or with ctx's error, or ErrClosed once the store closes: the long poll of
 // a master's fetch server. It does not poll.
 func (s *Store) WaitWritten(ctx context.Context, off int64) error {
-	return s.clog.WaitWritten(ctx, off)
+	s.gate.RLock()
+	l := s.clog
+	s.gate.RUnlock()
+	return l.WaitWritten(ctx, off)
 }
 
 // EnableCommitPoint bounds what the dispatcher feeds consume queues, the

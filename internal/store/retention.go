@@ -67,6 +67,8 @@ type RetentionReport struct {
 // topic that each group had not consumed yet (RemovedUnconsumed keeps the
 // running totals).
 func (s *Store) RunRetention() (RetentionReport, error) {
+	s.gate.RLock()
+	defer s.gate.RUnlock()
 	var rep RetentionReport
 	usage, err := s.cfg.FS.Usage(s.cfg.Dir)
 	if err != nil {

@@ -119,6 +119,11 @@ type Replica interface {
 	EnableCommitPoint()
 	SetCommitPoint(off int64)
 	CommitPoint() int64
+	// ResetAt drops the log and what is derived from it and starts the
+	// log empty at start (a slave below its master's retention; see
+	// Store.ResetAt); AddResetListener hears of each reset.
+	ResetAt(start int64) error
+	AddResetListener(fn func(start int64))
 }
 
 var (

@@ -53,8 +53,17 @@ type Store struct {
 	disp   atomic.Pointer[dispatch.Dispatcher]
 	lock   func() error
 
-	listenMu  sync.RWMutex
-	listeners []Listener
+	// gate is held shared by every method that uses the commit log, the
+	// consume queues or the index (clog, queues, index), and exclusively
+	// by ResetAt while it replaces them and by Close (reset.go).
+	gate   sync.RWMutex
+	closed bool // under gate
+	// resetMu serialises ResetAt calls.
+	resetMu sync.Mutex
+
+	listenMu       sync.RWMutex
+	listeners      []Listener
+	resetListeners []func(start int64)
 
 	diskFull atomic.Bool
 	// The commit point (replica.go): once cpEnabled, nothing at or past
@@ -105,7 +114,23 @@ func (s *Store) open() error {
 		return fmt.Errorf("store: open metadata: %w", err)
 	}
 	s.mem = newMemTopics(cfg.MemTopicMaxBytes, cfg.StoreHost, cfg.Clock)
+	if err := s.finishReset(); err != nil {
+		return err
+	}
+	if err := s.openLog(false); err != nil {
+		return err
+	}
+	s.retention.start(s)
+	return nil
+}
 
+// openLog opens the commit log, the consume queues and the index, brings
+// the derived data up to the log and starts the dispatcher. After a reset
+// (afterReset) the commit point is only raised, never set back to the
+// checkpoint's.
+func (s *Store) openLog(afterReset bool) error {
+	cfg := s.cfg
+	var err error
 	cp, cpErr := dispatch.ReadCheckpoint(cfg.FS, cfg.Dir)
 	// Without a checkpoint the derived data is rebuilt from the log; for a
 	// new store that is instant.
@@ -117,7 +142,7 @@ func (s *Store) open() error {
 	if !rebuild {
 		recoverFrom = min(cp.Dispatched, cp.LogFlushed)
 	}
-	if cfg.CommitPoint {
+	if cfg.CommitPoint && !afterReset {
 		// What was dispatched before was below the commit point then;
 		// the rest waits for the commit point to pass it again.
 		s.commitPoint.Store(cp.Dispatched)
@@ -151,6 +176,10 @@ func (s *Store) open() error {
 		return fmt.Errorf("store: open commit log: %w", err)
 	}
 	s.queues.clog = s.clog
+	// No byte lies below the log's first one: a commit point there
+	// covers nothing (a log reset to start empty at the master's first
+	// retained byte).
+	s.raiseCommitPoint(s.clog.MinOffset())
 	end := s.clog.Written()
 	from := max(min(cp.Dispatched, end), s.clog.MinOffset())
 	if !rebuild {
@@ -190,7 +219,6 @@ func (s *Store) open() error {
 		return fmt.Errorf("store: checkpoint after recovery: %w", err)
 	}
 	d.Start()
-	s.retention.start(s)
 	s.log.Info("store open", "dir", cfg.Dir, "flush", cfg.FlushMode.String(), "min_offset", s.clog.MinOffset(), "max_offset", end, "replayed_from", from, "rebuilt", rebuild && end > 0)
 	return nil
 }
@@ -273,6 +301,8 @@ func (s *Store) Put(m *message.Message) error {
 		return s.diskFullError()
 	}
 	m.StoreHost = s.cfg.StoreHost
+	s.gate.RLock()
+	defer s.gate.RUnlock()
 	_, err := s.clog.Append(m)
 	return s.putError(err)
 }
@@ -289,6 +319,8 @@ func (s *Store) PutBatch(msgs []*message.Message) error {
 	for _, m := range msgs {
 		m.StoreHost = s.cfg.StoreHost
 	}
+	s.gate.RLock()
+	defer s.gate.RUnlock()
 	_, err := s.clog.AppendBatch(msgs)
 	return s.putError(err)
 }
@@ -307,6 +339,8 @@ func (s *Store) PutAsync(msgs []*message.Message, done func(error)) {
 // a store goroutine or on the caller's (in-memory topics, refusals); it
 // must not block. The messages must not be modified until their done runs.
 func (s *Store) PutBatches(groups [][]*message.Message, done func(i int, err error)) {
+	s.gate.RLock()
+	defer s.gate.RUnlock()
 	s.putBatches(groups, done, s.clog.AppendMany)
 }
 
@@ -315,15 +349,25 @@ func (s *Store) PutBatches(groups [][]*message.Message, done func(i int, err err
 // caller's goroutine and has answered every group when PutBatches returns
 // (see commitlog.Appender). It serves one call at a time.
 type Appender struct {
-	s   *Store
-	app *commitlog.Appender
+	s    *Store
+	clog *commitlog.Log // the log app appends to (a reset replaces it)
+	app  *commitlog.Appender
 }
 
 // NewAppender returns an Appender for one caller.
-func (s *Store) NewAppender() BatchAppender { return &Appender{s: s, app: s.clog.NewAppender()} }
+func (s *Store) NewAppender() BatchAppender {
+	s.gate.RLock()
+	defer s.gate.RUnlock()
+	return &Appender{s: s, clog: s.clog, app: s.clog.NewAppender()}
+}
 
 // PutBatches is Store.PutBatches through the appender.
 func (a *Appender) PutBatches(groups [][]*message.Message, done func(i int, err error)) {
+	a.s.gate.RLock()
+	defer a.s.gate.RUnlock()
+	if a.clog != a.s.clog {
+		a.clog, a.app = a.s.clog, a.s.clog.NewAppender()
+	}
 	a.s.putBatches(groups, done, a.app.AppendMany)
 }
 
@@ -369,7 +413,11 @@ func (s *Store) putBatches(groups [][]*message.Message, done func(int, error), a
 }
 
 // Durable is the commit-log offset below which messages are readable.
-func (s *Store) Durable() int64 { return s.clog.Durable() }
+func (s *Store) Durable() int64 {
+	s.gate.RLock()
+	defer s.gate.RUnlock()
+	return s.clog.Durable()
+}
 
 // Written is the commit-log offset below which records were handed to the
 // OS, durable or not: under sync flush it runs ahead of Durable while a
@@ -377,7 +425,11 @@ func (s *Store) Durable() int64 { return s.clog.Durable() }
 // raw append cut. It is the log end replication ships up to and appends
 // at (ReadRaw, AppendRaw); nothing between Durable and Written may be
 // served to consumers.
-func (s *Store) Written() int64 { return s.clog.Written() }
+func (s *Store) Written() int64 {
+	s.gate.RLock()
+	defer s.gate.RUnlock()
+	return s.clog.Written()
+}
 
 // Dispatched is the commit-log offset below which messages are in their
 // consume queues and the index.
@@ -387,18 +439,36 @@ func (s *Store) Dispatched() int64 { return s.disp.Load().Dispatched() }
 // commit point, when it is enabled) is in its consume queue and the index
 // (so lookups find it), or with ctx's error.
 func (s *Store) WaitDispatched(ctx context.Context) error {
-	return s.disp.Load().WaitDispatched(ctx, s.visibleEnd())
+	s.gate.RLock()
+	d, end := s.disp.Load(), s.visibleEnd()
+	s.gate.RUnlock()
+	return d.WaitDispatched(ctx, end)
 }
 
 // CommitLogMinOffset is the oldest commit-log offset still stored.
-func (s *Store) CommitLogMinOffset() int64 { return s.clog.MinOffset() }
+func (s *Store) CommitLogMinOffset() int64 {
+	s.gate.RLock()
+	defer s.gate.RUnlock()
+	return s.clog.MinOffset()
+}
 
 // Close stops the store: puts in flight finish, everything durable is
 // dispatched and checkpointed, files are closed. Idempotent.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.retention.stop()
-		s.closeErr = s.closeParts()
+		s.resetMu.Lock()
+		defer s.resetMu.Unlock()
+		// The dispatcher stops before the gate is taken: its listeners
+		// may call into the store.
+		var derr error
+		if d := s.disp.Load(); d != nil {
+			derr = d.Close()
+		}
+		s.gate.Lock()
+		defer s.gate.Unlock()
+		s.closed = true
+		s.closeErr = errors.Join(derr, s.closeParts())
 		if s.lock != nil {
 			s.lock()
 		}

@@ -22,4 +22,7 @@ func addReplicationInfo(b *broker.Broker, table map[string]string) {
 		rs[i] = rmq.ReplicaState{ID: r.ID, LagBytes: r.LagBytes, LagSeconds: r.Lag.Seconds(), InSync: r.InSync}
 	}
 	table[rmq.RuntimeReplicas] = rmq.FormatReplicas(rs)
+	if b.Role() == broker.RoleSlave {
+		table[rmq.RuntimeLogRestarts] = strconv.FormatInt(info.LogRestarts, 10)
+	}
 }

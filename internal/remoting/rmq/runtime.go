@@ -45,6 +45,9 @@ const (
 	RuntimeEpoch       = "petrelEpoch"
 	RuntimeCommitPoint = "petrelCommitPoint"
 	RuntimeReplicas    = "petrelReplicas"
+	// RuntimeLogRestarts (a slave) counts the times its log started over
+	// from its master's first retained byte since it started.
+	RuntimeLogRestarts = "petrelLogRestarts"
 )
 
 // ReplicaState is one slave's entry of RuntimeReplicas.

@@ -45,6 +45,9 @@ type Store struct {
 
 	notes     notifier
 	closeOnce sync.Once
+	// resetMu serialises ResetAt and guards resetFns.
+	resetMu  sync.Mutex
+	resetFns []func(start int64)
 	// grown is closed when the log grows (WaitWritten), done at Close.
 	grown chan struct{}
 	done  chan struct{}

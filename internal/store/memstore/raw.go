@@ -200,3 +200,42 @@ func (s *Store) CommitPointEnabled() bool {
 	defer s.mu.RUnlock()
 	return s.d.cpEnabled
 }
+
+// AddResetListener registers fn, called after every ResetAt that
+// succeeded with the offset the log now starts at, on ResetAt's goroutine.
+func (s *Store) AddResetListener(fn func(start int64)) {
+	s.resetMu.Lock()
+	defer s.resetMu.Unlock()
+	s.resetFns = append(s.resetFns, fn)
+}
+
+// ResetAt drops the log, the queues and the key index, and starts the log
+// empty at start, as the file store's ResetAt does (the twin has no
+// segments, so any start ≥ 0 will do): Written, Durable and
+// CommitLogMinOffset are start, every queue is gone, the commit point is at
+// least start. The metadata the broker keeps is not the twin's.
+func (s *Store) ResetAt(start int64) error {
+	if start < 0 {
+		return fmt.Errorf("%w: %d", store.ErrResetOffset, start)
+	}
+	s.resetMu.Lock()
+	defer s.resetMu.Unlock()
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return store.ErrClosed
+	}
+	d := s.d
+	d.log = nil
+	d.end, d.logMin, d.visEnd = start, start, start
+	d.topics = make(map[string]map[int32]*queue)
+	d.keys = make(map[string]map[string][]int64)
+	d.next = make(map[queueKey]int64)
+	d.carry = nil
+	d.commitPoint = max(d.commitPoint, start)
+	s.mu.Unlock()
+	for _, fn := range s.resetFns {
+		fn(start)
+	}
+	return nil
+}

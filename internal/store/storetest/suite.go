@@ -88,6 +88,7 @@ func Run(t *testing.T, open Opener) {
 		{"CommitPointBoundsWhatIsReadable", testCommitPoint},
 		{"ReplicaFedByRawReadsMatchesItsMaster", testRawReplica},
 		{"RawAppendAndReadEdges", testRawEdges},
+		{"ResetStartsOverAtTheMastersLogStart", testReset},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
