@@ -26,10 +26,10 @@ type pair struct {
 	srv        *remoting.Server
 }
 
-func newPair(t *testing.T, forwardTimeout time.Duration) *pair {
+func newPair(t *testing.T, forwardTimeout time.Duration, masterOpts ...func(*envOptions)) *pair {
 	t.Helper()
 	p := &pair{mem: netx.NewMem()}
-	p.master = newEnv(t)
+	p.master = newEnv(t, masterOpts...)
 	p.srv = remoting.NewServer(remoting.ServerOptions{Logger: storetest.Logger(t)})
 	brokerfront.New(p.master.b, brokerfront.Options{Logger: storetest.Logger(t)}).Register(p.srv)
 	ln, err := p.mem.Host("master").Listen("master:10911")
