@@ -216,3 +216,213 @@ func TestSlaveForwardsBatchesWithPerEntryResults(t *testing.T) {
 		t.Fatalf("mixed batch through the slave: %v", resp)
 	}
 }
+
+// TestSlaveForwardsTransactionEnds: commits and rollbacks through the
+// slave resolve the master's halves; an id the slave cannot place is
+// INVALID_TRANSACTION_ID, as on a master.
+func TestSlaveForwardsTransactionEnds(t *testing.T) {
+	p := newPair(t, time.Second)
+	s, m := p.slave, p.master
+	p.onBoth(func(e *env) { e.createTopic("X", 1) })
+	s.telemetry("p1", producerSettings("X"))
+	keep := s.send("p1", txnMsg("X", "0156F7E71C361B21BC024CCDBE00000031", "keep"))
+	drop := s.send("p1", txnMsg("X", "0156F7E71C361B21BC024CCDBE00000032", "drop"))
+	if code(keep.Status) != v2.Code_OK || code(drop.Status) != v2.Code_OK {
+		t.Fatalf("transactional sends through the slave: %v %v", keep, drop)
+	}
+	if st := s.end("X", drop.MessageId, drop.TransactionId, v2.TransactionResolution_ROLLBACK); code(st) != v2.Code_OK {
+		t.Fatalf("rollback through the slave: %v", st)
+	}
+	if st := s.end("X", keep.MessageId, keep.TransactionId, v2.TransactionResolution_COMMIT); code(st) != v2.Code_OK {
+		t.Fatalf("commit through the slave: %v", st)
+	}
+	if st := s.end("X", keep.MessageId, keep.TransactionId, v2.TransactionResolution_COMMIT); code(st) != v2.Code_OK {
+		t.Fatalf("repeated commit through the slave: %v", st)
+	}
+	if r := only(t, m, "X"); string(r.Body()) != "keep" {
+		t.Fatalf("the master committed %q", r.Body())
+	}
+	st := s.end("X", "x", "0156F7E71C361B21BC024CCDBE00000039", v2.TransactionResolution_COMMIT)
+	if code(st) != v2.Code_INVALID_TRANSACTION_ID || !strings.Contains(st.GetMessage(), "names no half message") {
+		t.Fatalf("end of an unknown transaction through the slave: %v", st)
+	}
+	if m.st.MaxOffset("X", 0) != 1 {
+		t.Fatalf("the master's topic holds %d records, want the committed one", m.st.MaxOffset("X", 0))
+	}
+}
+
+// TestSlaveForwardedSendsKeepTheSyncReplicationStatuses: the master's
+// FLUSH_SLAVE_TIMEOUT and SLAVE_NOT_AVAILABLE reach a producer on the
+// slave as SLAVE_PERSISTENCE_TIMEOUT and HA_NOT_AVAILABLE, as they reach
+// one on the master.
+func TestSlaveForwardedSendsKeepTheSyncReplicationStatuses(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want v2.Code
+	}{
+		{nil, v2.Code_OK},
+		{broker.ErrReplicationTimeout, v2.Code_SLAVE_PERSISTENCE_TIMEOUT},
+		{broker.ErrNotEnoughReplicas, v2.Code_HA_NOT_AVAILABLE},
+	} {
+		p := newPair(t, time.Second, func(o *envOptions) { o.broker = func(c *broker.Config) { c.Replicator = replAnswer{tc.err} } })
+		onMaster := p.master.send("p1", msg("T", "0156F7E71C361B21BC024CCDBE00000041", "m"))
+		got := p.slave.send("p1", msg("T", "0156F7E71C361B21BC024CCDBE00000042", "s"))
+		if code(got.Status) != tc.want || code(onMaster.Status) != tc.want || got.Status.GetMessage() != onMaster.Status.GetMessage() {
+			t.Fatalf("replicator answer %v: through the slave %v, on the master %v, want %v", tc.err, got.Status, onMaster.Status, tc.want)
+		}
+	}
+}
+
+// TestSlaveAnswersUnavailableToSendsWhenTheMasterIsDown: with the master
+// partitioned away, its port closed, or its address unknown, sends and
+// transaction ends through the slave are HA_NOT_AVAILABLE with a sentence
+// that names the situation and no Go error chain.
+func TestSlaveAnswersUnavailableToSendsWhenTheMasterIsDown(t *testing.T) {
+	p := newPair(t, 200*time.Millisecond)
+	s := p.slave
+	p.onBoth(func(e *env) { e.createTopic("X", 1) })
+	half := s.send("p1", txnMsg("X", "0156F7E71C361B21BC024CCDBE00000051", "h"))
+	if code(half.Status) != v2.Code_OK {
+		t.Fatalf("transactional send through the slave: %v", half)
+	}
+	check := func(what, words string) {
+		t.Helper()
+		got := s.send("p1", msg("T", "0156F7E71C361B21BC024CCDBE00000052", "m"))
+		st := s.end("X", half.MessageId, half.TransactionId, v2.TransactionResolution_COMMIT)
+		for _, st := range []*v2.Status{got.Status, st} {
+			m := st.GetMessage()
+			if code(st) != v2.Code_HA_NOT_AVAILABLE || !strings.Contains(m, "slave") || !strings.Contains(m, words) ||
+				strings.Contains(m, "remoting:") || strings.Contains(m, "netx") {
+				t.Fatalf("%s: %v", what, st)
+			}
+		}
+	}
+	p.mem.Partition("master", "slave")
+	check("partitioned", "master:10911")
+	p.mem.Heal("master", "slave")
+	p.mem.Reset("master", "slave")
+	p.srv.Close()
+	check("master down", "master:10911")
+	none := ""
+	p.masterAddr.Store(&none)
+	check("address unknown", "does not yet know the address")
+	if n := p.master.st.MaxOffset("X", 0); n != 0 {
+		t.Fatalf("the half was committed (%d records)", n)
+	}
+}
+
+// TestPromotedSlaveStoresSendsItself: the role is read on every call:
+// once the slave's broker is a master, its front stores sends and ends
+// transactions itself, with its old master gone.
+func TestPromotedSlaveStoresSendsItself(t *testing.T) {
+	p := newPair(t, time.Second)
+	p.onBoth(func(e *env) { e.createTopic("X", 1) })
+	p.srv.Close()
+	s := p.slave
+	s.b.SetRole(broker.RoleMaster)
+	if got := s.send("p1", msg("T", "0156F7E71C361B21BC024CCDBE00000061", "own")); code(got.Status) != v2.Code_OK {
+		t.Fatalf("send on the promoted slave: %v", got.Status)
+	}
+	x := s.send("p1", txnMsg("X", "0156F7E71C361B21BC024CCDBE00000062", "own half"))
+	if st := s.end("X", x.MessageId, x.TransactionId, v2.TransactionResolution_COMMIT); code(x.Status) != v2.Code_OK || code(st) != v2.Code_OK {
+		t.Fatalf("transaction on the promoted slave: %v %v", x.Status, st)
+	}
+	if r := only(t, s, "X"); string(r.Body()) != "own half" {
+		t.Fatalf("the promoted slave committed %q", r.Body())
+	}
+	s.awaitRecords("T", 1)
+	if p.master.st.Durable() != 0 {
+		t.Fatalf("the old master stored %d bytes", p.master.st.Durable())
+	}
+}
+
+// TestSlaveHalfWithoutEndStaysOpenOnTheMaster: the master checks an
+// undecided half back only with producers connected to it. A producer on
+// the slave's endpoint is not: the master finds none, so the half stays
+// open (not counted as a check, never dropped), the slave's producer gets
+// no check-back; a producer of the topic that connects to the master gets
+// the check and resolves it there.
+func TestSlaveHalfWithoutEndStaysOpenOnTheMaster(t *testing.T) {
+	p := newPair(t, time.Second, func(o *envOptions) { o.broker = func(c *broker.Config) { c.TransactionMaxChecks = 2 } })
+	s, m := p.slave, p.master
+	p.onBoth(func(e *env) { e.createTopic("X", 1) })
+	onSlave, _ := s.telemetry("p1", producerSettings("X"))
+	slaveCmds := commands(t, onSlave)
+	x := s.send("p1", txnMsg("X", "0156F7E71C361B21BC024CCDBE00000071", "undecided"))
+	if code(x.Status) != v2.Code_OK {
+		t.Fatalf("transactional send through the slave: %v", x.Status)
+	}
+	await(t, "the master holds the half", func() bool { return m.st.MaxOffset(txn.HalfTopic, 0) == 1 })
+	for range 4 { // more rounds than TransactionMaxChecks
+		m.clk.Advance(m.b.Config().TransactionCheckInterval)
+		await(t, "the master's check round counted the half", func() bool { return m.b.OpenTransactions() == 1 })
+	}
+	select {
+	case cmd := <-slaveCmds:
+		t.Fatalf("the slave's producer got %v", cmd)
+	default:
+	}
+	if n := m.st.MaxOffset("X", 0); n != 0 {
+		t.Fatalf("the half was resolved without a producer (%d records)", n)
+	}
+
+	onMaster, _ := m.telemetry("p2", producerSettings("X"))
+	masterCmds := commands(t, onMaster)
+	m.clk.Advance(m.b.Config().TransactionCheckInterval)
+	var chk *v2.RecoverOrphanedTransactionCommand
+	select {
+	case cmd := <-masterCmds:
+		chk = cmd.GetRecoverOrphanedTransactionCommand()
+	case <-time.After(waitLimit):
+		t.Fatal("no check-back to the producer on the master")
+	}
+	if chk == nil || chk.TransactionId != x.TransactionId {
+		t.Fatalf("check-back on the master: %v", chk)
+	}
+	if st := m.end("X", x.MessageId, chk.TransactionId, v2.TransactionResolution_COMMIT); code(st) != v2.Code_OK {
+		t.Fatalf("commit on the master: %v", st)
+	}
+	if r := only(t, m, "X"); string(r.Body()) != "undecided" {
+		t.Fatalf("committed %q", r.Body())
+	}
+}
+
+// commands delivers what a Telemetry stream receives.
+func commands(t *testing.T, stream v2.MessagingService_TelemetryClient) <-chan *v2.TelemetryCommand {
+	ch := make(chan *v2.TelemetryCommand, 16)
+	go func() {
+		defer close(ch)
+		for {
+			cmd, err := stream.Recv()
+			if err != nil {
+				return
+			}
+			ch <- cmd
+		}
+	}()
+	return ch
+}
+
+// TestSlaveRoutesAreWritableOnlyWhenItForwards: a slave that forwards
+// lists its queues READ_WRITE (its endpoint takes sends), one without a
+// master to forward to READ.
+func TestSlaveRoutesAreWritableOnlyWhenItForwards(t *testing.T) {
+	p := newPair(t, time.Second)
+	alone := newEnv(t, func(o *envOptions) { o.broker = func(c *broker.Config) { c.BrokerID = 1 } })
+	alone.createTopic("T", 2)
+	alone.b.SetRole(broker.RoleSlave)
+	for _, c := range []struct {
+		e    *env
+		want v2.Permission
+	}{{p.slave, v2.Permission_READ_WRITE}, {alone, v2.Permission_READ}} {
+		resp, err := c.e.c.QueryRoute(c.e.ctx("c1"), &v2.QueryRouteRequest{Topic: &v2.Resource{Name: "T"}})
+		if err != nil || code(resp.Status) != v2.Code_OK || len(resp.MessageQueues) != 2 {
+			t.Fatalf("route: %v %v", err, resp)
+		}
+		for _, q := range resp.MessageQueues {
+			if q.Permission != c.want || q.Broker.GetId() != 0 {
+				t.Fatalf("queue %v, want permission %v", q, c.want)
+			}
+		}
+	}
+}
