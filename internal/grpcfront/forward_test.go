@@ -30,8 +30,9 @@ func newPair(t *testing.T, forwardTimeout time.Duration, masterOpts ...func(*env
 	t.Helper()
 	p := &pair{mem: netx.NewMem()}
 	p.master = newEnv(t, masterOpts...)
-	p.srv = remoting.NewServer(remoting.ServerOptions{Logger: storetest.Logger(t)})
-	brokerfront.New(p.master.b, brokerfront.Options{Logger: storetest.Logger(t)}).Register(p.srv)
+	front := brokerfront.New(p.master.b, brokerfront.Options{Logger: storetest.Logger(t)})
+	p.srv = remoting.NewServer(remoting.ServerOptions{Logger: storetest.Logger(t), OnConnClose: front.ConnClosed})
+	front.Register(p.srv)
 	ln, err := p.mem.Host("master").Listen("master:10911")
 	if err != nil {
 		t.Fatal(err)

@@ -44,13 +44,8 @@ package grpcfront
 // The stored born host is the slave's address (remoting has no field for
 // it; RocketMQ's proxy forwards alike).
 //
-// Check-backs: the master checks an undecided half back with a producer of
-// its group connected to the master; a producer on a slave's endpoint is
-// not, so the master finds none and keeps the half open, unchecked and not
-// counted against TransactionMaxChecks (txn's rule for a group without a
-// producer), until the producer ends it through the slave or a producer of
-// the group connects to the master (test TestSlaveHalfWithoutEndStaysOpen-
-// OnTheMaster).
+// Check-backs of those halves reach the producer through the slave
+// (checkrelay.go).
 
 import (
 	"context"
@@ -134,6 +129,13 @@ func (h *halves) put(k halfKey, a halfAt) {
 	h.at[k] = a
 }
 
+// reset forgets every half (tests).
+func (h *halves) reset() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.at, h.order, h.next = nil, nil, 0
+}
+
 func (h *halves) get(k halfKey) (halfAt, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -174,6 +176,9 @@ func (f *forwarder) send(ctx context.Context, r *broker.SendRequest) (broker.Sen
 	defer cancel()
 	stop := context.AfterFunc(f.stop, cancel)
 	defer stop()
+	if r.Transactional {
+		f.relay.ensure(cctx, r.ProducerGroup) // the master checks the half back through this front
+	}
 	resp, err := f.invoke(cctx, f.cl, "sends", cmd)
 	if err != nil {
 		return broker.SendResult{}, err

@@ -336,14 +336,14 @@ func TestPromotedSlaveStoresSendsItself(t *testing.T) {
 	}
 }
 
-// TestSlaveHalfWithoutEndStaysOpenOnTheMaster: the master checks an
-// undecided half back only with producers connected to it. A producer on
-// the slave's endpoint is not: the master finds none, so the half stays
-// open (not counted as a check, never dropped), the slave's producer gets
-// no check-back; a producer of the topic that connects to the master gets
-// the check and resolves it there.
-func TestSlaveHalfWithoutEndStaysOpenOnTheMaster(t *testing.T) {
-	p := newPair(t, time.Second, func(o *envOptions) { o.broker = func(c *broker.Config) { c.TransactionMaxChecks = 2 } })
+// TestSlaveRelaysCheckBacksToItsProducers: the master checks an
+// undecided half back with producers connected to it; the slave's front
+// registered itself there as a producer of the half's group, so the check
+// reaches the producer on the slave's endpoint (its Telemetry stream), and
+// its EndTransaction through the slave resolves the half with the offsets
+// the check named (the slave forgot the send's).
+func TestSlaveRelaysCheckBacksToItsProducers(t *testing.T) {
+	p := newPair(t, time.Second)
 	s, m := p.slave, p.master
 	p.onBoth(func(e *env) { e.createTopic("X", 1) })
 	onSlave, _ := s.telemetry("p1", producerSettings("X"))
@@ -352,39 +352,51 @@ func TestSlaveHalfWithoutEndStaysOpenOnTheMaster(t *testing.T) {
 	if code(x.Status) != v2.Code_OK {
 		t.Fatalf("transactional send through the slave: %v", x.Status)
 	}
+	if got := m.b.ProducerConns("X"); len(got) != 1 {
+		t.Fatalf("the master knows %d producers of X, want the slave's front", len(got))
+	}
 	await(t, "the master holds the half", func() bool { return m.st.MaxOffset(txn.HalfTopic, 0) == 1 })
-	for range 4 { // more rounds than TransactionMaxChecks
-		m.clk.Advance(m.b.Config().TransactionCheckInterval)
-		await(t, "the master's check round counted the half", func() bool { return m.b.OpenTransactions() == 1 })
-	}
-	select {
-	case cmd := <-slaveCmds:
-		t.Fatalf("the slave's producer got %v", cmd)
-	default:
-	}
-	if n := m.st.MaxOffset("X", 0); n != 0 {
-		t.Fatalf("the half was resolved without a producer (%d records)", n)
-	}
-
-	onMaster, _ := m.telemetry("p2", producerSettings("X"))
-	masterCmds := commands(t, onMaster)
+	s.s.fwd.halves.reset()
 	m.clk.Advance(m.b.Config().TransactionCheckInterval)
 	var chk *v2.RecoverOrphanedTransactionCommand
 	select {
-	case cmd := <-masterCmds:
+	case cmd := <-slaveCmds:
 		chk = cmd.GetRecoverOrphanedTransactionCommand()
 	case <-time.After(waitLimit):
-		t.Fatal("no check-back to the producer on the master")
+		t.Fatal("no check-back reached the producer on the slave")
 	}
-	if chk == nil || chk.TransactionId != x.TransactionId {
-		t.Fatalf("check-back on the master: %v", chk)
+	if chk == nil || chk.TransactionId != x.TransactionId || string(chk.Message.GetBody()) != "undecided" ||
+		chk.Message.GetSystemProperties().GetMessageId() != x.MessageId {
+		t.Fatalf("check-back on the slave: %v", chk)
 	}
-	if st := m.end("X", x.MessageId, chk.TransactionId, v2.TransactionResolution_COMMIT); code(st) != v2.Code_OK {
-		t.Fatalf("commit on the master: %v", st)
+	resp, err := s.c.EndTransaction(s.ctx("p1"), &v2.EndTransactionRequest{Topic: &v2.Resource{Name: "X"}, MessageId: x.MessageId,
+		TransactionId: chk.TransactionId, Resolution: v2.TransactionResolution_COMMIT, Source: v2.TransactionSource_SOURCE_SERVER_CHECK})
+	if err != nil || code(resp.Status) != v2.Code_OK {
+		t.Fatalf("commit of the check through the slave: %v %v", err, resp.GetStatus())
 	}
 	if r := only(t, m, "X"); string(r.Body()) != "undecided" {
 		t.Fatalf("committed %q", r.Body())
 	}
+}
+
+// TestSlaveRelayRegistersAgainWithARestartedMaster: a master that lost the
+// relay's connection (restarted) learns the slave's producer groups again
+// at the relay's next renewal.
+func TestSlaveRelayRegistersAgainWithARestartedMaster(t *testing.T) {
+	p := newPair(t, time.Second)
+	s, m := p.slave, p.master
+	p.onBoth(func(e *env) { e.createTopic("X", 1) })
+	s.telemetry("p1", producerSettings("X"))
+	if x := s.send("p1", txnMsg("X", "0156F7E71C361B21BC024CCDBE00000081", "h")); code(x.Status) != v2.Code_OK {
+		t.Fatalf("transactional send through the slave: %v", x.Status)
+	}
+	if got := m.b.ProducerConns("X"); len(got) != 1 {
+		t.Fatalf("the master knows %d producers of X, want 1", len(got))
+	}
+	p.mem.Reset("master", "slave") // the connections break
+	await(t, "the master dropped the relay's registration", func() bool { return len(m.b.ProducerConns("X")) == 0 })
+	s.clk.Advance(relayAnnounceEvery)
+	await(t, "the relay registered again", func() bool { return len(m.b.ProducerConns("X")) == 1 })
 }
 
 // commands delivers what a Telemetry stream receives.

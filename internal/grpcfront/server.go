@@ -157,6 +157,7 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 		s.fwd = &forwarder{b: b, master: cfg.Master, cl: cfg.Remoting, timeout: cfg.ForwardTimeout, stop: s.stop, log: s.log,
 			polls: remoting.NewClient(remoting.ClientOptions{Network: cfg.Network, Logger: cfg.Logger}), maxPolls: maxForwardedPolls}
 		s.pop = &routedPop{b: b, fwd: s.fwd}
+		s.fwd.relay = newCheckRelay(s, cfg)
 	}
 
 	opts := []grpc.ServerOption{
@@ -222,6 +223,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.cancelStop()
 	if s.fwd != nil {
 		s.fwd.polls.Close() // forwarded receives end
+		s.fwd.relay.close()
 	}
 	s.sessions.close()
 	done := make(chan struct{})
