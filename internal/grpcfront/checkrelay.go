@@ -12,9 +12,11 @@ package grpcfront
 // sends). The producer's answer is an EndTransaction through the slave,
 // forwarded with the offsets the check named.
 //
-// The registration is renewed before each forwarded half and every
-// relayAnnounceEvery (on the front's clock): a master that restarted, or
-// a connection that broke, learns the groups again. A check the slave
+// The registration is made before each forwarded half of a new group or on
+// a new connection, and renewed every relayAnnounceEvery (on the front's
+// clock) for the groups that still have producers here: the master keeps a
+// producer group for its ClientExpiry, and a master that restarted, or a
+// connection that broke, learns the groups again. A check the slave
 // cannot relay (no producer of the group here now, its stream full) is
 // dropped; the master checks again at its next round.
 
@@ -55,7 +57,7 @@ type checkRelay struct {
 	mu        sync.Mutex
 	groups    []string       // registered groups, sorted
 	announced *remoting.Conn // the connection the master knows them on
-	sent      int            // len(groups) when last announced there
+	sent      []string       // the groups last announced there
 	timer     clock.Timer    // the next renewal
 	closed    bool
 	id        string // the client id it registers under
@@ -82,12 +84,19 @@ func (r *checkRelay) close() {
 	r.cl.Close()
 }
 
-// renew re-announces the groups (while the broker is a slave) and
-// schedules the next renewal.
+// renew re-announces the groups that still have producers here (while
+// the broker is a slave: the master drops a producer group not named for
+// its ClientExpiry, default 120 s) and schedules the next renewal. A group
+// without a producer here any more is left out, so that the master
+// expires it and keeps its halves open instead of counting checks nobody
+// can answer.
 func (r *checkRelay) renew() {
 	if r.s.b.Role() == broker.RoleSlave {
+		r.mu.Lock()
+		r.groups = slices.DeleteFunc(r.groups, func(g string) bool { return len(r.s.b.ProducerConns(g)) == 0 })
+		r.mu.Unlock()
 		ctx, cancel := context.WithTimeout(r.s.stop, r.s.cfg.ForwardTimeout)
-		r.ensure(ctx, "")
+		r.ensure(ctx, "", true)
 		cancel()
 	}
 	r.mu.Lock()
@@ -98,17 +107,12 @@ func (r *checkRelay) renew() {
 }
 
 // ensure makes sure the master knows this front as a producer of group
-// (and of the groups before it) on the relay's current connection: a
-// HEART_BEAT when the group is new or the connection is. Failures are
-// logged: a send is not refused for them.
-func (r *checkRelay) ensure(ctx context.Context, group string) {
+// (and of the other registered groups) on the relay's current connection:
+// a HEART_BEAT when the group is new, the connection is, or force.
+// Failures are logged: a send is not refused for them.
+func (r *checkRelay) ensure(ctx context.Context, group string, force bool) {
 	addr := r.master()
 	if addr == "" {
-		return
-	}
-	conn, err := r.cl.Conn(ctx, addr)
-	if err != nil {
-		r.log.Debug("cannot register the slave's producers with the master", "master", addr, "err", err)
 		return
 	}
 	r.mu.Lock()
@@ -117,7 +121,18 @@ func (r *checkRelay) ensure(ctx context.Context, group string) {
 			r.groups = slices.Insert(r.groups, i, group)
 		}
 	}
-	if conn == r.announced && r.sent == len(r.groups) {
+	empty := len(r.groups) == 0
+	r.mu.Unlock()
+	if empty {
+		return
+	}
+	conn, err := r.cl.Conn(ctx, addr)
+	if err != nil {
+		r.log.Debug("cannot register the slave's producers with the master", "master", addr, "err", err)
+		return
+	}
+	r.mu.Lock()
+	if !force && conn == r.announced && slices.Equal(r.sent, r.groups) {
 		r.mu.Unlock()
 		return
 	}
@@ -125,7 +140,7 @@ func (r *checkRelay) ensure(ctx context.Context, group string) {
 	for _, g := range r.groups {
 		hb.ProducerDataSet = append(hb.ProducerDataSet, rmq.ProducerData{GroupName: g})
 	}
-	n := len(r.groups)
+	sent := slices.Clone(r.groups)
 	r.mu.Unlock()
 	resp, err := conn.Invoke(ctx, rmq.EncodeHeartbeat(hb))
 	if err != nil || resp.Code != rmq.RespSuccess {
@@ -134,7 +149,7 @@ func (r *checkRelay) ensure(ctx context.Context, group string) {
 		return
 	}
 	r.mu.Lock()
-	r.announced, r.sent = conn, n
+	r.announced, r.sent = conn, sent
 	r.mu.Unlock()
 }
 

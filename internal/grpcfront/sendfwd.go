@@ -177,7 +177,7 @@ func (f *forwarder) send(ctx context.Context, r *broker.SendRequest) (broker.Sen
 	stop := context.AfterFunc(f.stop, cancel)
 	defer stop()
 	if r.Transactional {
-		f.relay.ensure(cctx, r.ProducerGroup) // the master checks the half back through this front
+		f.relay.ensure(cctx, r.ProducerGroup, false) // the master checks the half back through this front
 	}
 	resp, err := f.invoke(cctx, f.cl, "sends", cmd)
 	if err != nil {

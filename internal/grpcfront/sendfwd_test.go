@@ -379,24 +379,58 @@ func TestSlaveRelaysCheckBacksToItsProducers(t *testing.T) {
 	}
 }
 
-// TestSlaveRelayRegistersAgainWithARestartedMaster: a master that lost the
-// relay's connection (restarted) learns the slave's producer groups again
-// at the relay's next renewal.
+// TestSlaveRelayRegistersAgainWithARestartedMaster: the relay renews its
+// registration before the master's ClientExpiry drops it, and a master that
+// lost the relay's connection (restarted) learns the slave's producer
+// groups again at the relay's next renewal; a group without a producer on
+// the slave any more is no longer renewed.
 func TestSlaveRelayRegistersAgainWithARestartedMaster(t *testing.T) {
 	p := newPair(t, time.Second)
 	s, m := p.slave, p.master
 	p.onBoth(func(e *env) { e.createTopic("X", 1) })
 	s.telemetry("p1", producerSettings("X"))
-	if x := s.send("p1", txnMsg("X", "0156F7E71C361B21BC024CCDBE00000081", "h")); code(x.Status) != v2.Code_OK {
-		t.Fatalf("transactional send through the slave: %v", x.Status)
+	x := s.send("p1", txnMsg("X", "0156F7E71C361B21BC024CCDBE00000081", "h"))
+	if st := s.end("X", x.MessageId, x.TransactionId, v2.TransactionResolution_COMMIT); code(x.Status) != v2.Code_OK || code(st) != v2.Code_OK {
+		t.Fatalf("transaction through the slave: %v %v", x.Status, st)
+	}
+	// The producer stays alive on the slave (whose ClientExpiry is 30 s).
+	alive := func() {
+		t.Helper()
+		if r, err := s.c.Heartbeat(s.ctx("p1"), &v2.HeartbeatRequest{}); err != nil || code(r.Status) != v2.Code_OK {
+			t.Fatalf("heartbeat: %v %v", err, r.GetStatus())
+		}
+	}
+	advanceMaster := func(d time.Duration) { // in steps, so that each of the master's sweeps runs
+		for ; d > 0; d -= 5 * time.Second {
+			m.clk.Advance(min(d, 5*time.Second))
+		}
+	}
+	renewal := func() { // the relay's next renewal, the producer alive
+		t.Helper()
+		alive()
+		s.clk.Advance(relayAnnounceEvery / 2)
+		alive()
+		s.clk.Advance(relayAnnounceEvery / 2)
 	}
 	if got := m.b.ProducerConns("X"); len(got) != 1 {
 		t.Fatalf("the master knows %d producers of X, want 1", len(got))
 	}
+	// Renewed before the master's ClientExpiry drops it.
+	advanceMaster(m.b.Config().ClientExpiry - time.Second)
+	renewal()
+	advanceMaster(m.b.Config().ClientExpiry - time.Second)
+	if got := m.b.ProducerConns("X"); len(got) != 1 {
+		t.Fatalf("the master knows %d producers of X after renewals, want 1", len(got))
+	}
 	p.mem.Reset("master", "slave") // the connections break
 	await(t, "the master dropped the relay's registration", func() bool { return len(m.b.ProducerConns("X")) == 0 })
-	s.clk.Advance(relayAnnounceEvery)
+	renewal()
 	await(t, "the relay registered again", func() bool { return len(m.b.ProducerConns("X")) == 1 })
+
+	s.s.sessions.drop("p1", nil) // the slave's producer left
+	s.clk.Advance(relayAnnounceEvery)
+	advanceMaster(m.b.Config().ClientExpiry + 15*time.Second) // its sweeps run every 10 s
+	await(t, "the master expired the group", func() bool { return len(m.b.ProducerConns("X")) == 0 })
 }
 
 // commands delivers what a Telemetry stream receives.
