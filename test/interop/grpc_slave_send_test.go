@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -21,14 +22,23 @@ import (
 // TestGRPCProducerOnASlave: a group master + slave (sync replication),
 // the slave with a gRPC endpoint. A 5.x producer on the slave's endpoint
 // sends 10 messages (SEND_OK: the slave holds them, the commit point covers
-// them), a transaction it commits and one it rolls back: the master's
-// queues then hold the 10 and the committed one, and so do the slave's
-// (replicated). Then the master is killed: a send through the slave fails
+// them), a transaction it commits, one it rolls back and one it leaves
+// open, which the master checks back through the slave's front and the
+// producer's checker commits: the master's queues then hold the 10 and
+// the two committed ones, and so do the slave's (replicated). Then the master is killed: a send through the slave fails
 // with HA_NOT_AVAILABLE (50002) naming the master.
 func TestGRPCProducerOnASlave(t *testing.T) {
 	c := startHACluster(t, "sync", "broker-a")
 	c.waitInSync("broker-a")
 	master, slave := c.brokers["broker-a"][0], c.brokers["broker-a"][1]
+
+	// The master again, checking undecided transactions back after 1 s.
+	if err := master.signal(syscall.SIGTERM, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	master.args = append(master.args, "--transaction-timeout", "1s", "--transaction-check-interval", "1s")
+	master.start()
+	c.waitInSync("broker-a")
 
 	// The slave again, with a gRPC endpoint.
 	if err := slave.signal(syscall.SIGTERM, 30*time.Second); err != nil {
@@ -56,7 +66,14 @@ func TestGRPCProducerOnASlave(t *testing.T) {
 		return strings.Contains(string(resp.Body), `"`+topic+`"`), "not in its topic table yet"
 	})
 
-	checker := &rmq.TransactionChecker{Check: func(*rmq.MessageView) rmq.TransactionResolution { return rmq.UNKNOWN }}
+	var checked atomic.Value
+	checker := &rmq.TransactionChecker{Check: func(mv *rmq.MessageView) rmq.TransactionResolution {
+		checked.Store(string(mv.GetBody()))
+		if string(mv.GetBody()) == "check" {
+			return rmq.COMMIT
+		}
+		return rmq.UNKNOWN
+	}}
 	prod, err := rmq.NewProducer(rmq5Config(&petrel{grpcAddr: grpcAddr}, ""), rmq.WithTopics(topic), rmq.WithTransactionChecker(checker))
 	if err != nil {
 		t.Fatal(err)
@@ -106,9 +123,16 @@ func TestGRPCProducerOnASlave(t *testing.T) {
 		t.Fatalf("rollback through the slave: %v", err)
 	}
 
-	// The master's and the slave's queues hold the 10 and the committed one.
+	// Left open: the master checks it back through the slave's front,
+	// whose producer commits it.
+	if _, err := send(&rmq.Message{Topic: topic, Body: []byte("check")}, prod.BeginTransaction()); err != nil {
+		t.Fatalf("transactional send through the slave: %v", err)
+	}
+
+	// The master's and the slave's queues hold the 10, the committed one
+	// and the checked one.
 	for _, b := range []*proc{master, slave} {
-		waitFor(t, 30*time.Second, fmt.Sprintf("%s's queues of %s to hold %d messages", b.name, topic, n+1), func() (bool, string) {
+		waitFor(t, 60*time.Second, fmt.Sprintf("%s's queues of %s to hold %d messages", b.name, topic, n+2), func() (bool, string) {
 			var sum int64
 			for q := range 2 {
 				resp, err := rawCall(c.addr[b], 30, map[string]string{"topic": topic, "queueId": strconv.Itoa(q)}, 5*time.Second)
@@ -118,8 +142,11 @@ func TestGRPCProducerOnASlave(t *testing.T) {
 				off, _ := strconv.ParseInt(resp.ExtFields["offset"], 10, 64)
 				sum += off
 			}
-			return sum == n+1, fmt.Sprintf("max offsets sum to %d", sum)
+			return sum == n+2, fmt.Sprintf("max offsets sum to %d (checker last called for %v)", sum, checked.Load())
 		})
+	}
+	if checked.Load() != "check" {
+		t.Fatalf("the checker was last called for %v, want the open transaction", checked.Load())
 	}
 
 	if err := master.signal(syscall.SIGKILL, 30*time.Second); err != nil {
