@@ -13,7 +13,7 @@ package grpcfront
 //     delay, __SHARDINGKEY for a FIFO message), at most
 //     forwardSendsInFlight of one request in flight (pipelined on the
 //     connection: the master stores what one read brings as one group
-//     commit). A request's N messages are N sends, not one
+//     commit), those of one FIFO group one after the other. A request's N messages are N sends, not one
 //     SEND_BATCH_MESSAGE: each message of a gRPC request picks its own
 //     queue and gets its own status, which a batch (one queue, one
 //     answer) cannot express.
@@ -148,17 +148,41 @@ func (f *forwarder) sendTimeout() time.Duration {
 	return f.timeout + f.b.Config().ReplicationTimeout
 }
 
-// SendBatch forwards each send as a SEND_MESSAGE_V2.
+// SendBatch forwards each send as a SEND_MESSAGE_V2. The messages of one
+// FIFO group (topic and sharding key) go one after the other, in request
+// order, so that the master stores them in that order; the others go
+// concurrently.
 func (f *forwarder) SendBatch(ctx context.Context, reqs []*broker.SendRequest, fn func(int, broker.SendResult, error)) {
+	type fifoKey struct{ topic, key string }
+	var chains [][]int // indexes of reqs sent one after the other
+	var byKey map[fifoKey]int
+	for k, r := range reqs {
+		if r.ShardingKey == "" {
+			chains = append(chains, []int{k})
+			continue
+		}
+		if byKey == nil {
+			byKey = make(map[fifoKey]int)
+		}
+		fk := fifoKey{r.Topic, r.ShardingKey}
+		if c, ok := byKey[fk]; ok {
+			chains[c] = append(chains[c], k)
+			continue
+		}
+		byKey[fk] = len(chains)
+		chains = append(chains, []int{k})
+	}
 	sem := make(chan struct{}, forwardSendsInFlight)
 	var wg sync.WaitGroup
-	for k, r := range reqs {
+	for _, chain := range chains {
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			res, err := f.send(ctx, r)
-			fn(k, res, err)
+			for _, k := range chain {
+				res, err := f.send(ctx, reqs[k])
+				fn(k, res, err)
+			}
 		}()
 	}
 	wg.Wait()

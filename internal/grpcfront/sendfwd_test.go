@@ -2,6 +2,7 @@ package grpcfront
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -469,6 +470,38 @@ func TestSlaveRoutesAreWritableOnlyWhenItForwards(t *testing.T) {
 			if q.Permission != c.want || q.Broker.GetId() != 0 {
 				t.Fatalf("queue %v, want permission %v", q, c.want)
 			}
+		}
+	}
+}
+
+// TestSlaveForwardsAFIFOBatchInOrder: the messages of one FIFO group in
+// one request are stored on the master in request order (they are sent
+// one after the other; other messages of the request go alongside).
+func TestSlaveForwardsAFIFOBatchInOrder(t *testing.T) {
+	p := newPair(t, time.Second)
+	p.onBoth(func(e *env) { e.createTopic("F", 4) })
+	var batch []*v2.Message
+	for i := range 40 {
+		g := fmt.Sprintf("g%d", i%2)
+		m := msg("F", fmt.Sprintf("0156F7E71C361B21BC024CCDBE000001%02d", i), fmt.Sprintf("%s/%02d", g, i))
+		m.SystemProperties.MessageType = v2.MessageType_FIFO
+		m.SystemProperties.MessageGroup = ptr(g)
+		batch = append(batch, m)
+	}
+	batch = append(batch, msg("F", "0156F7E71C361B21BC024CCDBE00000199", "plain"))
+	if resp := p.slave.sendMany("p1", batch...); code(resp.Status) != v2.Code_OK {
+		t.Fatalf("FIFO batch through the slave: %v", resp.Status)
+	}
+	recs := p.master.awaitRecords("F", 41)
+	for _, g := range []string{"g0", "g1"} {
+		var seq []string
+		for _, r := range recs[broker.ShardQueue(g, 4)] {
+			if prop(r, propertyShardingKey) == g {
+				seq = append(seq, string(r.Body()))
+			}
+		}
+		if len(seq) != 20 || !slices.IsSorted(seq) {
+			t.Fatalf("group %s stored %v, want its 20 messages in request order", g, seq)
 		}
 	}
 }
