@@ -13,7 +13,8 @@ package grpcfront
 //     delay, __SHARDINGKEY for a FIFO message), at most
 //     forwardSendsInFlight of one request in flight (pipelined on the
 //     connection: the master stores what one read brings as one group
-//     commit), those of one FIFO group one after the other. A request's N messages are N sends, not one
+//     commit), those of one FIFO group one after the other, in request
+//     order. A request's N messages are N sends, not one
 //     SEND_BATCH_MESSAGE: each message of a gRPC request picks its own
 //     queue and gets its own status, which a batch (one queue, one
 //     answer) cannot express.
@@ -35,7 +36,7 @@ package grpcfront
 //     queue offsets, from the answer of the forwarded send (kept for
 //     maxForwardedHalves transactions), else from the slave's own index
 //     (its log is the master's, byte for byte, so the offsets are the
-//     master's).
+//     master's), or from the master's check-back (checkrelay.go).
 //   - A master that cannot be reached is HA_NOT_AVAILABLE with a sentence
 //     (the cause to the log). A send whose answer did not come may have
 //     been stored: the client's retry carries the same message id, which
