@@ -21,7 +21,8 @@ package grpcfront
 //   - What the master's gRPC front would decide from the request and that
 //     remoting does not carry is decided here from the topic table the
 //     slave replicates: the message type against the topic's accepted
-//     types (MESSAGE_PROPERTY_CONFLICT_WITH_TYPE), and the queue of a FIFO
+//     types (MESSAGE_PROPERTY_CONFLICT_WITH_TYPE), a retry or dead-letter
+//     topic a send must not create (TOPIC_NOT_FOUND), and the queue of a FIFO
 //     message (broker.ShardQueue of its group over the topic's write
 //     queues; for a topic the slave does not know yet, over the queues an
 //     auto-created one gets, autoCreateQueues).
@@ -52,6 +53,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -241,6 +243,12 @@ func (f *forwarder) send(ctx context.Context, r *broker.SendRequest) (broker.Sen
 // would answer that remoting cannot carry to it.
 func (f *forwarder) sendHeader(r *broker.SendRequest) (rmq.SendHeader, error) {
 	t, known := f.b.Topic(r.Topic)
+	if !known && r.NoGroupTopicCreate && (strings.HasPrefix(r.Topic, broker.RetryGroupTopicPrefix) || strings.HasPrefix(r.Topic, broker.DLQGroupTopicPrefix)) {
+		// The master would create it from the send (remoting cannot say
+		// not to): refused as the master's front refuses it.
+		return rmq.SendHeader{}, &broker.Error{Kind: broker.KindTopicNotExist,
+			Msg: fmt.Sprintf("topic %q does not exist on broker %s; a retry or dead-letter topic belongs to its consumer group and is not created by a send", r.Topic, f.b.Config().BrokerName)}
+	}
 	if known && r.MessageType != broker.MessageTypeUnspecified {
 		accepted := broker.AcceptedTypes(t)
 		ok := false

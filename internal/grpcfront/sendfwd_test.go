@@ -157,6 +157,14 @@ func TestSlaveForwardsSendsOfEveryType(t *testing.T) {
 		t.Fatalf("committed message type %v", got)
 	}
 
+	// A retry topic is not created by a send, as on the master.
+	if got := s.send("p1", msg("%RETRY%g9", "0156F7E71C361B21BC024CCDBE00000004", "r")); code(got.Status) != v2.Code_TOPIC_NOT_FOUND {
+		t.Fatalf("send to a retry topic through the slave: %v", got.Status)
+	}
+	if _, ok := m.b.Topic("%RETRY%g9"); ok {
+		t.Fatal("the master created the retry topic")
+	}
+
 	if s.st.Durable() != 0 {
 		t.Fatalf("the slave stored %d bytes itself", s.st.Durable())
 	}
