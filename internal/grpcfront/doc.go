@@ -24,6 +24,8 @@
 //	txn.go      EndTransaction; the transaction id
 //	receive.go  ReceiveMessage, AckMessage, ChangeInvisibleDuration, ForwardMessageToDeadLetterQueue
 //	forward.go  on a slave: the same, forwarded to the master over remoting
+//	sendfwd.go  on a slave: SendMessage and EndTransaction, forwarded likewise
+//	checkrelay.go on a slave: its producers registered with the master, check-backs relayed
 //	convert.go  stored record -> gRPC message
 //	validate.go message id, tag, key, group and property checks
 //	codes.go    broker error kinds -> status codes
@@ -113,5 +115,9 @@
 // whose broker is a slave forwards receives, acks, changes of invisible
 // time and forwards to the dead-letter queue to its master over remoting
 // (RocketMQ 5's POP_MESSAGE and its kin) and answers with the master's
-// answer; an unreachable master is HA_NOT_AVAILABLE (forward.go).
+// answer; an unreachable master is HA_NOT_AVAILABLE (forward.go). Sends
+// and transaction ends go to the master likewise (SEND_MESSAGE_V2,
+// END_TRANSACTION; sendfwd.go), the master's check-backs of halves sent
+// through the slave come back through it (checkrelay.go), and the slave's
+// routes list its queues READ_WRITE at its own endpoint (route.go).
 package grpcfront

@@ -117,6 +117,8 @@ type forwarder struct {
 	inPolls  atomic.Int64
 	stop     context.Context // the front's: Shutdown ends forwards
 	log      *slog.Logger
+	halves   halves      // offsets of forwarded halves (sendfwd.go)
+	relay    *checkRelay // check-backs of those halves (checkrelay.go)
 }
 
 // unavailable is the error of a forward that did not reach the master.

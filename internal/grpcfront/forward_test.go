@@ -26,12 +26,13 @@ type pair struct {
 	srv        *remoting.Server
 }
 
-func newPair(t *testing.T, forwardTimeout time.Duration) *pair {
+func newPair(t *testing.T, forwardTimeout time.Duration, masterOpts ...func(*envOptions)) *pair {
 	t.Helper()
 	p := &pair{mem: netx.NewMem()}
-	p.master = newEnv(t)
-	p.srv = remoting.NewServer(remoting.ServerOptions{Logger: storetest.Logger(t)})
-	brokerfront.New(p.master.b, brokerfront.Options{Logger: storetest.Logger(t)}).Register(p.srv)
+	p.master = newEnv(t, masterOpts...)
+	front := brokerfront.New(p.master.b, brokerfront.Options{Logger: storetest.Logger(t)})
+	p.srv = remoting.NewServer(remoting.ServerOptions{Logger: storetest.Logger(t), OnConnClose: front.ConnClosed})
+	front.Register(p.srv)
 	ln, err := p.mem.Host("master").Listen("master:10911")
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,13 @@ package grpcfront
 
 // QueryRoute and QueryAssignment: the queues of a topic, all on this
 // broker, all readable and writable, at this process's gRPC endpoint.
+//
+// A slave's front lists them alike, as its group's queues (broker id 0):
+// with Config.Master it forwards what only the master does (receives,
+// acks, sends, transaction ends; forward.go, sendfwd.go), so a client can
+// use every queue through this endpoint, as RocketMQ's proxy lists the
+// master's queues at its own endpoint. Without Config.Master a slave's
+// queues are READ only (its broker refuses writes).
 
 import (
 	"context"
@@ -140,10 +147,14 @@ func parseEndpoint(hostPort string) *v2.Endpoints {
 
 // queue is one route entry.
 func (s *Server) queue(topic *v2.Resource, id int32, t broker.TopicConfig, ep *v2.Endpoints) *v2.MessageQueue {
+	perm := v2.Permission_READ_WRITE
+	if s.fwd == nil && s.b.Role() == broker.RoleSlave {
+		perm = v2.Permission_READ
+	}
 	return &v2.MessageQueue{
 		Topic:              &v2.Resource{ResourceNamespace: topic.GetResourceNamespace(), Name: topic.GetName()},
 		Id:                 id,
-		Permission:         v2.Permission_READ_WRITE,
+		Permission:         perm,
 		Broker:             &v2.Broker{Name: s.b.Config().BrokerName, Id: 0, Endpoints: ep},
 		AcceptMessageTypes: acceptTypes(t),
 	}

@@ -68,7 +68,7 @@ func (s *Server) SendMessage(ctx context.Context, req *v2.SendMessageRequest) (*
 		// commit.
 		var answered sync.WaitGroup
 		answered.Add(len(reqs))
-		s.b.SendBatch(ctx, reqs, func(k int, res broker.SendResult, err error) {
+		s.sendBatch(ctx, reqs, func(k int, res broker.SendResult, err error) {
 			s.sent(entries[idx[k]], msgs[idx[k]], res, err)
 			answered.Done()
 		})

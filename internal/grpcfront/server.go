@@ -53,16 +53,19 @@ type Config struct {
 	Logger *slog.Logger
 	// Master, when set, returns the remoting address ("host:port") of the
 	// master of the broker's group, "" while it is not known: while the
-	// broker is a slave, receives, acks, changes of invisible time and
-	// forwards to the dead-letter queue go there (forward.go). Nil: a
-	// slave refuses them, as its broker does.
+	// broker is a slave, receives, acks, changes of invisible time,
+	// forwards to the dead-letter queue (forward.go), sends and
+	// transaction ends (sendfwd.go) go there, and the master's check-backs
+	// of the halves come back (checkrelay.go). Nil: a slave refuses them,
+	// as its broker does, and its routes are READ only.
 	Master func() string
-	// Remoting is the client of the forwarded acks, changes and forwards to
-	// the dead-letter queue; required with Master. Receives, which wait on
-	// the master, go over a connection of their own (on Network), so that
-	// acks never queue behind them.
+	// Remoting is the client of the forwarded acks, changes, forwards to
+	// the dead-letter queue, sends and transaction ends; required with
+	// Master. Receives, which wait on the master, go over a connection of
+	// their own (on Network), so that acks never queue behind them, and so
+	// does the check relay's registration (the master checks back on it).
 	Remoting *remoting.Client
-	// Network is what that connection is dialled on; default the real
+	// Network is what those connections are dialled on; default the real
 	// network.
 	Network netx.Network
 	// ForwardTimeout bounds the wait for the master's answer to a forward
@@ -157,6 +160,7 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 		s.fwd = &forwarder{b: b, master: cfg.Master, cl: cfg.Remoting, timeout: cfg.ForwardTimeout, stop: s.stop, log: s.log,
 			polls: remoting.NewClient(remoting.ClientOptions{Network: cfg.Network, Logger: cfg.Logger}), maxPolls: maxForwardedPolls}
 		s.pop = &routedPop{b: b, fwd: s.fwd}
+		s.fwd.relay = newCheckRelay(s, cfg)
 	}
 
 	opts := []grpc.ServerOption{
@@ -222,6 +226,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.cancelStop()
 	if s.fwd != nil {
 		s.fwd.polls.Close() // forwarded receives end
+		s.fwd.relay.close()
 	}
 	s.sessions.close()
 	done := make(chan struct{})

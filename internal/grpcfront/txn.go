@@ -48,7 +48,7 @@ func (s *Server) EndTransaction(ctx context.Context, req *v2.EndTransactionReque
 	default:
 		return &v2.EndTransactionResponse{Status: status(v2.Code_BAD_REQUEST, "resolution %v is not COMMIT, ROLLBACK or TRANSACTION_RESOLUTION_UNSPECIFIED", req.GetResolution())}, nil
 	}
-	phys, qo, err := s.b.FindHalf(ctx, topic, id)
+	phys, qo, err := s.findHalf(ctx, topic, id)
 	var be *broker.Error
 	if errors.As(err, &be) && be.Kind == broker.KindQueryNotFound {
 		return &v2.EndTransactionResponse{Status: status(v2.Code_INVALID_TRANSACTION_ID,
@@ -57,7 +57,7 @@ func (s *Server) EndTransaction(ctx context.Context, req *v2.EndTransactionReque
 	if err != nil {
 		return &v2.EndTransactionResponse{Status: s.brokerStatus(err, "end transaction")}, nil
 	}
-	err = s.b.EndTransaction(broker.EndTransactionRequest{
+	err = s.endTransaction(broker.EndTransactionRequest{
 		ProducerGroup:        topic,
 		TranStateTableOffset: qo,
 		CommitLogOffset:      phys,
