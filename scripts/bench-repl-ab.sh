@@ -13,8 +13,11 @@
 #
 #   bash scripts/bench-repl-ab.sh /tmp/petrel-A /tmp/petrel-B 3
 #
-# Environment: COUNT (messages a run, 200000), MODES (sync async), PROF (a
-# directory: master and slave write CPU profiles there, one per run).
+# Environment: COUNT (messages a run, 200000), MODES (sync async), SINGLE
+# (plain: the single broker serves no replication, --ha-listen ""; sr0: it
+# serves it with --sync-replicas 0, as the eleventh sitting), PROF (a
+# directory: master and slave write CPU profiles there, one per run), DUMP
+# (a directory: the master's and slave's /metrics at the end of each run).
 # Output: one line a run, "MODE single|repl A|B MSGS_PER_SEC". Ports 29876,
 # 30911-30914, 30812-30813, 38080-38081 must be free.
 set -uo pipefail
@@ -31,9 +34,10 @@ run() { # run LABEL BIN MODE single|repl N
   [ -n "${PROF:-}" ] && prof=(--cpu-profile "$PROF/$mode-$kind-$1-$n-master.pprof") && sprof=(--cpu-profile "$PROF/$mode-$kind-$1-$n-slave.pprof")
   "$bin" namesrv --namesrv-listen $NS --log-level warn >"$W/ns.log" 2>&1 & PIDS="$!"
   up $NS
-  local sr=0; [ "$kind" = repl ] && sr=1
+  local sr=0 ha=127.0.0.1:30912; [ "$kind" = repl ] && sr=1
+  [ "$kind" = single ] && [ "${SINGLE:-plain}" = plain ] && ha=""
   "$bin" broker --data-dir "$W/m" --broker-name bg --broker-id 0 --namesrv $NS --broker-listen 127.0.0.1:30911 \
-    --ha-listen 127.0.0.1:30912 --grpc-listen "" --http-listen 127.0.0.1:38080 --flush $mode --replication $mode \
+    --ha-listen "$ha" --grpc-listen "" --http-listen 127.0.0.1:38080 --flush $mode --replication $mode \
     --sync-replicas $sr --log-level warn "${prof[@]}" >"$W/m.log" 2>&1 & PIDS="$PIDS $!"
   up 127.0.0.1:30911
   if [ "$kind" = repl ]; then
@@ -44,6 +48,10 @@ run() { # run LABEL BIN MODE single|repl N
   fi
   local r
   r=$("$bin" bench produce --namesrv $NS --size 1024 --concurrency 64 --count $COUNT --progress off 2>&1 | grep -oE 'msgs/s=[0-9.]+' | head -1 | cut -d= -f2)
+  if [ -n "${DUMP:-}" ]; then
+    curl -s http://127.0.0.1:38080/metrics >"$DUMP/$mode-$kind-$1-$n-master.prom"
+    [ "$kind" = repl ] && curl -s http://127.0.0.1:38081/metrics >"$DUMP/$mode-$kind-$1-$n-slave.prom"
+  fi
   for p in $PIDS; do kill -TERM "$p" 2>/dev/null; done
   for p in $PIDS; do wait "$p" 2>/dev/null; done
   PIDS=""

@@ -128,6 +128,10 @@ func (m *Master) WaitReplicated(ctx context.Context, end int64) error {
 	return m.cfg.Tracker.Wait(ctx, end)
 }
 
+// Covered is the tracker's commit point now: every offset below it is
+// held by the master and the slaves it needs, as WaitReplicated would say.
+func (m *Master) Covered() int64 { return m.cfg.Tracker.HW() }
+
 // Close stops listening, drops every slave connection and waits for the
 // master's goroutines. It is idempotent.
 func (m *Master) Close() error {
@@ -350,6 +354,24 @@ func (c *mconn) readLoop() {
 				c.cancel() // the connection is dead: end a parked long poll now
 			}
 			return
+		}
+		if k, _ := wire.KindOf(p); k == wire.KindAck && !first {
+			// An ack between fetches: applied at once, answered by nothing.
+			a, err := wire.DecodeAck(p)
+			if err != nil {
+				c.push(item{fail: c.errResp(wire.InvalidRequest, "bad ack: "+err.Error())})
+				return
+			}
+			f := wire.Fetch{Group: c.group, ReplicaID: c.id, Offset: a.Offset, Durable: a.Durable}
+			if r := c.checkAck(f); r != nil {
+				c.push(item{fail: r})
+				return
+			}
+			if r := c.ack(f); r != nil {
+				c.push(item{fail: r})
+				return
+			}
+			continue
 		}
 		f, err := wire.DecodeFetch(p)
 		if err != nil {

@@ -174,6 +174,39 @@ func (l *Log) AppendRaw(off int64, b []byte) (Result, error) {
 	return r.res, r.err
 }
 
+// AppendRawAsync is AppendRaw without the wait: cb is called once b is
+// durable under FlushSync (written under FlushAsync), or with the error
+// that refused it, from a log goroutine (or from AppendRawAsync itself when
+// the log refuses it at once). Calls from one goroutine are written in the
+// order they were made, so a slave can hand the writer its next chunk
+// while the previous one's fsync runs. b must not be modified until cb
+// runs; cb must not block.
+func (l *Log) AppendRawAsync(off int64, b []byte, cb func(Result, error)) {
+	if len(b) == 0 {
+		cb(l.AppendRaw(off, b))
+		return
+	}
+	if l.failed.Load() {
+		cb(Result{}, ErrFailed)
+		return
+	}
+	if l.busy.Load() {
+		cb(Result{}, fmt.Errorf("%w: appends have waited over %v for the disk to sync", ErrBusy, l.opts.BusyAfter))
+		return
+	}
+	if l.noSpace.Load() != nil {
+		if err := l.admitSpace(); err != nil {
+			cb(Result{}, err)
+			return
+		}
+	}
+	r := &request{raw: b, rawOff: off, size: len(b), cb: cb}
+	r.self[0] = r
+	if err := l.submitList(r.self[:]); err != nil {
+		cb(Result{}, err)
+	}
+}
+
 // writeRaw writes one raw request. It reports whether it handed a sync job
 // to the flusher. Writer (wmu).
 func (l *Log) writeRaw(r *request) (synced bool) {
