@@ -1,6 +1,7 @@
 package ha
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -340,10 +341,12 @@ func (c *mconn) readLoop() {
 		}
 	}()
 	buf := make([]byte, maxFetchFrame)
+	// Buffered: a fetch and the acks behind it arrive in one read.
+	rd := bufio.NewReaderSize(c.nc, maxFetchFrame)
 	first := true
 	for {
 		c.resetIdle()
-		p, err := readFrameMax(c.nc, buf, maxFetchFrame)
+		p, err := readFrameMax(rd, buf, maxFetchFrame)
 		if err != nil {
 			if errors.Is(err, wire.ErrFrameTooLarge) || errors.Is(err, wire.ErrChecksum) || errors.Is(err, wire.ErrEmptyFrame) {
 				c.push(item{fail: c.errResp(wire.InvalidRequest, "bad frame: "+err.Error())})

@@ -1,6 +1,7 @@
 package ha
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -188,6 +189,9 @@ type AsyncSink interface {
 // Data (each ≤ MaxBytes) besides its read buffer.
 const maxPendingAppends = 4
 
+// slaveReadBuffer is the slave's read buffer on its connection.
+const slaveReadBuffer = 64 << 10
+
 // syncAppender makes a Sink an AsyncSink whose appends are answered before
 // AppendRawAsync returns.
 type syncAppender struct{ Sink }
@@ -293,10 +297,13 @@ func (s *Slave) session(nc net.Conn) (progressed bool, err error) {
 	}
 	limit := int(s.cfg.MaxBytes) + respHeadroom
 	buf := make([]byte, limit)
+	// Buffered: a header and a small response take one read; a payload
+	// larger than the buffer is read straight into buf.
+	rd := bufio.NewReaderSize(nc, slaveReadBuffer)
 	expect := pos
 	for {
 		t := s.cfg.Clock.AfterFunc(s.cfg.MaxWait+s.cfg.ResponseTimeout, func() { nc.Close() })
-		p, err := readFrameMax(nc, buf, limit)
+		p, err := readFrameMax(rd, buf, limit)
 		timedOut := !t.Stop()
 		if err != nil {
 			if timedOut && s.ctx.Err() == nil {
@@ -411,7 +418,10 @@ func (ss *session) acker(ctx context.Context, done chan<- struct{}) {
 }
 
 // send writes a Fetch (fetch) or an Ack with the sink's ends now, never
-// below those of the last frame; an Ack with nothing new is not sent.
+// below those of the last frame; an Ack with nothing new is not sent. (The
+// fetch after a response goes out before that response's bytes are
+// written, so the Ack carries the written end too: under async flush it is
+// what the commit point follows.)
 func (ss *session) send(fetch bool) error {
 	ss.wmu.Lock()
 	defer ss.wmu.Unlock()
