@@ -69,6 +69,8 @@ const (
 	maxFetchFrame = 4 << 10
 	// respHeadroom is the room a FetchResp needs besides its Data.
 	respHeadroom = 4 << 10
+	// lingerBytes is what a lingering response waits for (MasterConfig.Linger).
+	lingerBytes = 256 << 10
 	// maxMessage bounds the Message of an error response.
 	maxMessage = 512
 )
@@ -101,6 +103,12 @@ type MasterConfig struct {
 	// TickInterval is how often the tracker re-evaluates lag by time
 	// (default 500 ms).
 	TickInterval time.Duration
+	// Linger, when positive, lets a response whose fetch was woken by new
+	// bytes wait up to this long for lingerBytes of them, so that a slave
+	// fed by many small writes gets fewer, larger responses (fewer frames,
+	// syscalls and wake-ups on both ends). For async replication, where no
+	// send waits for the slaves; 0 (the default) answers at once.
+	Linger time.Duration
 	// DurablePoll is how often the master looks at the source's durable
 	// end while it trails the written end (default 1 ms).
 	DurablePoll time.Duration
@@ -150,6 +158,8 @@ func (c *MasterConfig) Validate() error {
 		return fmt.Errorf("ha: MasterConfig.MaxWait %v is negative", c.MaxWait)
 	case c.IdleTimeout <= c.MaxWait:
 		return fmt.Errorf("ha: MasterConfig.IdleTimeout %v must exceed MaxWait %v", c.IdleTimeout, c.MaxWait)
+	case c.Linger < 0 || c.Linger >= c.MaxWait && c.Linger > 0:
+		return fmt.Errorf("ha: MasterConfig.Linger %v must be in [0, MaxWait %v)", c.Linger, c.MaxWait)
 	case c.DurablePoll < 0:
 		return fmt.Errorf("ha: MasterConfig.DurablePoll %v is negative", c.DurablePoll)
 	case c.TickInterval <= 0:

@@ -577,6 +577,15 @@ func (c *mconn) answer(f wire.Fetch, sentHW int64) (wire.FetchResp, bool) {
 		unwatch()
 		cancel()
 	}
+	if l := m.cfg.Linger; l > 0 {
+		if n := m.src.Written() - cursor; n > 0 && n < lingerBytes {
+			ctx, cancel := context.WithCancel(c.ctx)
+			t := m.cfg.Clock.AfterFunc(l, cancel)
+			_ = m.src.WaitWritten(ctx, cursor+lingerBytes-1)
+			t.Stop()
+			cancel()
+		}
+	}
 	if c.ctx.Err() != nil {
 		return wire.FetchResp{}, false
 	}
