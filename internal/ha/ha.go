@@ -28,6 +28,13 @@ type Source interface {
 	WaitWritten(ctx context.Context, off int64) error
 }
 
+// RawReaderInto is a Source that reads into the caller's buffer
+// (internal/store: ReadRawInto): the fetch server then reuses one buffer
+// per connection instead of allocating each response's bytes.
+type RawReaderInto interface {
+	ReadRawInto(off int64, p []byte) (int, error)
+}
+
 // Sink is the slave's store.
 type Sink interface {
 	// AppendRaw appends b at off, which equals Written() (or, on an empty

@@ -321,6 +321,8 @@ type mconn struct {
 	ackD  int64
 	sent  atomic.Int64 // end of the bytes sent (or being sent): the cursor
 	idle  clock.Timer
+
+	rbuf []byte // serve's: the log bytes of the response being sent (RawReaderInto)
 }
 
 type item struct {
@@ -601,7 +603,18 @@ func (c *mconn) answer(f wire.Fetch, sentHW int64) (wire.FetchResp, bool) {
 	}
 	n := min(int64(f.MaxBytes), int64(m.cfg.MaxBytes), endOf(es, e, leo)-cursor)
 	var data []byte
-	if n > 0 {
+	if ri, ok := m.src.(RawReaderInto); ok && n > 0 {
+		// serve writes the bytes before it asks for the next answer.
+		if int64(cap(c.rbuf)) < n {
+			c.rbuf = make([]byte, n)
+		}
+		k, err := ri.ReadRawInto(cursor, c.rbuf[:n])
+		if err != nil {
+			m.log.Error("read for a slave failed", "replica_id", c.id, "offset", cursor, "err", err)
+			return *c.errResp(wire.Unavailable, "the master cannot read its log now; retry later"), true
+		}
+		data = c.rbuf[:k]
+	} else if n > 0 {
 		var err error
 		data, err = m.src.ReadRaw(cursor, int(n))
 		if err != nil {

@@ -93,6 +93,16 @@ func (s *Store) ReadRaw(off int64, max int) ([]byte, error) {
 	return b, nil
 }
 
+// ReadRawInto is ReadRaw into p (at most len(p) bytes), returning how many
+// bytes it read: the master's fetch server reuses one buffer per slave.
+func (s *Store) ReadRawInto(off int64, p []byte) (int, error) {
+	n, err := s.clog.ReadRawInto(off, p)
+	if err != nil {
+		return 0, fmt.Errorf("store: replicated read at %d: %w", off, err)
+	}
+	return n, nil
+}
+
 // WaitWritten returns once Written() > off (the commit log grew past off),
 // or with ctx's error, or ErrClosed once the store closes: the long poll of
 // a master's fetch server. It does not poll.

@@ -398,3 +398,32 @@ func TestRawAppendAsyncInOrder(t *testing.T) {
 		})
 	}
 }
+
+// ReadRawInto reads what ReadRaw reads, bounded by the buffer, and fails
+// as it does.
+func TestReadRawInto(t *testing.T) {
+	l := openLog(t, vfs.NewMem(), Options{})
+	defer l.Close()
+	fillMaster(t, l, 40)
+	buf := make([]byte, 300)
+	for off := int64(0); off < l.Written(); {
+		want, err := l.ReadRaw(off, len(buf))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := l.ReadRawInto(off, buf)
+		if err != nil || !bytes.Equal(buf[:n], want) {
+			t.Fatalf("ReadRawInto at %d: %d bytes, %v; ReadRaw gave %d", off, n, err, len(want))
+		}
+		off += int64(n)
+	}
+	if n, err := l.ReadRawInto(l.Written(), buf); n != 0 || err != nil {
+		t.Fatalf("at the end: %d, %v; want 0, nil", n, err)
+	}
+	if _, err := l.ReadRawInto(l.Written()+1, buf); !errors.Is(err, ErrBadOffset) {
+		t.Fatalf("past the end: %v, want ErrBadOffset", err)
+	}
+	if _, err := l.ReadRawInto(0, nil); err == nil {
+		t.Fatal("a read into an empty buffer did not fail")
+	}
+}
