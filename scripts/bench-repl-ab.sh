@@ -18,7 +18,8 @@
 # serves it with --sync-replicas 0, as the eleventh sitting), PROF (a
 # directory: master and slave write CPU profiles there, one per run), DUMP
 # (a directory: the master's and slave's /metrics at the end of each run).
-# Output: one line a run, "MODE single|repl A|B MSGS_PER_SEC". Ports 29876,
+# Output: one line a run, "MODE single|repl A|B MSGS_PER_SEC MASTER_CPU
+# [SLAVE_CPU]" (the brokers' user+sys CPU seconds over the run). Ports 29876,
 # 30911-30914, 30812-30813, 38080-38081 must be free.
 set -uo pipefail
 A=${1:?usage: bench-repl-ab.sh A_BIN B_BIN [RUNS]}; B=${2:?usage: bench-repl-ab.sh A_BIN B_BIN [RUNS]}; RUNS=${3:-3}
@@ -52,10 +53,14 @@ run() { # run LABEL BIN MODE single|repl N
     curl -s http://127.0.0.1:38080/metrics >"$DUMP/$mode-$kind-$1-$n-master.prom"
     [ "$kind" = repl ] && curl -s http://127.0.0.1:38081/metrics >"$DUMP/$mode-$kind-$1-$n-slave.prom"
   fi
+  local cpu="" hz; hz=$(getconf CLK_TCK)
+  for p in ${PIDS#* }; do # the brokers' CPU seconds (user+sys), master first
+    cpu="$cpu $(awk -v hz="$hz" '{printf "%.2f", ($14+$15)/hz}' /proc/"$p"/stat 2>/dev/null)"
+  done
   for p in $PIDS; do kill -TERM "$p" 2>/dev/null; done
   for p in $PIDS; do wait "$p" 2>/dev/null; done
   PIDS=""
-  echo "$mode $kind $1 $r"
+  echo "$mode $kind $1 $r$cpu"
 }
 for m in ${MODES:-sync async}; do
   for i in $(seq "$RUNS"); do

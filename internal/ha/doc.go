@@ -71,7 +71,11 @@
 //
 // Frames are at most wire.MaxFrame; the master reads at most
 // MasterConfig.MaxBytes per response into a per-connection buffer of fixed
-// size; a Fetch frame larger than maxFetchFrame is refused before it is read.
+// size (RawReaderInto; the log bytes then go out with the header in one
+// writev — sendfile(2) would skip that copy, but the frame's CRC needs the
+// bytes in user space anyway); a Fetch frame larger than maxFetchFrame is
+// refused before it is read. A slave over an AsyncSink holds at most
+// maxPendingAppends responses' Data besides its read buffer.
 // Idle connections are closed after MasterConfig.IdleTimeout (master) and
 // a response that does not come within MaxWait+SlaveConfig.ResponseTimeout
 // drops the connection (slave), both on the injected clock, so a partition
