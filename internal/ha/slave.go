@@ -285,6 +285,7 @@ func (s *Slave) session(nc net.Conn) (progressed bool, err error) {
 			err = ss.appendErr
 		}
 		ss.mu.Unlock()
+		nc.Close() // an Ack being written fails rather than waits
 		stopAcks()
 		<-ackDone
 	}()
