@@ -103,6 +103,7 @@ func newReplication(cfg *BrokerConfig, st *store.Store, bcfg *broker.Config) (*r
 	m, err := ha.StartMaster(ha.MasterConfig{
 		Group: bcfg.BrokerName, Listen: cfg.HA.Listen, Network: netx.Or(cfg.Network), Tracker: r.tracker,
 		Epochs: epochs, OnCommit: st.SetCommitPoint, Logger: log, Clock: clk, Linger: asyncLinger(bcfg),
+		HWPushDelay: hwPushDelay,
 	}, storeSource{st})
 	if err != nil {
 		return nil, fmt.Errorf("broker: replication listener (--ha-listen %s): %w", cfg.HA.Listen, err)
@@ -121,6 +122,10 @@ func newReplication(cfg *BrokerConfig, st *store.Store, bcfg *broker.Config) (*r
 	}
 	return r, nil
 }
+
+// hwPushDelay: a slave learns a commit point move with the next bytes
+// when they come within this long (ha.MasterConfig.HWPushDelay).
+const hwPushDelay = 2 * time.Millisecond
 
 // asyncLinger is how long the fetch server lets a response wait for more
 // bytes: under async replication no send waits for the slaves, so it

@@ -116,6 +116,12 @@ type MasterConfig struct {
 	// syscalls and wake-ups on both ends). For async replication, where no
 	// send waits for the slaves; 0 (the default) answers at once.
 	Linger time.Duration
+	// HWPushDelay, when positive, holds a long poll that only a commit
+	// point move woke for up to this long, for new bytes to send with it:
+	// under load every slave ack moves the commit point, and answering each
+	// move alone costs a response and a fetch more per ack. 0 (the default)
+	// pushes every move at once.
+	HWPushDelay time.Duration
 	// DurablePoll is how often the master looks at the source's durable
 	// end while it trails the written end (default 1 ms).
 	DurablePoll time.Duration
@@ -167,6 +173,8 @@ func (c *MasterConfig) Validate() error {
 		return fmt.Errorf("ha: MasterConfig.IdleTimeout %v must exceed MaxWait %v", c.IdleTimeout, c.MaxWait)
 	case c.Linger < 0 || c.Linger >= c.MaxWait && c.Linger > 0:
 		return fmt.Errorf("ha: MasterConfig.Linger %v must be in [0, MaxWait %v)", c.Linger, c.MaxWait)
+	case c.HWPushDelay < 0 || c.HWPushDelay >= c.IdleTimeout-c.MaxWait && c.HWPushDelay > 0:
+		return fmt.Errorf("ha: MasterConfig.HWPushDelay %v must be in [0, IdleTimeout-MaxWait)", c.HWPushDelay)
 	case c.DurablePoll < 0:
 		return fmt.Errorf("ha: MasterConfig.DurablePoll %v is negative", c.DurablePoll)
 	case c.TickInterval <= 0:

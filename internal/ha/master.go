@@ -572,12 +572,22 @@ func (c *mconn) answer(f wire.Fetch, sentHW int64) (wire.FetchResp, bool) {
 	wait := min(f.MaxWait, m.cfg.MaxWait)
 	if m.src.Written() <= cursor && wait > 0 {
 		ctx, cancel := context.WithCancel(c.ctx)
-		unwatch := m.watchHW(sentHW, cancel)
+		var byHW atomic.Bool
+		unwatch := m.watchHW(sentHW, func() { byHW.Store(true); cancel() })
 		t := m.cfg.Clock.AfterFunc(wait, cancel)
 		_ = m.src.WaitWritten(ctx, cursor) // nil, or the poll ended: answer what there is
 		t.Stop()
 		unwatch()
 		cancel()
+		if d := m.cfg.HWPushDelay; d > 0 && byHW.Load() && m.src.Written() <= cursor {
+			// Only the commit point moved: give the bytes that usually
+			// follow a moment to come, so one response carries both.
+			ctx, cancel := context.WithCancel(c.ctx)
+			t := m.cfg.Clock.AfterFunc(d, cancel)
+			_ = m.src.WaitWritten(ctx, cursor)
+			t.Stop()
+			cancel()
+		}
 	}
 	if l := m.cfg.Linger; l > 0 {
 		if n := m.src.Written() - cursor; n > 0 && n < lingerBytes {

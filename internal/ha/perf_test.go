@@ -231,3 +231,66 @@ func TestAsyncSinkSlaveCopiesAndAcks(t *testing.T) {
 		c.check()
 	})
 }
+
+// With HWPushDelay, a long poll woken only by a commit point move waits
+// that long for bytes and sends both in one response; without it, the
+// move is pushed alone at once.
+func TestHWPushDelayJoinsTheNextBytes(t *testing.T) {
+	for _, delay := range []time.Duration{0, 10 * time.Millisecond} {
+		t.Run(delay.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				runtime.GC()
+				runtime.GC()
+				c := &cluster{t: t, net: netx.NewMem(), logs: &logtest.Buffer{}, trCfg: syncCfg(1), slaves: map[int64]*node{},
+					mfs: vfs.NewMem(), mlog: newMemLog(0, true), hwDelay: delay}
+				c.startMaster()
+				t.Cleanup(c.stop)
+				end := c.put(0)
+				h := c.dialHostile("peer")
+				defer h.nc.Close()
+				f := wire.Fetch{Group: "g", ReplicaID: 5, MaxBytes: 1000, MaxWait: time.Second}
+				h.fetch(f)
+				if r, ok := h.next(); !ok || r.Err != wire.OK || int64(len(r.Data)) != end {
+					t.Fatalf("first answer %+v ok=%v", r, ok)
+				}
+				resps := make(chan wire.FetchResp, 4)
+				go func() {
+					for {
+						r, ok := h.next()
+						if !ok {
+							close(resps)
+							return
+						}
+						resps <- r
+					}
+				}()
+				f.Offset = end
+				h.fetch(f)
+				synctest.Wait() // parked (or answered, if an older HW was news)
+				for len(resps) > 0 {
+					if r := <-resps; len(r.Data) != 0 || r.HW >= end {
+						t.Fatalf("answer before the ack %+v", r)
+					}
+					h.fetch(f)
+					synctest.Wait()
+				}
+				h.ack(wire.Ack{Offset: end, Durable: end})
+				time.Sleep(delay / 2)
+				synctest.Wait()
+				if delay == 0 {
+					if r := <-resps; r.HW != end || len(r.Data) != 0 {
+						t.Fatalf("answer to the commit point move %+v, want HW %d alone", r, end)
+					}
+					return
+				}
+				if len(resps) != 0 {
+					t.Fatalf("answered %+v within the delay", <-resps)
+				}
+				end2 := c.put(1)
+				if r := <-resps; r.HW != end || r.Base != end || r.Base+int64(len(r.Data)) != end2 {
+					t.Fatalf("answer %+v, want HW %d with the bytes [%d, %d)", r, end, end, end2)
+				}
+			})
+		})
+	}
+}
