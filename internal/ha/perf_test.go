@@ -131,6 +131,20 @@ type asyncLog struct {
 	wake chan struct{}
 	stop chan struct{}
 	seen int // the most appends unanswered at once
+	// hold, when set, keeps every append unanswered until it is closed.
+	hold chan struct{}
+	// restarts counts RestartAt calls; restartPending the appends still
+	// unanswered at the worst of them.
+	restarts, restartPending int
+}
+
+// RestartAt notes how many appends are still unanswered.
+func (a *asyncLog) RestartAt(off int64) error {
+	a.mu.Lock()
+	a.restarts++
+	a.restartPending = max(a.restartPending, len(a.q))
+	a.mu.Unlock()
+	return a.memLog.RestartAt(off)
 }
 
 // newAsyncLog starts l's answering goroutine, stopped when the test ends
@@ -172,6 +186,16 @@ func (a *asyncLog) run() {
 		case <-a.wake:
 		case <-a.stop:
 			return
+		}
+		a.mu.Lock()
+		hold := a.hold
+		a.mu.Unlock()
+		if hold != nil {
+			select {
+			case <-hold:
+			case <-a.stop:
+				return
+			}
 		}
 		time.Sleep(time.Millisecond) // an fsync
 		a.mu.Lock()
@@ -293,4 +317,56 @@ func TestHWPushDelayJoinsTheNextBytes(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A slave told to start over (its position fell below the master's log
+// start) while appends are still on their way into its log drops the log
+// only once they are answered.
+func TestStartOverWaitsForPendingAppends(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		al := newAsyncLog(t, newMemLog(0, true))
+		c := newCluster(t, syncCfg(0), 0)
+		for i := range 7 {
+			c.put(i) // 98 bytes the slave copies first
+		}
+		n := &node{id: 1, host: "s1", log: al.memLog, fs: vfs.NewMem()}
+		c.slaves[1] = n
+		c.startSlave(n, al)
+		c.await("the slave copies the first records", c.caughtUp(1))
+		hold := make(chan struct{})
+		al.mu.Lock()
+		al.hold = hold
+		al.mu.Unlock()
+		for i := 7; i < 22; i++ {
+			c.put(i) // up to 308: responses of 200 and 10
+		}
+		synctest.Wait() // both responses handed over, unanswered; a fetch parked
+		// One more record, and retention drops everything up to its end:
+		// the parked fetch's position is below the log start now.
+		ml := c.mlog
+		ml.mu.Lock()
+		ml.data = nil
+		ml.start = 322
+		ml.durable = 322
+		ml.grewLocked()
+		ml.mu.Unlock()
+		synctest.Wait()
+		al.mu.Lock()
+		restarts, pending := al.restarts, len(al.q)
+		al.mu.Unlock()
+		if restarts != 0 || pending == 0 {
+			t.Fatalf("%d restarts with %d appends unanswered; want none while they are held", restarts, pending)
+		}
+		close(hold)
+		c.await("the slave starts over", func() bool {
+			al.mu.Lock()
+			defer al.mu.Unlock()
+			return al.restarts > 0
+		})
+		al.mu.Lock()
+		defer al.mu.Unlock()
+		if al.restartPending != 0 {
+			t.Fatalf("the log was dropped with %d appends unanswered", al.restartPending)
+		}
+	})
 }

@@ -277,14 +277,9 @@ func (s *Slave) session(nc net.Conn) (progressed bool, err error) {
 	defer func() {
 		// No append may be answered after the session: the next one
 		// starts from the sink's end.
-		ss.mu.Lock()
-		for ss.pending > 0 {
-			ss.cond.Wait()
+		if aerr := ss.drain(); aerr != nil {
+			err = aerr
 		}
-		if ss.appendErr != nil {
-			err = ss.appendErr
-		}
-		ss.mu.Unlock()
 		nc.Close() // an Ack being written fails rather than waits
 		stopAcks()
 		<-ackDone
@@ -317,6 +312,11 @@ func (s *Slave) session(nc net.Conn) (progressed bool, err error) {
 			return progressed, fmt.Errorf("%w: %w", ErrProtocol, err)
 		}
 		if r.Err != wire.OK {
+			// refused may drop the local log (start over): nothing of
+			// this session may still be on its way into it.
+			if err := ss.drain(); err != nil {
+				return progressed, err
+			}
 			return progressed, s.refused(r)
 		}
 		if !progressed {
@@ -397,6 +397,17 @@ func (ss *session) append(base int64, data []byte) error {
 	err := ss.appendErr
 	ss.mu.Unlock()
 	return err
+}
+
+// drain waits until every append handed to the sink is answered and
+// returns the first append error.
+func (ss *session) drain() error {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	for ss.pending > 0 {
+		ss.cond.Wait()
+	}
+	return ss.appendErr
 }
 
 // acker sends an Ack whenever an answered append moved the durable end
