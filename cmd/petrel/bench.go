@@ -43,13 +43,15 @@ protocol with Petrel's own client — or, with --grpc, its RocketMQ 5.x gRPC
 front with Petrel's own gRPC client (produce, receive) — and print one
 result line per run, in the format of the peer benchmarks:
 
-  petrel produce 1024B msgs=N secs=S msgs/s=X MB/s=Y p50_us=.. p90_us=.. p99_us=.. p999_us=.. max_us=.. errors=E
+  petrel produce 1024B msgs=N secs=S msgs/s=X MB/s=Y p50_us=.. p90_us=.. p99_us=.. p999_us=.. max_us=.. errors=E [not_replicated=R]
   petrel consume 1024B msgs=N secs=S msgs/s=X MB/s=Y errors=E
   petrel receive 1024B msgs=N secs=S msgs/s=X MB/s=Y p50_us=.. (ack latency) .. errors=E
 
 or, with -o json, one JSON object (scenario, mode, batch, size_bytes, msgs,
 bytes, secs, msgs_per_sec, mb_per_sec, latency_us{p50,p90,p99,p999,max},
-errors, first_error; protocol "grpc" for gRPC runs). MB/s counts body bytes, 10^6 per second. While a run
+errors, first_error, not_replicated; protocol "grpc" for gRPC runs). A send a
+replicating master stored but did not confirm replicated (SLAVE_NOT_AVAILABLE,
+FLUSH_SLAVE_TIMEOUT) counts in not_replicated, not in msgs or errors. MB/s counts body bytes, 10^6 per second. While a run
 lasts, a progress line (msgs/s, MB/s, p50/p99 latency, errors) is updated
 once a second on stderr when it is a terminal (--progress).
 
@@ -338,6 +340,9 @@ func printBenchResult(cmd *cobra.Command, res *loadgen.Result, err error, asJSON
 		}
 		if res.FirstError != "" && err == nil {
 			fmt.Fprintf(cmd.ErrOrStderr(), "petrel bench: %d requests failed; first: %s\n", res.Errors, res.FirstError)
+		}
+		if res.NotReplicated > 0 {
+			fmt.Fprintf(cmd.ErrOrStderr(), "petrel bench: %d messages were stored on the master but not confirmed replicated (SLAVE_NOT_AVAILABLE or FLUSH_SLAVE_TIMEOUT)\n", res.NotReplicated)
 		}
 	}
 	return err

@@ -76,6 +76,13 @@ type Replicator interface {
 	WaitReplicated(ctx context.Context, end int64) error
 }
 
+// coverer is a Replicator that tells how far the commit point reaches
+// (never backwards): the waiter answers every send at or below it without
+// asking WaitReplicated.
+type coverer interface {
+	Covered() int64
+}
+
 // The Replicator's sentinel errors: ha/track's, so that a Replicator
 // over a track.Tracker passes its Wait's errors on unchanged.
 var (
@@ -261,8 +268,16 @@ func (w *replWaiter) one(p *replWait) {
 	err := w.rep.WaitReplicated(ctx, p.end)
 	t.Stop()
 	cancel()
-	if err == nil && p.end > w.covered.Load() {
-		w.covered.Store(p.end)
+	if err == nil {
+		// The commit point may cover more than p: the sends queued behind
+		// p that it covers are answered without another wait.
+		c := p.end
+		if cv, ok := w.rep.(coverer); ok {
+			c = max(c, cv.Covered())
+		}
+		if c > w.covered.Load() {
+			w.covered.Store(c)
+		}
 	}
 	p.answer(err)
 }

@@ -385,3 +385,53 @@ func TestSendBackWaitsForTheSlaves(t *testing.T) {
 	f.set(e.st.Durable(), true)
 	wantKind(t, <-back(), KindSystemError, "SLAVE_NOT_AVAILABLE")
 }
+
+// coveringRepl is a fakeRepl that tells how far its commit point reaches.
+type coveringRepl struct{ *fakeRepl }
+
+func (c coveringRepl) Covered() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.hw
+}
+
+// TestSendsTheCommitPointCoversNeedOneWait: sends queued behind a wait
+// are answered, once the commit point covers them all, without asking the
+// Replicator again when it tells how far the commit point reaches — and
+// each send still only once it is covered.
+func TestSendsTheCommitPointCoversNeedOneWait(t *testing.T) {
+	f := coveringRepl{newFakeRepl()}
+	e := newEnv(t, withRepl(f))
+	e.createTopic("T", 1)
+	first := sendAsync(e.b, sendReq("T", 0, "one"))
+	end := f.nextPoll(t)
+	var later []<-chan sendAnswer
+	for _, body := range []string{"two", "three"} {
+		later = append(later, sendAsync(e.b, sendReq("T", 0, body)))
+	}
+	// Both are stored and queued behind the first one's wait.
+	for deadline := time.Now().Add(waitLimit); ; time.Sleep(time.Millisecond) {
+		e.b.repl.mu.Lock()
+		n := len(e.b.repl.q)
+		e.b.repl.mu.Unlock()
+		if n == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d sends queued behind the first wait, want 2", n)
+		}
+	}
+	notAnswered(t, first, "before the commit point moved")
+	if d := e.st.Durable(); end >= d {
+		t.Fatalf("the first wait is for %d, the three sends end at %d", end, d)
+	}
+	f.set(e.st.Durable(), false)
+	for i, ch := range append([]<-chan sendAnswer{first}, later...) {
+		if a := awaitAnswer(t, ch); a.err != nil || a.res.Status != SendOK {
+			t.Fatalf("send %d: %+v %v, want SEND_OK", i, a.res, a.err)
+		}
+	}
+	if n := e.b.repl.waits.Load(); n != 1 {
+		t.Fatalf("%d waits for three sends one commit point covers, want 1", n)
+	}
+}

@@ -103,7 +103,8 @@ func newReplication(cfg *BrokerConfig, st *store.Store, bcfg *broker.Config) (*r
 	r.tracker = track.New(tcfg, clk, log)
 	m, err := ha.StartMaster(ha.MasterConfig{
 		Group: bcfg.BrokerName, Listen: cfg.HA.Listen, Network: netx.Or(cfg.Network), Tracker: r.tracker,
-		Epochs: epochs, OnCommit: st.SetCommitPoint, Logger: log, Clock: clk,
+		Epochs: epochs, OnCommit: st.SetCommitPoint, Logger: log, Clock: clk, Linger: asyncLinger(bcfg),
+		HWPushDelay: hwPushDelay,
 	}, storeSource{st})
 	if err != nil {
 		return nil, fmt.Errorf("broker: replication listener (--ha-listen %s): %w", cfg.HA.Listen, err)
@@ -121,6 +122,20 @@ func newReplication(cfg *BrokerConfig, st *store.Store, bcfg *broker.Config) (*r
 		go r.awaitFirstSlave(fsys, path.Join(cfg.Store.Dir, joinedFile), cfg.HA.SyncReplicas)
 	}
 	return r, nil
+}
+
+// hwPushDelay: a slave learns a commit point move with the next bytes
+// when they come within this long (ha.MasterConfig.HWPushDelay).
+const hwPushDelay = 2 * time.Millisecond
+
+// asyncLinger is how long the fetch server lets a response wait for more
+// bytes: under async replication no send waits for the slaves, so it
+// ships fewer, larger responses (1 ms); under sync replication none.
+func asyncLinger(bcfg *broker.Config) time.Duration {
+	if bcfg.ReplicationAsync {
+		return time.Millisecond
+	}
+	return 0
 }
 
 // awaitFirstSlave raises the tracker's requirement to want, and records

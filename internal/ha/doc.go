@@ -28,6 +28,13 @@
 // earlier ack, or with Durable > Offset is a protocol violation: the master
 // answers an error frame and closes that connection only.
 //
+// Between fetches the slave may send Ack frames (wire.Ack: its written and
+// durable ends, under the same rules as a Fetch's acks), which the master
+// applies when they arrive and does not answer: a slave whose store takes
+// the next chunk while the previous one's fsync runs (AsyncSink) acks each
+// fsync at once, so the commit point does not wait for its next fetch. The
+// first frame of a connection must be a Fetch.
+//
 // A response is sent when the cursor is below the LEO, when the commit point
 // moved past the value the connection last carried, or when MaxWait (capped
 // by MasterConfig.MaxWait) has passed: a long poll that also pushes commit
@@ -47,8 +54,11 @@
 //
 // # The slave
 //
-// The slave appends Data at Base, which must equal its Written() (otherwise
-// it drops the connection and re-syncs from its end), then applies
+// The slave appends Data at Base, which must equal the end of what it
+// has appended (otherwise it drops the connection and re-syncs from its
+// end); with an AsyncSink it hands the bytes over without waiting for
+// their fsync (at most maxPendingAppends chunks unanswered) and sends its
+// next fetch at once, and an Ack once each append is durable. It applies
 // SetCommitPoint(min(HW, Durable())) — never above the master's commit
 // point, never backwards. It reconnects with a bounded exponential back-off
 // (on the injected clock). NotPrefix and UnknownReplica stop it: Err says
@@ -65,7 +75,11 @@
 //
 // Frames are at most wire.MaxFrame; the master reads at most
 // MasterConfig.MaxBytes per response into a per-connection buffer of fixed
-// size; a Fetch frame larger than maxFetchFrame is refused before it is read.
+// size (RawReaderInto; the log bytes then go out with the header in one
+// writev — sendfile(2) would skip that copy, but the frame's CRC needs the
+// bytes in user space anyway); a Fetch frame larger than maxFetchFrame is
+// refused before it is read. A slave over an AsyncSink holds at most
+// maxPendingAppends responses' Data besides its read buffer.
 // Idle connections are closed after MasterConfig.IdleTimeout (master) and
 // a response that does not come within MaxWait+SlaveConfig.ResponseTimeout
 // drops the connection (slave), both on the injected clock, so a partition

@@ -28,6 +28,13 @@ type Source interface {
 	WaitWritten(ctx context.Context, off int64) error
 }
 
+// RawReaderInto is a Source that reads into the caller's buffer
+// (internal/store: ReadRawInto): the fetch server then reuses one buffer
+// per connection instead of allocating each response's bytes.
+type RawReaderInto interface {
+	ReadRawInto(off int64, p []byte) (int, error)
+}
+
 // Sink is the slave's store.
 type Sink interface {
 	// AppendRaw appends b at off, which equals Written() (or, on an empty
@@ -73,6 +80,8 @@ const (
 	maxFetchFrame = 4 << 10
 	// respHeadroom is the room a FetchResp needs besides its Data.
 	respHeadroom = 4 << 10
+	// lingerBytes is what a lingering response waits for (MasterConfig.Linger).
+	lingerBytes = 256 << 10
 	// maxMessage bounds the Message of an error response.
 	maxMessage = 512
 )
@@ -105,6 +114,18 @@ type MasterConfig struct {
 	// TickInterval is how often the tracker re-evaluates lag by time
 	// (default 500 ms).
 	TickInterval time.Duration
+	// Linger, when positive, lets a response whose fetch was woken by new
+	// bytes wait up to this long for lingerBytes of them, so that a slave
+	// fed by many small writes gets fewer, larger responses (fewer frames,
+	// syscalls and wake-ups on both ends). For async replication, where no
+	// send waits for the slaves; 0 (the default) answers at once.
+	Linger time.Duration
+	// HWPushDelay, when positive, holds a long poll that only a commit
+	// point move woke for up to this long, for new bytes to send with it:
+	// under load every slave ack moves the commit point, and answering each
+	// move alone costs a response and a fetch more per ack. 0 (the default)
+	// pushes every move at once.
+	HWPushDelay time.Duration
 	// DurablePoll is how often the master looks at the source's durable
 	// end while it trails the written end (default 1 ms).
 	DurablePoll time.Duration
@@ -154,6 +175,10 @@ func (c *MasterConfig) Validate() error {
 		return fmt.Errorf("ha: MasterConfig.MaxWait %v is negative", c.MaxWait)
 	case c.IdleTimeout <= c.MaxWait:
 		return fmt.Errorf("ha: MasterConfig.IdleTimeout %v must exceed MaxWait %v", c.IdleTimeout, c.MaxWait)
+	case c.Linger < 0 || c.Linger >= c.MaxWait && c.Linger > 0:
+		return fmt.Errorf("ha: MasterConfig.Linger %v must be in [0, MaxWait %v)", c.Linger, c.MaxWait)
+	case c.HWPushDelay < 0 || c.HWPushDelay >= c.IdleTimeout-c.MaxWait && c.HWPushDelay > 0:
+		return fmt.Errorf("ha: MasterConfig.HWPushDelay %v must be in [0, IdleTimeout-MaxWait)", c.HWPushDelay)
 	case c.DurablePoll < 0:
 		return fmt.Errorf("ha: MasterConfig.DurablePoll %v is negative", c.DurablePoll)
 	case c.TickInterval <= 0:

@@ -49,8 +49,10 @@ type cluster struct {
 
 	mu        sync.Mutex
 	violation []string
-	prevHW    int64   // the HW of the masters before a restart
-	acked     []int64 // ends of the records whose Wait returned nil
+	linger    time.Duration // MasterConfig.Linger
+	hwDelay   time.Duration // MasterConfig.HWPushDelay
+	prevHW    int64         // the HW of the masters before a restart
+	acked     []int64       // ends of the records whose Wait returned nil
 }
 
 type node struct {
@@ -110,7 +112,7 @@ func (c *cluster) startMaster() {
 	c.mu.Unlock()
 	ml.onCP = nil
 	m, err := StartMaster(MasterConfig{Group: "g", Listen: masterAddr, Network: c.net.Host("master"), Tracker: tr,
-		Epochs: hist, Logger: c.logger(), MaxBytes: 300, MaxWait: time.Second, IdleTimeout: 5 * time.Second,
+		Epochs: hist, Logger: c.logger(), MaxBytes: 300, MaxWait: time.Second, IdleTimeout: 5 * time.Second, Linger: c.linger, HWPushDelay: c.hwDelay,
 		OnCommit: func(hw int64) {
 			// Invariant: the master's store never gets a commit point above
 			// the tracker's HW or its own durable end.

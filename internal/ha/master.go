@@ -1,6 +1,7 @@
 package ha
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -127,6 +128,10 @@ func (m *Master) WaitReplicated(ctx context.Context, end int64) error {
 	m.Progress()
 	return m.cfg.Tracker.Wait(ctx, end)
 }
+
+// Covered is the tracker's commit point now: every offset below it is
+// held by the master and the slaves it needs, as WaitReplicated would say.
+func (m *Master) Covered() int64 { return m.cfg.Tracker.HW() }
 
 // Close stops listening, drops every slave connection and waits for the
 // master's goroutines. It is idempotent.
@@ -316,6 +321,8 @@ type mconn struct {
 	ackD  int64
 	sent  atomic.Int64 // end of the bytes sent (or being sent): the cursor
 	idle  clock.Timer
+
+	rbuf []byte // serve's: the log bytes of the response being sent (RawReaderInto)
 }
 
 type item struct {
@@ -336,10 +343,12 @@ func (c *mconn) readLoop() {
 		}
 	}()
 	buf := make([]byte, maxFetchFrame)
+	// Buffered: a fetch and the acks behind it arrive in one read.
+	rd := bufio.NewReaderSize(c.nc, maxFetchFrame)
 	first := true
 	for {
 		c.resetIdle()
-		p, err := readFrameMax(c.nc, buf, maxFetchFrame)
+		p, err := readFrameMax(rd, buf, maxFetchFrame)
 		if err != nil {
 			if errors.Is(err, wire.ErrFrameTooLarge) || errors.Is(err, wire.ErrChecksum) || errors.Is(err, wire.ErrEmptyFrame) {
 				c.push(item{fail: c.errResp(wire.InvalidRequest, "bad frame: "+err.Error())})
@@ -350,6 +359,24 @@ func (c *mconn) readLoop() {
 				c.cancel() // the connection is dead: end a parked long poll now
 			}
 			return
+		}
+		if k, _ := wire.KindOf(p); k == wire.KindAck && !first {
+			// An ack between fetches: applied at once, answered by nothing.
+			a, err := wire.DecodeAck(p)
+			if err != nil {
+				c.push(item{fail: c.errResp(wire.InvalidRequest, "bad ack: "+err.Error())})
+				return
+			}
+			f := wire.Fetch{Group: c.group, ReplicaID: c.id, Offset: a.Offset, Durable: a.Durable}
+			if r := c.checkAck(f); r != nil {
+				c.push(item{fail: r})
+				return
+			}
+			if r := c.ack(f); r != nil {
+				c.push(item{fail: r})
+				return
+			}
+			continue
 		}
 		f, err := wire.DecodeFetch(p)
 		if err != nil {
@@ -545,12 +572,31 @@ func (c *mconn) answer(f wire.Fetch, sentHW int64) (wire.FetchResp, bool) {
 	wait := min(f.MaxWait, m.cfg.MaxWait)
 	if m.src.Written() <= cursor && wait > 0 {
 		ctx, cancel := context.WithCancel(c.ctx)
-		unwatch := m.watchHW(sentHW, cancel)
+		var byHW atomic.Bool
+		unwatch := m.watchHW(sentHW, func() { byHW.Store(true); cancel() })
 		t := m.cfg.Clock.AfterFunc(wait, cancel)
 		_ = m.src.WaitWritten(ctx, cursor) // nil, or the poll ended: answer what there is
 		t.Stop()
 		unwatch()
 		cancel()
+		if d := m.cfg.HWPushDelay; d > 0 && byHW.Load() && m.src.Written() <= cursor {
+			// Only the commit point moved: give the bytes that usually
+			// follow a moment to come, so one response carries both.
+			ctx, cancel := context.WithCancel(c.ctx)
+			t := m.cfg.Clock.AfterFunc(d, cancel)
+			_ = m.src.WaitWritten(ctx, cursor)
+			t.Stop()
+			cancel()
+		}
+	}
+	if l := m.cfg.Linger; l > 0 {
+		if n := m.src.Written() - cursor; n > 0 && n < lingerBytes {
+			ctx, cancel := context.WithCancel(c.ctx)
+			t := m.cfg.Clock.AfterFunc(l, cancel)
+			_ = m.src.WaitWritten(ctx, cursor+lingerBytes-1)
+			t.Stop()
+			cancel()
+		}
 	}
 	if c.ctx.Err() != nil {
 		return wire.FetchResp{}, false
@@ -567,7 +613,18 @@ func (c *mconn) answer(f wire.Fetch, sentHW int64) (wire.FetchResp, bool) {
 	}
 	n := min(int64(f.MaxBytes), int64(m.cfg.MaxBytes), endOf(es, e, leo)-cursor)
 	var data []byte
-	if n > 0 {
+	if ri, ok := m.src.(RawReaderInto); ok && n > 0 {
+		// serve writes the bytes before it asks for the next answer.
+		if int64(cap(c.rbuf)) < n {
+			c.rbuf = make([]byte, n)
+		}
+		k, err := ri.ReadRawInto(cursor, c.rbuf[:n])
+		if err != nil {
+			m.log.Error("read for a slave failed", "replica_id", c.id, "offset", cursor, "err", err)
+			return *c.errResp(wire.Unavailable, "the master cannot read its log now; retry later"), true
+		}
+		data = c.rbuf[:k]
+	} else if n > 0 {
 		var err error
 		data, err = m.src.ReadRaw(cursor, int(n))
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"runtime"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -55,6 +56,10 @@ func testMsg(i int) *message.Message {
 // segments, acks sync sends only once the slave holds them durably, keeps
 // every dispatcher below the commit point, and survives a slave crash.
 func TestRealStores(t *testing.T) {
+	// track's pooled waiters may come from an earlier test's bubble (see
+	// newCluster): empty the pool first.
+	runtime.GC()
+	runtime.GC()
 	synctest.Test(t, func(t *testing.T) {
 		logs := &logtest.Buffer{}
 		nw := netx.NewMem()

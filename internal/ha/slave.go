@@ -1,12 +1,14 @@
 package ha
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/petrelmq/petrel/internal/ha/epoch"
@@ -186,6 +188,63 @@ func (s *Slave) position() (written, durable int64) {
 	return written, durable
 }
 
+// AsyncSink is a Sink that takes the next chunk of the master's log while
+// the previous one's fsync runs (internal/store: AppendRawAsync). The
+// slave then writes what arrives at once and acks its durable end in an
+// Ack frame as soon as each fsync ends, instead of appending one response
+// at a time and acking with the next fetch. done is called once, with the
+// end of the bytes appended, when they are durable under sync flush
+// (written under async flush), or with the error; calls are written in the
+// order they were made; b is not modified until done runs.
+type AsyncSink interface {
+	AppendRawAsync(off int64, b []byte, done func(end int64, err error))
+}
+
+// maxPendingAppends bounds the chunks handed to an AsyncSink and not yet
+// answered: what a slave holds in memory is at most this many responses'
+// Data (each ≤ MaxBytes) besides its read buffer.
+const maxPendingAppends = 4
+
+// slaveReadBuffer is the slave's read buffer on its connection.
+const slaveReadBuffer = 64 << 10
+
+// syncAppender makes a Sink an AsyncSink whose appends are answered before
+// AppendRawAsync returns.
+type syncAppender struct{ Sink }
+
+func (a syncAppender) AppendRawAsync(off int64, b []byte, done func(int64, error)) {
+	if err := a.AppendRaw(off, b); err != nil {
+		done(0, err)
+		return
+	}
+	done(a.Written(), nil)
+}
+
+// session is one connection's fetch protocol. The session goroutine reads
+// the responses and hands their Data to the sink; the acker sends an Ack
+// each time an append is answered (durable, under sync flush). Both write
+// frames, under wmu, each carrying the acks it reads then, so the acks sent
+// never move backwards.
+type session struct {
+	s     *Slave
+	nc    net.Conn
+	async AsyncSink
+	copy  bool // the sink keeps Data past AppendRawAsync: copy it
+
+	wmu        sync.Mutex
+	f          wire.Fetch // the next fetch, its acks aside
+	wbuf       []byte
+	ackW, ackD int64 // the acks of the last frame sent
+
+	mu        sync.Mutex
+	cond      sync.Cond // pending or appendErr changed
+	pending   int
+	appendErr error
+
+	masterHW atomic.Int64  // the commit point of the last response
+	answered chan struct{} // cap 1: an append was answered
+}
+
 // session runs the fetch protocol on nc until it fails; progressed tells
 // whether the master answered at least once with OK.
 func (s *Slave) session(nc net.Conn) (progressed bool, err error) {
@@ -229,26 +288,45 @@ func (s *Slave) session(nc net.Conn) (progressed bool, err error) {
 	if last, ok := s.cfg.Epochs.Last(); ok {
 		known = last.Epoch
 	}
-	f := wire.Fetch{Group: s.cfg.Group, ReplicaID: s.cfg.ID, Epoch: known, Offset: pos, Durable: durable,
-		LastEpoch: lastEpoch, MaxBytes: s.cfg.MaxBytes, MaxWait: s.cfg.MaxWait}
-	wbuf := make([]byte, 0, 64+len(s.cfg.Group))
-	send := func() error {
-		wbuf = wire.AppendFetch(wbuf[:0], f)
-		return wire.WriteFrame(nc, wbuf)
+	ss := &session{s: s, nc: nc, ackW: pos, ackD: durable, answered: make(chan struct{}, 1),
+		f: wire.Fetch{Group: s.cfg.Group, ReplicaID: s.cfg.ID, Epoch: known, LastEpoch: lastEpoch,
+			MaxBytes: s.cfg.MaxBytes, MaxWait: s.cfg.MaxWait},
+		wbuf: make([]byte, 0, 64+len(s.cfg.Group))}
+	ss.cond.L = &ss.mu
+	if a, ok := s.sink.(AsyncSink); ok {
+		ss.async, ss.copy = a, true
+	} else {
+		ss.async = syncAppender{s.sink}
 	}
+	ackCtx, stopAcks := context.WithCancel(s.ctx)
+	ackDone := make(chan struct{})
+	go ss.acker(ackCtx, ackDone)
+	defer func() {
+		// No append may be answered after the session: the next one
+		// starts from the sink's end.
+		if aerr := ss.drain(); aerr != nil {
+			err = aerr
+		}
+		nc.Close() // an Ack being written fails rather than waits
+		stopAcks()
+		<-ackDone
+	}()
 	// Two fetches in flight: the master parks the second while the first
 	// answer is appended here.
 	for range 2 {
-		if err := send(); err != nil {
+		if err := ss.send(true); err != nil {
 			return false, err
 		}
 	}
 	limit := int(s.cfg.MaxBytes) + respHeadroom
 	buf := make([]byte, limit)
+	// Buffered: a header and a small response take one read; a payload
+	// larger than the buffer is read straight into buf.
+	rd := bufio.NewReaderSize(nc, slaveReadBuffer)
 	expect := pos
 	for {
 		t := s.cfg.Clock.AfterFunc(s.cfg.MaxWait+s.cfg.ResponseTimeout, func() { nc.Close() })
-		p, err := readFrameMax(nc, buf, limit)
+		p, err := readFrameMax(rd, buf, limit)
 		timedOut := !t.Stop()
 		if err != nil {
 			if timedOut && s.ctx.Err() == nil {
@@ -261,6 +339,11 @@ func (s *Slave) session(nc net.Conn) (progressed bool, err error) {
 			return progressed, fmt.Errorf("%w: %w", ErrProtocol, err)
 		}
 		if r.Err != wire.OK {
+			// refused may drop the local log (start over): nothing of
+			// this session may still be on its way into it.
+			if err := ss.drain(); err != nil {
+				return progressed, err
+			}
 			return progressed, s.refused(r)
 		}
 		if !progressed {
@@ -275,34 +358,127 @@ func (s *Slave) session(nc net.Conn) (progressed bool, err error) {
 		if r.Base != expect {
 			return progressed, fmt.Errorf("%w: data at %d, the local log ends at %d: re-syncing", ErrProtocol, r.Base, expect)
 		}
-		if len(r.Data) > int(f.MaxBytes) {
-			return progressed, fmt.Errorf("%w: %d bytes of data, asked for at most %d", ErrProtocol, len(r.Data), f.MaxBytes)
+		if len(r.Data) > int(ss.f.MaxBytes) {
+			return progressed, fmt.Errorf("%w: %d bytes of data, asked for at most %d", ErrProtocol, len(r.Data), ss.f.MaxBytes)
 		}
 		if err := s.recordEpoch(r); err != nil {
 			return progressed, err
 		}
 		if len(r.Data) > 0 {
-			if err := s.sink.AppendRaw(r.Base, r.Data); err != nil {
-				return progressed, fmt.Errorf("append %d bytes at %d: %w", len(r.Data), r.Base, err)
+			if err := ss.append(r.Base, r.Data); err != nil {
+				return progressed, err
 			}
 			expect += int64(len(r.Data))
-			if w := s.sink.Written(); w != expect {
-				return progressed, fmt.Errorf("the store ends at %d after appending up to %d: re-syncing", w, expect)
-			}
 		}
-		if r.Epoch > f.Epoch {
-			f.Epoch = r.Epoch
+		ss.wmu.Lock()
+		if r.Epoch > ss.f.Epoch {
+			ss.f.Epoch = r.Epoch
 		}
-		f.LastEpoch = r.Epoch
-		f.Offset, f.Durable = expect, min(s.sink.Durable(), expect)
-		if f.Durable < durable {
-			f.Durable = durable // an empty log that starts at LogStart
-		}
+		ss.f.LastEpoch = r.Epoch
+		ss.wmu.Unlock()
+		ss.masterHW.Store(r.HW)
 		s.applyHW(r, expect)
-		if err := send(); err != nil {
+		if err := ss.send(true); err != nil {
 			return progressed, err
 		}
 	}
+}
+
+// append hands data, the log from base, to the sink, once fewer than
+// maxPendingAppends are unanswered.
+func (ss *session) append(base int64, data []byte) error {
+	ss.mu.Lock()
+	for ss.pending >= maxPendingAppends && ss.appendErr == nil {
+		ss.cond.Wait()
+	}
+	if err := ss.appendErr; err != nil {
+		ss.mu.Unlock()
+		return err
+	}
+	ss.pending++
+	ss.mu.Unlock()
+	if ss.copy {
+		data = append([]byte(nil), data...)
+	}
+	want := base + int64(len(data))
+	ss.async.AppendRawAsync(base, data, func(end int64, err error) {
+		if err == nil && end != want {
+			err = fmt.Errorf("the store ends at %d after appending up to %d: re-syncing", end, want)
+		} else if err != nil {
+			err = fmt.Errorf("append %d bytes at %d: %w", want-base, base, err)
+		}
+		ss.mu.Lock()
+		ss.pending--
+		if err != nil && ss.appendErr == nil {
+			ss.appendErr = err
+			ss.nc.Close() // ends the read under way
+		}
+		ss.cond.Broadcast()
+		ss.mu.Unlock()
+		select {
+		case ss.answered <- struct{}{}:
+		default:
+		}
+	})
+	ss.mu.Lock()
+	err := ss.appendErr
+	ss.mu.Unlock()
+	return err
+}
+
+// drain waits until every append handed to the sink is answered and
+// returns the first append error.
+func (ss *session) drain() error {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	for ss.pending > 0 {
+		ss.cond.Wait()
+	}
+	return ss.appendErr
+}
+
+// acker sends an Ack whenever an answered append moved the durable end
+// past what the last frame said, and applies the commit point the new
+// durable end allows.
+func (ss *session) acker(ctx context.Context, done chan<- struct{}) {
+	defer close(done)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ss.answered:
+		}
+		if err := ss.send(false); err != nil {
+			ss.nc.Close() // the session goroutine sees it and ends
+			return
+		}
+		ss.s.raiseCP(ss.masterHW.Load())
+	}
+}
+
+// send writes a Fetch (fetch) or an Ack with the sink's ends now, never
+// below those of the last frame; an Ack with nothing new is not sent. (The
+// fetch after a response goes out before that response's bytes are
+// written, so the Ack carries the written end too: under async flush it is
+// what the commit point follows.)
+func (ss *session) send(fetch bool) error {
+	ss.wmu.Lock()
+	defer ss.wmu.Unlock()
+	w, d := ss.s.sink.Written(), ss.s.sink.Durable()
+	off := max(w, ss.ackW)
+	dur := max(min(d, off), ss.ackD)
+	if !fetch && off == ss.ackW && dur == ss.ackD {
+		return nil
+	}
+	ss.ackW, ss.ackD = off, dur
+	if fetch {
+		f := ss.f
+		f.Offset, f.Durable = off, dur
+		ss.wbuf = wire.AppendFetch(ss.wbuf[:0], f)
+	} else {
+		ss.wbuf = wire.AppendAck(ss.wbuf[:0], wire.Ack{Offset: off, Durable: dur})
+	}
+	return wire.WriteFrame(ss.nc, ss.wbuf)
 }
 
 // recordEpoch appends the epoch of r's bytes to the local history before
@@ -328,16 +504,12 @@ func (s *Slave) recordEpoch(r wire.FetchResp) error {
 	return nil
 }
 
-// applyHW applies min(the master's commit point, the local durable end),
-// never backwards, and updates the status.
+// applyHW updates the status from r and applies its commit point
+// (raiseCP); written is where the local log ends once the appends handed
+// to the sink are done.
 func (s *Slave) applyHW(r wire.FetchResp, written int64) {
-	cp := min(r.HW, s.sink.Durable())
 	s.mu.Lock()
-	apply := cp > s.cp
-	if apply {
-		s.cp = cp
-	}
-	s.st.HW, s.st.MasterHW, s.st.MasterLEO = s.cp, r.HW, r.LEO
+	s.st.MasterHW, s.st.MasterLEO = r.HW, r.LEO
 	now := s.cfg.Clock.Now()
 	if written >= r.LEO {
 		s.behindFrom = time.Time{}
@@ -345,9 +517,20 @@ func (s *Slave) applyHW(r wire.FetchResp, written int64) {
 		s.behindFrom = now
 	}
 	s.mu.Unlock()
-	if apply {
+	s.raiseCP(r.HW)
+}
+
+// raiseCP applies min(the master's commit point hw, the local durable
+// end), never backwards.
+func (s *Slave) raiseCP(hw int64) {
+	cp := min(hw, s.sink.Durable())
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cp > s.cp {
+		s.cp = cp
 		s.sink.SetCommitPoint(cp)
 	}
+	s.st.HW = s.cp
 }
 
 // refused turns an error response into the session's error.

@@ -32,6 +32,7 @@ type grpcProducer struct {
 	ctx     context.Context // the caller's: ends calls (SIGINT)
 	next    atomic.Int64    // sequence number of the next message
 	sent    atomic.Int64
+	unrepl  atomic.Int64 // messages stored, not confirmed replicated
 	errs    errRecorder
 	stop    context.CancelFunc // ends issuing (MaxErrors reached)
 	start   time.Time
@@ -122,6 +123,7 @@ func (p *grpcProducer) run(issueCtx context.Context) *Result {
 		Scenario: p.cfg.Scenario, Mode: string(p.cfg.Mode), Protocol: ProtocolGRPC, Batch: p.cfg.Batch, BodyBytes: p.cfg.BodyBytes,
 		Msgs: sent, Bytes: sent * int64(p.cfg.BodyBytes), Elapsed: elapsed,
 		Errors: p.errs.n.Load(), FirstError: p.errs.firstErr(), Latency: mergeLatencies(NewHistogram(), p.workers),
+		NotReplicated: p.unrepl.Load(),
 	}
 }
 
@@ -179,19 +181,36 @@ func (p *grpcProducer) record(w *latencyWorker, resp *v2.SendMessageResponse, er
 		w.record(lat)
 		p.sent.Add(n)
 	default:
-		var ok int64
+		var ok, unrepl int64
 		var bad *v2.Status
 		for _, e := range resp.GetEntries() {
-			if e.GetStatus().GetCode() == v2.Code_OK {
+			switch c := e.GetStatus().GetCode(); {
+			case c == v2.Code_OK:
 				ok++
-			} else if bad == nil {
+			case notReplicated(c):
+				unrepl++
+			case bad == nil:
 				bad = e.GetStatus()
 			}
 		}
+		if len(resp.GetEntries()) == 0 && notReplicated(resp.GetStatus().GetCode()) {
+			unrepl = n
+		}
 		p.sent.Add(ok)
+		p.unrepl.Add(unrepl)
+		if ok+unrepl == n {
+			return
+		}
 		if bad == nil {
 			bad = resp.GetStatus()
 		}
 		p.fail(fmt.Sprintf("SendMessage to topic %s: %d of %d messages refused: %s", p.cfg.Topic, n-ok, n, statusText(bad)))
 	}
+}
+
+// notReplicated tells the gRPC codes of a message stored on the master and
+// not confirmed replicated (the proxy's mappings of SLAVE_NOT_AVAILABLE and
+// FLUSH_SLAVE_TIMEOUT).
+func notReplicated(c v2.Code) bool {
+	return c == v2.Code_HA_NOT_AVAILABLE || c == v2.Code_SLAVE_PERSISTENCE_TIMEOUT
 }

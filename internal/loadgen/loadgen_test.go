@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/petrelmq/petrel/internal/daemon"
 	"github.com/petrelmq/petrel/internal/daemon/daemontest"
 	"github.com/petrelmq/petrel/internal/message"
 )
@@ -21,6 +22,12 @@ import (
 func startCluster(t *testing.T) string {
 	t.Helper()
 	return daemontest.Start(t).NameServerAddr()
+}
+
+// startClusterWith is startCluster with the broker's config edited.
+func startClusterWith(t *testing.T, edit func(*daemon.BrokerConfig)) string {
+	t.Helper()
+	return daemontest.Start(t, edit).NameServerAddr()
 }
 
 func testContext(t *testing.T) context.Context {

@@ -200,8 +200,10 @@ func setDefault[T comparable](p *T, d T) {
 }
 
 // Produce sends messages as ProduceConfig describes and returns the
-// result. Sends that fail (transport error or a code other than SUCCESS
-// and FLUSH_DISK_TIMEOUT) count in Result.Errors; the first one's text is
+// result. Sends that fail (transport error or a code other than SUCCESS,
+// FLUSH_DISK_TIMEOUT, SLAVE_NOT_AVAILABLE and FLUSH_SLAVE_TIMEOUT) count in
+// Result.Errors; the last two count in Result.NotReplicated (stored, not
+// confirmed replicated); the first failure's text is
 // in Result.FirstError. It returns an error, with no result, when the
 // route cannot be had or the connections cannot be opened, and an error
 // wrapping ErrTooManyErrors, with the result so far, when MaxErrors sends

@@ -30,6 +30,7 @@ type producer struct {
 	conns     [][]*remoting.Conn // [client][broker]
 	sent      atomic.Int64       // messages sent (acknowledged, or written for oneway)
 	errs      atomic.Int64
+	unrepl    atomic.Int64 // messages stored, not confirmed replicated
 	errMu     sync.Mutex
 	first     string
 	start     time.Time
@@ -76,7 +77,7 @@ wait:
 	res := &Result{
 		Scenario: p.cfg.Scenario, Mode: string(p.cfg.Mode), Batch: p.cfg.Batch, BodyBytes: p.cfg.BodyBytes, Msgs: sent,
 		Bytes: sent * int64(p.cfg.BodyBytes), Elapsed: elapsed,
-		Errors: p.errs.Load(), FirstError: first, Latency: h,
+		Errors: p.errs.Load(), FirstError: first, Latency: h, NotReplicated: p.unrepl.Load(),
 	}
 	if res.Errors >= p.cfg.MaxErrors {
 		return res, fmt.Errorf("%w: %d sends failed (limit %d); first: %s", ErrTooManyErrors, res.Errors, p.cfg.MaxErrors, first)
@@ -367,6 +368,11 @@ func (p *producer) record(s *slot, resp *remoting.Command, err error) bool {
 		// The run was stopped (SIGINT): an abandoned call is no failure.
 	case err != nil:
 		p.fail(err.Error())
+	case resp.Code == rmq.RespSlaveNotAvailable || resp.Code == rmq.RespFlushSlaveTimeout:
+		// Stored on the master, not confirmed replicated: an outcome of
+		// its own, not a failure (its latency is the replication
+		// timeout's, or none: not recorded).
+		p.unrepl.Add(s.n)
 	case resp.Code != rmq.RespSuccess && resp.Code != rmq.RespFlushDiskTimeout:
 		p.fail(fmt.Sprintf("send to %s queue %d: code %d: %s", s.q.name, s.q.queueID, resp.Code, resp.Remark))
 	default:

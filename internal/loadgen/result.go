@@ -28,6 +28,12 @@ type Result struct {
 	// Errors counts failed requests; FirstError is the first one's text.
 	Errors     int64
 	FirstError string
+	// NotReplicated counts messages the broker stored but did not confirm
+	// replicated: answered SLAVE_NOT_AVAILABLE (11) or FLUSH_SLAVE_TIMEOUT
+	// (12) over remoting, HA_NOT_AVAILABLE or SLAVE_PERSISTENCE_TIMEOUT over
+	// gRPC. They are neither in Msgs nor failures (Errors, MaxErrors): the
+	// master holds them, its slaves may not.
+	NotReplicated int64
 	// Latency holds the send latencies (produce) or the AckMessage
 	// latencies (receive); nil for consume.
 	Latency *Histogram
@@ -62,6 +68,9 @@ func (r *Result) Line() string {
 			us(h.Quantile(0.50)), us(h.Quantile(0.90)), us(h.Quantile(0.99)), us(h.Quantile(0.999)), us(h.Max()))
 	}
 	fmt.Fprintf(&sb, " errors=%d", r.Errors)
+	if r.NotReplicated > 0 {
+		fmt.Fprintf(&sb, " not_replicated=%d", r.NotReplicated)
+	}
 	return sb.String()
 }
 
@@ -85,6 +94,8 @@ type Summary struct {
 	LatencyUS  *LatencySummary `json:"latency_us,omitempty"`
 	Errors     int64           `json:"errors"`
 	FirstError string          `json:"first_error,omitempty"`
+	// NotReplicated: Result.NotReplicated.
+	NotReplicated int64 `json:"not_replicated"`
 }
 
 // LatencySummary is the latency part of a Summary, in microseconds.
@@ -99,7 +110,8 @@ type LatencySummary struct {
 // Summary returns r as a Summary.
 func (r *Result) Summary() Summary {
 	s := Summary{Scenario: r.Scenario, Mode: r.Mode, Protocol: r.Protocol, Batch: r.Batch, SizeBytes: r.BodyBytes, Msgs: r.Msgs, Bytes: r.Bytes,
-		Secs: r.Elapsed.Seconds(), MsgsPerSec: r.MsgsPerSec(), MBPerSec: r.MBPerSec(), Errors: r.Errors, FirstError: r.FirstError}
+		Secs: r.Elapsed.Seconds(), MsgsPerSec: r.MsgsPerSec(), MBPerSec: r.MBPerSec(), Errors: r.Errors, FirstError: r.FirstError,
+		NotReplicated: r.NotReplicated}
 	if h := r.Latency; h != nil {
 		s.LatencyUS = &LatencySummary{P50: us(h.Quantile(0.50)), P90: us(h.Quantile(0.90)), P99: us(h.Quantile(0.99)),
 			P999: us(h.Quantile(0.999)), Max: us(h.Max())}

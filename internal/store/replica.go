@@ -60,6 +60,26 @@ func (s *Store) AppendRaw(off int64, b []byte) error {
 	return nil
 }
 
+// AppendRawAsync is AppendRaw without the wait: done is called with the
+// end of the appended bytes once they are durable under sync flush
+// (written under async flush), or with the error, from a store goroutine
+// (possibly before AppendRawAsync returns). Calls from one goroutine are
+// written in their order. b must not be modified until done runs; done must
+// not block.
+func (s *Store) AppendRawAsync(off int64, b []byte, done func(end int64, err error)) {
+	if s.diskFull.Load() {
+		done(0, s.diskFullError())
+		return
+	}
+	s.clog.AppendRawAsync(off, b, func(res commitlog.Result, err error) {
+		if err != nil {
+			done(0, fmt.Errorf("store: replicated append at %d: %w", off, err))
+			return
+		}
+		done(res.End, nil)
+	})
+}
+
 // ReadRaw returns a copy of the commit-log bytes [off, min(off+max,
 // Written())) that lie in off's segment: bytes a slave appends with
 // AppendRaw. They run up to the written end, past the durable end: a
@@ -75,6 +95,16 @@ func (s *Store) ReadRaw(off int64, max int) ([]byte, error) {
 		return nil, fmt.Errorf("store: replicated read at %d: %w", off, err)
 	}
 	return b, nil
+}
+
+// ReadRawInto is ReadRaw into p (at most len(p) bytes), returning how many
+// bytes it read: the master's fetch server reuses one buffer per slave.
+func (s *Store) ReadRawInto(off int64, p []byte) (int, error) {
+	n, err := s.clog.ReadRawInto(off, p)
+	if err != nil {
+		return 0, fmt.Errorf("store: replicated read at %d: %w", off, err)
+	}
+	return n, nil
 }
 
 // WaitWritten returns once Written() > off (the commit log grew past off),

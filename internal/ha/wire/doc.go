@@ -1,5 +1,5 @@
 // Package wire is the replication protocol between a master and its slaves:
-// the slave sends Fetch requests, the master answers each with a FetchResp,
+// the slave sends Fetch requests (and Acks), the master answers each Fetch with a FetchResp,
 // over one TCP connection per slave. It is pure: byte layouts, bounds and
 // framing, no sockets of its own.
 //
@@ -54,6 +54,17 @@
 //	 50     m  Message
 //	50+m    4  len(Data)            ≤ MaxData
 //	54+m    d  Data
+//
+// Ack (kind 3), 18 bytes, slave to master, answered by nothing:
+//
+//	off  size  field
+//	  0     1  version = 1
+//	  1     1  kind = 3
+//	  2     8  Offset      int64    ≥ 0
+//	 10     8  Durable     int64    ≥ 0
+//
+// A slave sends an Ack when its fsync has made more bytes durable, between
+// its fetches, so the commit point moves without waiting for the next fetch.
 //
 // Data comes last so that the master can write the header and the log bytes
 // separately (AppendFetchRespHeader, then FrameWriter or WriteFrameParts):

@@ -14,6 +14,7 @@ const Version = 1
 const (
 	KindFetch     = 1
 	KindFetchResp = 2
+	KindAck       = 3
 )
 
 // Bounds. A decoder refuses anything beyond them; an encoder panics on a
@@ -35,6 +36,8 @@ const (
 const (
 	fetchFixed     = 2 + 2 + 8 + 4 + 8 + 8 + 4 + 4 + 8
 	fetchRespFixed = 2 + 2 + 4 + 5*8 + 2 + 4
+	// AckLen is the size of an Ack payload.
+	AckLen = 2 + 8 + 8
 )
 
 var (
@@ -58,6 +61,67 @@ type Fetch struct {
 	LastEpoch uint32        // epoch of the slave's last record (0 when empty)
 	MaxBytes  int32         // the most Data wanted (the master caps it at MaxData)
 	MaxWait   time.Duration // long poll: how long the master may hold the fetch for new bytes
+}
+
+// Ack is a slave's acknowledgement between fetches: its written end
+// (Offset) and durable end, sent as soon as its fsync has made more bytes
+// durable, so that the commit point does not wait for the next fetch. The
+// master answers nothing to it; the rules of a Fetch's acks apply.
+type Ack struct {
+	Offset  int64 // the slave's LEO ("written up to")
+	Durable int64 // the slave's durable end
+}
+
+// Validate reports the first field of a out of bounds, as the decoder does.
+func (a Ack) Validate() error {
+	switch {
+	case a.Offset < 0:
+		return fieldErr("ack", "offset", "negative (%d)", a.Offset)
+	case a.Durable < 0:
+		return fieldErr("ack", "durable", "negative (%d)", a.Durable)
+	}
+	return nil
+}
+
+// AppendAck appends the payload of a to dst. a must be valid (Validate):
+// an invalid a panics, as it is the caller's broken invariant.
+func AppendAck(dst []byte, a Ack) []byte {
+	if err := a.Validate(); err != nil {
+		panic("wire: AppendAck of an invalid ack: " + err.Error())
+	}
+	dst = append(dst, Version, KindAck)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(a.Offset))
+	return binary.BigEndian.AppendUint64(dst, uint64(a.Durable))
+}
+
+// DecodeAck decodes an Ack payload; it allocates nothing.
+func DecodeAck(b []byte) (Ack, error) {
+	d := decoder{b: b, msg: "ack"}
+	var a Ack
+	d.header(KindAck)
+	a.Offset = d.i64("offset")
+	a.Durable = d.i64("durable")
+	if err := d.end(); err != nil {
+		return Ack{}, err
+	}
+	if err := a.Validate(); err != nil {
+		return Ack{}, err
+	}
+	return a, nil
+}
+
+// KindOf returns the kind byte of a payload of this Version (KindFetch,
+// KindFetchResp, KindAck or an unknown value the caller refuses), so that a
+// receiver that takes several kinds picks the decoder; a payload shorter
+// than two bytes or of another version is an error.
+func KindOf(b []byte) (byte, error) {
+	switch {
+	case len(b) < 2:
+		return 0, fmt.Errorf("%w: payload of %d bytes has no kind", ErrMalformed, len(b))
+	case b[0] != Version:
+		return 0, fmt.Errorf("%w: payload version %d (this broker reads %d)", ErrVersion, b[0], Version)
+	}
+	return b[1], nil
 }
 
 // Code is the outcome of a Fetch.

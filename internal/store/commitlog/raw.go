@@ -116,26 +116,55 @@ func (l *Log) ReadRaw(off int64, max int) ([]byte, error) {
 	if max <= 0 {
 		return nil, fmt.Errorf("commitlog: raw read of %d bytes", max)
 	}
-	w := l.written.Load()
-	if off < l.MinOffset() {
-		return nil, fmt.Errorf("%w: %d is below %d", ErrBelowRetention, off, l.MinOffset())
+	n, err := l.rawLen(off, max)
+	if err != nil || n == 0 {
+		return nil, err
 	}
-	if off > w {
-		return nil, fmt.Errorf("%w: %d is past the written end %d", ErrBadOffset, off, w)
-	}
-	end := min(w, off+int64(max), l.SegmentStart(off)+l.opts.SegmentBytes)
-	if end == off {
-		return nil, nil
-	}
-	p := make([]byte, end-off)
-	if err := l.ReadAt(p, off); err != nil {
-		if off < l.MinOffset() {
-			// Retention removed the segment meanwhile.
-			return nil, fmt.Errorf("%w: %d is below %d", ErrBelowRetention, off, l.MinOffset())
-		}
+	p := make([]byte, n)
+	if err := l.readRaw(p, off); err != nil {
 		return nil, err
 	}
 	return p, nil
+}
+
+// ReadRawInto is ReadRaw into p, at most len(p) bytes: it returns how many
+// it read, so that a reader that sends the bytes before its next read
+// (the master's fetch server) reuses one buffer.
+func (l *Log) ReadRawInto(off int64, p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, fmt.Errorf("commitlog: raw read of %d bytes", len(p))
+	}
+	n, err := l.rawLen(off, len(p))
+	if err != nil || n == 0 {
+		return 0, err
+	}
+	if err := l.readRaw(p[:n], off); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// rawLen is how many bytes a raw read of at most max bytes at off gets.
+func (l *Log) rawLen(off int64, max int) (int, error) {
+	w := l.written.Load()
+	if off < l.MinOffset() {
+		return 0, fmt.Errorf("%w: %d is below %d", ErrBelowRetention, off, l.MinOffset())
+	}
+	if off > w {
+		return 0, fmt.Errorf("%w: %d is past the written end %d", ErrBadOffset, off, w)
+	}
+	return int(min(w, off+int64(max), l.SegmentStart(off)+l.opts.SegmentBytes) - off), nil
+}
+
+func (l *Log) readRaw(p []byte, off int64) error {
+	if err := l.ReadAt(p, off); err != nil {
+		if off < l.MinOffset() {
+			// Retention removed the segment meanwhile.
+			return fmt.Errorf("%w: %d is below %d", ErrBelowRetention, off, l.MinOffset())
+		}
+		return err
+	}
+	return nil
 }
 
 // AppendRaw appends b, bytes of a master's log starting at off, byte for
@@ -172,6 +201,39 @@ func (l *Log) AppendRaw(off int64, b []byte) (Result, error) {
 	}
 	<-r.done
 	return r.res, r.err
+}
+
+// AppendRawAsync is AppendRaw without the wait: cb is called once b is
+// durable under FlushSync (written under FlushAsync), or with the error
+// that refused it, from a log goroutine (or from AppendRawAsync itself when
+// the log refuses it at once). Calls from one goroutine are written in the
+// order they were made, so a slave can hand the writer its next chunk
+// while the previous one's fsync runs. b must not be modified until cb
+// runs; cb must not block.
+func (l *Log) AppendRawAsync(off int64, b []byte, cb func(Result, error)) {
+	if len(b) == 0 {
+		cb(l.AppendRaw(off, b))
+		return
+	}
+	if l.failed.Load() {
+		cb(Result{}, ErrFailed)
+		return
+	}
+	if l.busy.Load() {
+		cb(Result{}, fmt.Errorf("%w: appends have waited over %v for the disk to sync", ErrBusy, l.opts.BusyAfter))
+		return
+	}
+	if l.noSpace.Load() != nil {
+		if err := l.admitSpace(); err != nil {
+			cb(Result{}, err)
+			return
+		}
+	}
+	r := &request{raw: b, rawOff: off, size: len(b), cb: cb}
+	r.self[0] = r
+	if err := l.submitList(r.self[:]); err != nil {
+		cb(Result{}, err)
+	}
 }
 
 // writeRaw writes one raw request. It reports whether it handed a sync job

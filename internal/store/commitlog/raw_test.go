@@ -342,3 +342,88 @@ func TestRawAboveFourGiB(t *testing.T) {
 		t.Fatalf("the slave reads %d records, the last at %d", len(got), got[len(got)-1].PhysicalOffset)
 	}
 }
+
+// AppendRawAsync: chunks handed over back to back, without waiting for
+// each one's sync, are written in order, each answered once durable under
+// FlushSync (written under FlushAsync), and the copy is byte-identical.
+func TestRawAppendAsyncInOrder(t *testing.T) {
+	for _, mode := range []FlushMode{FlushSync, FlushAsync} {
+		t.Run(mode.String(), func(t *testing.T) {
+			mfs, sfs := vfs.NewMem(), vfs.NewMem()
+			master := openLog(t, mfs, Options{FlushMode: mode})
+			defer master.Close()
+			slave := openLog(t, sfs, Options{FlushMode: mode})
+			defer slave.Close()
+			fillMaster(t, master, 120)
+			type answer struct {
+				res     Result
+				err     error
+				durable int64
+			}
+			answers := make(chan answer, 1024)
+			var wantEnds []int64
+			rnd := rand.New(rand.NewPCG(2, uint64(mode)))
+			for off := int64(0); off < master.Written(); {
+				b, err := master.ReadRaw(off, 1+rnd.IntN(900))
+				if err != nil {
+					t.Fatal(err)
+				}
+				off += int64(len(b))
+				wantEnds = append(wantEnds, off)
+				slave.AppendRawAsync(off-int64(len(b)), b, func(res Result, err error) {
+					answers <- answer{res, err, slave.flushed.Load()}
+				})
+			}
+			for i, end := range wantEnds {
+				a := <-answers
+				if a.err != nil || a.res.End != end {
+					t.Fatalf("answer %d: %+v, %v; want end %d", i, a.res, a.err, end)
+				}
+				if mode == FlushSync && a.durable < end {
+					t.Fatalf("answer %d (end %d) came with the log synced only to %d", i, end, a.durable)
+				}
+			}
+			if slave.Written() != master.Written() {
+				t.Fatalf("slave written %d, master %d", slave.Written(), master.Written())
+			}
+			sameFiles(t, mfs, sfs, master.Written(), 4096)
+			if _, err := slave.AppendRaw(0, []byte{1}); !errors.Is(err, ErrBadOffset) {
+				t.Fatalf("a raw append behind the end: %v, want ErrBadOffset", err)
+			}
+			errc := make(chan error, 1)
+			slave.AppendRawAsync(5, []byte{1}, func(_ Result, err error) { errc <- err })
+			if err := <-errc; !errors.Is(err, ErrBadOffset) {
+				t.Fatalf("an async raw append behind the end: %v, want ErrBadOffset", err)
+			}
+		})
+	}
+}
+
+// ReadRawInto reads what ReadRaw reads, bounded by the buffer, and fails
+// as it does.
+func TestReadRawInto(t *testing.T) {
+	l := openLog(t, vfs.NewMem(), Options{})
+	defer l.Close()
+	fillMaster(t, l, 40)
+	buf := make([]byte, 300)
+	for off := int64(0); off < l.Written(); {
+		want, err := l.ReadRaw(off, len(buf))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := l.ReadRawInto(off, buf)
+		if err != nil || !bytes.Equal(buf[:n], want) {
+			t.Fatalf("ReadRawInto at %d: %d bytes, %v; ReadRaw gave %d", off, n, err, len(want))
+		}
+		off += int64(n)
+	}
+	if n, err := l.ReadRawInto(l.Written(), buf); n != 0 || err != nil {
+		t.Fatalf("at the end: %d, %v; want 0, nil", n, err)
+	}
+	if _, err := l.ReadRawInto(l.Written()+1, buf); !errors.Is(err, ErrBadOffset) {
+		t.Fatalf("past the end: %v, want ErrBadOffset", err)
+	}
+	if _, err := l.ReadRawInto(0, nil); err == nil {
+		t.Fatal("a read into an empty buffer did not fail")
+	}
+}
