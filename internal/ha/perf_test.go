@@ -133,18 +133,18 @@ type asyncLog struct {
 	seen int // the most appends unanswered at once
 	// hold, when set, keeps every append unanswered until it is closed.
 	hold chan struct{}
-	// restarts counts RestartAt calls; restartPending the appends still
+	// restarts counts ResetAt calls; restartPending the appends still
 	// unanswered at the worst of them.
 	restarts, restartPending int
 }
 
-// RestartAt notes how many appends are still unanswered.
-func (a *asyncLog) RestartAt(off int64) error {
+// ResetAt notes how many appends are still unanswered.
+func (a *asyncLog) ResetAt(off int64) error {
 	a.mu.Lock()
 	a.restarts++
 	a.restartPending = max(a.restartPending, len(a.q))
 	a.mu.Unlock()
-	return a.memLog.RestartAt(off)
+	return a.memLog.ResetAt(off)
 }
 
 // newAsyncLog starts l's answering goroutine, stopped when the test ends
