@@ -399,7 +399,8 @@ func TestRawErrors(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- master.WaitWritten(ctx, master.Written()) }()
+	end := master.Written() // read before the Put: the goroutine may start after it
+	go func() { done <- master.WaitWritten(ctx, end) }()
 	if err := master.Put(newMsg("T", 0, "more", "")); err != nil {
 		t.Fatal(err)
 	}
