@@ -100,14 +100,6 @@ func (b *Broker) applyMasterOffset(k offKey, off int64) {
 	b.meta.CommitOffset(k.group, k.topic, k.queue, off)
 }
 
-func (b *Broker) isPending(k offKey) bool {
-	s := &b.state
-	s.pmu.Lock()
-	defer s.pmu.Unlock()
-	_, ok := s.pending[k]
-	return ok
-}
-
 func (b *Broker) pendingKeys() []offKey {
 	s := &b.state
 	s.pmu.Lock()

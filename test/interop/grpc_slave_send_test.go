@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -40,31 +39,8 @@ func TestGRPCProducerOnASlave(t *testing.T) {
 	master.start()
 	c.waitInSync("broker-a")
 
-	// The slave again, with a gRPC endpoint.
-	if err := slave.signal(syscall.SIGTERM, 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	grpcAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	for i, a := range slave.args {
-		if a == "--grpc-listen" {
-			slave.args[i+1] = grpcAddr
-		}
-	}
-	slave.listen = append(slave.listen, grpcAddr)
-	slave.start()
-	c.waitInSync("broker-a")
-
-	topic := uniqueName(t, "t")
-	if out, err := exec.Command(petrelBin, "topic", "create", topic, "--queues", "2", "--namesrv", strings.Join(c.nsList, ";")).CombinedOutput(); err != nil {
-		t.Fatalf("petrel topic create: %v\n%s", err, out)
-	}
-	waitFor(t, 30*time.Second, "the slave to know topic "+topic+" (from its master's state stream)", func() (bool, string) {
-		resp, err := rawCall(c.addr[slave], 21, nil, 5*time.Second)
-		if err != nil {
-			return false, err.Error()
-		}
-		return strings.Contains(string(resp.Body), `"`+topic+`"`), "not in its topic table yet"
-	})
+	grpcAddr := c.restartWithGRPC(slave)
+	topic := c.topicOnSlave(slave)
 
 	var checked atomic.Value
 	checker := &rmq.TransactionChecker{Check: func(mv *rmq.MessageView) rmq.TransactionResolution {

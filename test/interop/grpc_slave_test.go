@@ -35,31 +35,8 @@ func TestGRPCSimpleConsumerOnASlave(t *testing.T) {
 	c.waitInSync("broker-a")
 	master, slave := c.brokers["broker-a"][0], c.brokers["broker-a"][1]
 
-	// The slave again, with a gRPC endpoint.
-	if err := slave.signal(syscall.SIGTERM, 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	grpcAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	for i, a := range slave.args {
-		if a == "--grpc-listen" {
-			slave.args[i+1] = grpcAddr
-		}
-	}
-	slave.listen = append(slave.listen, grpcAddr)
-	slave.start()
-	c.waitInSync("broker-a")
-
-	topic := uniqueName(t, "t")
-	if out, err := exec.Command(petrelBin, "topic", "create", topic, "--queues", "2", "--namesrv", strings.Join(c.nsList, ";")).CombinedOutput(); err != nil {
-		t.Fatalf("petrel topic create: %v\n%s", err, out)
-	}
-	waitFor(t, 30*time.Second, "the slave to know topic "+topic+" (from its master's state stream)", func() (bool, string) {
-		resp, err := rawCall(c.addr[slave], 21, nil, 5*time.Second)
-		if err != nil {
-			return false, err.Error()
-		}
-		return strings.Contains(string(resp.Body), `"`+topic+`"`), "not in its topic table yet"
-	})
+	grpcAddr := c.restartWithGRPC(slave)
+	topic := c.topicOnSlave(slave)
 
 	prod, err := rocketmq.NewProducer(
 		producer.WithNsResolver(primitive.NewPassthroughResolver(c.nsList)),
@@ -150,4 +127,41 @@ func TestGRPCSimpleConsumerOnASlave(t *testing.T) {
 		}
 		return false, fmt.Sprint(err)
 	})
+}
+
+// restartWithGRPC stops slave gracefully and starts it again with a gRPC
+// endpoint on a free port, which it returns, once it is in sync again.
+func (c *haCluster) restartWithGRPC(slave *proc) string {
+	c.t.Helper()
+	if err := slave.signal(syscall.SIGTERM, 30*time.Second); err != nil {
+		c.t.Fatal(err)
+	}
+	grpcAddr := fmt.Sprintf("127.0.0.1:%d", freePort(c.t))
+	for i, a := range slave.args {
+		if a == "--grpc-listen" {
+			slave.args[i+1] = grpcAddr
+		}
+	}
+	slave.listen = append(slave.listen, grpcAddr)
+	slave.start()
+	c.waitInSync("broker-a")
+	return grpcAddr
+}
+
+// topicOnSlave creates a topic of 2 queues with the CLI and returns it once
+// slave knows it (from its master's state stream).
+func (c *haCluster) topicOnSlave(slave *proc) string {
+	c.t.Helper()
+	topic := uniqueName(c.t, "t")
+	if out, err := exec.Command(petrelBin, "topic", "create", topic, "--queues", "2", "--namesrv", strings.Join(c.nsList, ";")).CombinedOutput(); err != nil {
+		c.t.Fatalf("petrel topic create: %v\n%s", err, out)
+	}
+	waitFor(c.t, 30*time.Second, "the slave to know topic "+topic+" (from its master's state stream)", func() (bool, string) {
+		resp, err := rawCall(c.addr[slave], 21, nil, 5*time.Second)
+		if err != nil {
+			return false, err.Error()
+		}
+		return strings.Contains(string(resp.Body), `"`+topic+`"`), "not in its topic table yet"
+	})
+	return topic
 }
