@@ -17,6 +17,7 @@ import (
 	"hash/fnv"
 	"strings"
 
+	"github.com/petrelmq/petrel/internal/broker/pop"
 	"github.com/petrelmq/petrel/internal/broker/txn"
 	"github.com/petrelmq/petrel/internal/store/meta"
 )
@@ -130,3 +131,15 @@ var (
 	// ErrOffsetMismatch: the request's offsets do not match the half.
 	ErrOffsetMismatch = txn.ErrOffsetMismatch
 )
+
+// TransactionCheckHeader is the header of a check-back (TransactionCheck),
+// as a front that relays a master's check-backs builds it.
+type TransactionCheckHeader = txn.CheckHeader
+
+// ReceiptHandle is what a pop receipt handle says: queue, offset, attempt
+// and invisible-until time of one delivery.
+type ReceiptHandle = pop.Handle
+
+// DecodeReceiptHandle reads a receipt handle the broker issued (an error
+// for anything else; it never panics).
+func DecodeReceiptHandle(s string) (ReceiptHandle, error) { return pop.DecodeHandle(s) }

@@ -31,7 +31,6 @@ import (
 	"time"
 
 	"github.com/petrelmq/petrel/internal/broker"
-	"github.com/petrelmq/petrel/internal/broker/txn"
 	"github.com/petrelmq/petrel/internal/clock"
 	"github.com/petrelmq/petrel/internal/message"
 	"github.com/petrelmq/petrel/internal/remoting"
@@ -184,7 +183,7 @@ func (r *checkRelay) handle(_ context.Context, _ *remoting.Conn, req *remoting.C
 		id = h.MsgID
 	}
 	r.s.fwd.halves.put(halfKey{group, id}, halfAt{phys: h.CommitLogOffset, queueOffset: h.TranStateTableOffset})
-	chk := broker.TransactionCheck{Group: group, Body: body, Header: txn.CheckHeader{
+	chk := broker.TransactionCheck{Group: group, Body: body, Header: broker.TransactionCheckHeader{
 		TranStateTableOffset: h.TranStateTableOffset, CommitLogOffset: h.CommitLogOffset,
 		MsgID: h.MsgID, TransactionID: h.TransactionID, OffsetMsgID: h.OffsetMsgID,
 	}}

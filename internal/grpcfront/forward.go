@@ -48,7 +48,6 @@ import (
 	"time"
 
 	"github.com/petrelmq/petrel/internal/broker"
-	"github.com/petrelmq/petrel/internal/broker/pop"
 	"github.com/petrelmq/petrel/internal/message"
 	"github.com/petrelmq/petrel/internal/remoting"
 	"github.com/petrelmq/petrel/internal/remoting/rmq"
@@ -235,7 +234,7 @@ func (f *forwarder) popped(body []byte) ([]broker.PoppedMessage, error) {
 		if err != nil {
 			return nil, f.badAnswer(fmt.Errorf("POP_CK of record %d: %w", len(out), err))
 		}
-		h, err := pop.DecodeHandle(e.Handle)
+		h, err := broker.DecodeReceiptHandle(e.Handle)
 		if err != nil {
 			return nil, f.badAnswer(fmt.Errorf("handle of record %d: %w", len(out), err))
 		}
@@ -256,7 +255,7 @@ func (f *forwarder) badAnswer(cause error) error {
 // (the handle is what counts), or the refusal of a handle that does not
 // decode.
 func (f *forwarder) extraInfo(handle string) (rmq.ExtraInfo, error) {
-	h, err := pop.DecodeHandle(handle)
+	h, err := broker.DecodeReceiptHandle(handle)
 	if err != nil {
 		return rmq.ExtraInfo{}, &broker.Error{Kind: broker.KindInvalidReceiptHandle, Err: err,
 			Msg: "the receipt handle is not one this broker issued; pass the handle the receive returned, unchanged"}

@@ -542,15 +542,18 @@ func TestFiringIsCheckpointedWithoutClockOrCaller(t *testing.T) {
 	if f.nFired() != 1 {
 		t.Fatalf("fired %d, want 1", f.nFired())
 	}
-	await(t, 10*time.Second, "a checkpoint of the firing", func() bool {
-		b, _, err := vfs.ReadFile(f.fsys, f.dir+"/"+checkpointName)
+	// The checkpoint must be durable, not only visible: look at what a
+	// crash would leave (a rename is visible before its directory sync).
+	var crashed *vfs.MemFS
+	await(t, 10*time.Second, "a durable checkpoint of the firing", func() bool {
+		crashed = f.fsys.(*vfs.MemFS).CrashClone(vfs.CrashOptions{})
+		b, _, err := vfs.ReadFile(crashed, f.dir+"/"+checkpointName)
 		if err != nil {
-			t.Fatal(err)
+			return false
 		}
 		st, err := decodeCheckpoint(b)
 		return err == nil && st.pending == 1
 	})
-	crashed := f.fsys.(*vfs.MemFS).CrashClone(vfs.CrashOptions{})
 	g := &fixture{t: t, fsys: crashed, dir: f.dir, clk: f.clk}
 	g.opts = f.opts
 	g.opts.Fire = g.fire

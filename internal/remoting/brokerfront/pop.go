@@ -31,7 +31,6 @@ import (
 	"time"
 
 	"github.com/petrelmq/petrel/internal/broker"
-	"github.com/petrelmq/petrel/internal/broker/pop"
 	"github.com/petrelmq/petrel/internal/message"
 	"github.com/petrelmq/petrel/internal/remoting"
 	"github.com/petrelmq/petrel/internal/remoting/rmq"
@@ -225,7 +224,7 @@ func (f *Front) changeInvisibleTime(_ context.Context, _ *remoting.Conn, req *re
 		return f.errorResponse(req, err)
 	}
 	until := f.b.Config().Clock.Now().UnixMilli() + h.InvisibleTime
-	if ph, err := pop.DecodeHandle(nh); err == nil {
+	if ph, err := broker.DecodeReceiptHandle(nh); err == nil {
 		until = ph.Until // the broker's own reading of now
 	}
 	return rmq.EncodeChangeInvisibleResponse(req, rmq.ChangeInvisibleResponse{
