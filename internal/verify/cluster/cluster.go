@@ -237,13 +237,9 @@ func (c *Cluster) layout(t Topology) error {
 // serverProc lays out a `petrel server` named name: its ports, data dir,
 // log and arguments.
 func (c *Cluster) serverProc(name string) (*proc, error) {
-	var addrs [4]string
-	for i := range addrs {
-		a, err := freeAddr()
-		if err != nil {
-			return nil, fmt.Errorf("cluster: ports for %s: %w", name, err)
-		}
-		addrs[i] = a
+	addrs, err := freeAddrs(name, 4)
+	if err != nil {
+		return nil, err
 	}
 	info := Process{
 		Name:     name,
@@ -273,10 +269,11 @@ func (c *Cluster) serverProc(name string) (*proc, error) {
 // namesrvProc lays out a `petrel namesrv` named name. It is ready once
 // its port accepts connections.
 func (c *Cluster) namesrvProc(name string) (*proc, error) {
-	addr, err := freeAddr()
+	addrs, err := freeAddrs(name, 1)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: ports for %s: %w", name, err)
+		return nil, err
 	}
+	addr := addrs[0]
 	info := Process{
 		Name:    name,
 		Role:    RoleNamesrv,
@@ -295,13 +292,9 @@ func (c *Cluster) namesrvProc(name string) (*proc, error) {
 // nil for id 0), registering with every name server.
 func (c *Cluster) brokerProc(g Group, id int, master *proc, nameServers []string) (*proc, error) {
 	name := fmt.Sprintf("%s-%d", g.Name, id)
-	var addrs [4]string
-	for i := range addrs {
-		a, err := freeAddr()
-		if err != nil {
-			return nil, fmt.Errorf("cluster: ports for %s: %w", name, err)
-		}
-		addrs[i] = a
+	addrs, err := freeAddrs(name, 4)
+	if err != nil {
+		return nil, err
 	}
 	info := Process{
 		Name:     name,

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -72,6 +73,19 @@ func freeAddr() (string, error) {
 		return "", err
 	}
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(p)), nil
+}
+
+// freeAddrs is n free addresses for the process named name.
+func freeAddrs(name string, n int) ([]string, error) {
+	addrs := make([]string, n)
+	for i := range addrs {
+		a, err := freeAddr()
+		if err != nil {
+			return nil, fmt.Errorf("cluster: ports for %s: %w", name, err)
+		}
+		addrs[i] = a
+	}
+	return addrs, nil
 }
 
 // ephemeralPortsFrom is the first port of the kernel's ephemeral range
