@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -96,12 +95,7 @@ func (p *proc) start() {
 				return false, "exited: " + tail(p.out.String(), 3000)
 			default:
 			}
-			c, err := net.DialTimeout("tcp", addr, time.Second)
-			if err != nil {
-				return false, err.Error()
-			}
-			_ = c.Close()
-			return true, ""
+			return accepts(addr)
 		})
 	}
 }

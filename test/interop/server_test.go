@@ -374,12 +374,7 @@ func (p *petrel) start() {
 	// The lines say the listeners exist; make sure they accept.
 	for _, addr := range []string{p.nsAddr, p.brAddr, p.grpcAddr} {
 		waitFor(p.t, 10*time.Second, "petrel listener "+addr+" accepts connections", func() (bool, string) {
-			c, err := net.DialTimeout("tcp", addr, time.Second)
-			if err != nil {
-				return false, err.Error()
-			}
-			_ = c.Close()
-			return true, ""
+			return accepts(addr)
 		})
 	}
 }
@@ -526,4 +521,14 @@ func poll(timeout time.Duration, cond func() (bool, string)) bool {
 		<-timer.C
 		interval = min(interval*2, 500*time.Millisecond)
 	}
+}
+
+// accepts is a waitFor condition: addr accepts a TCP connection.
+func accepts(addr string) (bool, string) {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return false, err.Error()
+	}
+	_ = c.Close()
+	return true, ""
 }
