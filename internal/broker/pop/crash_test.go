@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/petrelmq/petrel/internal/vfs"
+	"github.com/petrelmq/petrel/internal/vfs/vfstest"
 )
 
 // dump renders the whole state (cursor and in-flight entries per queue) in
@@ -102,23 +103,15 @@ func TestCrashAtEveryStepKeepsSyncedState(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var n atomic.Int64
-		var crashed *vfs.MemFS
-		fsys.InjectError(func(op vfs.Op, p string) error {
-			if n.Add(1) == target {
-				crashed = fsys.CrashClone(vfs.CrashOptions{})
-				return fmt.Errorf("crash at %s %s", op, p)
-			}
-			return nil
-		})
+		crashed := vfstest.CrashAt(fsys, target)
 		steps := 0
 		crashScript(t, s, func() { steps++ })
 		fsys.InjectError(nil)
 		s.Close()
-		if crashed == nil || steps == 0 || steps >= len(states) {
-			t.Fatalf("operation %d: crashed %v after %d of %d steps", target, crashed != nil, steps, len(states))
+		if crashed() == nil || steps == 0 || steps >= len(states) {
+			t.Fatalf("operation %d: crashed %v after %d of %d steps", target, crashed() != nil, steps, len(states))
 		}
-		r, err := Open(crashed, dir, opts)
+		r, err := Open(crashed(), dir, opts)
 		if err != nil {
 			t.Fatalf("crash at operation %d: reopen: %v", target, err)
 		}
@@ -130,7 +123,7 @@ func TestCrashAtEveryStepKeepsSyncedState(t *testing.T) {
 		popNew(t, r, kA, 1, t0.Add(time.Hour), time.Minute)
 		after := dump(r)
 		r.Close()
-		r2, err := Open(crashed, dir, opts)
+		r2, err := Open(crashed(), dir, opts)
 		if err != nil {
 			t.Fatalf("crash at operation %d: second reopen: %v", target, err)
 		}

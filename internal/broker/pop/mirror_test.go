@@ -1,13 +1,13 @@
 package pop
 
 import (
-	"fmt"
 	"math/rand"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/petrelmq/petrel/internal/vfs"
+	"github.com/petrelmq/petrel/internal/vfs/vfstest"
 )
 
 // mirrorScript drives s through every kind of change — claims of new
@@ -271,15 +271,7 @@ func TestMirrorCrashAtEveryStep(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var n atomic.Int64
-		var crashed *vfs.MemFS
-		fsys.InjectError(func(op vfs.Op, p string) error {
-			if n.Add(1) == target {
-				crashed = fsys.CrashClone(vfs.CrashOptions{})
-				return fmt.Errorf("crash at %s %s", op, p)
-			}
-			return nil
-		})
+		crashed := vfstest.CrashAt(fsys, target)
 		done := 0 // ops whose Sync returned
 		for _, op := range flat {
 			tk, err := s.Mirror(op)
@@ -293,10 +285,10 @@ func TestMirrorCrashAtEveryStep(t *testing.T) {
 		}
 		fsys.InjectError(nil)
 		s.Close()
-		if crashed == nil {
+		if crashed() == nil {
 			t.Fatalf("operation %d: no crash", target)
 		}
-		r, err := Open(crashed, dir, opts)
+		r, err := Open(crashed(), dir, opts)
 		if err != nil {
 			t.Fatalf("crash at operation %d: reopen: %v", target, err)
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/petrelmq/petrel/internal/vfs"
+	"github.com/petrelmq/petrel/internal/vfs/vfstest"
 )
 
 func TestFiredBatchRoundTrip(t *testing.T) {
@@ -149,18 +150,10 @@ func TestFiredSetCrashAtEveryStep(t *testing.T) {
 	fsys.InjectError(nil)
 	for target := int64(1); target <= total.Load(); target++ {
 		fsys := vfs.NewMem()
-		var n atomic.Int64
-		var crashed *vfs.MemFS
-		fsys.InjectError(func(op vfs.Op, p string) error {
-			if n.Add(1) == target {
-				crashed = fsys.CrashClone(vfs.CrashOptions{})
-				return fmt.Errorf("crash at %s %s", op, p)
-			}
-			return nil
-		})
+		crashed := vfstest.CrashAt(fsys, target)
 		f, err := OpenFiredSet(fsys, "/fired", nil)
 		if err != nil {
-			if crashed == nil {
+			if crashed() == nil {
 				t.Fatalf("operation %d: open: %v", target, err)
 			}
 		} else {
@@ -182,10 +175,10 @@ func TestFiredSetCrashAtEveryStep(t *testing.T) {
 					may[int64(100*i+j)] = true
 				}
 			}
-			if crashed == nil {
+			if crashed() == nil {
 				t.Fatalf("operation %d: no crash", target)
 			}
-			r, err := OpenFiredSet(crashed, "/fired", nil)
+			r, err := OpenFiredSet(crashed(), "/fired", nil)
 			if err != nil {
 				t.Fatalf("crash at operation %d: reopen: %v", target, err)
 			}

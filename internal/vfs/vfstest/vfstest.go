@@ -4,6 +4,7 @@ package vfstest
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 
@@ -60,4 +61,21 @@ func InstallDisk(fsys *vfs.MemFS, prefix string) *Disk {
 		return nil
 	})
 	return d
+}
+
+// CrashAt makes the target-th file operation on fsys (counting from 1) a
+// crash: it takes a crash clone of fsys as it was before that operation and
+// fails the operation. The returned func gives the clone, nil until the
+// crash happened. It replaces fsys's injected error function.
+func CrashAt(fsys *vfs.MemFS, target int64) func() *vfs.MemFS {
+	var n atomic.Int64
+	var crashed atomic.Pointer[vfs.MemFS]
+	fsys.InjectError(func(op vfs.Op, p string) error {
+		if n.Add(1) == target {
+			crashed.Store(fsys.CrashClone(vfs.CrashOptions{}))
+			return fmt.Errorf("crash at %s %s", op, p)
+		}
+		return nil
+	})
+	return crashed.Load
 }
