@@ -218,20 +218,7 @@ func TestSlaveAnswersUnavailableWhenTheMasterIsDown(t *testing.T) {
 		}
 	}
 
-	// The master does not answer (a partition blackholes the connection).
-	p.mem.Partition("master", "slave")
-	check("partitioned", "master:10911")
-	p.mem.Heal("master", "slave")
-	p.mem.Reset("master", "slave")
-
-	// The master's port is closed.
-	p.srv.Close()
-	check("master down", "master:10911")
-
-	// No master known.
-	none := ""
-	p.masterAddr.Store(&none)
-	check("address unknown", "does not yet know the address")
+	p.masterOutages(check)
 
 	// The message is still in flight on the master, unacknowledged.
 	if n := p.master.b.PopInFlight(); len(n) != 1 || n[0].Messages != 1 {
@@ -309,4 +296,20 @@ func TestPromotedSlaveServesReceivesItself(t *testing.T) {
 	if len(ms) != 1 || string(ms[0].Body) != "own" {
 		t.Fatalf("receive on the promoted slave: %v", ms)
 	}
+}
+
+// masterOutages runs check (what happened, a word its answers must hold)
+// through each way the slave can lose its master, in turn: the master does
+// not answer (a partition blackholes the connection), its port is closed,
+// no master is known. The master stays unreachable afterwards.
+func (p *pair) masterOutages(check func(what, words string)) {
+	p.mem.Partition("master", "slave")
+	check("partitioned", "master:10911")
+	p.mem.Heal("master", "slave")
+	p.mem.Reset("master", "slave")
+	p.srv.Close()
+	check("master down", "master:10911")
+	none := ""
+	p.masterAddr.Store(&none)
+	check("address unknown", "does not yet know the address")
 }

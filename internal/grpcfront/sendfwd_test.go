@@ -306,15 +306,7 @@ func TestSlaveAnswersUnavailableToSendsWhenTheMasterIsDown(t *testing.T) {
 			}
 		}
 	}
-	p.mem.Partition("master", "slave")
-	check("partitioned", "master:10911")
-	p.mem.Heal("master", "slave")
-	p.mem.Reset("master", "slave")
-	p.srv.Close()
-	check("master down", "master:10911")
-	none := ""
-	p.masterAddr.Store(&none)
-	check("address unknown", "does not yet know the address")
+	p.masterOutages(check)
 	if n := p.master.st.MaxOffset("X", 0); n != 0 {
 		t.Fatalf("the half was committed (%d records)", n)
 	}
