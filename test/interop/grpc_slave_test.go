@@ -16,9 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
-	"github.com/apache/rocketmq-client-go/v2/producer"
 	rmq "github.com/apache/rocketmq-clients/golang/v5"
 	"github.com/apache/rocketmq-clients/golang/v5/credentials"
 )
@@ -38,20 +36,7 @@ func TestGRPCSimpleConsumerOnASlave(t *testing.T) {
 	grpcAddr := c.restartWithGRPC(slave)
 	topic := c.topicOnSlave(slave)
 
-	prod, err := rocketmq.NewProducer(
-		producer.WithNsResolver(primitive.NewPassthroughResolver(c.nsList)),
-		producer.WithGroupName(uniqueName(t, "pg")),
-		producer.WithInstanceName(uniqueName(t, "pi")),
-		producer.WithRetry(2),
-		producer.WithSendMsgTimeout(3*time.Second),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := prod.Start(); err != nil {
-		t.Fatal(err)
-	}
-	c.afterStop(func() { _ = prod.Shutdown() })
+	prod := c.startProducer(t, primitive.NewPassthroughResolver(c.nsList))
 	const n = 20
 	for i := range n {
 		res, err := prod.SendSync(context.Background(), primitive.NewMessage(topic, []byte("m"+strconv.Itoa(i))))

@@ -518,20 +518,7 @@ func runReplicationFailover(t *testing.T, replication string) int {
 	}
 	resolver := primitive.NewPassthroughResolver(c.nsList)
 
-	prod, err := rocketmq.NewProducer(
-		producer.WithNsResolver(resolver),
-		producer.WithGroupName(uniqueName(t, "pg")),
-		producer.WithInstanceName(uniqueName(t, "pi")),
-		producer.WithRetry(2),
-		producer.WithSendMsgTimeout(3*time.Second),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := prod.Start(); err != nil {
-		t.Fatal(err)
-	}
-	c.afterStop(func() { _ = prod.Shutdown() })
+	prod := c.startProducer(t, resolver)
 
 	// The consumer keeps little in memory (8 messages a queue), so that
 	// what it has not consumed when the master dies is still on the
@@ -828,4 +815,26 @@ func startHAChild(t *testing.T, c *haCluster, topic, group string, col *collecto
 		t.Fatalf("replication consumer child did not start within %v", startupTimeout)
 	}
 	return &haChild{stdin: ch.stdin}
+}
+
+// startProducer starts an official 4.x producer (retry 2, 3 s send
+// timeout) that finds the brokers through resolver; it shuts down when the
+// cluster stops.
+func (c *haCluster) startProducer(t *testing.T, resolver primitive.NsResolver) rocketmq.Producer {
+	t.Helper()
+	prod, err := rocketmq.NewProducer(
+		producer.WithNsResolver(resolver),
+		producer.WithGroupName(uniqueName(t, "pg")),
+		producer.WithInstanceName(uniqueName(t, "pi")),
+		producer.WithRetry(2),
+		producer.WithSendMsgTimeout(3*time.Second),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := prod.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c.afterStop(func() { _ = prod.Shutdown() })
+	return prod
 }
