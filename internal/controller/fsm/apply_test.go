@@ -245,7 +245,9 @@ func TestApplyRegister(t *testing.T) {
 	})
 }
 
-func groupName(i int) string { return "group-" + strings.Repeat("0", 4) + string(rune('a'+i%26)) + string(rune('a'+i/26%26)) + string(rune('a'+i/676)) }
+func groupName(i int) string {
+	return "group-" + strings.Repeat("0", 4) + string(rune('a'+i%26)) + string(rune('a'+i/26%26)) + string(rune('a'+i/676))
+}
 
 // wideState has n groups of r replicas with addresses of MaxStringBytes
 // (one shared string), valid under Check.
@@ -348,7 +350,7 @@ func TestApplyElect(t *testing.T) {
 				noAudit(t, s)
 			}},
 		{name: "with the version, master and incarnation expectations met",
-			cmd: withCAS(elect(3, 1, ReasonMasterLost, false), func(c *Command) { c.ISRVersion, c.Master, c.Incarnation = 2, 1, 3 }),
+			cmd:   withCAS(elect(3, 1, ReasonMasterLost, false), func(c *Command) { c.ISRVersion, c.Master, c.Incarnation = 2, 1, 3 }),
 			check: func(t *testing.T, s *State, _ Result) { wantGroup(t, s.Groups["g"], 3, 2, []int64{2, 3}, 3) }},
 		{name: "elect-master is audited", cmd: elect(3, 1, ReasonOperator, false),
 			check: func(t *testing.T, s *State, _ Result) {
