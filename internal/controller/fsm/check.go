@@ -53,7 +53,10 @@ func (s *State) checkGroup(name string, g *Group, incs map[uint64]struct{}) erro
 	if g == nil {
 		return broken("group %q is nil", name)
 	}
-	if name == "" || g.Name != name {
+	if name == "" {
+		return broken("a group with an empty name")
+	}
+	if g.Name != name {
 		return broken("group %q is stored under %q", g.Name, name)
 	}
 	if len(g.Name) > MaxStringBytes || len(g.Cluster) > MaxStringBytes {
