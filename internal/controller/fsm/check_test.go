@@ -9,7 +9,7 @@ import (
 // Every invariant Check states is reported when broken.
 func TestCheckReportsEachInvariant(t *testing.T) {
 	cases := []struct {
-		name  string
+		name   string
 		break_ func(s *State)
 	}{
 		{"master outside the ISR", func(s *State) { s.Groups["g"].Master = 4 }},

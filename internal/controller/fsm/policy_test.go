@@ -23,13 +23,13 @@ func TestPickMaster(t *testing.T) {
 		ok          bool
 	}{
 		{"largest LEO", map[int64]Progress{2: p(2, 1, 100), 3: p(3, 1, 200)}, false, 3, false, true},
-		{"last epoch before LEO", map[int64]Progress{2: p(2, 2, 10), 3: p(3, 1, 1 << 40)}, false, 2, false, true},
+		{"last epoch before LEO", map[int64]Progress{2: p(2, 2, 10), 3: p(3, 1, 1<<40)}, false, 2, false, true},
 		{"tie to the lowest id", map[int64]Progress{3: p(3, 1, 100), 2: p(2, 1, 100)}, false, 2, false, true},
 		{"LEOs further apart than 32 bits", map[int64]Progress{2: p(2, 1, 1), 3: p(3, 1, 1<<33+1)}, false, 3, false, true},
 		{"LEO difference overflowing int64", map[int64]Progress{2: p(2, 1, math.MinInt64), 3: p(3, 1, math.MaxInt64)}, false, 3, false, true},
-		{"the master is never picked", map[int64]Progress{1: p(1, 9, 1 << 50), 2: p(2, 1, 0)}, false, 2, false, true},
+		{"the master is never picked", map[int64]Progress{1: p(1, 9, 1<<50), 2: p(2, 1, 0)}, false, 2, false, true},
 		{"an old incarnation is not live", map[int64]Progress{2: p(1, 1, 500), 3: p(3, 1, 100)}, false, 3, false, true},
-		{"outside the ISR only unclean", map[int64]Progress{4: p(4, 5, 1 << 40), 2: p(2, 1, 1)}, true, 2, false, true},
+		{"outside the ISR only unclean", map[int64]Progress{4: p(4, 5, 1<<40), 2: p(2, 1, 1)}, true, 2, false, true},
 		{"none live", map[int64]Progress{}, false, 0, false, false},
 		{"nil live", nil, true, 0, false, false},
 		{"only the master live", map[int64]Progress{1: p(1, 1, 1)}, true, 0, false, false},
