@@ -95,6 +95,12 @@ func TestCheckStepReportsEachInvariant(t *testing.T) {
 		{"unclean election keeping others in the ISR", nil,
 			Command{Kind: KindElect, Group: "g", NewMaster: 4, Epoch: 1, Reason: ReasonMasterLost, Unclean: true},
 			func(p, n *State) { n.Groups["g"].ISR = []int64{2, 4} }},
+		{"old master kept in the ISR", nil, electC, func(p, n *State) {
+			n.Groups["g"].ISR, n.Groups["g"].ISRVersion = []int64{1, 2, 3}, 2
+		}},
+		{"unclean election not asked for", nil,
+			Command{Kind: KindElect, Group: "g", NewMaster: 4, Epoch: 1, Reason: ReasonMasterLost, Unclean: true},
+			nil},
 		{"version back", nil, alterC, func(p, n *State) { n.Groups["g"].ISRVersion = 1 }},
 		{"ISR change without version", nil, alterC, func(p, n *State) { n.Groups["g"].ISRVersion = 2 }},
 		{"version without ISR change", nil, registerC, func(p, n *State) { n.Groups["g"].ISR = []int64{1, 2, 3} }},
@@ -117,6 +123,15 @@ func TestCheckStepReportsEachInvariant(t *testing.T) {
 			delete(p.Groups, "g")
 			n.Groups["g"].Master = 0
 		}},
+		{"joined at another incarnation", nil,
+			Command{Kind: KindAlterISR, Group: "g", Master: 1, Epoch: 1, ISRVersion: 2, ISR: []int64{1, 2, 3, 4}, Incarnations: map[int64]uint64{2: 2, 3: 3, 4: 4}},
+			func(p, n *State) { n.Groups["g"].Replicas[3].Incarnation = 9 }},
+		{"AlterISR whose compare-and-set did not hold", nil, alterC, func(p, n *State) {
+			p.Groups["g"].ISRVersion, n.Groups["g"].ISRVersion = 1, 2
+		}},
+		{"Elect whose compare-and-set did not hold", nil,
+			Command{Kind: KindElect, Group: "g", NewMaster: 2, Epoch: 1, ISRVersion: 2, Reason: ReasonMasterLost},
+			func(p, n *State) { p.Groups["g"].ISRVersion, n.Groups["g"].ISRVersion = 1, 2 }},
 		{"NextIncarnation back", nil, alterC, func(p, n *State) { p.NextIncarnation = 99 }},
 		{"audit changed by AlterISR", nil, alterC, func(p, n *State) { n.Audit = []Audit{{Group: "g"}} }},
 		{"audit rewritten by Elect", nil, Command{Kind: KindElect, Group: "g", NewMaster: 2, Epoch: 1, Reason: ReasonOperator},
@@ -138,8 +153,13 @@ func TestCheckStepReportsEachInvariant(t *testing.T) {
 		if err := CheckStep(prev, next, tc.cmd); err != nil {
 			t.Fatalf("%s: CheckStep before tampering: %v", tc.name, err)
 		}
-		tc.tamper(prev, next)
-		err := CheckStep(prev, next, tc.cmd)
+		c := tc.cmd
+		if tc.tamper != nil {
+			tc.tamper(prev, next)
+		} else {
+			c.Unclean = false // the step as if the command had not asked for it
+		}
+		err := CheckStep(prev, next, c)
 		t.Logf("%s: %v", tc.name, err)
 		if err == nil || !errors.Is(err, errInvariant) {
 			t.Errorf("%s: CheckStep = %v, want a broken invariant", tc.name, err)
