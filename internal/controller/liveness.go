@@ -157,6 +157,7 @@ func (s *Service) awaitVerify(ctx context.Context) error {
 		s.next = &round{done: make(chan struct{})}
 	}
 	r = s.next
+	r.waiters++
 	if !s.roundRunning && !s.roundThisTick {
 		s.startRoundLocked()
 		run = true
@@ -182,6 +183,7 @@ type election struct {
 	epoch     uint32
 	isrVer    uint64
 	newMaster int64
+	newInc    uint64 // the incarnation PickMaster saw alive
 	unclean   bool
 	reason    string
 }
@@ -227,7 +229,8 @@ func (s *Service) decide(g *fsm.Group, now time.Time) (election, bool) {
 	} else {
 		e.reason = fsm.ReasonOffline
 	}
-	id, unclean, ok := fsm.PickMaster(g, s.liveProgress(g, now), s.cfg.Unclean)
+	live := s.liveProgress(g, now)
+	id, unclean, ok := fsm.PickMaster(g, live, s.cfg.Unclean)
 	if !ok {
 		if g.Master != 0 && s.noCandidate[g.Name] != g.Epoch {
 			s.noCandidate[g.Name] = g.Epoch
@@ -236,7 +239,7 @@ func (s *Service) decide(g *fsm.Group, now time.Time) (election, bool) {
 		}
 		return e, false
 	}
-	e.newMaster, e.unclean = id, unclean
+	e.newMaster, e.newInc, e.unclean = id, live[id].Incarnation, unclean
 	return e, true
 }
 
@@ -244,8 +247,8 @@ func (s *Service) decide(g *fsm.Group, now time.Time) (election, bool) {
 func (s *Service) elect(e election) {
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.SessionTimeout)
 	res, err := s.log.Apply(ctx, fsm.Command{
-		Kind: fsm.KindElect, Group: e.group, Epoch: e.epoch, ISRVersion: e.isrVer,
-		NewMaster: e.newMaster, Unclean: e.unclean, Reason: e.reason,
+		Kind: fsm.KindElect, Group: e.group, Master: e.oldMaster, Epoch: e.epoch, ISRVersion: e.isrVer,
+		NewMaster: e.newMaster, Incarnation: e.newInc, Unclean: e.unclean, Reason: e.reason,
 	})
 	cancel()
 	s.mu.Lock()
