@@ -257,6 +257,21 @@ func TestHeartbeatLease(t *testing.T) {
 	if st.LeaseGrants != 2 || st.LeaseDenials < 2 {
 		t.Errorf("stats: %+v", st)
 	}
+	// A new leadership whose Barrier failed grants nothing until a
+	// Barrier returns.
+	r.log.SetLeader(true)
+	r.log.FailNextBarrier(errors.New("barrier timed out"))
+	r.clk.Advance(r.cfg.Heartbeat)
+	if hb := r.beat(1, true, 0); hb.Lease {
+		t.Fatal("lease before the new leadership's barrier returned")
+	}
+	r.clk.Advance(r.cfg.Heartbeat)
+	if hb := r.beat(1, true, 0); !hb.Lease {
+		t.Fatal("no lease after the barrier")
+	}
+	if st := r.s.Stats(); st.LeaseGrants != 3 {
+		t.Errorf("stats: %+v", st)
+	}
 }
 
 // TestLeaseVerifyBatched: at most one VerifyLeader per tick; a heartbeat
