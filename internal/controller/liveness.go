@@ -186,6 +186,7 @@ type election struct {
 	newInc    uint64 // the incarnation PickMaster saw alive
 	unclean   bool
 	reason    string
+	silent    time.Duration // master-lost: how long the master was silent
 }
 
 // checkGroups makes the leader's per-group decisions and commits them.
@@ -225,7 +226,7 @@ func (s *Service) decide(g *fsm.Group, now time.Time) (election, bool) {
 		if now.Sub(last) < s.cfg.SessionTimeout || !s.leaseExpired(g.Name, now) {
 			return e, false
 		}
-		e.reason = fsm.ReasonMasterLost
+		e.reason, e.silent = fsm.ReasonMasterLost, now.Sub(last)
 	} else {
 		e.reason = fsm.ReasonOffline
 	}
@@ -267,15 +268,16 @@ func (s *Service) elect(e election) {
 		lvl("election not committed", "group", e.group, "epoch", e.epoch, "new_master", e.newMaster, "reason", e.reason, "err", err)
 		return
 	}
-	s.logElection(e.group, e.oldMaster, res.Group, e.reason, e.unclean)
+	s.logElection(e.group, e.oldMaster, res.Group, e.reason, e.unclean, "silent_for", e.silent)
 }
 
 // logElection logs a committed election.
-func (s *Service) logElection(group string, oldMaster int64, g fsm.Group, reason string, unclean bool) {
+func (s *Service) logElection(group string, oldMaster int64, g fsm.Group, reason string, unclean bool, extra ...any) {
 	lvl := s.lg.Info
 	if unclean {
 		lvl = s.lg.Warn
 	}
-	lvl("elected a new master", "group", group, "old_master", oldMaster, "new_master", g.Master,
-		"epoch", g.Epoch, "isr", g.ISR, "reason", reason, "unclean", unclean)
+	args := append([]any{"group", group, "old_master", oldMaster, "new_master", g.Master,
+		"epoch", g.Epoch, "isr", g.ISR, "reason", reason, "unclean", unclean}, extra...)
+	lvl("elected a new master", args...)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -121,6 +122,24 @@ func (r *rig) threeReplicas() {
 	r.register(0, 0, 0)
 	r.register(0, 0, 0)
 	r.isr(1, 2, 3)
+}
+
+// syncBuffer is a log sink safe for the service's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -343,7 +362,8 @@ func (r *rig) waiting() int {
 // TestMasterLost: the master stops heartbeating; the best live in-sync
 // replica is elected once the session timeout has passed, not before.
 func TestMasterLost(t *testing.T) {
-	r := newRig(t, nil)
+	var logs syncBuffer
+	r := newRig(t, func(c *ServiceConfig) { c.Logger = slog.New(slog.NewJSONHandler(&logs, nil)) })
 	r.start()
 	r.threeReplicas()
 	var last time.Time
@@ -370,6 +390,10 @@ func TestMasterLost(t *testing.T) {
 	}
 	if n := r.s.Stats().Elections[fsm.ReasonMasterLost]; n != 1 {
 		t.Errorf("master-lost elections: %d", n)
+	}
+	if l := logs.String(); !strings.Contains(l, `"msg":"elected a new master"`) || !strings.Contains(l, `"reason":"master-lost"`) ||
+		!strings.Contains(l, `"new_master":3`) || !strings.Contains(l, `"silent_for":4000000000`) {
+		t.Errorf("election log:\n%s", l)
 	}
 	// The old master is no longer granted a lease.
 	var hb api.HeartbeatResponse
