@@ -30,7 +30,9 @@ func (m *Metrics) AttachController(stats func() controller.ServiceStats) {
 	m.reg.MustRegister(controllerCollector{stats})
 }
 
-type controllerCollector struct{ stats func() controller.ServiceStats }
+type controllerCollector struct {
+	stats func() controller.ServiceStats
+}
 
 func (controllerCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descCtlElections
