@@ -173,15 +173,17 @@ func (m *Mux) classify(c net.Conn) {
 	n, err := io.ReadFull(c, head)
 	_ = c.SetReadDeadline(time.Time{})
 	<-m.pending
-	if err != nil && n == 0 {
-		// Probes (port checks, load balancers) connect and close.
-		m.log.Debug("controller connection closed before its first bytes", "remote", c.RemoteAddr().String(), "err", err)
+	if err != nil {
+		// Probes (port checks, load balancers) connect and close; a peer
+		// that sends less than a head within the peek timeout, or fails its
+		// TLS handshake, is no client of ours either.
+		m.log.Debug("closed a controller connection that sent no whole head", "remote", c.RemoteAddr().String(), "bytes", n, "err", err)
 		_ = c.Close()
 		return
 	}
 	s := &m.other
-	var conn net.Conn = &prefixConn{Conn: c, prefix: head[:n]}
-	if err == nil && bytes.Equal(head, []byte(RaftMagic)) {
+	var conn net.Conn = &prefixConn{Conn: c, prefix: head}
+	if bytes.Equal(head, []byte(RaftMagic)) {
 		s, conn = &m.raft, c
 	}
 	select {

@@ -117,6 +117,9 @@ func (cfg *RaftConfig) Validate() error {
 		}
 	}
 	hb := cmp.Or(cfg.HeartbeatTimeout, DefaultRaftHeartbeatTimeout)
+	if el := cmp.Or(cfg.ElectionTimeout, DefaultRaftElectionTimeout); el < hb {
+		return fmt.Errorf("controller: raft election timeout %s is below the heartbeat timeout %s", el, hb)
+	}
 	if lease := cmp.Or(cfg.LeaderLeaseTimeout, DefaultRaftLeaderLeaseTimeout); lease > hb {
 		return fmt.Errorf("controller: raft leader lease timeout %s exceeds the heartbeat timeout %s", lease, hb)
 	}
