@@ -51,7 +51,8 @@ type options struct {
 	cpuProfile    string
 	grpc          grpcOptions
 	remoting      remotingOptions
-	repl          replOptions // replication.go
+	repl          replOptions       // replication.go
+	ctl           controllerOptions // controller.go
 }
 
 func addCommonFlags(fl *pflag.FlagSet, o *options) {
