@@ -109,6 +109,11 @@ func TestSingleVoterNodeOverTLSRestartsOnANewPortWithItsState(t *testing.T) {
 			t.Fatal(err)
 		}
 		await(t, "the single voter leads", n.Log().IsLeader)
+		// What it applied before the restart is applied again once its
+		// first entry as leader commits.
+		if err := n.Log().Barrier(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
 		return n
 	}
 	call := func(n *Node, f func(*client.Client) error) error {
