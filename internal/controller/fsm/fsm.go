@@ -350,7 +350,10 @@ func setISR(g *Group, isr []int64) error {
 	if g.ISRVersion == math.MaxUint64 {
 		return fmt.Errorf("%w: group %q has no in-sync set version left", ErrInvalid, g.Name)
 	}
-	g.ISR = slices.Clone(isr)
+	g.ISR = nil // an empty set is nil, as Restore decodes it
+	if len(isr) > 0 {
+		g.ISR = slices.Clone(isr)
+	}
 	g.ISRVersion++
 	if g.TransferTo != 0 && !g.InISR(g.TransferTo) {
 		g.TransferTo = 0
