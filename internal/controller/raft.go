@@ -187,8 +187,8 @@ func NewRaft(cfg RaftConfig) (_ *Raft, err error) {
 	if lg == nil {
 		lg = slog.New(slog.DiscardHandler)
 	}
+	hl := newHCLogger(lg.With("component", "raft", "voter", cfg.ID))
 	lg = lg.With("component", "controller", "voter", cfg.ID)
-	hl := newHCLogger(lg.With("component", "raft"))
 
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("controller: create raft dir: %w", err)
