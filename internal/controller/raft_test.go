@@ -7,9 +7,12 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
 
 	"github.com/petrelmq/petrel/internal/controller/fsm"
 	"github.com/petrelmq/petrel/internal/logtest"
@@ -384,3 +387,36 @@ type idleListener struct {
 func (l *idleListener) Accept() (net.Conn, error) { <-l.done; return nil, net.ErrClosed }
 func (l *idleListener) Close() error              { l.once.Do(func() { close(l.done) }); return nil }
 func (l *idleListener) Addr() net.Addr            { return advertised("127.0.0.1:1") }
+
+func TestAVoterKeepsTheStoredMembershipOverChangedPeers(t *testing.T) {
+	c := newCluster(t, 3, nil)
+	c.apply(register("g1"))
+	stored := slices.Clone(c.peers)
+	c.stop(0)
+	// Voter 1 restarts with a peers list that moved voter 3: raft keeps
+	// the stored membership (a flag is no membership change) and says so.
+	c.peers = slices.Clone(c.peers)
+	c.peers[2].Addr = "127.0.0.1:1"
+	c.restart(0)
+	if got := c.voters[0].Voters(); !slices.Equal(got, stored) {
+		t.Fatalf("Voters = %v, want the stored %v", got, stored)
+	}
+	if len(c.buf.Lines(`msg="the stored controller membership differs from the configured peers; raft uses the stored one"`)) == 0 {
+		t.Fatal("no warning about the changed peers")
+	}
+	await(t, "voter 1 catches up through the stored membership", func() bool { return hasGroup(c.voters[0], "g1") })
+}
+
+func TestRaftLeadershipErrorsBecomeErrNotLeader(t *testing.T) {
+	for _, err := range []error{raft.ErrNotLeader, raft.ErrLeadershipTransferInProgress, raft.ErrLeadershipLost, raft.ErrRaftShutdown} {
+		if got := mapErr(err); !errors.Is(got, ErrNotLeader) {
+			t.Errorf("mapErr(%v) = %v, want ErrNotLeader", err, got)
+		}
+	}
+	if got := mapErr(raft.ErrEnqueueTimeout); errors.Is(got, ErrNotLeader) || !errors.Is(got, raft.ErrEnqueueTimeout) {
+		t.Errorf("mapErr(enqueue timeout) = %v, want it wrapped, not ErrNotLeader", got)
+	}
+	if mapErr(nil) != nil {
+		t.Error("mapErr(nil) is not nil")
+	}
+}
