@@ -52,6 +52,8 @@ type options struct {
 	grpc          grpcOptions
 	remoting      remotingOptions
 	repl          replOptions // replication.go
+
+	ctl controllerOptions // controller.go
 }
 
 func addCommonFlags(fl *pflag.FlagSet, o *options) {

@@ -57,9 +57,15 @@ func newNamesrvCmd() *cobra.Command {
 		Short: "Run a name server only",
 		Long: `Run a name server: brokers register with it and clients ask it for routes.
 Run several for a cluster; they are independent and every broker registers
-with all of them.`,
-		Example: `  petrel namesrv --namesrv-listen :9876`,
-		Args:    cobra.NoArgs,
+with all of them.
+
+With --controller-id and --controller-peers it also runs a voter of the
+failover controller on --controller-listen (see 'petrel controller'; the
+same flags), keeping its raft log in --data-dir/controller: three name
+servers then make a three-voter controller without more processes.`,
+		Example: `  petrel namesrv --namesrv-listen :9876
+  petrel namesrv --controller-id 1 --controller-peers 1@10.0.0.1:9878,2@10.0.0.2:9878,3@10.0.0.3:9878 --data-dir /var/lib/petrel`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := stopSignals(cmd.Context())
 			defer stop()
@@ -82,14 +88,24 @@ with all of them.`,
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "petrel: name server listening on %s\n", ns.Addr())
+			stopVoter := func() error { return nil }
+			if o.ctl.enabled() { // controller.go: an embedded controller voter
+				n, err := startController(o, logger, cmd.OutOrStdout())
+				if err != nil {
+					ns.Close()
+					return err
+				}
+				stopVoter = n.Close
+			}
 			<-ctx.Done()
 			logger.Info("stopping")
-			return ns.Close()
+			return errors.Join(stopVoter(), ns.Close())
 		},
 	}
 	addCommonFlags(cmd.Flags(), o)
 	addNamesrvFlags(cmd.Flags(), o)
 	addRemotingFlags(cmd.Flags(), &o.remoting)
+	addControllerFlags(cmd.Flags(), &o.ctl, &o.dataDir, true)
 	return cmd
 }
 
