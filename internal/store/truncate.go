@@ -51,9 +51,9 @@ type Truncated struct {
 	MsgIDs   []string
 }
 
-// msgID is the id a truncation reports for rec: the client's UNIQ_KEY, or
-// the broker-made offset id.
-func msgID(rec message.Record) string {
+// TruncatedID is the id a truncation reports for rec (Truncated.MsgIDs):
+// the client's UNIQ_KEY, or the broker-made offset id.
+func TruncatedID(rec message.Record) string {
 	if u, ok := rec.Property(message.PropertyUniqKey); ok && len(u) > 0 {
 		return string(u)
 	}
@@ -252,7 +252,7 @@ func (s *Store) scanTail(off int64) (tailScan, error) {
 			if pos >= off {
 				sc.res.Messages++
 				if len(sc.res.MsgIDs) < MaxTruncatedIDs {
-					sc.res.MsgIDs = append(sc.res.MsgIDs, msgID(message.Record(rec)))
+					sc.res.MsgIDs = append(sc.res.MsgIDs, TruncatedID(message.Record(rec)))
 				}
 			}
 			pos += total
