@@ -40,7 +40,7 @@ func (l *truncLog) TruncateTo(off int64) (Truncation, error) {
 	}
 	dropped := m.data[off-m.start:]
 	res := Truncation{Bytes: end - off, Messages: bytes.Count(dropped, []byte("|"))}
-	m.data = m.data[:off-m.start : off-m.start]
+	m.data = m.data[: off-m.start : off-m.start]
 	m.durable = min(m.durable, off)
 	return res, nil
 }
