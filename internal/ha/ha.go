@@ -83,7 +83,8 @@ type Truncation struct {
 var (
 	// ErrNotPrefix: the slave's log is not a prefix of the master's (it
 	// has bytes the master does not, or of an epoch the master does not
-	// have there). Phase 1 does not truncate: the slave stops.
+	// have there) and its store cannot truncate (no Truncater), or it is
+	// no copy at all: the slave stops.
 	ErrNotPrefix = errors.New("ha: slave log is not a prefix of the master's")
 	// ErrRefused: the master refused the slave for a reason an operator
 	// must fix (another group, a bad replica id).
