@@ -72,7 +72,8 @@ type Store struct {
 	commitPoint atomic.Int64
 	// undispatchedNext is, per queue, the queue offset after the records
 	// the log held past the commit point at Open (set before Open
-	// returns, read-only after).
+	// returns, and by PrepareMaster with the gate held exclusively; the
+	// writer reads it for the appends that come after).
 	undispatchedNext map[queueKey]int64
 	retention        retention
 	lost             lostCounts
@@ -117,6 +118,9 @@ func (s *Store) open() error {
 	if err := s.finishReset(); err != nil {
 		return err
 	}
+	if err := s.finishTruncateAtOpen(); err != nil {
+		return err
+	}
 	if err := s.openLog(false); err != nil {
 		return err
 	}
@@ -127,7 +131,7 @@ func (s *Store) open() error {
 // openLog opens the commit log, the consume queues and the index, brings
 // the derived data up to the log and starts the dispatcher. After a reset
 // (afterReset) the commit point is only raised, never set back to the
-// checkpoint's.
+// checkpoint's (also when a truncation reopens the log).
 func (s *Store) openLog(afterReset bool) error {
 	cfg := s.cfg
 	var err error
@@ -210,7 +214,10 @@ func (s *Store) openLog(afterReset bool) error {
 		return err
 	}
 	d := s.disp.Load()
-	if cfg.CommitPoint {
+	if cfg.CommitPoint || s.cpEnabled.Load() {
+		// Enabled by the config or at run time (a log reopened by a
+		// truncation): the records above the dispatch point keep their
+		// queue offsets.
 		if err := s.followUndispatched(d.Dispatched()); err != nil {
 			return err
 		}
