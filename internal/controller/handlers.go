@@ -138,7 +138,7 @@ func (s *Service) register(ctx context.Context, body []byte) answer {
 	actx, cancel := s.applyCtx(ctx)
 	res, err := s.log.Apply(actx, fsm.Command{
 		Kind: fsm.KindRegister, Cluster: req.Cluster, Group: req.Group, LastEpoch: req.LastEpoch,
-		Replica: fsm.Replica{ID: req.ReplicaID, Addr: req.Addr, HAAddr: req.HAAddr, GRPCAddr: req.GRPCAddr},
+		Replica: fsm.Replica{ID: req.ReplicaID, Addr: req.Addr, HAAddr: req.HAAddr, GRPCAddr: req.GRPCAddr, Token: req.Token},
 	})
 	cancel()
 	if err != nil {

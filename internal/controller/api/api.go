@@ -38,6 +38,10 @@ type RegisterRequest struct {
 	Cluster   string `json:"cluster"`
 	Group     string `json:"group"`     // --broker-name
 	ReplicaID int64  `json:"replicaId"` // 0: assign one (first start)
+	// Token is the random string the broker persisted before its first
+	// Register; a retry of a Register whose answer was lost carries the
+	// same one and gets the same replica id.
+	Token     string `json:"token,omitempty"`
 	Addr      string `json:"addr"`
 	HAAddr    string `json:"haAddr"`
 	GRPCAddr  string `json:"grpcAddr,omitempty"`

@@ -140,10 +140,10 @@ func TestApplyRegister(t *testing.T) {
 					t.Fatalf("result %+v, replica %+v, next id %d", res, r, g.NextID)
 				}
 			}},
-		{name: "the restarted master stays master at its epoch", cmd: register(1),
+		{name: "the restarted master stays master in a new epoch", cmd: register(1),
 			check: func(t *testing.T, s *State, res Result) {
 				g := s.Groups["g"]
-				wantGroup(t, g, 1, 1, []int64{1, 2, 3}, 2)
+				wantGroup(t, g, 1, 2, []int64{1, 2, 3}, 2)
 				if r, _ := g.Replica(1); r.Incarnation != 5 || res.Incarnation != 5 {
 					t.Fatalf("master's incarnation %d, result %+v", r.Incarnation, res)
 				}
@@ -546,5 +546,36 @@ func TestGroupAccessors(t *testing.T) {
 	var nilGroup *Group
 	if _, ok := nilGroup.Replica(1); ok || nilGroup.InISR(1) {
 		t.Fatal("nil group has members")
+	}
+}
+
+// TestRegisterRetryWithTokenIsIdempotent: the answer to a first Register
+// (ID 0) is lost and the broker retries with the token it persisted: the
+// retry answers the same replica, so no phantom is left (a phantom first
+// replica would be a fresh group's master forever).
+func TestRegisterRetryWithTokenIsIdempotent(t *testing.T) {
+	s := NewState()
+	first := Command{Kind: KindRegister, Cluster: "c", Group: "g", Replica: Replica{Addr: "a:1", Token: "t-1"}}
+	r1, err := s.Apply(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := s.Apply(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := s.Groups["g"]
+	if r2.ReplicaID != r1.ReplicaID || len(g.Replicas) != 1 || r2.Incarnation == r1.Incarnation {
+		t.Fatalf("retry answered replica %d (first %d), incarnations %d/%d, replicas %+v", r2.ReplicaID, r1.ReplicaID, r1.Incarnation, r2.Incarnation, g.Replicas)
+	}
+	other, err := s.Apply(Command{Kind: KindRegister, Cluster: "c", Group: "g", Replica: Replica{Addr: "b:1", Token: "t-2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.ReplicaID == r1.ReplicaID {
+		t.Fatalf("another token got replica %d too", other.ReplicaID)
+	}
+	if err := s.Check(); err != nil {
+		t.Fatal(err)
 	}
 }

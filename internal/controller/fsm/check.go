@@ -184,7 +184,8 @@ func checkGroupStep(p, n *Group, c Command, next *State) error {
 	}
 	if n.Epoch != p.Epoch {
 		first := c.Kind == KindRegister && p.Epoch == 0 && p.Master == 0
-		if !first && (c.Kind != KindElect || n.Epoch != p.Epoch+1) {
+		restart := c.Kind == KindRegister && p.Master != 0 && n.Master == p.Master && n.Epoch == p.Epoch+1
+		if !first && !restart && (c.Kind != KindElect || n.Epoch != p.Epoch+1) {
 			return broken("group %q: epoch %d → %d by a command of kind %d", name, p.Epoch, n.Epoch, c.Kind)
 		}
 		if c.Kind == KindElect && p.Master != 0 && c.Reason != ReasonTransfer && n.InISR(p.Master) {

@@ -34,7 +34,7 @@ const (
 // encoding is canonical: DecodeCommand(EncodeCommand(c)) re-encodes to the
 // same bytes.
 func EncodeCommand(c Command) ([]byte, error) {
-	for _, s := range []string{c.Cluster, c.Group, c.Replica.Addr, c.Replica.HAAddr, c.Replica.GRPCAddr, c.Reason} {
+	for _, s := range []string{c.Cluster, c.Group, c.Replica.Addr, c.Replica.HAAddr, c.Replica.GRPCAddr, c.Replica.Token, c.Reason} {
 		if len(s) > MaxStringBytes {
 			return nil, fmt.Errorf("%w: a string of %d bytes, more than %d", ErrInvalid, len(s), MaxStringBytes)
 		}
@@ -232,6 +232,7 @@ func appendReplica(b []byte, r Replica) []byte {
 	b = appendString(b, r.Addr)
 	b = appendString(b, r.HAAddr)
 	b = appendString(b, r.GRPCAddr)
+	b = appendString(b, r.Token)
 	return binary.AppendUvarint(b, r.Incarnation)
 }
 
@@ -283,7 +284,7 @@ func groupLen(g *Group) int {
 		idsLen(g.ISR) + uvarintLen(g.ISRVersion) + uvarintLen(uint64(len(g.Replicas))) +
 		varintLen(g.NextID) + varintLen(g.TransferTo)
 	for _, r := range g.Replicas {
-		n += varintLen(r.ID) + stringLen(r.Addr) + stringLen(r.HAAddr) + stringLen(r.GRPCAddr) + uvarintLen(r.Incarnation)
+		n += varintLen(r.ID) + stringLen(r.Addr) + stringLen(r.HAAddr) + stringLen(r.GRPCAddr) + stringLen(r.Token) + uvarintLen(r.Incarnation)
 	}
 	return n
 }
@@ -317,7 +318,7 @@ func (s *State) snapshotSize() int {
 func groupBound(g *Group) int {
 	n := stringLen(g.Cluster) + stringLen(g.Name) + 10 + 5 + 1 + 10 + 1 + 10 + 10
 	for _, r := range g.Replicas {
-		n += 10 + varintLen(r.ID) + stringLen(r.Addr) + stringLen(r.HAAddr) + stringLen(r.GRPCAddr) + uvarintLen(r.Incarnation)
+		n += 10 + varintLen(r.ID) + stringLen(r.Addr) + stringLen(r.HAAddr) + stringLen(r.GRPCAddr) + stringLen(r.Token) + uvarintLen(r.Incarnation)
 	}
 	return n
 }
@@ -482,6 +483,7 @@ func (r *reader) replica() Replica {
 	rep.Addr = r.string()
 	rep.HAAddr = r.string()
 	rep.GRPCAddr = r.string()
+	rep.Token = r.string()
 	rep.Incarnation = r.uvarint()
 	return rep
 }

@@ -113,9 +113,9 @@ func corruptCommands(t testing.TB) map[string][]byte {
 		return append(b[:i], append(v, b[i+1:]...)...)
 	}
 	// Layout of "alter-isr": version, kind, cluster "" (1), group "broker-a"
-	// (9), replica (5), lastEpoch, master, epoch, isrVersion, ISR (4),
+	// (9), replica (6), lastEpoch, master, epoch, isrVersion, ISR (4),
 	// incarnations (7), newMaster, unclean, reason, id, incarnation.
-	const isrAt = 2 + 1 + 9 + 5 + 4
+	const isrAt = 2 + 1 + 9 + 6 + 4
 	const incAt = isrAt + 4
 	const uncleanAt = incAt + 7 + 1
 	return map[string][]byte{
@@ -131,7 +131,7 @@ func corruptCommands(t testing.TB) map[string][]byte {
 		"incarnations unordered": set(incAt+3, 2), // second id 1 → the same as the first
 		"bool 2":                 set(uncleanAt, 2),
 		"string over bound":      set(3, 0x81, 0x04), // group length 513
-		"epoch over 32 bits":     set(2+1+9+5+1+1, 0x80, 0x80, 0x80, 0x80, 0x10),
+		"epoch over 32 bits":     set(2+1+9+6+1+1, 0x80, 0x80, 0x80, 0x80, 0x10),
 		"over MaxCommandBytes":   make([]byte, MaxCommandBytes+1),
 	}
 }

@@ -133,13 +133,21 @@ func (s *State) applyRegister(c Command, old *Group) (Result, error) {
 		g = old.clone()
 	}
 	id := c.Replica.ID
+	if id == 0 && c.Replica.Token != "" {
+		for _, r := range g.Replicas {
+			if r.Token == c.Replica.Token {
+				id = r.ID
+				break
+			}
+		}
+	}
 	if id == 0 {
 		if g.NextID >= math.MaxInt64 || g.NextID < 1 {
 			return Result{}, fmt.Errorf("%w: group %q has no replica id left", ErrInvalid, c.Group)
 		}
 		id = g.NextID
 	}
-	rep := Replica{ID: id, Addr: c.Replica.Addr, HAAddr: c.Replica.HAAddr, GRPCAddr: c.Replica.GRPCAddr, Incarnation: inc}
+	rep := Replica{ID: id, Addr: c.Replica.Addr, HAAddr: c.Replica.HAAddr, GRPCAddr: c.Replica.GRPCAddr, Token: c.Replica.Token, Incarnation: inc}
 	i, found := slices.BinarySearchFunc(g.Replicas, id, func(r Replica, id int64) int { return cmpInt64(r.ID, id) })
 	if found {
 		g.Replicas[i] = rep
@@ -163,7 +171,12 @@ func (s *State) applyRegister(c Command, old *Group) (Result, error) {
 			return Result{}, err
 		}
 	case id == g.Master:
-		// The master restarted: it stays the master of its epoch.
+		// The master restarted: it stays the master, in a new epoch (see
+		// KindRegister).
+		if g.Epoch == math.MaxUint32 {
+			return Result{}, fmt.Errorf("%w: epoch %d leaves no next epoch", ErrInvalid, g.Epoch)
+		}
+		g.Epoch++
 	case g.Master != 0 && g.InISR(id):
 		// A restarted member may have lost its unsynced tail: it rejoins
 		// through the master's AlterISR once caught up. (With no master the

@@ -11,6 +11,11 @@ type Replica struct {
 	Addr     string // remoting address clients dial
 	HAAddr   string // replication listener (served while it is the master)
 	GRPCAddr string // 5.x gRPC front; may be empty
+	// Token is a random string the broker persists before its first
+	// Register: a Register with ID 0 whose token a replica of the group
+	// already has answers that replica (the answer to the first one was
+	// lost), so a retry never leaves a phantom replica behind.
+	Token string
 	// Incarnation is new on every Register (Kafka's broker epoch): an
 	// in-sync set change naming an older one is refused (KIP-903).
 	Incarnation uint64
@@ -71,7 +76,11 @@ const (
 	// KindRegister: a replica starts (or restarts): assign an ID when
 	// Replica.ID is 0, hand out a new incarnation, record its addresses.
 	// The first replica of a fresh group (no epoch yet) becomes its master
-	// with epoch max(LastEpoch, 0)+1 and ISR {it}. A restarted member of
+	// with epoch max(LastEpoch, 0)+1 and ISR {it}. The master that
+	// restarts stays the master in a new epoch (Epoch+1): its log may have
+	// lost an unsynced tail a slave still holds, and the new epoch is what
+	// makes that slave cut it (same epoch, different bytes would go
+	// unnoticed). A restarted member of
 	// the ISR that is not the master leaves the ISR (it rejoins through the
 	// master's AlterISR once caught up).
 	KindRegister Kind = iota + 1
