@@ -65,6 +65,7 @@ type broker struct {
 	epochs  []epoch.Entry // fsynced on every change
 	cp      int64         // persisted commit point (≤ durable)
 	id      int64         // persisted replica id (0: none yet)
+	token   uint64        // persisted registration token (fix F2)
 
 	// Process.
 	up, paused, restartPending bool
@@ -163,6 +164,17 @@ func (b *broker) boot() {
 	b.resetMaster()
 	b.fetchOut, b.lastHW, b.stopped = false, 0, false
 	b.recount()
+	// F3: the epoch history is fsynced before the bytes it describes, so
+	// after a crash it may name epochs whose bytes were lost: cut it to the
+	// recovered log (History.TruncateAfter(store.Written())), or the next
+	// epoch could not be appended and a later fetch would mislabel bytes.
+	n := 0
+	for n < len(b.epochs) && b.epochs[n].Start < b.leo() {
+		n++
+	}
+	if n < len(b.epochs) {
+		b.epochs = b.epochs[:n]
+	}
 	b.w.logf("n%d (id %d) starts: leo %d durable %d cp %d epochs %v", b.idx, b.id, b.leo()-baseOffset,
 		b.durable-baseOffset, b.cp-baseOffset, b.epochs)
 	b.register()
@@ -224,7 +236,10 @@ func (b *broker) register() {
 	if b.registered {
 		return
 	}
-	req := registerReq{id: b.id, addr: b.idx, lastEpoch: b.lastEpoch()}
+	if b.token == 0 {
+		b.token = b.w.rng.Uint64() | 1 // fsynced before the first Register
+	}
+	req := registerReq{id: b.id, token: b.token, addr: b.idx, lastEpoch: b.lastEpoch()}
 	gen := b.gen
 	c := b.w.ctl
 	b.send(ctlNode, func() {
@@ -312,6 +327,9 @@ func (b *broker) onView(v fsm.Group) {
 	switch {
 	case v.Master == b.id && v.Epoch > b.lastEpoch() && (b.role != roleMaster || v.Epoch > b.roleEpoch):
 		b.promote(v.Epoch)
+	case v.Master == b.id && b.role == roleNone && v.Epoch == b.lastEpoch() && b.w.o.Break == RestartKeepsEpoch:
+		b.w.logf("n%d (id %d) resumes as master of its epoch %d at leo %d", b.idx, b.id, v.Epoch, b.leo()-baseOffset)
+		b.resumeMaster(v.Epoch)
 	case v.Master == b.id && b.role == roleMaster && v.Epoch == b.roleEpoch:
 		b.recomputeHW()
 		b.checkInSync()
@@ -341,6 +359,19 @@ func (b *broker) promote(e uint32) {
 	b.role, b.roleEpoch = roleMaster, e
 	b.promotedAt = b.now()
 	b.hw = b.cp // track.Restore(store.CommitPoint())
+	b.w.chk.onPromote(b)
+	b.recomputeHW()
+}
+
+// resumeMaster is the broken rule RestartKeepsEpoch: master again in the
+// epoch it last wrote in, without a new epoch entry.
+func (b *broker) resumeMaster(e uint32) {
+	b.resetMaster()
+	b.lease = 0
+	b.nextQ = b.qcount
+	b.role, b.roleEpoch = roleMaster, e
+	b.promotedAt = b.now()
+	b.hw = b.cp
 	b.w.chk.onPromote(b)
 	b.recomputeHW()
 }

@@ -121,6 +121,11 @@ func (c *checker) onAck(b *broker, r rec) {
 	if n, ok := c.ackers[b.roleEpoch]; ok && n != b.idx {
 		w.fail("at most one master acks per epoch", "n%d and n%d both acked in epoch %d", n, b.idx, b.roleEpoch)
 		return
+	} else if !ok {
+		c.holdsAllAcked(b) // the first ack of an epoch: nothing acked before is lost
+		if w.err != nil {
+			return
+		}
 	}
 	c.ackers[b.roleEpoch] = b.idx
 	if g := w.ctl.group(); g != nil {
@@ -137,8 +142,17 @@ func (c *checker) onAck(b *broker, r rec) {
 	c.ackOrder = append(c.ackOrder, r)
 }
 
-// onPromote: a new master must hold every acked record.
+// onPromote: a new master must hold every acked record. A broker that
+// promotes on a stale view (a late answer) is not the committed master and
+// can get no lease; it is checked at its first ack instead.
 func (c *checker) onPromote(b *broker) {
+	if g := c.w.ctl.group(); g == nil || g.Master != b.id || g.Epoch != b.roleEpoch {
+		return
+	}
+	c.holdsAllAcked(b)
+}
+
+func (c *checker) holdsAllAcked(b *broker) {
 	for _, r := range c.ackOrder {
 		if !has(b, r) {
 			c.w.fail("no acked record lost", "new master n%d (id %d, epoch %d) lacks acked record %d at %d (its log ends at %d)",

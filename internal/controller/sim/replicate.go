@@ -108,6 +108,15 @@ func (b *broker) onFetch(req fetchReq, from *broker, seq uint64) {
 		return
 	}
 	leo := b.leo()
+	// The prefix check comes first: a follower may hold more than this
+	// master (the tail a restarted master lost, or a deposed master's).
+	if !req.ackOnly && req.offset > baseOffset && b.w.o.Break != SkipDivergenceCheck {
+		e, end := epoch.DivergencePoint(b.epochs, leo, req.lastEpoch, req.offset)
+		if e != req.lastEpoch || end < req.offset {
+			b.reply(from, seq, fetchResp{kind: respDiverging, epoch: e, base: end})
+			return
+		}
+	}
 	if req.offset > leo || req.durable > req.offset {
 		return // protocol error: the connection is closed
 	}
@@ -120,13 +129,6 @@ func (b *broker) onFetch(req fetchReq, from *broker, seq uint64) {
 			b.checkInSync()
 		}
 		return
-	}
-	if req.offset > baseOffset && b.w.o.Break != SkipDivergenceCheck {
-		e, end := epoch.DivergencePoint(b.epochs, leo, req.lastEpoch, req.offset)
-		if e != req.lastEpoch || end < req.offset {
-			b.reply(from, seq, fetchResp{kind: respDiverging, epoch: e, base: end})
-			return
-		}
 	}
 	s := b.sessions[req.id]
 	if s == nil || s.inc != req.inc {

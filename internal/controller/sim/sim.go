@@ -40,6 +40,11 @@ const (
 	// QueueOffsetsFromMemory: a new master keeps the per-queue next offsets
 	// it had in memory instead of rebuilding them from its log.
 	QueueOffsetsFromMemory
+	// RestartKeepsEpoch: a master that restarted and registered again (fsm
+	// keeps it the master of its epoch) takes writes again in that epoch,
+	// though its lost unsynced tail may live on in a slave's log under the
+	// same epoch.
+	RestartKeepsEpoch
 	// ISRAddAfterCommit: the master counts a replica it proposes to add to
 	// the in-sync set only once the controller committed it (the
 	// "maximal ISR" rule skipped): the committed set then holds a replica
@@ -49,7 +54,7 @@ const (
 )
 
 var breakNames = [...]string{"none", "ElectOutsideISR", "AckWithoutLease", "SkipLeaseWait", "SkipLeaderWait",
-	"HWIgnoresISR", "SkipDivergenceCheck", "QueueOffsetsFromMemory", "ISRAddAfterCommit"}
+	"HWIgnoresISR", "SkipDivergenceCheck", "QueueOffsetsFromMemory", "RestartKeepsEpoch", "ISRAddAfterCommit"}
 
 func (b Break) String() string {
 	if int(b) < len(breakNames) {
@@ -70,6 +75,15 @@ type Options struct {
 	Break        Break
 	// Trace keeps the last events in Result.Trace.
 	Trace bool
+	// Literal models FAILOVER-API.md to the letter where it leaves a group
+	// stuck: a master that restarts stays the master of its epoch and the
+	// broker (promoting only at a higher epoch) never writes again until
+	// another fault moves the master; a first Register whose answer is lost
+	// is retried as a new replica, leaving a phantom one (the master, when
+	// it was the group's first). By default the model applies the fixes it
+	// proposes instead (package doc, "Beyond the contract"); safety holds
+	// either way, liveness only with them.
+	Literal bool
 
 	// Timing (defaults: FAILOVER-API.md).
 	Heartbeat      time.Duration // 500 ms
