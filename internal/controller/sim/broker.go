@@ -52,6 +52,7 @@ type heldFetch struct {
 	req  fetchReq
 	from *broker
 	seq  uint64
+	at   int64 // local time it was parked
 }
 
 // broker models one replica process and its disk.
@@ -97,8 +98,9 @@ type broker struct {
 	promotedAt  int64
 
 	// Slave.
-	fetchSeq uint64
-	fetchOut bool
+	fetchSeq    uint64
+	fetchOut    bool
+	fetchSentAt int64 // local
 	lastHW   int64
 	stopped  bool // refused a truncation below its commit point: stays out
 }
@@ -267,9 +269,20 @@ func (b *broker) onRegistered(gen int, r registerResp) {
 
 func (b *broker) heartbeatLoop() {
 	b.timer(b.w.o.Heartbeat, b.heartbeatLoop)
-	if b.role == roleMaster {
+	// The timeouts of sends, long polls and fetches are checked here, at
+	// the heartbeat's granularity (one timer per process, not one per
+	// request: the simulation's cost is its events).
+	now := b.now()
+	switch b.role {
+	case roleMaster:
 		b.processPending()
+		b.expireHeld(now)
 		b.checkInSync()
+	case roleSlave:
+		if b.fetchOut && now-b.fetchSentAt >= int64(time.Second) {
+			b.fetchOut = false
+			b.fetch()
+		}
 	}
 	if !b.registered {
 		return
@@ -494,7 +507,6 @@ func (b *broker) admit() {
 	b.w.res.Sends++
 	b.pending = append(b.pending, pend{r: r, deadline: b.now() + int64(o.SyncTimeout)})
 	b.startFsync()
-	b.timer(o.SyncTimeout, b.processPending)
 	b.answerHeld(false)
 }
 

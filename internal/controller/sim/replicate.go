@@ -43,6 +43,9 @@ type fetchResp struct {
 // maxRecords bounds one fetch answer.
 const maxRecords = 8
 
+// maxWait is how long the master parks a fetch with nothing to send.
+const maxWait = 500 * time.Millisecond
+
 // fetch sends the slave's next fetch to the view's master (one in flight;
 // re-sent after a second without an answer).
 func (b *broker) fetch() {
@@ -61,13 +64,8 @@ func (b *broker) fetch() {
 	seq := b.fetchSeq
 	b.fetchOut = true
 	req := fetchReq{id: b.id, inc: b.inc, epoch: b.roleEpoch, offset: b.leo(), lastEpoch: b.lastEpoch(), durable: b.durable}
+	b.fetchSentAt = b.now()
 	b.send(m.idx, func() { m.onFetch(req, b, seq) })
-	b.timer(time.Second, func() {
-		if b.fetchSeq == seq && b.fetchOut {
-			b.fetchOut = false
-			b.fetch()
-		}
-	})
 }
 
 func (b *broker) reply(to *broker, seq uint64, r fetchResp) {
@@ -148,8 +146,7 @@ func (b *broker) onFetch(req fetchReq, from *broker, seq uint64) {
 		return
 	}
 	if req.offset == leo {
-		b.held = append(b.held, heldFetch{req: req, from: from, seq: seq})
-		b.timer(200*time.Millisecond, func() { b.expireHeld(from, seq) })
+		b.held = append(b.held, heldFetch{req: req, from: from, seq: seq, at: b.now()})
 		return
 	}
 	b.serve(req, from, seq)
@@ -203,14 +200,17 @@ func (b *broker) answerHeld(hwOnly bool) {
 	}
 }
 
-func (b *broker) expireHeld(from *broker, seq uint64) {
-	for i, h := range b.held {
-		if h.from == from && h.seq == seq {
-			b.held = slices.Delete(b.held, i, i+1)
-			b.reply(from, seq, fetchResp{kind: respRecords, base: h.req.offset, hw: b.hw})
-			return
+// expireHeld answers the long polls parked for maxWait (500 ms) or more.
+func (b *broker) expireHeld(now int64) {
+	keep := b.held[:0]
+	for _, h := range b.held {
+		if now-h.at >= int64(maxWait) {
+			b.reply(h.from, h.seq, fetchResp{kind: respRecords, base: h.req.offset, hw: b.hw})
+		} else {
+			keep = append(keep, h)
 		}
 	}
+	b.held = keep
 }
 
 // onFetchResp is the slave's side.

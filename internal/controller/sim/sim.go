@@ -68,9 +68,9 @@ type Options struct {
 	Seed uint64
 	// Replicas in the group: 2 or 3; 0 picks one from the seed.
 	Replicas int
-	// Faults is how long faults are injected (default 30 s of simulated
+	// Faults is how long faults are injected (default 20 s of simulated
 	// time); Heal how long the run continues with every fault healed
-	// (default 15 s). At the end of Heal the final checks run.
+	// (default 10 s). At the end of Heal the final checks run.
 	Faults, Heal time.Duration
 	Break        Break
 	// Trace keeps the last events in Result.Trace.
@@ -101,8 +101,8 @@ func (o Options) withDefaults() Options {
 			*d = v
 		}
 	}
-	def(&o.Faults, 30*time.Second)
-	def(&o.Heal, 15*time.Second)
+	def(&o.Faults, 20*time.Second)
+	def(&o.Heal, 10*time.Second)
 	def(&o.Heartbeat, 500*time.Millisecond)
 	def(&o.Lease, 3*time.Second)
 	def(&o.SessionTimeout, 4*time.Second)
@@ -330,7 +330,7 @@ func (w *world) fail(invariant, format string, args ...any) {
 		Detail: fmt.Sprintf(format, args...), Trace: w.recent()}
 }
 
-// scheduleProducer sends a message every ~60 ms to a node a client would
+// scheduleProducer sends a message every ~200 ms to a node a client would
 // pick: usually one that acts as master (stale ones included: the client's
 // routes lag), sometimes any node.
 func (w *world) scheduleProducer() {
@@ -350,7 +350,7 @@ func (w *world) scheduleProducer() {
 		}
 		// The client's request reaches the broker after a network delay.
 		w.after(w.dur(time.Millisecond, 5*time.Millisecond), func() { to.deliverSend() })
-		w.after(w.dur(20*time.Millisecond, 100*time.Millisecond), tick)
+		w.after(w.dur(50*time.Millisecond, 350*time.Millisecond), tick)
 	}
 	w.after(w.dur(0, 100*time.Millisecond), tick)
 }
