@@ -101,8 +101,8 @@ type broker struct {
 	fetchSeq    uint64
 	fetchOut    bool
 	fetchSentAt int64 // local
-	lastHW   int64
-	stopped  bool // refused a truncation below its commit point: stays out
+	lastHW      int64
+	stopped     bool // refused a truncation below its commit point: stays out
 }
 
 func newBroker(w *world, idx int) *broker {
