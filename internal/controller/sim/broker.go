@@ -671,8 +671,11 @@ func (b *broker) checkInSync() {
 		})
 	})
 	b.timer(time.Second, func() {
-		if b.gen == gen && b.roleEpoch == epochNow {
+		if b.gen == gen && b.roleEpoch == epochNow && b.alterOut {
 			b.alterOut = false
+			if b.w.o.Break == ISRRevertOnError {
+				b.pendingAdds = nil
+			}
 		}
 	})
 }

@@ -112,7 +112,15 @@
 //   - The commit point counts the additions a master proposes before the
 //     controller commits them (Kafka's maximal ISR); SetISR only on success
 //     lets a record be acked that a new ISR member lacks (the
-//     ISRAddAfterCommit break is caught).
+//     ISRAddAfterCommit break is caught). The additions are counted until a
+//     view settles them (a higher ISR version), not dropped when the
+//     AlterISR call fails: an unanswered call may have committed (the
+//     ISRRevertOnError break is caught).
+//
+// The breaks RestartKeepsEpoch and ISRRevertOnError are what ctlmode's
+// role manager did when this was written (promote without a new epoch
+// entry when the view's epoch equals the history's last; SetISR(committed)
+// on any AlterISR error).
 //
 // # Not modelled
 //

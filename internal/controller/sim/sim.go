@@ -50,11 +50,15 @@ const (
 	// "maximal ISR" rule skipped): the committed set then holds a replica
 	// the commit point did not wait for.
 	ISRAddAfterCommit
+	// ISRRevertOnError: when an AlterISR gets no answer in time, the master
+	// stops counting the additions it proposed, though the proposal may
+	// still commit (or have committed).
+	ISRRevertOnError
 	numBreaks
 )
 
 var breakNames = [...]string{"none", "ElectOutsideISR", "AckWithoutLease", "SkipLeaseWait", "SkipLeaderWait",
-	"HWIgnoresISR", "SkipDivergenceCheck", "QueueOffsetsFromMemory", "RestartKeepsEpoch", "ISRAddAfterCommit"}
+	"HWIgnoresISR", "SkipDivergenceCheck", "QueueOffsetsFromMemory", "RestartKeepsEpoch", "ISRAddAfterCommit", "ISRRevertOnError"}
 
 func (b Break) String() string {
 	if int(b) < len(breakNames) {
@@ -142,6 +146,7 @@ type Result struct {
 type Violation struct {
 	Seed      uint64
 	At        time.Duration // simulated time since the start
+	Break     Break
 	Invariant string
 	Detail    string
 	Trace     []string
@@ -151,6 +156,9 @@ func (v *Violation) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "sim: seed %d at %v: %s: %s\nreproduce: go test ./internal/controller/sim -run 'TestSim$' -seed=%d -v",
 		v.Seed, v.At, v.Invariant, v.Detail, v.Seed)
+	if v.Break != BreakNone {
+		fmt.Fprintf(&b, " -break=%v", v.Break)
+	}
 	if len(v.Trace) > 0 {
 		b.WriteString("\nrecent events:")
 		for _, l := range v.Trace {
@@ -326,7 +334,7 @@ func (w *world) fail(invariant, format string, args ...any) {
 	if w.err != nil {
 		return
 	}
-	w.err = &Violation{Seed: w.o.Seed, At: time.Duration(w.now), Invariant: invariant,
+	w.err = &Violation{Seed: w.o.Seed, Break: w.o.Break, At: time.Duration(w.now), Invariant: invariant,
 		Detail: fmt.Sprintf(format, args...), Trace: w.recent()}
 }
 

@@ -16,7 +16,19 @@ var (
 	seedFlag  = flag.Uint64("seed", 0, "run only this seed (TestSim), with its event trace on failure")
 	seedsFlag = flag.Int("seeds", 2000, "how many seeds TestSim runs")
 	soakFlag  = flag.Duration("soak", 0, "TestSoak: run random seeds for this long (e.g. -soak=1h)")
+	breakFlag = flag.String("break", "", "with -seed: break this rule (a Break name, e.g. RestartKeepsEpoch)")
 )
+
+func breakByName(t *testing.T, name string) Break {
+	t.Helper()
+	for br := BreakNone; br < numBreaks; br++ {
+		if br.String() == name {
+			return br
+		}
+	}
+	t.Fatalf("-break=%s: no such rule (want one of %v)", name, breakNames)
+	return BreakNone
+}
 
 func runSeed(t *testing.T, o Options) Result {
 	t.Helper()
@@ -31,7 +43,11 @@ func runSeed(t *testing.T, o Options) Result {
 // invariant may break. A failure prints the one-line reproduction.
 func TestSim(t *testing.T) {
 	if *seedFlag != 0 {
-		res := runSeed(t, Options{Seed: *seedFlag, Trace: testing.Verbose()})
+		br := BreakNone
+		if *breakFlag != "" {
+			br = breakByName(t, *breakFlag)
+		}
+		res := runSeed(t, Options{Seed: *seedFlag, Break: br, Trace: testing.Verbose()})
 		for _, l := range res.Trace {
 			t.Log(l)
 		}
@@ -139,6 +155,7 @@ var caughtBy = map[Break][]string{
 	QueueOffsetsFromMemory: {invDense},
 	RestartKeepsEpoch:      {invIdentical, invDense, invLost, invOnISR, invBelowCP},
 	ISRAddAfterCommit:      {invOnISR, invLost},
+	ISRRevertOnError:       {invOnISR, invLost},
 }
 
 // TestBrokenRulesAreCaught breaks each rule in turn: within 300 seeds the
