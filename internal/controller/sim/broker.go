@@ -1,12 +1,19 @@
 package sim
 
 import (
+	"io"
+	"log/slog"
 	"slices"
 	"time"
 
+	"github.com/petrelmq/petrel/internal/clock"
 	"github.com/petrelmq/petrel/internal/controller/fsm"
 	"github.com/petrelmq/petrel/internal/ha/epoch"
+	"github.com/petrelmq/petrel/internal/ha/track"
 )
+
+// quiet is the trackers' logger (their lines would only cost time).
+var quiet = slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelError + 1}))
 
 // baseOffset is where every log starts: above 2^32, so every offset
 // comparison is an int64 one (pitfall 13).
@@ -36,11 +43,11 @@ const (
 
 func (r role) String() string { return [...]string{"none", "slave", "master"}[r] }
 
-// session is the master's tracker entry of one slave connection.
+// session is one slave connection as the master's fetch server knows it
+// (its acks go to the tracker).
 type session struct {
-	inc              uint64
-	written, durable int64
-	caughtUp         int64 // local time it last held the master's LEO; -1 never
+	inc     uint64
+	written int64
 }
 
 type pend struct {
@@ -88,8 +95,11 @@ type broker struct {
 
 	// Master.
 	sessions    map[int64]*session
-	pendingAdds []int64 // proposed additions to the ISR, counted until a view settles them
-	addsBase    uint64  // ISRVersion the additions were proposed against
+	tr          *track.Tracker // the real tracker of this master term
+	trClk       *clock.Manual  // set to the broker's own time before each call
+	trISR       []int64        // the set last handed to SetISR
+	pendingAdds []int64        // proposed additions to the ISR, counted until a view settles them
+	addsBase    uint64         // ISRVersion the additions were proposed against
 	alterOut    bool
 	hw          int64
 	nextQ       [numQueues]int64
@@ -185,6 +195,7 @@ func (b *broker) boot() {
 
 func (b *broker) resetMaster() {
 	b.sessions = map[int64]*session{}
+	b.tr, b.trClk, b.trISR = nil, nil, nil
 	b.pendingAdds, b.addsBase, b.alterOut = nil, 0, false
 	b.hw = 0
 	b.failPending()
@@ -275,6 +286,10 @@ func (b *broker) heartbeatLoop() {
 	now := b.now()
 	switch b.role {
 	case roleMaster:
+		if b.tr != nil {
+			b.tick()
+			b.tr.Tick()
+		}
 		b.processPending()
 		b.expireHeld(now)
 		b.checkInSync()
@@ -336,6 +351,7 @@ func (b *broker) onView(v fsm.Group) {
 	b.view, b.hasView = v, true
 	if b.role == roleMaster && v.ISRVersion > b.addsBase {
 		b.pendingAdds = nil // the proposal against addsBase can no longer commit
+		b.syncTracker()
 	}
 	switch {
 	case v.Master == b.id && v.Epoch > b.lastEpoch() && (b.role != roleMaster || v.Epoch > b.roleEpoch):
@@ -344,6 +360,7 @@ func (b *broker) onView(v fsm.Group) {
 		b.w.logf("n%d (id %d) resumes as master of its epoch %d at leo %d", b.idx, b.id, v.Epoch, b.leo()-baseOffset)
 		b.resumeMaster(v.Epoch)
 	case v.Master == b.id && b.role == roleMaster && v.Epoch == b.roleEpoch:
+		b.syncTracker()
 		b.recomputeHW()
 		b.checkInSync()
 	case v.Master != b.id && v.Master != 0:
@@ -371,9 +388,48 @@ func (b *broker) promote(e uint32) {
 	b.appendEpoch(epoch.Entry{Epoch: e, Start: b.leo()})
 	b.role, b.roleEpoch = roleMaster, e
 	b.promotedAt = b.now()
-	b.hw = b.cp // track.Restore(store.CommitPoint())
+	b.startTracker()
 	b.w.chk.onPromote(b)
 	b.recomputeHW()
+}
+
+// startTracker starts the master term's tracker as the daemon does:
+// SyncReplicas 0, the committed ISR through SetISR, the store's commit
+// point restored (after the first MasterProgress, as Restore asks).
+func (b *broker) startTracker() {
+	cfg := track.DefaultConfig()
+	cfg.SyncReplicas = 0
+	cfg.MaxLagTime = b.w.o.LagTime
+	b.trClk = clock.NewManual(time.Unix(0, b.now()))
+	b.tr = track.New(cfg, b.trClk, quiet)
+	// SetISR before the first MasterProgress: until then the tracker
+	// counts SyncReplicas (0), and its HW would be the master's own end.
+	b.syncTracker()
+	b.tr.MasterProgress(b.leo(), b.durable)
+	b.tr.Restore(b.cp)
+	b.hw = b.cp // committed before; what the tracker adds is checked
+	b.takeHW()
+}
+
+// tick sets the tracker's clock to the broker's own time.
+func (b *broker) tick() { b.trClk.Set(time.Unix(0, b.now())) }
+
+// syncTracker hands the tracker the set the commit point waits for.
+func (b *broker) syncTracker() {
+	if b.tr == nil {
+		return
+	}
+	set, ms := b.trackedSlaves(), b.minSlaves()
+	if b.w.o.Break == HWIgnoresISR {
+		set, ms = nil, 0
+	}
+	slices.Sort(set)
+	if b.trISR != nil && slices.Equal(set, b.trISR) {
+		return
+	}
+	b.trISR = append(make([]int64, 0, len(set)), set...)
+	b.tick()
+	b.tr.SetISR(set, ms)
 }
 
 // resumeMaster is the broken rule RestartKeepsEpoch: master again in the
@@ -384,7 +440,7 @@ func (b *broker) resumeMaster(e uint32) {
 	b.nextQ = b.qcount
 	b.role, b.roleEpoch = roleMaster, e
 	b.promotedAt = b.now()
-	b.hw = b.cp
+	b.startTracker()
 	b.w.chk.onPromote(b)
 	b.recomputeHW()
 }
@@ -496,8 +552,8 @@ func (b *broker) admit() {
 	if o.Break != AckWithoutLease && !b.leaseValid() {
 		return // lease expired: refused at admission
 	}
-	if o.Break != HWIgnoresISR && b.committedSlaves() < b.minSlaves() {
-		return // strict min ISR: refused at once
+	if o.Break != HWIgnoresISR && len(b.trISR) < b.minSlaves() {
+		return // strict min ISR: the tracker fails the wait at once (not acked)
 	}
 	q := b.w.rng.IntN(numQueues)
 	b.w.nextMsgID++
@@ -508,17 +564,6 @@ func (b *broker) admit() {
 	b.pending = append(b.pending, pend{r: r, deadline: b.now() + int64(o.SyncTimeout)})
 	b.startFsync()
 	b.answerHeld(false)
-}
-
-// committedSlaves counts the slaves of the committed in-sync set.
-func (b *broker) committedSlaves() int {
-	n := 0
-	for _, id := range b.view.ISR {
-		if id != b.id {
-			n++
-		}
-	}
-	return n
 }
 
 // trackedSlaves is the set the commit point waits for: the committed ISR
@@ -539,26 +584,21 @@ func (b *broker) trackedSlaves() []int64 {
 	return out
 }
 
-// recomputeHW is track's explicit-ISR rule: HW = min(master durable, the
-// durable end of every tracked slave); it holds while a tracked slave has
-// no session or the committed set is below minSlaves; it never moves back.
+// recomputeHW reports the master's ends to the tracker and takes its HW
+// (track.SetISR's rule: min over the master and every listed slave, held
+// while a listed slave has no session or fewer are listed than minSlaves,
+// never backwards).
 func (b *broker) recomputeHW() {
-	if b.role != roleMaster {
+	if b.role != roleMaster || b.tr == nil {
 		return
 	}
-	hw := b.durable
-	if b.w.o.Break != HWIgnoresISR {
-		if b.committedSlaves() < b.minSlaves() {
-			return
-		}
-		for _, id := range b.trackedSlaves() {
-			s := b.sessions[id]
-			if s == nil {
-				return
-			}
-			hw = min(hw, s.durable)
-		}
-	}
+	b.tick()
+	b.tr.MasterProgress(b.leo(), b.durable)
+	b.takeHW()
+}
+
+func (b *broker) takeHW() {
+	hw := b.tr.HW()
 	if hw <= b.hw {
 		return
 	}
@@ -601,28 +641,33 @@ func (b *broker) processPending() {
 	b.pending = keep
 }
 
-// checkInSync is the master's in-sync detection and AlterISR proposal.
+// checkInSync proposes the set the tracker's lag rules find in sync, as
+// the daemon's syncISR does (AlterISR, compare-and-set).
 func (b *broker) checkInSync() {
-	if b.role != roleMaster || b.alterOut || b.w.err != nil {
+	if b.role != roleMaster || b.alterOut || b.w.err != nil || b.tr == nil {
 		return
 	}
-	now := b.now()
-	lag := int64(b.w.o.LagTime)
 	var want []int64
-	for _, r := range b.view.Replicas {
-		if r.ID == b.id {
+	var stats []track.SlaveStats
+	for _, id := range b.tr.InSync() {
+		r, ok := b.view.Replica(id)
+		if s := b.sessions[id]; !ok || id == b.id || s == nil || s.inc != r.Incarnation {
 			continue
 		}
-		s := b.sessions[r.ID]
-		ok := s != nil && s.inc == r.Incarnation && s.caughtUp >= 0 && now-s.caughtUp < lag
-		if !b.view.InISR(r.ID) {
-			// Joining (replication.md §2.7): caught up in this epoch and
-			// durable at the commit point.
-			ok = ok && s.caughtUp >= b.promotedAt && s.durable >= b.hw
+		if !b.view.InISR(id) && b.w.o.Break != JoinByLag {
+			// Joining (replication.md §2.7) also needs the commit point
+			// durable on the slave and a log that reached this epoch's
+			// start: the lag rules alone admit a slave that lacks records
+			// the current set already committed.
+			if stats == nil {
+				stats = b.tr.Stats().Slaves
+			}
+			i := slices.IndexFunc(stats, func(st track.SlaveStats) bool { return st.ID == id })
+			if i < 0 || stats[i].Durable < b.hw || stats[i].Written < b.epochs[len(b.epochs)-1].Start {
+				continue
+			}
 		}
-		if ok {
-			want = append(want, r.ID)
-		}
+		want = append(want, id)
 	}
 	var cur []int64
 	for _, id := range b.view.ISR {
@@ -649,6 +694,7 @@ func (b *broker) checkInSync() {
 			}
 		}
 		b.addsBase = b.view.ISRVersion
+		b.syncTracker()
 	}
 	req := alterReq{master: b.id, epoch: b.roleEpoch, isrVersion: b.view.ISRVersion, isr: isr, incarnations: incs}
 	b.alterOut = true
@@ -675,6 +721,7 @@ func (b *broker) checkInSync() {
 			b.alterOut = false
 			if b.w.o.Break == ISRRevertOnError {
 				b.pendingAdds = nil
+				b.syncTracker()
 			}
 		}
 	})

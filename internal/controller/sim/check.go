@@ -15,11 +15,15 @@ type checker struct {
 	acked    map[uint64]rec
 	ackOrder []rec
 	ackers   map[uint32]int // epoch → the node that acked in it
-	elected  uint32         // the highest epoch the controller committed
+	// elected: the highest epoch the controller committed for each master
+	// (the same replica may get a newer epoch while its running process
+	// still acks in the old one, e.g. a duplicated Register: no second
+	// master, so only other replicas' epochs count against an ack).
+	elected map[int64]uint32
 }
 
 func newChecker(w *world) *checker {
-	return &checker{w: w, truthEnd: baseOffset, acked: map[uint64]rec{}, ackers: map[uint32]int{}}
+	return &checker{w: w, truthEnd: baseOffset, acked: map[uint64]rec{}, ackers: map[uint32]int{}, elected: map[int64]uint32{}}
 }
 
 func (c *checker) truthAt(off int64) (rec, bool) {
@@ -44,9 +48,9 @@ func has(b *broker, r rec) bool {
 	return ok && b.log[i].id == r.id
 }
 
-func (c *checker) onElect(e uint32) {
-	if e > c.elected {
-		c.elected = e
+func (c *checker) onElect(master int64, e uint32) {
+	if e > c.elected[master] {
+		c.elected[master] = e
 	}
 }
 
@@ -113,10 +117,12 @@ func (c *checker) onAck(b *broker, r rec) {
 		w.fail("no acked record lost", "n%d acked record %d at %d, which is not committed", b.idx, r.id, r.off-baseOffset)
 		return
 	}
-	if c.elected > b.roleEpoch {
-		w.fail("one master acks at a time", "n%d (id %d) acked record %d as master of epoch %d after epoch %d was elected",
-			b.idx, b.id, r.id, b.roleEpoch, c.elected)
-		return
+	for m, e := range c.elected {
+		if m != b.id && e > b.roleEpoch {
+			w.fail("one master acks at a time", "n%d (id %d) acked record %d as master of epoch %d after replica %d was elected at epoch %d",
+				b.idx, b.id, r.id, b.roleEpoch, m, e)
+			return
+		}
 	}
 	if n, ok := c.ackers[b.roleEpoch]; ok && n != b.idx {
 		w.fail("at most one master acks per epoch", "n%d and n%d both acked in epoch %d", n, b.idx, b.roleEpoch)

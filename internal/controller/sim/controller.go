@@ -110,7 +110,7 @@ func (c *controller) apply(cmd fsm.Command) (fsm.Result, error) {
 	if err == nil && cmd.Kind == fsm.KindElect {
 		c.w.res.Elections++
 		c.w.logf("controller: elected %d at epoch %d (%s, unclean %v), isr %v", g.Master, g.Epoch, cmd.Reason, cmd.Unclean, g.ISR)
-		c.w.chk.onElect(g.Epoch)
+		c.w.chk.onElect(g.Master, g.Epoch)
 	}
 	return res, err
 }
@@ -158,7 +158,7 @@ func (c *controller) register(r registerReq) (registerResp, bool) {
 		// epoch; this is the model's stand-in for the change it proposes.
 		g.Epoch++
 		c.w.logf("controller: restarted master %d gets epoch %d", g.Master, g.Epoch)
-		c.w.chk.onElect(g.Epoch)
+		c.w.chk.onElect(g.Master, g.Epoch)
 		if e := c.st.Check(); e != nil {
 			c.w.fail("fsm state invariant", "after re-epoching the restarted master: %v", e)
 		}

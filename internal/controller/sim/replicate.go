@@ -118,29 +118,29 @@ func (b *broker) onFetch(req fetchReq, from *broker, seq uint64) {
 	if req.offset > leo || req.durable > req.offset {
 		return // protocol error: the connection is closed
 	}
+	b.tick()
+	b.tr.MasterProgress(leo, b.durable) // before any ack of these bytes
 	if req.ackOnly {
 		// An ack on the fetch connection: valid only within the session
 		// the fetches opened (their prefix check covers these offsets).
 		if s := b.sessions[req.id]; s != nil && s.inc == req.inc && req.offset == s.written {
-			s.durable = max(s.durable, req.durable)
-			b.recomputeHW()
+			b.ack(req)
 			b.checkInSync()
 		}
 		return
 	}
 	s := b.sessions[req.id]
 	if s == nil || s.inc != req.inc {
-		s = &session{inc: req.inc, written: req.offset, durable: req.durable, caughtUp: -1}
+		if s != nil {
+			b.tr.SlaveGone(req.id) // the old incarnation's connection
+		}
+		s = &session{inc: req.inc}
 		b.sessions[req.id] = s
-	} else {
-		// A fetch may repeat or be overtaken (retries): acks never go back.
-		s.written = req.offset
-		s.durable = max(s.durable, req.durable)
 	}
-	if req.offset >= leo {
-		s.caughtUp = b.now()
+	s.written = req.offset
+	if !b.ack(req) {
+		return
 	}
-	b.recomputeHW()
 	b.checkInSync()
 	if b.role != roleMaster { // the ack above cannot demote, but stay safe
 		return
@@ -150,6 +150,19 @@ func (b *broker) onFetch(req fetchReq, from *broker, seq uint64) {
 		return
 	}
 	b.serve(req, from, seq)
+}
+
+// ack hands a slave's acked ends to the tracker; a refused ack (one that
+// moves back, a retry overtaken by a later fetch) ends the session as ha's
+// master closes the connection.
+func (b *broker) ack(req fetchReq) bool {
+	if err := b.tr.SlaveProgress(req.id, req.offset, req.durable); err != nil {
+		b.tr.SlaveGone(req.id)
+		delete(b.sessions, req.id)
+		return false
+	}
+	b.takeHW()
+	return true
 }
 
 // serve answers with the records from req.offset on, never across an
@@ -277,7 +290,8 @@ func (b *broker) truncate(off int64, shared uint32) {
 		i--
 	}
 	if i > 0 && b.log[i-1].end() > off {
-		b.w.fail("model", "n%d: cut at %d inside record %d", b.idx, off, b.log[i-1].id)
+		b.w.fail("replicas identical up to the commit point", "n%d: the divergence point %d falls inside its record %d: the logs differ below it",
+			b.idx, off-baseOffset, b.log[i-1].id)
 		return
 	}
 	cut := b.log[i:]

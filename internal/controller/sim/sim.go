@@ -54,11 +54,15 @@ const (
 	// stops counting the additions it proposed, though the proposal may
 	// still commit (or have committed).
 	ISRRevertOnError
+	// JoinByLag: the master proposes to add a slave as soon as the
+	// tracker's lag rules find it in sync, without the join rule's durable
+	// ≥ HW (replication.md §2.7).
+	JoinByLag
 	numBreaks
 )
 
 var breakNames = [...]string{"none", "ElectOutsideISR", "AckWithoutLease", "SkipLeaseWait", "SkipLeaderWait",
-	"HWIgnoresISR", "SkipDivergenceCheck", "QueueOffsetsFromMemory", "RestartKeepsEpoch", "ISRAddAfterCommit", "ISRRevertOnError"}
+	"HWIgnoresISR", "SkipDivergenceCheck", "QueueOffsetsFromMemory", "RestartKeepsEpoch", "ISRAddAfterCommit", "ISRRevertOnError", "JoinByLag"}
 
 func (b Break) String() string {
 	if int(b) < len(breakNames) {

@@ -151,11 +151,12 @@ var caughtBy = map[Break][]string{
 	SkipLeaseWait:          {invLeases, invOneMaster},
 	SkipLeaderWait:         {invLeases, invOneMaster},
 	HWIgnoresISR:           {invOnISR, invLost},
-	SkipDivergenceCheck:    {invIdentical, invDense, invEpochs, invLost},
+	SkipDivergenceCheck:    {invIdentical, invDense, invEpochs, invLost, invOnISR},
 	QueueOffsetsFromMemory: {invDense},
 	RestartKeepsEpoch:      {invIdentical, invDense, invLost, invOnISR, invBelowCP},
 	ISRAddAfterCommit:      {invOnISR, invLost},
 	ISRRevertOnError:       {invOnISR, invLost},
+	JoinByLag:              {invOnISR, invLost},
 }
 
 // TestBrokenRulesAreCaught breaks each rule in turn: within 300 seeds the
