@@ -16,7 +16,11 @@
 //   - fsm.PickMaster for every election and fsm.LeaseSurelyExpired for the
 //     lease bound before one;
 //   - epoch.DivergencePoint on the master's side of every fetch and
-//     epoch.CutPoint on the follower's side of a diverging answer.
+//     epoch.CutPoint on the follower's side of a diverging answer;
+//   - track.Tracker, one per master term as the daemon starts it
+//     (SyncReplicas 0, SetISR, Restore), fed every master progress, slave
+//     ack and heartbeat Tick on a clock.Manual set to the broker's own
+//     clock: the commit point and the lag-based in-sync set come from it.
 //
 // # Modelled (the rules the real code follows, written again here)
 //
@@ -29,10 +33,9 @@
 // least minSlaves = min(1, replicas−2) slaves in the committed in-sync set
 // (strict), and answers SEND_OK only when HW covers the record and the lease
 // is still valid then (on its own clock, checked at the answer, so a paused
-// or disk-stalled master that wakes up late never acks). HW = min(master
-// durable, the durable end of every slave in the committed ISR plus the
-// additions it proposed), held while such a slave has no session, never
-// backwards (track's explicit-ISR rule). The lease runs to the broker's own
+// or disk-stalled master that wakes up late never acks). The tracker's set
+// is the committed ISR plus the additions the master proposed (the maximal
+// ISR), so HW = min(master durable, the durable end of each of them). The lease runs to the broker's own
 // send time of a granted heartbeat + Lease. Promotion only when the view
 // names it master at an epoch above its history's last: queue next offsets
 // rebuilt from the log, the epoch appended at the LEO, the lease revoked
@@ -40,10 +43,10 @@
 // epoch demotes (lease revoked). Slaves pull with (epoch, LEO, last epoch,
 // durable), append the epoch of the bytes before the bytes, ack durability
 // after each fsync, keep commit point = min(master HW, durable), and cut at
-// the divergence point, never below their commit point. The master joins a
-// slave to the ISR once it held the master's LEO in this epoch and its
-// durable end reached HW; it drops one not caught up for LagTime; both
-// through AlterISR (compare-and-set).
+// the divergence point, never below their commit point. The master proposes
+// (AlterISR, compare-and-set) the set the tracker's lag rules find in sync,
+// a slave outside the ISR only once its durable end reached HW and its log
+// this epoch's start (replication.md §2.7).
 //
 // Controller (part B2): one linearizable fsm.State shared by three voters
 // (what raft commits survives a leader change), each with its own clock; at
@@ -90,8 +93,9 @@
 //
 // # Beyond the contract (the model's fixes, reported to the lead)
 //
-// Without these the contract as written leaves groups stuck for good
-// (Options.Literal, TestLiteralContract: about half the seeds):
+// Without F1 and F2 the contract as written leaves groups stuck for good
+// (Options.Literal, TestLiteralContract: about half the seeds); without the
+// others data is lost or logs diverge (their breaks are caught):
 //
 //   - F1: a master that restarts is kept master of its epoch by fsm
 //     Register, and a broker promotes only above its own last epoch, so it
@@ -116,11 +120,15 @@
 //     view settles them (a higher ISR version), not dropped when the
 //     AlterISR call fails: an unanswered call may have committed (the
 //     ISRRevertOnError break is caught).
+//   - A slave joins the ISR only once its durable end reached HW: the lag
+//     rules alone admit one that lacks a record the current set committed
+//     (the JoinByLag break is caught).
 //
-// The breaks RestartKeepsEpoch and ISRRevertOnError are what ctlmode's
-// role manager did when this was written (promote without a new epoch
-// entry when the view's epoch equals the history's last; SetISR(committed)
-// on any AlterISR error).
+// The breaks RestartKeepsEpoch, ISRRevertOnError and JoinByLag are what
+// ctlmode's role manager did when this was written (promote without a new
+// epoch entry when the view's epoch equals the history's last;
+// SetISR(committed) on any AlterISR error; propose tracker.InSync() as it
+// is).
 //
 // # Not modelled
 //
