@@ -6,7 +6,7 @@
 // its own reproduction:
 //
 //	go test ./internal/controller/sim -run 'TestSim$' -seed=N -v   # one seed, with its event trace
-//	go test ./internal/controller/sim -run TestSoak -soak=1h       # random seeds for an hour
+//	go test ./internal/controller/sim -run 'TestSim$' -soak=1h     # random seeds for an hour
 //	go test ./internal/controller/sim -run 'TestSim$' -seeds=20000 # more seeds than the default 2000
 //
 // # Real code in the loop

@@ -15,7 +15,7 @@ import (
 var (
 	seedFlag  = flag.Uint64("seed", 0, "run only this seed (TestSim), with its event trace on failure")
 	seedsFlag = flag.Int("seeds", 2000, "how many seeds TestSim runs")
-	soakFlag  = flag.Duration("soak", 0, "TestSoak: run random seeds for this long (e.g. -soak=1h)")
+	soakFlag  = flag.Duration("soak", 0, "TestSim: run random seeds for this long instead (e.g. -soak=1h)")
 	breakFlag = flag.String("break", "", "with -seed: break this rule (a Break name, e.g. RestartKeepsEpoch)")
 )
 
@@ -36,12 +36,62 @@ func runSeed(t *testing.T, o Options) Result {
 	if res.Err != nil {
 		t.Fatal(res.Err)
 	}
+	if res.AckedAfterHeal == 0 && o.Break == BreakNone && !o.Literal {
+		t.Fatal(notLive(res.Seed))
+	}
 	return res
 }
 
+func notLive(seed uint64) string {
+	return fmt.Sprintf("seed %d: no send acked in the %v after every fault healed (liveness)\nreproduce: go test ./internal/controller/sim -run 'TestSim$' -seed=%d -v",
+		seed, Options{}.withDefaults().Heal, seed)
+}
+
+// soak runs random seeds on every core until d has passed.
+func soak(t *testing.T, d time.Duration) {
+	end := time.Now().Add(d)
+	var mu sync.Mutex
+	var failed []string
+	n := 0
+	var wg sync.WaitGroup
+	for range max(1, runtime.GOMAXPROCS(0)) {
+		wg.Go(func() {
+			for time.Now().Before(end) {
+				seed := rand.Uint64()
+				res := Run(Options{Seed: seed})
+				mu.Lock()
+				n++
+				if res.Err != nil {
+					failed = append(failed, res.Err.Error())
+				} else if res.AckedAfterHeal == 0 {
+					failed = append(failed, notLive(seed))
+				}
+				stop := len(failed) > 0
+				mu.Unlock()
+				if stop {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, f := range failed {
+		t.Error(f)
+	}
+	t.Logf("soak: %d random seeds in %v", n, d)
+}
+
 // TestSim runs seeds 1..-seeds (default 2000) with every rule intact: no
-// invariant may break. A failure prints the one-line reproduction.
+// invariant may break and every run takes writes again once its faults
+// healed. A failure prints the one-line reproduction. -seed=N runs one seed
+// (with its trace under -v); -soak=DURATION runs random seeds until then:
+//
+//	go test ./internal/controller/sim -run 'TestSim$' -soak=1h
 func TestSim(t *testing.T) {
+	if *soakFlag > 0 {
+		soak(t, *soakFlag)
+		return
+	}
 	if *seedFlag != 0 {
 		br := BreakNone
 		if *breakFlag != "" {
@@ -90,8 +140,7 @@ func TestSim(t *testing.T) {
 		if res.AckedAfterHeal == 0 {
 			stuck++
 			if stuck <= 5 {
-				t.Errorf("seed %d: no send acked in the %v after every fault healed (liveness)\nreproduce: go test ./internal/controller/sim -run 'TestSim$' -seed=%d -v",
-					res.Seed, Options{}.withDefaults().Heal, res.Seed)
+				t.Error(notLive(res.Seed))
 			}
 		}
 	}
@@ -102,22 +151,6 @@ func TestSim(t *testing.T) {
 	if total.Acked < 50*n || total.Elections < n/2 || total.Truncated == 0 {
 		t.Fatalf("the simulation exercised too little: %+v", total)
 	}
-}
-
-// TestSoak runs random seeds until -soak has passed (skipped without it):
-//
-//	go test ./internal/controller/sim -run TestSoak -soak=1h
-func TestSoak(t *testing.T) {
-	if *soakFlag == 0 {
-		t.Skip("soak: set -soak=DURATION to run random seeds for that long")
-	}
-	end := time.Now().Add(*soakFlag)
-	n := 0
-	for time.Now().Before(end) {
-		runSeed(t, Options{Seed: rand.Uint64()})
-		n++
-	}
-	t.Logf("soak: %d seeds in %v", n, *soakFlag)
 }
 
 // TestDeterministic: a seed is a reproduction: the same seed gives the same
