@@ -378,8 +378,8 @@ func (w *world) healAll() {
 		if b.paused {
 			b.resume()
 		}
-		if !b.up && !b.restartPending {
-			b.restart()
+		if !b.up {
+			b.restart() // a pending restart finds it up and does nothing
 		}
 		if b.fsyncPending && !b.fsyncRunning {
 			b.startFsync()

@@ -97,11 +97,19 @@ func TestSim(t *testing.T) {
 		if *breakFlag != "" {
 			br = breakByName(t, *breakFlag)
 		}
-		res := runSeed(t, Options{Seed: *seedFlag, Break: br, Trace: testing.Verbose()})
-		for _, l := range res.Trace {
-			t.Log(l)
+		res := Run(Options{Seed: *seedFlag, Break: br, Trace: testing.Verbose()})
+		if res.Err == nil {
+			for _, l := range res.Trace {
+				t.Log(l)
+			}
 		}
 		res.Trace = nil
+		if res.Err != nil {
+			t.Fatal(res.Err)
+		}
+		if res.AckedAfterHeal == 0 && br == BreakNone {
+			t.Error(notLive(res.Seed))
+		}
 		t.Logf("seed %d: %+v", *seedFlag, res)
 		return
 	}
