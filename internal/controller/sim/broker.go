@@ -96,7 +96,6 @@ type broker struct {
 	// Master.
 	sessions    map[int64]*session
 	tr          *track.Tracker // the real tracker of this master term
-	trClk       *clock.Manual  // set to the broker's own time before each call
 	trISR       []int64        // the set last handed to SetISR
 	pendingAdds []int64        // proposed additions to the ISR, counted until a view settles them
 	addsBase    uint64         // ISRVersion the additions were proposed against
@@ -195,7 +194,7 @@ func (b *broker) boot() {
 
 func (b *broker) resetMaster() {
 	b.sessions = map[int64]*session{}
-	b.tr, b.trClk, b.trISR = nil, nil, nil
+	b.tr, b.trISR = nil, nil
 	b.pendingAdds, b.addsBase, b.alterOut = nil, 0, false
 	b.hw = 0
 	b.failPending()
@@ -287,7 +286,6 @@ func (b *broker) heartbeatLoop() {
 	switch b.role {
 	case roleMaster:
 		if b.tr != nil {
-			b.tick()
 			b.tr.Tick()
 		}
 		b.processPending()
@@ -400,8 +398,7 @@ func (b *broker) startTracker() {
 	cfg := track.DefaultConfig()
 	cfg.SyncReplicas = 0
 	cfg.MaxLagTime = b.w.o.LagTime
-	b.trClk = clock.NewManual(time.Unix(0, b.now()))
-	b.tr = track.New(cfg, b.trClk, quiet)
+	b.tr = track.New(cfg, brokerClock{b}, quiet)
 	// SetISR before the first MasterProgress: until then the tracker
 	// counts SyncReplicas (0), and its HW would be the master's own end.
 	b.syncTracker()
@@ -411,8 +408,32 @@ func (b *broker) startTracker() {
 	b.takeHW()
 }
 
-// tick sets the tracker's clock to the broker's own time.
-func (b *broker) tick() { b.trClk.Set(time.Unix(0, b.now())) }
+// brokerClock is the broker's own clock as a clock.Clock (the tracker's).
+type brokerClock struct{ b *broker }
+
+func (c brokerClock) Now() time.Time { return time.Unix(0, c.b.now()) }
+
+// AfterFunc runs f on the simulation's goroutine after d of the broker's
+// time (the tracker sets no timers; this keeps any that would be
+// deterministic).
+func (c brokerClock) AfterFunc(d time.Duration, f func()) clock.Timer {
+	t := &simTimer{}
+	c.b.timer(d, func() {
+		if !t.stopped {
+			t.stopped = true
+			f()
+		}
+	})
+	return t
+}
+
+type simTimer struct{ stopped bool }
+
+func (t *simTimer) Stop() bool {
+	was := !t.stopped
+	t.stopped = true
+	return was
+}
 
 // syncTracker hands the tracker the set the commit point waits for.
 func (b *broker) syncTracker() {
@@ -428,7 +449,6 @@ func (b *broker) syncTracker() {
 		return
 	}
 	b.trISR = append(make([]int64, 0, len(set)), set...)
-	b.tick()
 	b.tr.SetISR(set, ms)
 }
 
@@ -592,7 +612,6 @@ func (b *broker) recomputeHW() {
 	if b.role != roleMaster || b.tr == nil {
 		return
 	}
-	b.tick()
 	b.tr.MasterProgress(b.leo(), b.durable)
 	b.takeHW()
 }

@@ -66,13 +66,13 @@
 // sent to its previous incarnation. A paused process gets its messages and
 // timers when it resumes, while its clock (and its lease) ran on.
 //
-// Faults, every 0.3–1.1 s with probability 0.45 for Options.Faults (20 s),
+// Faults, every 0.3–1.1 s with probability 0.45 for Options.Faults (15 s),
 // 60% of them on the master: crash and restart (the log keeps its durable
 // prefix), pause (SIGSTOP), node↔controller cuts (often one-way), node↔
 // brokers cuts, isolation of a node (sometimes with one slave, #6662), loss
 // of the controller leader (30% of the time with a master crash: #7689),
 // fsync stalls, lossy periods, random one-way links. Then every fault heals
-// for Options.Heal (10 s).
+// for Options.Heal (8 s).
 //
 // # Invariants (checked at the step that can break them)
 //

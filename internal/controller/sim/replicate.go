@@ -118,7 +118,6 @@ func (b *broker) onFetch(req fetchReq, from *broker, seq uint64) {
 	if req.offset > leo || req.durable > req.offset {
 		return // protocol error: the connection is closed
 	}
-	b.tick()
 	b.tr.MasterProgress(leo, b.durable) // before any ack of these bytes
 	if req.ackOnly {
 		// An ack on the fetch connection: valid only within the session

@@ -76,9 +76,9 @@ type Options struct {
 	Seed uint64
 	// Replicas in the group: 2 or 3; 0 picks one from the seed.
 	Replicas int
-	// Faults is how long faults are injected (default 20 s of simulated
+	// Faults is how long faults are injected (default 15 s of simulated
 	// time); Heal how long the run continues with every fault healed
-	// (default 10 s). At the end of Heal the final checks run.
+	// (default 8 s). At the end of Heal the final checks run.
 	Faults, Heal time.Duration
 	Break        Break
 	// Trace keeps the last events in Result.Trace.
@@ -109,8 +109,8 @@ func (o Options) withDefaults() Options {
 			*d = v
 		}
 	}
-	def(&o.Faults, 20*time.Second)
-	def(&o.Heal, 10*time.Second)
+	def(&o.Faults, 15*time.Second)
+	def(&o.Heal, 8*time.Second)
 	def(&o.Heartbeat, 500*time.Millisecond)
 	def(&o.Lease, 3*time.Second)
 	def(&o.SessionTimeout, 4*time.Second)

@@ -231,7 +231,7 @@ func TestBrokenRulesAreCaught(t *testing.T) {
 // healing show the liveness gaps the fixes close.
 func TestLiteralContract(t *testing.T) {
 	stuck := 0
-	const n = 300
+	const n = 150
 	for seed := uint64(1); seed <= n; seed++ {
 		res := Run(Options{Seed: seed, Literal: true})
 		if res.Err != nil {
