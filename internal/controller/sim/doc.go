@@ -66,7 +66,7 @@
 // sent to its previous incarnation. A paused process gets its messages and
 // timers when it resumes, while its clock (and its lease) ran on.
 //
-// Faults, every 0.3–1.1 s with probability 0.45 for Options.Faults (15 s),
+// Faults, every 0.3–1.1 s with probability 0.6 for Options.Faults (15 s),
 // 60% of them on the master: crash and restart (the log keeps its durable
 // prefix), pause (SIGSTOP), node↔controller cuts (often one-way), node↔
 // brokers cuts, isolation of a node (sometimes with one slave, #6662), loss

@@ -101,6 +101,7 @@ type Options struct {
 	Margin         time.Duration // 200 ms
 	SyncTimeout    time.Duration // 3 s: a send not acked by then is in doubt
 	LagTime        time.Duration // 2 s: a slave not caught up for this long falls out of sync
+	SendEvery      time.Duration // 300 ms: the mean time between two sends
 }
 
 func (o Options) withDefaults() Options {
@@ -117,6 +118,7 @@ func (o Options) withDefaults() Options {
 	def(&o.Margin, 200*time.Millisecond)
 	def(&o.SyncTimeout, 3*time.Second)
 	def(&o.LagTime, 2*time.Second)
+	def(&o.SendEvery, 300*time.Millisecond)
 	if o.Drift == 0 {
 		o.Drift = 0.05
 	}
@@ -342,7 +344,7 @@ func (w *world) fail(invariant, format string, args ...any) {
 		Detail: fmt.Sprintf(format, args...), Trace: w.recent()}
 }
 
-// scheduleProducer sends a message every ~200 ms to a node a client would
+// scheduleProducer sends a message every SendEvery (on average) to a node a client would
 // pick: usually one that acts as master (stale ones included: the client's
 // routes lag), sometimes any node.
 func (w *world) scheduleProducer() {
@@ -362,7 +364,7 @@ func (w *world) scheduleProducer() {
 		}
 		// The client's request reaches the broker after a network delay.
 		w.after(w.dur(time.Millisecond, 5*time.Millisecond), func() { to.deliverSend() })
-		w.after(w.dur(50*time.Millisecond, 350*time.Millisecond), tick)
+		w.after(w.dur(w.o.SendEvery/3, w.o.SendEvery*5/3), tick)
 	}
 	w.after(w.dur(0, 100*time.Millisecond), tick)
 }
@@ -397,7 +399,7 @@ func (w *world) scheduleFaults() {
 		if w.now >= int64(w.o.Faults) {
 			return
 		}
-		if w.chance(0.45) {
+		if w.chance(0.6) {
 			w.injectFault()
 		}
 		w.after(w.dur(300*time.Millisecond, 1100*time.Millisecond), tick)
