@@ -271,8 +271,17 @@ func (c *controller) tick() {
 	}
 	s := c.soft[g.Master]
 	dead := s == nil || now-s.hb >= int64(o.SessionTimeout)
-	leaseOver := s == nil || !s.granted ||
-		fsm.LeaseSurelyExpired(asTime(s.grant), asTime(now), o.Lease, o.Drift, o.Margin)
+	// The lease bound counts from the last grant this leader made or, when
+	// later, from the start of its leadership (covering a predecessor's
+	// grants), as the service's leaseRef.
+	ref, known := c.since, true
+	if s != nil && s.granted && s.grant > ref {
+		ref = s.grant
+	}
+	if o.Break == SkipLeaderWait && (s == nil || !s.granted) {
+		known = false // the broken rule: nothing granted here, nothing to wait for
+	}
+	leaseOver := !known || fsm.LeaseSurelyExpired(asTime(ref), asTime(now), o.Lease, o.Drift, o.Margin)
 	if o.Break == SkipLeaseWait {
 		leaseOver = true
 	}

@@ -56,8 +56,10 @@
 // (whatever role its heartbeat claims: the weaker reading). The liveness
 // loop runs every Heartbeat on the leader: nothing is declared dead in the
 // first SessionTimeout of a leadership; a master is replaced once no
-// heartbeat came for SessionTimeout and fsm.LeaseSurelyExpired since the
-// last granted one; an offline group is re-elected from a live ISR member.
+// heartbeat came for SessionTimeout and fsm.LeaseSurelyExpired since its
+// last granted one or, when later, the start of the leadership (the
+// service's leaseRef); an offline group is re-elected from a live ISR
+// member.
 //
 // Network: one message per request or answer, delayed 0.5–10 ms (5% up to
 // 200 ms, 1% up to 1 s, hence reordered), lost 1% (25% in lossy periods),

@@ -29,7 +29,9 @@ const (
 	// alone implies the lease wait, which is the point of that rule).
 	SkipLeaseWait
 	// SkipLeaderWait: a new controller leader declares masters dead at
-	// once instead of waiting one session timeout (its soft state is empty).
+	// once instead of waiting one session timeout, and counts the lease
+	// bound only from its own grants (its soft state is empty, so a
+	// predecessor's grants are forgotten).
 	SkipLeaderWait
 	// HWIgnoresISR: the master's commit point is its own durable end, as if
 	// no slave had to hold a record before its ack.
