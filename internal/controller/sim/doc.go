@@ -43,7 +43,9 @@
 // epoch demotes (lease revoked). Slaves pull with (epoch, LEO, last epoch,
 // durable), append the epoch of the bytes before the bytes, ack durability
 // after each fsync, keep commit point = min(master HW, durable), and cut at
-// the divergence point, never below their commit point. The master proposes
+// the divergence point, never below their commit point. The master checks
+// a fetch's prefix before anything else, a follower holding more than it
+// included (as ha's master answers Diverging). The master proposes
 // (AlterISR, compare-and-set) the set the tracker's lag rules find in sync,
 // a slave outside the ISR only once its durable end reached HW and its log
 // this epoch's start (replication.md §2.7).
@@ -113,8 +115,6 @@
 //     start-up it is cut to the recovered log end (TruncateAfter(Written())):
 //     otherwise the next epoch cannot be appended after a crash that lost an
 //     epoch's bytes.
-//   - The master checks a fetch's prefix (DivergencePoint) before refusing
-//     an offset above its LEO: a returning follower may hold more than it.
 //   - The commit point counts the additions a master proposes before the
 //     controller commits them (Kafka's maximal ISR); SetISR only on success
 //     lets a record be acked that a new ISR member lacks (the

@@ -103,7 +103,7 @@ type Options struct {
 	Margin         time.Duration // 200 ms
 	SyncTimeout    time.Duration // 3 s: a send not acked by then is in doubt
 	LagTime        time.Duration // 2 s: a slave not caught up for this long falls out of sync
-	SendEvery      time.Duration // 300 ms: the mean time between two sends
+	SendEvery      time.Duration // 300 ms (150 ms with a Break): the mean time between two sends
 }
 
 func (o Options) withDefaults() Options {
@@ -120,6 +120,11 @@ func (o Options) withDefaults() Options {
 	def(&o.Margin, 200*time.Millisecond)
 	def(&o.SyncTimeout, 3*time.Second)
 	def(&o.LagTime, 2*time.Second)
+	if o.Break != BreakNone {
+		// Twice the sends: more acks land in the windows the rules guard
+		// (and -seed=N -break=X replays what TestBrokenRulesAreCaught ran).
+		def(&o.SendEvery, 150*time.Millisecond)
+	}
 	def(&o.SendEvery, 300*time.Millisecond)
 	if o.Drift == 0 {
 		o.Drift = 0.05

@@ -213,8 +213,7 @@ func TestBrokenRulesAreCaught(t *testing.T) {
 				t.Fatalf("no expected invariants listed for %v", br)
 			}
 			for seed := uint64(1); seed <= breakSeeds; seed++ {
-				// Twice the sends: more acks land in the windows the rules guard.
-				res := Run(Options{Seed: seed, Break: br, SendEvery: 150 * time.Millisecond})
+				res := Run(Options{Seed: seed, Break: br})
 				var v *Violation
 				if res.Err == nil {
 					continue
