@@ -208,6 +208,7 @@ const breakSeeds = 1000
 func TestBrokenRulesAreCaught(t *testing.T) {
 	for br := Break(1); br < numBreaks; br++ {
 		t.Run(br.String(), func(t *testing.T) {
+			t.Parallel() // each run is its own goroutine; the rules share the cores
 			want := caughtBy[br]
 			if len(want) == 0 {
 				t.Fatalf("no expected invariants listed for %v", br)
