@@ -35,13 +35,10 @@ type controller struct {
 	term     int
 	since    int64 // local time at which the leader started leading
 	soft     map[int64]*soft
-	// tokens: the registration token of each replica id (fix F2: a first
-	// Register is idempotent).
-	tokens map[uint64]int64
 }
 
 func newController(w *world) *controller {
-	c := &controller{w: w, st: fsm.NewState(), leader: -1, tokens: map[uint64]int64{}}
+	c := &controller{w: w, st: fsm.NewState(), leader: -1}
 	for i := range c.clocks {
 		c.clocks[i] = w.newClock()
 	}
@@ -137,30 +134,33 @@ type registerResp struct {
 
 func (c *controller) register(r registerReq) (registerResp, bool) {
 	addr := strconv.Itoa(r.addr)
-	id := r.id
-	if !c.w.o.Literal && id == 0 {
-		id = c.tokens[r.token] // F2: the answer to an earlier try was lost
+	token := "" // the contract to the letter had none
+	if !c.w.o.Literal {
+		token = strconv.FormatUint(r.token, 10) // F2, now fsm's rule
 	}
 	prev := c.group()
-	restartedMaster := prev != nil && prev.Master != 0 && prev.Master == id
+	restartedMaster := prev != nil && prev.Master != 0 && prev.Master == r.id
 	res, err := c.apply(fsm.Command{Kind: fsm.KindRegister, Cluster: "c", Group: groupName,
-		Replica: fsm.Replica{ID: id, Addr: addr, HAAddr: addr}, LastEpoch: r.lastEpoch})
+		Replica: fsm.Replica{ID: r.id, Addr: addr, HAAddr: addr, Token: token}, LastEpoch: r.lastEpoch})
 	if err != nil {
 		c.w.logf("controller: register of %d refused: %v", r.id, err)
 		return registerResp{}, false
 	}
-	c.tokens[r.token] = res.ReplicaID
 	g := c.group()
-	if restartedMaster && !c.w.o.Literal && c.w.o.Break != RestartKeepsEpoch {
-		// F1: a restarted master gets a new epoch, so that what it writes
-		// from now on is never confused with the unsynced tail it lost
-		// (which a slave may hold under the old epoch). fsm keeps the
-		// epoch; this is the model's stand-in for the change it proposes.
-		g.Epoch++
-		c.w.logf("controller: restarted master %d gets epoch %d", g.Master, g.Epoch)
-		c.w.chk.onElect(g.Master, g.Epoch)
+	if restartedMaster {
+		if c.w.o.Literal || c.w.o.Break == RestartKeepsEpoch {
+			// The rule before F1: a restarted master kept its epoch. fsm now
+			// gives it a new one; the model takes it back to show why not.
+			g.Epoch--
+		} else {
+			// F1, fsm's rule: a restarted master gets a new epoch, so that
+			// what it writes from now on is never confused with the unsynced
+			// tail it lost (which a slave may hold under the old epoch).
+			c.w.logf("controller: restarted master %d gets epoch %d", g.Master, g.Epoch)
+			c.w.chk.onElect(g.Master, g.Epoch)
+		}
 		if e := c.st.Check(); e != nil {
-			c.w.fail("fsm state invariant", "after re-epoching the restarted master: %v", e)
+			c.w.fail("fsm state invariant", "after the restarted master's register: %v", e)
 		}
 	}
 	c.w.logf("controller: registered n%d (asked id %d) as %d incarnation %d", r.addr, r.id, res.ReplicaID, res.Incarnation)

@@ -95,22 +95,22 @@
 //   - liveness (TestSim only): every run takes a write again after its
 //     faults healed.
 //
-// # Beyond the contract (the model's fixes, reported to the lead)
+// # Rules the simulation found (beyond the first contract)
 //
-// Without F1 and F2 the contract as written leaves groups stuck for good
+// Without F1 and F2 the first contract left groups stuck for good
 // (Options.Literal, TestLiteralContract: about half the seeds); without the
 // others data is lost or logs diverge (their breaks are caught):
 //
-//   - F1: a master that restarts is kept master of its epoch by fsm
-//     Register, and a broker promotes only above its own last epoch, so it
-//     never writes again; resuming in the old epoch instead is unsafe (its
-//     lost unsynced tail may live on in a slave under the same epoch: the
-//     RestartKeepsEpoch break is caught). The model gives the restarted
-//     master epoch+1 right after its Register (a step fsm should take).
-//   - F2: a first Register (ID 0) whose answer is lost is retried as a new
+//   - F1: a master that restarts stays master in a new epoch (fsm Register
+//     bumps it). Kept in its old epoch, a broker that promotes only above
+//     its own last epoch never writes again, and one that resumes in the old
+//     epoch is unsafe: its lost unsynced tail may live on in a slave under
+//     the same epoch (the RestartKeepsEpoch break, which takes fsm's bump
+//     back, is caught).
+//   - F2: a first Register (ID 0) whose answer is lost was retried as a new
 //     replica, leaving a phantom one (the master, if it was the group's
-//     first). The model persists a registration token before the first
-//     Register and the controller answers a retry with the same id.
+//     first). The broker persists a registration token (fsm Replica.Token)
+//     before its first Register, and a retry with it gets the same id.
 //   - F3: the epoch history is fsynced before the bytes it describes, so at
 //     start-up it is cut to the recovered log end (TruncateAfter(Written())):
 //     otherwise the next epoch cannot be appended after a crash that lost an
@@ -127,10 +127,10 @@
 //     (the JoinByLag break is caught).
 //
 // The breaks RestartKeepsEpoch, ISRRevertOnError and JoinByLag are what
-// ctlmode's role manager did when this was written (promote without a new
-// epoch entry when the view's epoch equals the history's last;
-// SetISR(committed) on any AlterISR error; propose tracker.InSync() as it
-// is).
+// the first broker role manager did (promote without a new epoch entry
+// when the view's epoch equals the history's last; SetISR(committed) on
+// any AlterISR error; propose tracker.InSync() as it is); the daemon
+// follows the fixed rules.
 //
 // # Not modelled
 //
