@@ -56,6 +56,12 @@ type Config struct {
 	// MaxSlaves bounds the slaves tracked at once (a peer picks its id).
 	// Default 32.
 	MaxSlaves int
+	// OnInSync, when set, is called with the ids (ascending, a new slice)
+	// of the slaves the local lag rules find in sync, each time that set
+	// changes, outside the tracker's lock and in the order of the changes
+	// (calls do not overlap). In controller mode the daemon proposes it to
+	// the controller (AlterISR) and hands the committed set to SetISR.
+	OnInSync func(inSync []int64)
 }
 
 // DefaultConfig is one sync replica, 64 MiB and 10 s of lag, sync flush.
@@ -370,6 +376,19 @@ func (t *Tracker) SetSyncReplicas(n int) error {
 	t.cfg.SyncReplicas = n
 	t.advance()
 	return nil
+}
+
+// SetISR switches the tracker to an explicit in-sync set (controller
+// mode: the set the controller committed, ids of slaves, the master not
+// among them) and sets how many of them a write needs. From then on the HW
+// is min(master contribution, every listed slave's contribution): a listed
+// slave that is not connected holds the HW where it is (waits time out),
+// and a Wait above the HW fails at once with ErrNotEnoughReplicas while
+// len(ids) < minSlaves. The local in-sync detection keeps running and
+// reports through Config.OnInSync. SetISR never lowers the HW; call it
+// again with each newly committed set. Without SetISR the tracker counts
+// (SyncReplicas in-sync slaves), as before.
+func (t *Tracker) SetISR(ids []int64, minSlaves int) {
 }
 
 // Restore raises the HW to hw, capped at the master's contribution: the
