@@ -5,8 +5,8 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
-	"time"
 
+	"github.com/petrelmq/petrel/internal/broker"
 	"github.com/petrelmq/petrel/internal/clock"
 	"github.com/petrelmq/petrel/internal/ha"
 	"github.com/petrelmq/petrel/internal/ha/track"
@@ -203,50 +203,25 @@ func (s *swapReplicator) Covered() int64 {
 	return 0
 }
 
-// leaseTimer is a master's lease on its broker group (the broker's
-// Config.Lease): valid until the last granted heartbeat's own send time +
-// the lease length, on this process's monotonic clock (clock.Real's
-// time.Time carries the monotonic reading; comparisons use it).
-type leaseTimer struct {
-	clk   clock.Clock
-	base  time.Time
-	until atomic.Int64 // nanoseconds after base; 0: none
-	// enforced off: Valid is always true (a one-replica group: no other
-	// replica can be elected, so nobody can be acking in its place).
+// groupLease is a master's lease in controller mode (the broker's
+// Config.Lease): broker's LeaseTimer, extended by the controller's grants,
+// unless the group has one replica: then no other replica can be elected,
+// so nobody can be acking in its place, and the lease is not enforced
+// (Valid is true; the single-node path costs one more atomic load). A
+// second replica's registration shows in the next heartbeat's view and
+// turns enforcement on before that replica can join the in-sync set (only
+// this master proposes that), hence before it can be elected; only an
+// unclean election (off by default, audited) could elect it earlier.
+type groupLease struct {
+	*broker.LeaseTimer
 	enforced atomic.Bool
 }
 
-func newLeaseTimer(clk clock.Clock) *leaseTimer {
-	l := &leaseTimer{clk: clk, base: clk.Now()}
+func newGroupLease(clk clock.Clock) *groupLease {
+	l := &groupLease{LeaseTimer: broker.NewLeaseClock(clk)}
 	l.enforced.Store(true)
 	return l
 }
 
-// Extend moves the expiry to until when that is later than now's.
-func (l *leaseTimer) Extend(until time.Time) {
-	n := until.Sub(l.base)
-	for {
-		old := l.until.Load()
-		if n <= old || l.until.CompareAndSwap(old, n) {
-			return
-		}
-	}
-}
-
-// Revoke ends the lease now.
-func (l *leaseTimer) Revoke() { l.until.Store(0) }
-
-// Valid reports whether the lease runs now.
-func (l *leaseTimer) Valid() bool {
-	if !l.enforced.Load() {
-		return true
-	}
-	u := l.until.Load()
-	return u > 0 && l.clk.Now().Sub(l.base) < u
-}
-
-// held reports whether a granted lease runs now, enforced or not.
-func (l *leaseTimer) held() bool {
-	u := l.until.Load()
-	return u > 0 && l.clk.Now().Sub(l.base) < u
-}
+// Valid reports whether the broker may ack as the master now.
+func (l *groupLease) Valid() bool { return !l.enforced.Load() || l.LeaseTimer.Valid() }
