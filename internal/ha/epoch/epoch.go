@@ -353,7 +353,18 @@ func (h *History) cut(n int) error {
 // for; an empty leader history shares nothing (0, 0). The follower cuts
 // its log at CutPoint. Pure.
 func DivergencePoint(leader []Entry, leaderLEO int64, followerLastEpoch uint32, followerLEO int64) (epoch uint32, end int64) {
-	return 0, 0
+	if len(leader) == 0 {
+		return 0, 0
+	}
+	end = leaderLEO
+	for _, e := range leader {
+		if e.Epoch > followerLastEpoch {
+			end = e.Start
+			break
+		}
+		epoch = e.Epoch
+	}
+	return epoch, max(0, min(end, followerLEO))
 }
 
 // CutPoint is where a follower cuts its log on a leader's diverging answer
@@ -363,5 +374,12 @@ func DivergencePoint(leader []Entry, leaderLEO int64, followerLastEpoch uint32, 
 // the leader's end of epoch are not the leader's, so the cut goes below
 // them too (Kafka's follower takes the same minimum). Pure.
 func CutPoint(follower []Entry, followerLEO int64, epoch uint32, end int64) int64 {
-	return followerLEO
+	own := followerLEO
+	for _, e := range follower {
+		if e.Epoch > epoch {
+			own = e.Start
+			break
+		}
+	}
+	return max(0, min(end, own))
 }
