@@ -15,12 +15,16 @@ package broker
 // in LeaseRefusals (petrel_broker_lease_refusals_total).
 
 import (
+	"errors"
 	"math"
 	"sync/atomic"
 	"time"
 
 	"github.com/petrelmq/petrel/internal/clock"
 )
+
+// ErrLeaseExpired is the cause of every refusal for an expired lease.
+var ErrLeaseExpired = errors.New("broker: master lease expired")
 
 // Lease says whether this broker may act as its group's master now. Valid
 // is called on every send (twice): it must be quick, must not block, and
@@ -89,3 +93,46 @@ func (l *LeaseTimer) Until() (time.Time, bool) {
 // LeaseRefusals counts the sends refused or left unacknowledged because
 // the master lease (Config.Lease) had expired, since the broker started.
 func (b *Broker) LeaseRefusals() uint64 { return b.leaseRefusals.Load() }
+
+// refuseOnLease returns the refusal of what on a master whose lease is not
+// valid, or nil (also without a lease). The send path pays a nil check
+// without a lease, and Valid plus one atomic load with one.
+func (b *Broker) refuseOnLease(k Kind, what string) *Error {
+	if b.leaseValid() {
+		return nil
+	}
+	return errorf(k, ErrLeaseExpired, "broker %s's master lease expired: it may no longer be the master of %s and takes no %s; the client retries the new master",
+		b.cfg.BrokerName, b.cfg.BrokerName, what)
+}
+
+// leaseValid checks Config.Lease (true without one); a failed check is
+// counted, and the first of a lapse logged.
+func (b *Broker) leaseValid() bool {
+	l := b.cfg.Lease
+	if l == nil {
+		return true
+	}
+	if l.Valid() {
+		if b.leaseLapsed.Load() && b.leaseLapsed.CompareAndSwap(true, false) {
+			b.log.Info("master lease valid again: acknowledging sends")
+		}
+		return true
+	}
+	b.leaseRefusals.Add(1)
+	if !b.leaseLapsed.Load() && b.leaseLapsed.CompareAndSwap(false, true) {
+		b.log.Warn("master lease expired: refusing sends and answering stored ones FLUSH_SLAVE_TIMEOUT until the controller grants it again",
+			"role", b.Role().String())
+	}
+	return false
+}
+
+// leaseAnswer is res as a stored send may be answered now: a SEND_OK on a
+// master whose lease is no longer valid becomes FLUSH_SLAVE_TIMEOUT
+// (stored, in doubt, not acknowledged), so that no SEND_OK is written
+// after the lease ran out.
+func (b *Broker) leaseAnswer(res SendResult) SendResult {
+	if res.Status == SendOK && !b.leaseValid() {
+		res.Status = SendFlushSlaveTimeout
+	}
+	return res
+}
