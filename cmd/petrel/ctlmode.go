@@ -6,13 +6,19 @@ package main
 // and controllerHeartbeatInterval as well.
 
 import (
+	"cmp"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/petrelmq/petrel/internal/controller"
 	"github.com/petrelmq/petrel/internal/daemon"
 )
 
@@ -37,6 +43,28 @@ func addControllerModeFlags(fl *pflag.FlagSet, c *ctlOptions, server bool) {
 	_ = fl.MarkHidden("controllerHeartbeatInterval")
 }
 
+// startEmbeddedController starts petrel server's controller: one voter
+// (no fault tolerance: the same code as a 3-voter deployment), its raft
+// data in <data-dir>/controller, and points the broker at it.
+func startEmbeddedController(o *options, logger *slog.Logger, out io.Writer) (*controller.Node, error) {
+	dir, err := filepath.Abs(o.dataDir)
+	if err != nil {
+		return nil, fmt.Errorf("--data-dir %q: %w", o.dataDir, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("--data-dir %s: %w", dir, err)
+	}
+	listen := cmp.Or(strings.TrimSpace(o.ctl.listen), "127.0.0.1:0")
+	node, err := controller.StartNode(controller.NodeConfig{ID: 1, Listen: listen, DataDir: dir,
+		Service: controller.DefaultServiceConfig(), Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("embedded controller (--controller-listen %s): %w", listen, err)
+	}
+	o.ctl.addrs, o.ctl.server = node.Addr(), true
+	fmt.Fprintf(out, "petrel: controller (single voter 1) listening on %s\n", node.Addr())
+	return node, nil
+}
+
 // splitControllers parses --controller.
 func splitControllers(s string) ([]string, error) {
 	var out []string
@@ -56,15 +84,15 @@ func splitControllers(s string) ([]string, error) {
 // apply puts the controller-mode flags into cfg (after the replication
 // flags: it checks they fit).
 func (c *ctlOptions) apply(cfg *daemon.BrokerConfig, r *replOptions) error {
-	if c.fl == nil {
-		return nil
-	}
 	addrs, err := splitControllers(c.addrs)
 	if err != nil {
 		return err
 	}
 	if len(addrs) == 0 {
 		return nil
+	}
+	if c.heartbeat == 0 && c.fl == nil { // options built without the flags (tests)
+		c.heartbeat = daemon.DefaultControllerHeartbeat
 	}
 	if c.heartbeat <= 0 {
 		return fmt.Errorf("--controller-heartbeat-interval %v: give a positive duration such as 500ms", c.heartbeat)
