@@ -43,6 +43,10 @@ func addControllerModeFlags(fl *pflag.FlagSet, c *ctlOptions, server bool) {
 	_ = fl.MarkHidden("controllerHeartbeatInterval")
 }
 
+// embeddedRaftTimeout is the raft heartbeat and election timeout of
+// petrel server's single voter.
+const embeddedRaftTimeout = 100 * time.Millisecond
+
 // startEmbeddedController starts petrel server's controller: one voter
 // (no fault tolerance: the same code as a 3-voter deployment), its raft
 // data in <data-dir>/controller, and points the broker at it.
@@ -56,7 +60,10 @@ func startEmbeddedController(o *options, logger *slog.Logger, out io.Writer) (*c
 	}
 	listen := cmp.Or(strings.TrimSpace(o.ctl.listen), "127.0.0.1:0")
 	node, err := controller.StartNode(controller.NodeConfig{ID: 1, Listen: listen, DataDir: dir,
-		Service: controller.DefaultServiceConfig(), Logger: logger})
+		Service: controller.DefaultServiceConfig(), Logger: logger,
+		// One voter elects itself: nobody to split a vote with, so short
+		// raft timeouts only make the start quicker.
+		HeartbeatTimeout: embeddedRaftTimeout, ElectionTimeout: embeddedRaftTimeout, LeaderLeaseTimeout: embeddedRaftTimeout / 2})
 	if err != nil {
 		return nil, fmt.Errorf("embedded controller (--controller-listen %s): %w", listen, err)
 	}

@@ -339,7 +339,7 @@ func (c *controlMode) register() bool {
 			}
 		} else if c.ctx.Err() != nil {
 			return false
-		} else if attempt%10 == 0 {
+		} else if attempt%10 == 3 {
 			c.log.Warn("controller mode: no controller accepted the registration yet; the replica stays a fenced slave and retries", "controller", c.cfg.Addrs, "err", err)
 		}
 		if !c.sleep(backoff, nil) {

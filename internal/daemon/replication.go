@@ -24,6 +24,9 @@ import (
 // slave, or a master that serves replication (--ha-listen). Every member
 // bounds what it dispatches by the group's commit point.
 func (c *BrokerConfig) replicated() bool {
+	if c.controlled() { // the role is the controller's; replication needs --ha-listen
+		return c.HA.Listen != ""
+	}
 	return c.Broker.Role == broker.RoleSlave || c.HA.Listen != ""
 }
 
