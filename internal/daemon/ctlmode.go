@@ -138,6 +138,7 @@ type controlMode struct {
 	isrTerm        uint32 // the epoch isrApplied belongs to
 	isrMin         int    // the minSlaves last handed to the tracker
 	noFollowLogged bool
+	failedEpoch    uint32 // +1: the epoch whose promotion failure was logged at Error
 	slaveErrLogged bool
 	transferTried  [2]int64
 	identity       [2]int64 // what the registrar registers: broker id, epoch

@@ -7,6 +7,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -105,14 +106,14 @@ func (c *controlMode) promote(v api.GroupView, id int64) bool {
 		if !wasMaster {
 			cut, err := c.st.PrepareMaster()
 			if err != nil {
-				log.Error("controller mode: cannot ready the store to take writes; staying a fenced slave", "err", err)
+				c.promoteFailed(log, v.Epoch, "controller mode: cannot ready the store to take writes; staying a fenced slave", err)
 				return false
 			}
 			log.Info("store ready to take writes", "leo", cut)
 		}
 		if last.Epoch < v.Epoch {
 			if err := c.epochs.Append(epoch.Entry{Epoch: v.Epoch, Start: c.st.Written()}); err != nil {
-				log.Error("controller mode: cannot record the new epoch; staying a fenced slave", "err", err)
+				c.promoteFailed(log, v.Epoch, "controller mode: cannot record the new epoch; staying a fenced slave", err)
 				return false
 			}
 		}
@@ -128,6 +129,16 @@ func (c *controlMode) promote(v api.GroupView, id int64) bool {
 	c.heartbeatNow() // the lease: writes are acked from its grant on
 	log.Info("controller mode: promoted to master", "leo", c.st.Written(), "isr", v.ISR)
 	return true
+}
+
+// promoteFailed logs a failed promotion: at Error the first time per
+// epoch, then at Debug (it is retried at every heartbeat's view).
+func (c *controlMode) promoteFailed(log *slog.Logger, ep uint32, msg string, err error) {
+	level := slog.LevelDebug
+	if c.failedEpoch != ep+1 {
+		c.failedEpoch, level = ep+1, slog.LevelError
+	}
+	log.Log(context.Background(), level, msg, "err", err)
 }
 
 // startMaster starts the replication server of a master term.
@@ -151,7 +162,7 @@ func (c *controlMode) startMaster(v api.GroupView, id int64) bool {
 		Linger: c.linger, HWPushDelay: hwPushDelay, OnStale: c.stale,
 	}, storeSource{c.st})
 	if err != nil {
-		c.log.Error("controller mode: cannot serve replication; staying a fenced slave", "err", err)
+		c.promoteFailed(c.log, v.Epoch, "controller mode: cannot serve replication; staying a fenced slave", err)
 		return false
 	}
 	c.master, c.isrApplied, c.isrTerm, c.isrMin = m, v.ISRVersion+1, v.Epoch, ms
