@@ -27,6 +27,7 @@ type FakeLog struct {
 	leaderAddr string // the leader's address while this log does not lead
 	failApply  error
 	failVerify error
+	failBarr   error
 	closed     bool
 	applied    int
 	verifies   int
@@ -91,6 +92,13 @@ func (f *FakeLog) FailNextVerify(err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.failVerify = err
+}
+
+// FailNextBarrier makes the next Barrier fail with err.
+func (f *FakeLog) FailNextBarrier(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failBarr = err
 }
 
 // Stats reports how many commands were applied and how many VerifyLeader
@@ -200,6 +208,10 @@ func (f *FakeLog) Barrier(ctx context.Context) error {
 	f.barriers++
 	if f.closed {
 		return ErrLogClosed
+	}
+	if err := f.failBarr; err != nil {
+		f.failBarr = nil
+		return err
 	}
 	if !f.leading {
 		return ErrNotLeader

@@ -16,13 +16,22 @@ import (
 // srv serves). Every handler answers CodeNotLeader with the leader's
 // address in api.ExtLeader when this voter does not lead.
 func (s *Service) Register(srv *remoting.Server) {
-	srv.Handle(api.CodeRegister, s.handle(s.register))
-	srv.Handle(api.CodeHeartbeat, s.handle(s.heartbeat))
-	srv.Handle(api.CodeAlterISR, s.handle(s.alterISR))
-	srv.Handle(api.CodeGroups, s.handle(s.groups))
-	srv.Handle(api.CodeElect, s.handle(s.electMaster))
-	srv.Handle(api.CodeTransfer, s.handle(s.transfer))
-	srv.Handle(api.CodeResign, s.handle(s.resign))
+	for code, h := range s.handlers() {
+		srv.Handle(code, h)
+	}
+}
+
+// handlers maps every api code to its handler.
+func (s *Service) handlers() map[int16]remoting.Handler {
+	return map[int16]remoting.Handler{
+		api.CodeRegister:  s.handle(s.register),
+		api.CodeHeartbeat: s.handle(s.heartbeat),
+		api.CodeAlterISR:  s.handle(s.alterISR),
+		api.CodeGroups:    s.handle(s.groups),
+		api.CodeElect:     s.handle(s.electMaster),
+		api.CodeTransfer:  s.handle(s.transfer),
+		api.CodeResign:    s.handle(s.resign),
+	}
 }
 
 // answer is a handler's outcome: a code, a remark and a body (marshalled
@@ -330,8 +339,8 @@ func (s *Service) electMaster(ctx context.Context, body []byte) answer {
 	defer unfence()
 	actx, cancel := s.applyCtx(ctx)
 	res, err := s.log.Apply(actx, fsm.Command{
-		Kind: fsm.KindElect, Group: req.Group, Epoch: g.Epoch, ISRVersion: g.ISRVersion,
-		NewMaster: target, Unclean: unclean, Reason: fsm.ReasonOperator,
+		Kind: fsm.KindElect, Group: req.Group, Master: g.Master, Epoch: g.Epoch, ISRVersion: g.ISRVersion,
+		NewMaster: target, Incarnation: live[target].Incarnation, Unclean: unclean, Reason: fsm.ReasonOperator,
 	})
 	cancel()
 	if err != nil {
@@ -405,7 +414,7 @@ func (s *Service) resign(ctx context.Context, body []byte) answer {
 	}
 	actx, cancel := s.applyCtx(ctx)
 	res, err := s.log.Apply(actx, fsm.Command{
-		Kind: fsm.KindElect, Group: req.Group, Epoch: g.Epoch, ISRVersion: g.ISRVersion,
+		Kind: fsm.KindElect, Group: req.Group, Master: g.Master, Epoch: g.Epoch, ISRVersion: g.ISRVersion,
 		NewMaster: req.Target, Reason: fsm.ReasonTransfer,
 	})
 	cancel()

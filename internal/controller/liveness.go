@@ -157,6 +157,7 @@ func (s *Service) awaitVerify(ctx context.Context) error {
 		s.next = &round{done: make(chan struct{})}
 	}
 	r = s.next
+	r.waiters++
 	if !s.roundRunning && !s.roundThisTick {
 		s.startRoundLocked()
 		run = true
@@ -182,8 +183,10 @@ type election struct {
 	epoch     uint32
 	isrVer    uint64
 	newMaster int64
+	newInc    uint64 // the incarnation PickMaster saw alive
 	unclean   bool
 	reason    string
+	silent    time.Duration // master-lost: how long the master was silent
 }
 
 // checkGroups makes the leader's per-group decisions and commits them.
@@ -223,11 +226,12 @@ func (s *Service) decide(g *fsm.Group, now time.Time) (election, bool) {
 		if now.Sub(last) < s.cfg.SessionTimeout || !s.leaseExpired(g.Name, now) {
 			return e, false
 		}
-		e.reason = fsm.ReasonMasterLost
+		e.reason, e.silent = fsm.ReasonMasterLost, now.Sub(last)
 	} else {
 		e.reason = fsm.ReasonOffline
 	}
-	id, unclean, ok := fsm.PickMaster(g, s.liveProgress(g, now), s.cfg.Unclean)
+	live := s.liveProgress(g, now)
+	id, unclean, ok := fsm.PickMaster(g, live, s.cfg.Unclean)
 	if !ok {
 		if g.Master != 0 && s.noCandidate[g.Name] != g.Epoch {
 			s.noCandidate[g.Name] = g.Epoch
@@ -236,7 +240,7 @@ func (s *Service) decide(g *fsm.Group, now time.Time) (election, bool) {
 		}
 		return e, false
 	}
-	e.newMaster, e.unclean = id, unclean
+	e.newMaster, e.newInc, e.unclean = id, live[id].Incarnation, unclean
 	return e, true
 }
 
@@ -244,8 +248,8 @@ func (s *Service) decide(g *fsm.Group, now time.Time) (election, bool) {
 func (s *Service) elect(e election) {
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.SessionTimeout)
 	res, err := s.log.Apply(ctx, fsm.Command{
-		Kind: fsm.KindElect, Group: e.group, Epoch: e.epoch, ISRVersion: e.isrVer,
-		NewMaster: e.newMaster, Unclean: e.unclean, Reason: e.reason,
+		Kind: fsm.KindElect, Group: e.group, Master: e.oldMaster, Epoch: e.epoch, ISRVersion: e.isrVer,
+		NewMaster: e.newMaster, Incarnation: e.newInc, Unclean: e.unclean, Reason: e.reason,
 	})
 	cancel()
 	s.mu.Lock()
@@ -264,15 +268,16 @@ func (s *Service) elect(e election) {
 		lvl("election not committed", "group", e.group, "epoch", e.epoch, "new_master", e.newMaster, "reason", e.reason, "err", err)
 		return
 	}
-	s.logElection(e.group, e.oldMaster, res.Group, e.reason, e.unclean)
+	s.logElection(e.group, e.oldMaster, res.Group, e.reason, e.unclean, "silent_for", e.silent)
 }
 
 // logElection logs a committed election.
-func (s *Service) logElection(group string, oldMaster int64, g fsm.Group, reason string, unclean bool) {
+func (s *Service) logElection(group string, oldMaster int64, g fsm.Group, reason string, unclean bool, extra ...any) {
 	lvl := s.lg.Info
 	if unclean {
 		lvl = s.lg.Warn
 	}
-	lvl("elected a new master", "group", group, "old_master", oldMaster, "new_master", g.Master,
-		"epoch", g.Epoch, "isr", g.ISR, "reason", reason, "unclean", unclean)
+	args := append([]any{"group", group, "old_master", oldMaster, "new_master", g.Master,
+		"epoch", g.Epoch, "isr", g.ISR, "reason", reason, "unclean", unclean}, extra...)
+	lvl("elected a new master", args...)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"sort"
 	"sync"
 	"time"
@@ -59,7 +60,7 @@ func DefaultServiceConfig() ServiceConfig {
 // leaseBound is how long after the receipt of a master's last granted
 // heartbeat its lease has surely run out: Lease·(1+Drift)+Margin.
 func (c ServiceConfig) leaseBound() time.Duration {
-	return time.Duration(float64(c.Lease)*(1+c.Drift)) + c.Margin
+	return time.Duration(math.Ceil(float64(c.Lease)*(1+c.Drift))) + c.Margin
 }
 
 // Validate checks the timing rules: every duration positive, the lease
@@ -134,8 +135,9 @@ type softReplica struct {
 
 // round is one VerifyLeader shared by the heartbeats waiting for it.
 type round struct {
-	done chan struct{}
-	err  error
+	done    chan struct{}
+	err     error
+	waiters int // heartbeats that joined it
 }
 
 // ServiceStats are the service's counters since it started.

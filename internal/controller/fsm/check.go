@@ -53,7 +53,10 @@ func (s *State) checkGroup(name string, g *Group, incs map[uint64]struct{}) erro
 	if g == nil {
 		return broken("group %q is nil", name)
 	}
-	if name == "" || g.Name != name {
+	if name == "" {
+		return broken("a group with an empty name")
+	}
+	if g.Name != name {
 		return broken("group %q is stored under %q", g.Name, name)
 	}
 	if len(g.Name) > MaxStringBytes || len(g.Cluster) > MaxStringBytes {
@@ -108,11 +111,13 @@ func (s *State) checkGroup(name string, g *Group, incs map[uint64]struct{}) erro
 // prev, which passes). Per group: epochs never decrease, and change only
 // by one through an Elect of that group or from 0 through the Register
 // that creates it (its first master); the master changes only with the
-// epoch; the new master of an Elect was in prev's ISR unless next's audit
-// trail ends with that unclean election (and then the ISR is the new master
-// alone); ISRVersion never decreases and grows by exactly one when the ISR
-// changes, else stays; a replica joins the ISR only through AlterISR or as
-// the newly elected master; an ISR member that stays in the ISR of a group
+// epoch; the new master of an Elect was in prev's ISR unless the command
+// asked for an unclean election and next's audit trail ends with it (and
+// then the ISR is the new master alone); the old master leaves the ISR
+// through an election that is not a transfer; ISRVersion never decreases and grows by exactly one when the ISR
+// changes, else stays; a replica joins the ISR only through AlterISR (naming
+// its current incarnation) or as the newly elected master; an AlterISR or
+// Elect changes its group only when its compare-and-set held; an ISR member that stays in the ISR of a group
 // with a master keeps its incarnation; NextID never decreases and replicas
 // are never removed. Across the state: groups other than c.Group are
 // unchanged, groups are never removed, NextIncarnation never decreases,
@@ -181,7 +186,13 @@ func checkGroupStep(p, n *Group, c Command, next *State) error {
 		if !first && (c.Kind != KindElect || n.Epoch != p.Epoch+1) {
 			return broken("group %q: epoch %d → %d by a command of kind %d", name, p.Epoch, n.Epoch, c.Kind)
 		}
+		if c.Kind == KindElect && p.Master != 0 && c.Reason != ReasonTransfer && n.InISR(p.Master) {
+			return broken("group %q: the old master %d stayed in the in-sync set through a %s election", name, p.Master, c.Reason)
+		}
 		if c.Kind == KindElect && !p.InISR(n.Master) {
+			if !c.Unclean {
+				return broken("group %q: master %d of epoch %d was not in the in-sync set %v and the election was not unclean", name, n.Master, n.Epoch, p.ISR)
+			}
 			last := len(next.Audit) - 1
 			want := Audit{Group: name, Epoch: n.Epoch, Master: n.Master, Reason: c.Reason, Unclean: true}
 			if last < 0 || next.Audit[last] != want {
@@ -212,6 +223,20 @@ func checkGroupStep(p, n *Group, c Command, next *State) error {
 		elected := id == n.Master && n.Epoch != p.Epoch
 		if c.Kind != KindAlterISR && !elected {
 			return broken("group %q: replica %d joined the in-sync set by a command of kind %d", name, id, c.Kind)
+		}
+		if r, _ := n.Replica(id); c.Kind == KindAlterISR && id != n.Master && c.Incarnations[id] != r.Incarnation {
+			return broken("group %q: replica %d joined the in-sync set at incarnation %d, the command named %d", name, id, r.Incarnation, c.Incarnations[id])
+		}
+	}
+	if !equalGroup(p, n) {
+		// The compare-and-set of an accepted command held.
+		switch {
+		case c.Kind == KindAlterISR && (c.Master != p.Master || c.Epoch != p.Epoch || c.ISRVersion != p.ISRVersion):
+			return broken("group %q: an AlterISR for master %d, epoch %d, version %d changed it at master %d, epoch %d, version %d",
+				name, c.Master, c.Epoch, c.ISRVersion, p.Master, p.Epoch, p.ISRVersion)
+		case c.Kind == KindElect && (c.Epoch != p.Epoch || c.ISRVersion != 0 && c.ISRVersion != p.ISRVersion):
+			return broken("group %q: an Elect for epoch %d, version %d changed it at epoch %d, version %d",
+				name, c.Epoch, c.ISRVersion, p.Epoch, p.ISRVersion)
 		}
 	}
 	if n.NextID < p.NextID {

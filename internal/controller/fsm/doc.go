@@ -25,9 +25,12 @@
 // Of every step (CheckStep): an epoch never decreases and changes only by
 // one through an Elect, or from 0 through the Register that creates the
 // group; the master changes only with the epoch; a new master was in the
-// previous ISR unless the election is audited as unclean; ISRVersion grows
+// previous ISR unless the election was asked to be unclean and is audited;
+// the old master leaves the ISR unless the election is a transfer; ISRVersion grows
 // by exactly one on every ISR change and never otherwise; a replica joins
-// the ISR only through the master's AlterISR or by being elected; an ISR
+// the ISR only through the master's AlterISR naming its current incarnation,
+// or by being elected; an AlterISR or Elect changes its group only when its
+// compare-and-set expectations held; an ISR
 // member that restarted (new incarnation) does not stay in the ISR of a
 // group that has a master; a command changes only its own group.
 //
