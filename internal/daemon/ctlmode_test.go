@@ -23,14 +23,15 @@ import (
 // The controller-mode tests run a controller Service over a FakeLog on
 // netx's in-memory network, brokers on their own hosts there (so that a
 // partition can cut one link), and a client host for the sends. Timing is
-// scaled down (heartbeat 50 ms, lease 400 ms, session 600 ms) and real.
+// scaled down (heartbeat 50 ms, lease 1 s, session 1.5 s) and real; the
+// stores' index and queue files are small (a MemFS Sync copies the file).
 const (
 	ctlHost    = "10.0.9.1"
 	ctlAddr    = ctlHost + ":9880"
 	sendHost   = "10.0.9.2"
 	ctlGroup   = "broker-a"
-	ctlLease   = 400 * time.Millisecond
-	ctlSession = 600 * time.Millisecond
+	ctlLease   = time.Second
+	ctlSession = 1500 * time.Millisecond
 	ctlBeat    = 50 * time.Millisecond
 )
 
@@ -84,6 +85,7 @@ func newCtlHarness(t *testing.T) *ctlHarness {
 func (h *ctlHarness) brokerConfig(host string, fsys *vfs.MemFS) BrokerConfig {
 	cfg := smallBrokerConfig()
 	cfg.Store.FS = fsys
+	cfg.Store.IndexSlotsPerFile, cfg.Store.IndexEntriesPerFile, cfg.Store.ConsumeQueueEntriesPerFile = 1<<10, 4<<10, 10_000
 	cfg.Listen, cfg.Network, cfg.Logger = host+":10911", h.mem.Host(host), h.log.With("host", host)
 	cfg.HA = HAConfig{Listen: host + ":10912", AwaitFirstSlave: true}
 	cfg.Controller = ControllerConfig{Addrs: []string{ctlAddr}, HeartbeatInterval: ctlBeat}
@@ -238,10 +240,11 @@ func TestControllerModeFailoverAndRejoin(t *testing.T) {
 	}
 	clone := fsA.KillClone()
 	lost := time.Now()
+	h.mem.Reset("10.0.0.1", "10.0.0.2") // what the partition held is lost with the connection
 	a.Close()
-	h.mem.Heal("10.0.0.1", "10.0.0.2")
 
 	await(t, "the slave is elected", func() bool { return b.Core().Role() == broker.RoleMaster })
+	h.mem.Heal("10.0.0.1", "10.0.0.2")
 	if took := time.Since(lost); took < ctlLease {
 		t.Fatalf("the slave was master %v after the loss, before the old master's lease (%v) ran out", took, ctlLease)
 	}
@@ -249,6 +252,9 @@ func TestControllerModeFailoverAndRejoin(t *testing.T) {
 		t.Fatalf("group after the failover: %+v; want master 2 at epoch 2", g)
 	}
 	h.sendOK(b.Advertised(), "acked-2")
+	if m := pullOne(t, h.cl, b.Advertised(), "Orders", 1); string(m.Body) != "acked-2" {
+		t.Fatalf("the new master serves %q at offset 1, want acked-2", m.Body)
+	}
 
 	a2 := h.start("10.0.0.1", clone)
 	if id := h.replicaID(a2); id != 0 && id != 1 {
