@@ -11,10 +11,13 @@ import (
 	"time"
 
 	"github.com/petrelmq/petrel/internal/broker"
+	"github.com/petrelmq/petrel/internal/clock"
 	"github.com/petrelmq/petrel/internal/controller"
 	"github.com/petrelmq/petrel/internal/controller/api"
 	"github.com/petrelmq/petrel/internal/controller/client"
 	"github.com/petrelmq/petrel/internal/controller/fsm"
+	"github.com/petrelmq/petrel/internal/ha/epoch"
+	"github.com/petrelmq/petrel/internal/ha/track"
 	"github.com/petrelmq/petrel/internal/netx"
 	"github.com/petrelmq/petrel/internal/remoting"
 	"github.com/petrelmq/petrel/internal/vfs"
@@ -335,4 +338,95 @@ func TestControllerModeTransfer(t *testing.T) {
 	await(t, "the old master is a slave", func() bool { return a.Core().Role() == broker.RoleSlave })
 	h.sendOK(b.Advertised(), "after")
 	await(t, "both logs are identical", func() bool { return bytes.Equal(logBytes(t, a), logBytes(t, b)) })
+}
+
+// fakeCtl answers AlterISR by committing what it is asked and records it.
+type fakeCtl struct {
+	ctlClient
+	alters []*api.AlterISRRequest
+}
+
+func (f *fakeCtl) AlterISR(_ context.Context, r *api.AlterISRRequest) (*api.GroupView, error) {
+	f.alters = append(f.alters, r)
+	return &api.GroupView{Group: r.Group, Master: r.Master, Epoch: r.Epoch, ISR: r.ISR, ISRVersion: r.ISRVersion + 1,
+		Replicas: []api.ReplicaView{{ID: 1, Incarnation: 1}, {ID: 2, Incarnation: 2}}}, nil
+}
+
+// TestInSyncSetJoinNeedsTheCommitPoint: a slave the tracker's lag rule
+// counts in sync as soon as it connects (its written end far behind, but
+// within the lag bound) is not proposed for the in-sync set until it holds
+// the commit point: a member may be elected, and must hold every acked
+// record. (Seen failing: a replica with an empty log joined the set.)
+func TestInSyncSetJoinNeedsTheCommitPoint(t *testing.T) {
+	fsys := vfs.NewMem()
+	epochs, err := epoch.Open(fsys, "/epochs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := epochs.Append(epoch.Entry{Epoch: 1, Start: 0}); err != nil {
+		t.Fatal(err)
+	}
+	fc := &fakeCtl{}
+	c := &controlMode{cl: fc, log: slog.New(slog.DiscardHandler), group: ctlGroup, epochs: epochs, kick: make(chan struct{}, 1),
+		cfg: ControllerConfig{CallTimeout: time.Second}, syncReplicas: -1}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	defer c.cancel()
+	tr := track.New(track.Config{}, clock.Real, c.log)
+	c.tracker = tr
+	tr.MasterProgress(0, 0) // the term starts on an empty log
+	tr.MasterProgress(1000, 1000)
+	tr.SetISR(nil, 0)
+	await(t, "the master alone commits its log", func() bool { return tr.HW() == 1000 })
+	if err := tr.SlaveProgress(2, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(tr.InSync(), 2) {
+		t.Fatalf("the lag rule does not count the connected slave in sync (%v): the test no longer shows the case", tr.InSync())
+	}
+	v := api.GroupView{Group: ctlGroup, Master: 1, Epoch: 1, ISR: []int64{1}, ISRVersion: 1,
+		Replicas: []api.ReplicaView{{ID: 1, Incarnation: 1}, {ID: 2, Incarnation: 2}}}
+	c.syncISR(v, 1)
+	if len(fc.alters) != 0 {
+		t.Fatalf("proposed %v for a slave holding nothing of the committed 1000 bytes", fc.alters[0].ISR)
+	}
+	if err := tr.SlaveProgress(2, 1000, 1000); err != nil {
+		t.Fatal(err)
+	}
+	c.syncISR(v, 1)
+	if len(fc.alters) != 1 || !slices.Equal(fc.alters[0].ISR, []int64{1, 2}) || fc.alters[0].Incarnations[2] != 2 {
+		t.Fatalf("AlterISR calls %+v; want one proposing [1 2] with replica 2's incarnation", fc.alters)
+	}
+}
+
+// TestReplicaIDFile: absent is 0 (none assigned yet); written, it reads
+// back, survives a crash once written, and belongs to one group; a
+// damaged file is an error, never a silent new identity.
+func TestReplicaIDFile(t *testing.T) {
+	fsys := vfs.NewMem()
+	if err := fsys.MkdirAll("/d/ha"); err != nil {
+		t.Fatal(err)
+	}
+	p := "/d/ha/" + replicaIDFile
+	if id, err := readReplicaID(fsys, p, "g"); err != nil || id != 0 {
+		t.Fatalf("absent: %d, %v", id, err)
+	}
+	if err := writeReplicaID(fsys, p, "c", "g", 7); err != nil {
+		t.Fatal(err)
+	}
+	crashed := fsys.CrashClone(vfs.CrashOptions{})
+	if id, err := readReplicaID(crashed, p, "g"); err != nil || id != 7 {
+		t.Fatalf("after a crash: %d, %v; want 7", id, err)
+	}
+	if _, err := readReplicaID(fsys, p, "other"); err == nil {
+		t.Fatal("the replica id of group g was taken for group other")
+	}
+	f, err := fsys.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte(`{"version":1,"group":"g","replicaId":`), 0)
+	f.Close()
+	if _, err := readReplicaID(fsys, p, "g"); err == nil {
+		t.Fatal("a torn replica id file was read")
+	}
 }
