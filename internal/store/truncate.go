@@ -142,7 +142,12 @@ func (s *Store) truncate(off int64, prepare bool) (Truncated, error) {
 	}
 	if err == nil && res.Bytes > 0 {
 		if werr := writeMarker(s.cfg.FS, s.cfg.Dir, TruncateMarker, truncateMagic, res.From); werr != nil {
+			// Nothing was cut: the log is served as it was. A marker that
+			// reached the disk anyway would make the next Open cut.
 			err = fmt.Errorf("store: truncate to %d: %w", res.From, werr)
+			if rerr := removeMarker(s.cfg.FS, s.cfg.Dir, TruncateMarker); rerr != nil {
+				s.log.Warn("cannot remove the marker of a truncation that did not begin; the next open finishes it", "from", res.From, "err", rerr)
+			}
 		} else if ferr := finishTruncate(s.cfg.FS, s.cfg.Dir, s.cfg.SegmentBytes, res.From); ferr != nil {
 			return Truncated{}, fmt.Errorf("store: truncate to %d: %w", res.From, ferr)
 		}

@@ -335,3 +335,34 @@ func TestPrepareMaster(t *testing.T) {
 		})
 	}
 }
+
+// TestTruncateMarkerWriteFails: when the truncation marker cannot be made
+// durable, nothing is cut: the store goes on serving the whole log, and a
+// reopen does not cut it either.
+func TestTruncateMarkerWriteFails(t *testing.T) {
+	f := newTruncFixture(t)
+	w := f.s.Written()
+	injected := errors.New("injected: the marker's fsync fails")
+	f.fs.InjectError(func(op vfs.Op, p string) error {
+		if op == vfs.OpSync && strings.HasSuffix(p, TruncateMarker) {
+			return injected
+		}
+		return nil
+	})
+	_, err := f.s.TruncateTo(f.off)
+	f.fs.InjectError(nil)
+	if !errors.Is(err, injected) {
+		t.Fatalf("TruncateTo with a failing marker: %v, want the injected error", err)
+	}
+	if f.s.Written() != w {
+		t.Fatalf("the log ends at %d after the failed truncation, want %d", f.s.Written(), w)
+	}
+	if _, err := f.fs.Stat(path.Join(f.cfg.Dir, TruncateMarker)); err == nil {
+		t.Fatal("the marker of the failed truncation is still there")
+	}
+	if err := f.s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.s = mustOpen(t, f.cfg)
+	checkTruncated(t, f.s, append(slices.Clone(f.msgs), &message.Message{PhysicalOffset: w}), 60)
+}
