@@ -430,3 +430,32 @@ func TestReplicaIDFile(t *testing.T) {
 		t.Fatal("a torn replica id file was read")
 	}
 }
+
+// TestGroupLease: enforced, the lease is valid only between a grant's
+// Extend and its expiry (or a Revoke); not enforced (a one-replica group)
+// it is always valid.
+func TestGroupLease(t *testing.T) {
+	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
+	l := newGroupLease(clk)
+	if l.Valid() {
+		t.Fatal("valid before any grant")
+	}
+	l.Extend(clk.Now().Add(time.Second))
+	clk.Advance(999 * time.Millisecond)
+	if !l.Valid() {
+		t.Fatal("invalid within the grant")
+	}
+	clk.Advance(time.Millisecond)
+	if l.Valid() {
+		t.Fatal("valid at the grant's expiry")
+	}
+	l.Extend(clk.Now().Add(time.Second))
+	l.Revoke()
+	if l.Valid() {
+		t.Fatal("valid after Revoke")
+	}
+	l.enforced.Store(false)
+	if !l.Valid() {
+		t.Fatal("a one-replica group's lease is enforced")
+	}
+}

@@ -332,7 +332,7 @@ func (d *Broker) startGRPC(cfg BrokerConfig) error {
 	if gc.Master == nil && cfg.replicated() {
 		// A slave forwards what only its master does to the master the
 		// name servers name (RocketMQ's registration result masterAddr).
-		gc.Master = func() string { return d.reg.Master().Addr }
+		gc.Master = d.masterAddr
 		gc.Remoting, gc.Network = d.client, cfg.Network
 	}
 	s, err := grpcfront.New(d.b, gc)
