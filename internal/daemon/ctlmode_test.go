@@ -3,6 +3,7 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -18,8 +19,10 @@ import (
 	"github.com/petrelmq/petrel/internal/controller/fsm"
 	"github.com/petrelmq/petrel/internal/ha/epoch"
 	"github.com/petrelmq/petrel/internal/ha/track"
+	"github.com/petrelmq/petrel/internal/namesrv"
 	"github.com/petrelmq/petrel/internal/netx"
 	"github.com/petrelmq/petrel/internal/remoting"
+	"github.com/petrelmq/petrel/internal/remoting/rmq"
 	"github.com/petrelmq/petrel/internal/vfs"
 )
 
@@ -32,6 +35,8 @@ const (
 	ctlHost    = "10.0.9.1"
 	ctlAddr    = ctlHost + ":9880"
 	sendHost   = "10.0.9.2"
+	nsHost     = "10.0.9.3"
+	nsAddr     = nsHost + ":9876"
 	ctlGroup   = "broker-a"
 	ctlLease   = time.Second
 	ctlSession = 1500 * time.Millisecond
@@ -72,6 +77,10 @@ func newCtlHarness(t *testing.T) *ctlHarness {
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	h.svc.Start()
+	ns, err := StartNameServer(nsAddr, namesrv.Options{Network: mem.Host(nsHost), Logger: h.log})
+	if err != nil {
+		t.Fatal(err)
+	}
 	h.cl = remoting.NewClient(remoting.ClientOptions{Network: mem.Host(sendHost)})
 	h.ctl = client.New([]string{ctlAddr}, client.Options{Network: mem.Host(sendHost), Timeout: time.Second})
 	t.Cleanup(func() {
@@ -80,6 +89,7 @@ func newCtlHarness(t *testing.T) *ctlHarness {
 		h.svc.Close()
 		srv.Close()
 		<-done
+		ns.Close()
 	})
 	return h
 }
@@ -93,6 +103,7 @@ func (h *ctlHarness) brokerConfig(host string, fsys *vfs.MemFS) BrokerConfig {
 	cfg.HA = HAConfig{Listen: host + ":10912", AwaitFirstSlave: true}
 	cfg.Controller = ControllerConfig{Addrs: []string{ctlAddr}, HeartbeatInterval: ctlBeat}
 	cfg.Broker.ReplicationTimeout = time.Second
+	cfg.NameServers = []string{nsAddr}
 	return cfg
 }
 
@@ -159,6 +170,22 @@ func (h *ctlHarness) replicaID(d *Broker) int64 {
 	d.ctl.mu.Lock()
 	defer d.ctl.mu.Unlock()
 	return d.ctl.id
+}
+
+// routeOf is the name server's broker addresses of topic (by broker id).
+func (h *ctlHarness) routeOf(topic string) map[int64]string {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := h.cl.Invoke(ctx, nsAddr, remoting.NewRequest(rmq.CodeGetRouteInfoByTopic, map[string]string{"topic": topic}, nil))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var rd rmq.TopicRouteData
+	if resp.Code != remoting.CodeSuccess || json.Unmarshal(resp.Body, &rd) != nil || len(rd.BrokerDatas) != 1 {
+		return nil
+	}
+	return rd.BrokerDatas[0].BrokerAddrs
 }
 
 // logBytes is the commit log of d from its first byte to its end.
@@ -243,8 +270,8 @@ func TestControllerModeFailoverAndRejoin(t *testing.T) {
 	}
 	clone := fsA.KillClone()
 	lost := time.Now()
+	a.Close() // first: a master that sees its slave go shrinks the in-sync set to itself
 	h.mem.Reset("10.0.0.1", "10.0.0.2") // what the partition held is lost with the connection
-	a.Close()
 
 	await(t, "the slave is elected", func() bool { return b.Core().Role() == broker.RoleMaster })
 	h.mem.Heal("10.0.0.1", "10.0.0.2")
@@ -255,6 +282,7 @@ func TestControllerModeFailoverAndRejoin(t *testing.T) {
 		t.Fatalf("group after the failover: %+v; want master 2 at epoch 2", g)
 	}
 	h.sendOK(b.Advertised(), "acked-2")
+	await(t, "the route names the new master as broker id 0", func() bool { return h.routeOf("Orders")[0] == b.Advertised() })
 	if m := pullOne(t, h.cl, b.Advertised(), "Orders", 1); string(m.Body) != "acked-2" {
 		t.Fatalf("the new master serves %q at offset 1, want acked-2", m.Body)
 	}
@@ -270,6 +298,10 @@ func TestControllerModeFailoverAndRejoin(t *testing.T) {
 		t.Fatalf("the old master came back as replica %d, want 1", h.replicaID(a2))
 	}
 	await(t, "the logs are identical", func() bool { return bytes.Equal(logBytes(t, a2), logBytes(t, b)) })
+	await(t, "the route lists the old master as slave 1", func() bool {
+		r := h.routeOf("Orders")
+		return r[0] == b.Advertised() && r[1] == a2.Advertised()
+	})
 	if m := pullOne(t, h.cl, a2.Advertised(), "Orders", 1); string(m.Body) != "acked-2" {
 		t.Fatalf("the rejoined replica serves %q at offset 1, want acked-2 (the unacked record cut)", m.Body)
 	}
