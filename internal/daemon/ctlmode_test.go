@@ -307,6 +307,43 @@ func TestControllerModeFailoverAndRejoin(t *testing.T) {
 	}
 }
 
+// TestControllerModeThreeReplicas: a group of three needs one slave per
+// write (min(1, 3−2)); when its master is lost, one in-sync slave is
+// elected and the other follows it at the new epoch, and the group keeps
+// acking; every acked record is on both survivors.
+func TestControllerModeThreeReplicas(t *testing.T) {
+	h := newCtlHarness(t)
+	a := h.start("10.0.0.1", vfs.NewMem())
+	await(t, "the first replica is master", func() bool { return a.Core().Role() == broker.RoleMaster })
+	b := h.start("10.0.0.2", vfs.NewMem())
+	c := h.start("10.0.0.3", vfs.NewMem())
+	await(t, "both slaves join the in-sync set", func() bool { return slices.Equal(h.group().ISR, []int64{1, 2, 3}) })
+	for i := range 5 {
+		h.sendOK(a.Advertised(), fmt.Sprintf("a%d", i))
+	}
+	a.Close()
+	var next, other *Broker
+	await(t, "a slave is elected", func() bool {
+		switch {
+		case b.Core().Role() == broker.RoleMaster:
+			next, other = b, c
+		case c.Core().Role() == broker.RoleMaster:
+			next, other = c, b
+		}
+		return next != nil
+	})
+	if g := h.group(); g.Epoch != 2 || slices.Contains(g.ISR, 1) {
+		t.Fatalf("group after the failover: %+v; want epoch 2 without the lost master in the in-sync set", g)
+	}
+	h.sendOK(next.Advertised(), "after")
+	await(t, "the other slave follows the new master", func() bool {
+		return other.Core().Role() == broker.RoleSlave && other.Store().Written() == next.Store().Written()
+	})
+	if !bytes.Equal(logBytes(t, other), logBytes(t, next)) {
+		t.Fatal("the survivors' logs differ")
+	}
+}
+
 // TestControllerModeLeaseFencesAnIsolatedMaster: a master cut from the
 // controller only (its slave still fetches) stops acking once its lease
 // ran out, before the controller elects the slave; after the heal it
