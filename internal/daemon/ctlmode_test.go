@@ -270,7 +270,7 @@ func TestControllerModeFailoverAndRejoin(t *testing.T) {
 	}
 	clone := fsA.KillClone()
 	lost := time.Now()
-	a.Close() // first: a master that sees its slave go shrinks the in-sync set to itself
+	a.Close()                           // first: a master that sees its slave go shrinks the in-sync set to itself
 	h.mem.Reset("10.0.0.1", "10.0.0.2") // what the partition held is lost with the connection
 
 	await(t, "the slave is elected", func() bool { return b.Core().Role() == broker.RoleMaster })
