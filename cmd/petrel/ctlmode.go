@@ -120,6 +120,10 @@ func (c *ctlOptions) apply(cfg *daemon.BrokerConfig, r *replOptions) error {
 
 // describe is the startup line's controller part.
 func (c *ctlOptions) describe(cfg daemon.BrokerConfig) string {
-	return fmt.Sprintf("controller mode: controllers %s, heartbeat every %v (the controller assigns the replica id and role)",
-		strings.Join(cfg.Controller.Addrs, ","), cfg.Controller.HeartbeatInterval)
+	ha := cfg.HA.Listen
+	if ha == "" {
+		ha = "off (this replica cannot replicate or be replicated)"
+	}
+	return fmt.Sprintf("controller mode: controllers %s, heartbeat every %v, ha-listen %s (the controller assigns the replica id and role)",
+		strings.Join(cfg.Controller.Addrs, ","), cfg.Controller.HeartbeatInterval, ha)
 }

@@ -253,7 +253,7 @@ func runBroker(ctx context.Context, o *options, nameServers []string, out io.Wri
 		fmt.Fprintf(out, "petrel: gRPC (RocketMQ 5.x) listening on %s (%s)\n", a, o.grpc.describe(dir))
 	}
 	fmt.Fprintf(out, "petrel: data dir %s (flush %s)\n", dir, o.flush)
-	if o.repl.fl != nil && (!o.repl.server || dcfg.HA.Listen != "" || dcfg.HA.SyncReplicas > 0) {
+	if o.repl.fl != nil && dcfg.Controller.Addrs == nil && (!o.repl.server || dcfg.HA.Listen != "" || dcfg.HA.SyncReplicas > 0) {
 		fmt.Fprintf(out, "petrel: %s\n", o.repl.describe(dcfg))
 	}
 	if dcfg.Controller.Addrs != nil {
