@@ -100,7 +100,7 @@ func (h *ctlHarness) brokerConfig(host string, fsys *vfs.MemFS) BrokerConfig {
 	cfg.Store.FS = fsys
 	cfg.Store.IndexSlotsPerFile, cfg.Store.IndexEntriesPerFile, cfg.Store.ConsumeQueueEntriesPerFile = 1<<10, 4<<10, 10_000
 	cfg.Listen, cfg.Network, cfg.Logger = host+":10911", h.mem.Host(host), h.log.With("host", host)
-	cfg.HA = HAConfig{Listen: host + ":10912", AwaitFirstSlave: true}
+	cfg.HA = HAConfig{Listen: host + ":10912"}
 	cfg.Controller = ControllerConfig{Addrs: []string{ctlAddr}, HeartbeatInterval: ctlBeat}
 	cfg.Broker.ReplicationTimeout = time.Second
 	cfg.NameServers = []string{nsAddr}
@@ -532,5 +532,20 @@ func TestGroupLease(t *testing.T) {
 	l.enforced.Store(false)
 	if !l.Valid() {
 		t.Fatal("a one-replica group's lease is enforced")
+	}
+}
+
+// TestMinSlaves: without --sync-replicas a write needs min(1, n−2) slaves
+// in a group of n (none for 1 or 2 replicas, one from 3 on); given, it is
+// what it says.
+func TestMinSlaves(t *testing.T) {
+	rule := &controlMode{syncReplicas: -1}
+	for n, want := range map[int]int{1: 0, 2: 0, 3: 1, 5: 1} {
+		if got := rule.minSlaves(n); got != want {
+			t.Errorf("%d replicas: %d slaves, want %d", n, got, want)
+		}
+	}
+	if got := (&controlMode{syncReplicas: 2}).minSlaves(3); got != 2 {
+		t.Errorf("--sync-replicas 2 in a 3-replica group: %d", got)
 	}
 }
