@@ -135,6 +135,7 @@ type controlMode struct {
 	slave       *ha.Slave      // the slave term's fetcher (read by status)
 	fenceGen    uint64         // bumped by every fence: older heartbeats' grants are void
 	transfering bool           // a transfer under way: grants are not applied
+	leaseEpoch  uint32         // +1: the epoch whose first grant was logged
 
 	// Owned by the role manager goroutine.
 	master         *ha.Master
@@ -418,6 +419,10 @@ func (c *controlMode) heartbeat() {
 		c.mu.Lock()
 		if c.role == broker.RoleMaster && c.epoch == req.Epoch && c.fenceGen == gen && !c.transfering {
 			c.lease.Extend(sent.Add(time.Duration(resp.LeaseMillis) * time.Millisecond))
+			if c.leaseEpoch != req.Epoch+1 {
+				c.leaseEpoch = req.Epoch + 1
+				c.log.Info("controller mode: master lease granted; sends are acked", "epoch", req.Epoch, "lease", time.Duration(resp.LeaseMillis)*time.Millisecond)
+			}
 		}
 		c.mu.Unlock()
 	}
