@@ -46,6 +46,7 @@ with the name server).`,
 	addNamesrvFlags(cmd.Flags(), o)
 	addBrokerFlags(cmd.Flags(), o)
 	addReplicationFlags(cmd.Flags(), &o.repl, true)
+	addControllerModeFlags(cmd.Flags(), &o.ctlMode, true)
 	addRemotingFlags(cmd.Flags(), &o.remoting)
 	return cmd
 }
@@ -137,6 +138,7 @@ consumers on --broker-listen and registers with every name server in
 	addCommonFlags(cmd.Flags(), o)
 	addBrokerFlags(cmd.Flags(), o)
 	addReplicationFlags(cmd.Flags(), &o.repl, false)
+	addControllerModeFlags(cmd.Flags(), &o.ctlMode, false)
 	addRemotingFlags(cmd.Flags(), &o.remoting)
 	cmd.Flags().StringVar(&o.namesrv, "namesrv", "", "name servers to register with, semicolon-separated ip:port")
 	return cmd
@@ -172,6 +174,11 @@ func runServer(ctx context.Context, o *options, out io.Writer, started func()) e
 	}
 	defer ns.Close()
 	fmt.Fprintf(out, "petrel: name server listening on %s\n", ns.Addr())
+	node, err := startEmbeddedController(o, logger, out)
+	if err != nil {
+		return err
+	}
+	defer node.Close()
 	return runBroker(ctx, o, []string{dialable(ns.Addr())}, out, started)
 }
 
@@ -221,6 +228,9 @@ func runBroker(ctx context.Context, o *options, nameServers []string, out io.Wri
 	if err := o.repl.apply(&dcfg); err != nil {
 		return err
 	}
+	if err := o.ctlMode.apply(&dcfg, &o.repl); err != nil {
+		return err
+	}
 	b, err := daemon.StartBroker(dcfg)
 	if err != nil {
 		return err
@@ -235,6 +245,9 @@ func runBroker(ctx context.Context, o *options, nameServers []string, out io.Wri
 	fmt.Fprintf(out, "petrel: data dir %s (flush %s)\n", dir, o.flush)
 	if o.repl.fl != nil && (!o.repl.server || dcfg.HA.Listen != "" || dcfg.HA.SyncReplicas > 0) {
 		fmt.Fprintf(out, "petrel: %s\n", o.repl.describe(dcfg))
+	}
+	if dcfg.Controller.Addrs != nil {
+		fmt.Fprintf(out, "petrel: %s\n", o.ctlMode.describe(dcfg))
 	}
 	if started != nil {
 		started()

@@ -3,7 +3,8 @@ package rmq
 // Broker registration with the name servers:
 //
 //	103 REGISTER_BROKER     ext brokerName, brokerAddr, clusterName, haServerAddr, brokerId,
-//	                        compressed, bodyCrc32 (+ Petrel's petrelDelta, baseVersion, petrelZlib);
+//	                        compressed, bodyCrc32 (+ Petrel's petrelDelta, baseVersion, petrelZlib,
+//	                        petrelMasterEpoch);
 //	                        body RegisterBrokerBody JSON (Java's) or DeltaRegisterBody (Petrel's)
 //	                        answer ext haServerAddr, masterAddr, dataVersion; body the
 //	                        ORDER_TOPIC_CONFIG KVTable when set; a refused delta is
@@ -39,6 +40,10 @@ const (
 	// ExtDataVersion in an answer is the data version (JSON) the name
 	// server now holds for the broker.
 	ExtDataVersion = "dataVersion"
+	// ExtMasterEpoch is the master epoch (decimal, > 0) a broker in
+	// controller mode registers with: the name server keeps the highest
+	// epoch's claim to broker id 0 (issue 17).
+	ExtMasterEpoch = "petrelMasterEpoch"
 )
 
 // MaxRegistrationBytes bounds the inflated size of a zlib-compressed
@@ -88,6 +93,9 @@ type RegisterBrokerRequest struct {
 	BaseVersion DataVersion
 	// Zlib marks a body compressed with zlib (Petrel's).
 	Zlib bool
+	// MasterEpoch is the master epoch the broker knows (ExtMasterEpoch);
+	// 0: none sent (official brokers, and brokers without a controller).
+	MasterEpoch uint32
 }
 
 // DecodeRegisterBroker reads the header of 103 (the body is read by
@@ -102,6 +110,11 @@ func DecodeRegisterBroker(c *remoting.Command) (RegisterBrokerRequest, error) {
 		BodyCRC32:      f.i64("bodyCrc32"),
 		Delta:          f.boolean(ExtDelta),
 		Zlib:           f.boolean(ExtZlib),
+	}
+	if e := f.i64(ExtMasterEpoch); e < 0 || e > 1<<32-1 {
+		f.fail(&FieldError{Field: ExtMasterEpoch, Value: f.str(ExtMasterEpoch), Want: "a master epoch, 0..4294967295"})
+	} else {
+		h.MasterEpoch = uint32(e)
 	}
 	if h.Delta {
 		h.BaseVersion = f.version(ExtBaseVersion)
@@ -129,6 +142,9 @@ func EncodeRegisterBroker(h RegisterBrokerRequest, body []byte) *remoting.Comman
 	}
 	if h.Zlib {
 		ext[ExtZlib] = "true"
+	}
+	if h.MasterEpoch > 0 {
+		ext[ExtMasterEpoch] = itoa(int64(h.MasterEpoch))
 	}
 	ext["compressed"] = btoa(h.Compressed)
 	ext["bodyCrc32"] = itoa(BodyCRC(body))
