@@ -89,11 +89,11 @@ type Summary struct {
 	Unavailability map[string]Unavailable `json:"unavailability"` // per fault kind
 	// Failover is, per master fault kind and client (workload), the time
 	// from the fault to the first acknowledged send on the fault's group.
-	Failover []Failover `json:"failover"`
-	Lateness       LatenessJSON           `json:"lateness"`
-	Workloads      map[string]Counts      `json:"workloads"`
-	History        string                 `json:"history"`
-	Seed           int64                  `json:"seed"`
+	Failover  []Failover        `json:"failover"`
+	Lateness  LatenessJSON      `json:"lateness"`
+	Workloads map[string]Counts `json:"workloads"`
+	History   string            `json:"history"`
+	Seed      int64             `json:"seed"`
 	// Start is the time of the history's earliest line; DurationS the
 	// seconds from it to the latest.
 	Start     time.Time `json:"start"`
