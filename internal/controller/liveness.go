@@ -1,0 +1,283 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/petrelmq/petrel/internal/controller/fsm"
+)
+
+// The liveness loop (replication.md §2.3, §2.6). Every Heartbeat it:
+//   - follows the leadership: on becoming leader it forgets all soft state,
+//     calls Barrier, and declares nobody dead before SessionTimeout has
+//     passed since it saw itself lead (the predecessor's grants);
+//   - starts the lease verification round heartbeats wait for (at most one
+//     VerifyLeader per tick);
+//   - as the leader, per group: a master without a heartbeat for
+//     SessionTimeout whose last granted lease has surely expired is
+//     replaced by fsm.PickMaster's choice (master-lost); a group without a
+//     master gets a live in-sync member (offline).
+//
+// Lease safety: a heartbeat received at r is granted only after a
+// VerifyLeader that started after r succeeded, so any later leader began
+// after r and waits SessionTimeout ≥ Lease·(1+Drift)+Margin past it; this
+// leader records r before answering and, while an election of the group is
+// in flight (fenced), grants nothing.
+
+func (s *Service) tick() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.wg.Add(1)
+	defer s.wg.Done()
+	s.roundThisTick = false
+	s.followLeadership()
+	var r *round
+	if s.next != nil && !s.roundRunning {
+		r = s.startRoundLocked()
+	}
+	needBarrier, gen := s.leading && !s.ready, s.gen
+	s.mu.Unlock()
+
+	if r != nil {
+		s.runRound(r)
+	}
+	if needBarrier {
+		s.barrier(gen)
+	}
+	s.checkGroups()
+
+	s.mu.Lock()
+	if !s.closed {
+		s.timer = s.clk.AfterFunc(s.cfg.Heartbeat, s.tick)
+	}
+	s.mu.Unlock()
+}
+
+// followLeadership drains LeaderCh and reconciles it with IsLeader
+// (s.mu held). Any "true" seen starts a new leadership: the soft state of
+// an earlier one may miss what another leader granted in between.
+func (s *Service) followLeadership() {
+	sawTrue := false
+drain:
+	for {
+		select {
+		case v := <-s.log.LeaderCh():
+			sawTrue = sawTrue || v
+		default:
+			break drain
+		}
+	}
+	now := s.log.IsLeader()
+	switch {
+	case now && (sawTrue || !s.leading):
+		s.gen++
+		s.leading, s.ready = true, false
+		s.leaderSince = s.clk.Now()
+		s.soft = map[string]map[int64]*softReplica{}
+		s.lastGrant = map[string]time.Time{}
+		s.noCandidate = map[string]uint32{}
+		s.lg.Info("controller leads; no replica is declared dead before the session timeout has passed",
+			"session_timeout", s.cfg.SessionTimeout)
+	case !now && s.leading:
+		s.leading, s.ready = false, false
+		s.soft = map[string]map[int64]*softReplica{}
+		s.lastGrant = map[string]time.Time{}
+		id, addr := s.log.Leader()
+		s.lg.Info("controller no longer leads", "leader_id", id, "leader_addr", addr)
+	}
+}
+
+// barrier waits for every earlier command to be applied, then marks the
+// leadership gen ready.
+func (s *Service) barrier(gen uint64) {
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.SessionTimeout)
+	err := s.log.Barrier(ctx)
+	cancel()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		s.lg.Warn("controller barrier failed; retrying at the next tick", "err", err)
+		return
+	}
+	if s.gen == gen && s.leading {
+		s.ready = true
+	}
+}
+
+// startRoundLocked takes the pending round and marks it running (s.mu held).
+func (s *Service) startRoundLocked() *round {
+	r := s.next
+	s.next = nil
+	s.roundRunning, s.roundThisTick = true, true
+	return r
+}
+
+// runRound runs one VerifyLeader for the heartbeats of r. A round that
+// found more heartbeats waiting starts theirs at once unless one already
+// started this tick (the next tick does).
+func (s *Service) runRound(r *round) {
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Lease)
+	err := s.log.VerifyLeader(ctx)
+	cancel()
+	s.mu.Lock()
+	s.stats.Verifies++
+	s.roundRunning = false
+	r.err = err
+	close(r.done)
+	var next *round
+	if s.next != nil && !s.roundThisTick && !s.closed {
+		next = s.startRoundLocked()
+		s.wg.Add(1)
+	}
+	s.mu.Unlock()
+	if next != nil {
+		go func() {
+			defer s.wg.Done()
+			s.runRound(next)
+		}()
+	}
+}
+
+// awaitVerify returns once a VerifyLeader that started after this call
+// has finished, with its error. The first heartbeat of a tick starts it
+// at once; others join the round the next tick starts.
+func (s *Service) awaitVerify(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return errServiceClosed
+	}
+	var r *round
+	run := false
+	if s.next == nil {
+		s.next = &round{done: make(chan struct{})}
+	}
+	r = s.next
+	r.waiters++
+	if !s.roundRunning && !s.roundThisTick {
+		s.startRoundLocked()
+		run = true
+	}
+	s.mu.Unlock()
+	if run {
+		s.runRound(r)
+	}
+	select {
+	case <-r.done:
+		return r.err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.ctx.Done():
+		return errServiceClosed
+	}
+}
+
+// election is one decision of the loop.
+type election struct {
+	group     string
+	oldMaster int64
+	epoch     uint32
+	isrVer    uint64
+	newMaster int64
+	newInc    uint64 // the incarnation PickMaster saw alive
+	unclean   bool
+	reason    string
+	silent    time.Duration // master-lost: how long the master was silent
+}
+
+// checkGroups makes the leader's per-group decisions and commits them.
+func (s *Service) checkGroups() {
+	s.mu.Lock()
+	if !s.leading || !s.ready || s.closed {
+		s.mu.Unlock()
+		return
+	}
+	now := s.clk.Now()
+	var todo []election
+	for _, g := range s.sortedGroups() {
+		if s.fenced[g.Name] > 0 {
+			continue // an operator election or a resignation is in flight
+		}
+		if e, ok := s.decide(g, now); ok {
+			s.fenced[g.Name]++
+			todo = append(todo, e)
+		}
+	}
+	s.mu.Unlock()
+	for _, e := range todo {
+		s.elect(e)
+	}
+}
+
+// decide returns the election group g needs now, if any (s.mu held).
+func (s *Service) decide(g *fsm.Group, now time.Time) (election, bool) {
+	e := election{group: g.Name, oldMaster: g.Master, epoch: g.Epoch, isrVer: g.ISRVersion}
+	if g.Master != 0 {
+		last := s.leaderSince
+		if r, ok := g.Replica(g.Master); ok {
+			if sr := s.soft[g.Name][g.Master]; sr != nil && sr.incarnation == r.Incarnation && sr.recv.After(last) {
+				last = sr.recv
+			}
+		}
+		if now.Sub(last) < s.cfg.SessionTimeout || !s.leaseExpired(g.Name, now) {
+			return e, false
+		}
+		e.reason, e.silent = fsm.ReasonMasterLost, now.Sub(last)
+	} else {
+		e.reason = fsm.ReasonOffline
+	}
+	live := s.liveProgress(g, now)
+	id, unclean, ok := fsm.PickMaster(g, live, s.cfg.Unclean)
+	if !ok {
+		if g.Master != 0 && s.noCandidate[g.Name] != g.Epoch {
+			s.noCandidate[g.Name] = g.Epoch
+			s.lg.Warn("master lost and no live in-sync replica can take over: the group takes no writes until one returns",
+				"group", g.Name, "master", g.Master, "epoch", g.Epoch, "isr", g.ISR, "unclean_allowed", s.cfg.Unclean)
+		}
+		return e, false
+	}
+	e.newMaster, e.newInc, e.unclean = id, live[id].Incarnation, unclean
+	return e, true
+}
+
+// elect commits e (the group is fenced by the caller; elect lifts it).
+func (s *Service) elect(e election) {
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.SessionTimeout)
+	res, err := s.log.Apply(ctx, fsm.Command{
+		Kind: fsm.KindElect, Group: e.group, Master: e.oldMaster, Epoch: e.epoch, ISRVersion: e.isrVer,
+		NewMaster: e.newMaster, Incarnation: e.newInc, Unclean: e.unclean, Reason: e.reason,
+	})
+	cancel()
+	s.mu.Lock()
+	if s.fenced[e.group]--; s.fenced[e.group] <= 0 {
+		delete(s.fenced, e.group)
+	}
+	if err == nil {
+		s.stats.Elections[e.reason]++
+	}
+	s.mu.Unlock()
+	if err != nil {
+		lvl := s.lg.Warn
+		if errors.Is(err, fsm.ErrStale) || errors.Is(err, ErrNotLeader) {
+			lvl = s.lg.Info
+		}
+		lvl("election not committed", "group", e.group, "epoch", e.epoch, "new_master", e.newMaster, "reason", e.reason, "err", err)
+		return
+	}
+	s.logElection(e.group, e.oldMaster, res.Group, e.reason, e.unclean, "silent_for", e.silent)
+}
+
+// logElection logs a committed election.
+func (s *Service) logElection(group string, oldMaster int64, g fsm.Group, reason string, unclean bool, extra ...any) {
+	lvl := s.lg.Info
+	if unclean {
+		lvl = s.lg.Warn
+	}
+	args := append([]any{"group", group, "old_master", oldMaster, "new_master", g.Master,
+		"epoch", g.Epoch, "isr", g.ISR, "reason", reason, "unclean", unclean}, extra...)
+	lvl("elected a new master", args...)
+}
