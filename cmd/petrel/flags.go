@@ -52,6 +52,7 @@ type options struct {
 	grpc          grpcOptions
 	remoting      remotingOptions
 	repl          replOptions // replication.go
+	ctl           ctlOptions  // ctlmode.go
 }
 
 func addCommonFlags(fl *pflag.FlagSet, o *options) {

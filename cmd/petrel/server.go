@@ -46,6 +46,7 @@ with the name server).`,
 	addNamesrvFlags(cmd.Flags(), o)
 	addBrokerFlags(cmd.Flags(), o)
 	addReplicationFlags(cmd.Flags(), &o.repl, true)
+	addControllerModeFlags(cmd.Flags(), &o.ctl, true)
 	addRemotingFlags(cmd.Flags(), &o.remoting)
 	return cmd
 }
@@ -121,6 +122,7 @@ consumers on --broker-listen and registers with every name server in
 	addCommonFlags(cmd.Flags(), o)
 	addBrokerFlags(cmd.Flags(), o)
 	addReplicationFlags(cmd.Flags(), &o.repl, false)
+	addControllerModeFlags(cmd.Flags(), &o.ctl, false)
 	addRemotingFlags(cmd.Flags(), &o.remoting)
 	cmd.Flags().StringVar(&o.namesrv, "namesrv", "", "name servers to register with, semicolon-separated ip:port")
 	return cmd
@@ -156,6 +158,11 @@ func runServer(ctx context.Context, o *options, out io.Writer, started func()) e
 	}
 	defer ns.Close()
 	fmt.Fprintf(out, "petrel: name server listening on %s\n", ns.Addr())
+	node, err := startEmbeddedController(o, logger, out)
+	if err != nil {
+		return err
+	}
+	defer node.Close()
 	return runBroker(ctx, o, []string{dialable(ns.Addr())}, out, started)
 }
 
@@ -205,6 +212,9 @@ func runBroker(ctx context.Context, o *options, nameServers []string, out io.Wri
 	if err := o.repl.apply(&dcfg); err != nil {
 		return err
 	}
+	if err := o.ctl.apply(&dcfg, &o.repl); err != nil {
+		return err
+	}
 	b, err := daemon.StartBroker(dcfg)
 	if err != nil {
 		return err
@@ -219,6 +229,9 @@ func runBroker(ctx context.Context, o *options, nameServers []string, out io.Wri
 	fmt.Fprintf(out, "petrel: data dir %s (flush %s)\n", dir, o.flush)
 	if o.repl.fl != nil && (!o.repl.server || dcfg.HA.Listen != "" || dcfg.HA.SyncReplicas > 0) {
 		fmt.Fprintf(out, "petrel: %s\n", o.repl.describe(dcfg))
+	}
+	if dcfg.Controller.Addrs != nil {
+		fmt.Fprintf(out, "petrel: %s\n", o.ctl.describe(dcfg))
 	}
 	if started != nil {
 		started()

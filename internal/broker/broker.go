@@ -59,6 +59,9 @@ type Broker struct {
 	role  atomic.Int32 // Role, replication.go
 	repl  *replWaiter  // nil: sends do not wait for slaves, replication.go
 	state streamState  // the state stream, state.go
+
+	leaseRefusals atomic.Uint64 // sends refused for an expired lease, lease.go
+	leaseLapsed   atomic.Bool   // the last lease check failed (logged once per lapse)
 }
 
 // New returns a broker over st, an open message store, and md, its metadata

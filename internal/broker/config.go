@@ -42,6 +42,20 @@ type Config struct {
 	// ReplicationTimeout bounds the wait for the slaves, by Clock.
 	// Default 3 s.
 	ReplicationTimeout time.Duration
+	// Lease, when set, is the master lease of controller mode (lease.go):
+	// a master refuses sends while it is not Valid (KindServiceUnavailable,
+	// nothing stored) and answers a stored send whose lease ran out before
+	// its answer FLUSH_SLAVE_TIMEOUT instead of SEND_OK, with sync and
+	// async replication alike. Nil: no lease (a group without a
+	// controller, or a single broker).
+	Lease Lease
+	// MasterAddr, when set, returns the remoting address ("host:port") of
+	// this broker's master, or "" when none is known; a slave's remoting
+	// front forwards the sends of 4.x producers to it (a demoted master
+	// keeps serving the producers that have not refreshed their routes).
+	// It must be quick and safe for concurrent use. Nil: a slave refuses
+	// sends.
+	MasterAddr func() string
 	// ReplicationStatus, when set, reports the replication state
 	// (replstatus.go) for runtime info and metrics; it must be quick and
 	// safe for concurrent use. Default nil: not replicated.

@@ -53,6 +53,9 @@ func (b *Broker) SendBack(ctx context.Context, req *SendBackRequest) (SendBackRe
 	if err := b.refuseOnSlave(KindServiceUnavailable, "send-backs of consumed messages"); err != nil {
 		return SendBackResult{}, err
 	}
+	if err := b.refuseOnLease(KindServiceUnavailable, "send-backs of consumed messages"); err != nil {
+		return SendBackResult{}, err
+	}
 	if !validName(req.Group, 255) {
 		return SendBackResult{}, errorf(KindMessageIllegal, nil, "consumer group %q is not a valid name", req.Group)
 	}
@@ -111,6 +114,11 @@ func (b *Broker) SendBack(ctx context.Context, req *SendBackRequest) (SendBackRe
 	if err := b.awaitReplicated([]*message.Message{out}, "the retry copy"); err != nil {
 		return SendBackResult{}, err
 	}
+	if !b.leaseValid() {
+		// As a failed replication wait: the consumer sends the retry
+		// itself, a duplicate rather than a loss.
+		return SendBackResult{}, errorf(KindSystemError, ErrLeaseExpired, "the retry copy was stored on broker %s but its master lease expired before it was acknowledged", b.cfg.BrokerName)
+	}
 	if res.DLQ {
 		b.log.Info("message moved to the dead-letter queue", "group", req.Group, "topic", origTopic,
 			"offset", req.Offset, "attempts", res.Attempts, "dlq", res.Topic)
@@ -159,6 +167,9 @@ func (b *Broker) ResendDLQ(ctx context.Context, group string, off int64) (SendRe
 	if err := b.refuseOnSlave(KindServiceUnavailable, "dead-letter resends"); err != nil {
 		return SendResult{}, err
 	}
+	if err := b.refuseOnLease(KindServiceUnavailable, "dead-letter resends"); err != nil {
+		return SendResult{}, err
+	}
 	rec, err := b.st.ReadMessage(off)
 	if err != nil {
 		return SendResult{}, errorf(KindSystemError, err, "no message at commit-log offset %d", off)
@@ -190,5 +201,9 @@ func (b *Broker) ResendDLQ(ctx context.Context, group string, off int64) (SendRe
 	if err := ctx.Err(); err != nil {
 		return SendResult{}, errorf(KindServiceUnavailable, err, "resend was cancelled before the message was stored")
 	}
-	return b.sendResult([]*message.Message{out}, out.QueueID, b.st.Put(out))
+	res, err := b.sendResult([]*message.Message{out}, out.QueueID, b.st.Put(out))
+	if err != nil {
+		return res, err
+	}
+	return b.leaseAnswer(res), nil
 }

@@ -177,6 +177,9 @@ func (b *Broker) prepareSend(ctx context.Context, req *SendRequest, create bool)
 	if err := b.refuseOnSlave(KindServiceUnavailable, "sends"); err != nil {
 		return nil, 0, err
 	}
+	if err := b.refuseOnLease(KindServiceUnavailable, "sends"); err != nil {
+		return nil, 0, err
+	}
 	if err := checkTopicName(req.Topic); err != nil {
 		return nil, 0, err
 	}

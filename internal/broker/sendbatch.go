@@ -148,30 +148,33 @@ func (b *Broker) answerDup(p *pendingSend, done func(int, SendResult, error)) {
 	if b.syncReplication() {
 		b.repl.wait(b.st.Durable(), func(err error) {
 			b.sendDone(p.t0)
-			done(p.i, b.replicated(res, err), nil)
+			done(p.i, b.leaseAnswer(b.replicated(res, err)), nil)
 		})
 		return
 	}
 	b.sendDone(p.t0)
-	done(p.i, res, nil)
+	done(p.i, b.leaseAnswer(res), nil)
 }
 
 // finishSend answers p once the store answered it with err, and settles
 // its dedup claim. Under sync replication a stored send is answered after
 // the commit point covers it (or the wait fails, see replication.go), and
 // its claim is settled then, so that a resend waits for the same answer.
+// A stored send is acknowledged only while the master lease holds
+// (leaseAnswer), with or without replication.
 func (b *Broker) finishSend(p *pendingSend, err error, done func(int, SendResult, error)) {
 	res, err := b.sendResult(p.msgs, p.qid, err)
 	if err == nil && b.syncReplication() {
 		b.repl.wait(recordsEnd(p.msgs), func(rerr error) {
 			p.claim.Commit(dedupResult(p.req.Topic, p.qid, p.msgs[0]))
 			b.sendDone(p.t0)
-			done(p.i, b.replicated(res, rerr), nil)
+			done(p.i, b.leaseAnswer(b.replicated(res, rerr)), nil)
 		})
 		return
 	}
 	if err == nil {
 		p.claim.Commit(dedupResult(p.req.Topic, p.qid, p.msgs[0]))
+		res = b.leaseAnswer(res)
 	} else {
 		p.claim.Release()
 	}

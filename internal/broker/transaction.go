@@ -78,6 +78,9 @@ func (b *Broker) EndTransaction(req EndTransactionRequest) error {
 	if err := b.refuseOnSlave(KindServiceUnavailable, "transaction ends"); err != nil {
 		return err
 	}
+	if err := b.refuseOnLease(KindServiceUnavailable, "transaction ends"); err != nil {
+		return err
+	}
 	if err := b.txns.m.End(req); err != nil {
 		return errorf(KindSystemError, err, "ending the transaction of half message at offset %d failed", req.CommitLogOffset)
 	}

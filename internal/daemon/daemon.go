@@ -100,6 +100,9 @@ type BrokerConfig struct {
 	Network netx.Network
 	// HA configures replication (ha.go); zero: none.
 	HA HAConfig
+	// Controller puts the broker in controller mode (ctlmode.go): the
+	// controller assigns its replica id and role; zero: the flags' role.
+	Controller ControllerConfig
 }
 
 // Broker is a running broker.
@@ -127,6 +130,7 @@ type Broker struct {
 	readyDone chan struct{}
 
 	handBack atomic.Pointer[handBackPeer] // a slave's way to its master, handback.go
+	ctl      *controlMode                 // nil unless in controller mode
 }
 
 // StartBroker opens the store (recovering it), listens and registers with
@@ -176,7 +180,12 @@ func StartBroker(cfg BrokerConfig) (_ *Broker, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.replicated() {
+	if cfg.controlled() {
+		if d.ctl, err = newControlMode(&cfg, st); err != nil {
+			st.Close()
+			return nil, err
+		}
+	} else if cfg.replicated() {
 		if d.repl, err = newReplication(&cfg, st, &cfg.Broker); err != nil {
 			st.Close()
 			return nil, err
@@ -216,13 +225,18 @@ func StartBroker(cfg BrokerConfig) (_ *Broker, err error) {
 		if err := d.startGRPC(cfg); err != nil {
 			b.Close()
 			d.client.Close()
+			d.closeReplication()
 			st.Close()
 			return nil, err
 		}
 	}
 	b.OnTopicChanged(d.publishTopic)
 	d.reg.Update(d.topicTable())
-	d.reg.Start()
+	if d.ctl != nil {
+		d.ctl.start(d, newControllerClient(&cfg, d.ctl.cfg))
+	} else {
+		d.reg.Start()
+	}
 	go func() { d.done <- d.srv.Serve(ln) }()
 	d.watchReadiness(len(cfg.NameServers) > 0)
 	registerWait := cmp.Or(cfg.RegisterWait, defaultRegisterWait)
@@ -409,6 +423,7 @@ func (d *Broker) Close() error {
 			errs = append(errs, d.grpc.Shutdown(ctx), <-d.grpcDone)
 			cancel()
 		}
+		errs = append(errs, d.closeControl())
 		errs = append(errs, d.b.Close()) // answers parked pulls
 		errs = append(errs, d.srv.Close())
 		errs = append(errs, <-d.done)

@@ -24,6 +24,9 @@ import (
 // slave, or a master that serves replication (--ha-listen). Every member
 // bounds what it dispatches by the group's commit point.
 func (c *BrokerConfig) replicated() bool {
+	if c.controlled() { // the role is the controller's; replication needs --ha-listen
+		return c.HA.Listen != ""
+	}
 	return c.Broker.Role == broker.RoleSlave || c.HA.Listen != ""
 }
 
@@ -239,17 +242,30 @@ func writeMarker(fsys vfs.FS, p string) error {
 	return fsys.SyncDir(path.Dir(p))
 }
 
-// closeReplication stops the replication of d, if any.
+// closeReplication stops the replication of d, if any (and controller
+// mode's, closeControl).
 func (d *Broker) closeReplication() error {
+	err := d.closeControl()
 	if d.repl == nil {
+		return err
+	}
+	return errors.Join(err, d.repl.Close())
+}
+
+// closeControl stops controller mode, if on (idempotent).
+func (d *Broker) closeControl() error {
+	if d.ctl == nil {
 		return nil
 	}
-	return d.repl.Close()
+	return d.ctl.Close()
 }
 
 // haAdvertise is the replication address a master registers: the
 // advertised host with the port its fetch server listens on.
 func (d *Broker) haAdvertise(adv string) string {
+	if d.ctl != nil {
+		return d.ctl.haAddr(adv)
+	}
 	if d.repl == nil || d.repl.master == nil {
 		return ""
 	}

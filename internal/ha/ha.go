@@ -57,6 +57,24 @@ type Restarter interface {
 	CommitLogMinOffset() int64
 }
 
+// Truncater is implemented by a Sink that can cut its log back to a record
+// boundary (the daemon adapts store.Store.TruncateTo). A slave whose log
+// diverges from the master's (wire.Diverging: an old master rejoining)
+// uses it to drop its records above the point the two logs share, then
+// fetches again; without it, the slave stops with ErrNotPrefix as in
+// phase 1. TruncateTo must refuse a cut below the store's commit point,
+// changing nothing.
+type Truncater interface {
+	TruncateTo(off int64) (Truncation, error)
+}
+
+// Truncation is what a Truncater dropped.
+type Truncation struct {
+	Bytes    int64    // bytes dropped above the cut
+	Messages int      // whole records dropped
+	MsgIDs   []string // their message ids, oldest first, bounded by the store
+}
+
 // Errors. The slave's Err wraps one of them.
 var (
 	// ErrNotPrefix: the slave's log is not a prefix of the master's (it
@@ -69,6 +87,11 @@ var (
 	// ErrBelowLogStart: the slave's log ends below the master's first
 	// retained byte and its store cannot start over (no Restarter).
 	ErrBelowLogStart = errors.New("ha: slave log ends below the master's first retained byte")
+	// ErrBelowCommitPoint: the master's log diverges from the slave's
+	// below the slave's commit point, so the slave would have to drop
+	// records it counted as committed: only a bug or an unclean election
+	// does that. The slave stops (it must not ack) until an operator acts.
+	ErrBelowCommitPoint = errors.New("ha: the master's log diverges below the slave's commit point")
 	// ErrProtocol: the master broke the fetch protocol (the slave drops
 	// the connection and re-syncs from its end).
 	ErrProtocol = errors.New("ha: protocol violation")
@@ -103,6 +126,11 @@ type MasterConfig struct {
 	// OnCommit is called, from one goroutine, with every new commit point
 	// (strictly increasing); the daemon wires it to Store.SetCommitPoint.
 	OnCommit func(hw int64)
+	// OnStale, when set, is called when a slave's handshake carries a
+	// newer master epoch than this master's (answered wire.NewerEpoch):
+	// this master is stale, and the daemon fences it. It runs on the
+	// connection's goroutine and must not block.
+	OnStale func(slaveEpoch uint32)
 	// MaxBytes caps the Data of one response (default 1 MiB; at most
 	// wire.MaxFrame minus room for the header).
 	MaxBytes int32

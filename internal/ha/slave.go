@@ -37,6 +37,11 @@ type SlaveStatus struct {
 	Restarts               int64
 	RestartFrom, RestartTo int64
 	RestartAt              time.Time
+	// Truncations counts the times the local log was cut back because it
+	// diverged from the master's (wire.Diverging), TruncatedBytes the
+	// bytes they dropped (since the slave started).
+	Truncations    int64
+	TruncatedBytes int64
 }
 
 // Slave copies the master's log into its Sink. Its methods are safe for

@@ -48,6 +48,7 @@
 //	petrel_timer_pending_messages               gauge    delayed messages not yet due
 //	petrel_dlq_messages{group}                  gauge    messages in %DLQ%<group>
 //	petrel_broker_start_time_seconds            gauge    Unix time the broker started
+//	petrel_broker_lease_refusals_total          counter  sends refused or not acked for an expired master lease (controller mode)
 //
 // plus the Go runtime (go_*) and process (process_*) collectors.
 //

@@ -26,12 +26,17 @@ var (
 		"The master epoch this broker knows.", nil, nil)
 	descReplRestarts = prometheus.NewDesc("petrel_replication_restarts_total",
 		"Times this slave's log started over from its master's first retained byte because it ended below it (since the broker started).", nil, nil)
+	descLeaseRefusals = prometheus.NewDesc("petrel_broker_lease_refusals_total",
+		"Sends refused, or stored and answered FLUSH_SLAVE_TIMEOUT instead of SEND_OK, because this master's lease from the controller had expired (since the broker started; only with a controller).", nil, nil)
 )
 
-var replicationDescs = []*prometheus.Desc{descReplLagBytes, descReplLagSeconds, descReplInSync, descReplFallOuts, descCommitPoint, descReplEpoch, descReplRestarts}
+var replicationDescs = []*prometheus.Desc{descReplLagBytes, descReplLagSeconds, descReplInSync, descReplFallOuts, descCommitPoint, descReplEpoch, descReplRestarts, descLeaseRefusals}
 
 // collectReplication reports the replication series of b.
 func collectReplication(b *broker.Broker, gauge, counter func(*prometheus.Desc, float64, ...string)) {
+	if b.Config().Lease != nil {
+		counter(descLeaseRefusals, float64(b.LeaseRefusals()))
+	}
 	info, ok := b.ReplicationStatus()
 	if !ok {
 		return

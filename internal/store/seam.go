@@ -124,6 +124,13 @@ type Replica interface {
 	// Store.ResetAt); AddResetListener hears of each reset.
 	ResetAt(start int64) error
 	AddResetListener(fn func(start int64))
+	// TruncateTo drops the log above off (an old master rejoining as a
+	// slave; see Store.TruncateTo), never below the commit point.
+	TruncateTo(off int64) (Truncated, error)
+	// PrepareMaster cuts a torn tail and recomputes the queues' next
+	// offsets from the log (a slave becoming master; see
+	// Store.PrepareMaster).
+	PrepareMaster() (cut int64, err error)
 }
 
 var (

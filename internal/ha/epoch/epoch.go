@@ -341,3 +341,45 @@ func (h *History) cut(n int) error {
 	}
 	return nil
 }
+
+// DivergencePoint is where a follower's log stops being a prefix of the
+// leader's, as the leader sees it (Kafka's diverging epoch, RocketMQ's
+// consistent point): epoch is the largest epoch in leader (sorted entries)
+// that is ≤ followerLastEpoch, the epoch of the follower's last byte (0
+// when the leader has none), and end = min(the end of that epoch on the
+// leader — the next entry's start, or leaderLEO for the last — and
+// followerLEO). With no shared epoch, end is the leader's first entry's
+// start (capped at followerLEO): no byte below it is the leader's to vouch
+// for; an empty leader history shares nothing (0, 0). The follower cuts
+// its log at CutPoint. Pure.
+func DivergencePoint(leader []Entry, leaderLEO int64, followerLastEpoch uint32, followerLEO int64) (epoch uint32, end int64) {
+	if len(leader) == 0 {
+		return 0, 0
+	}
+	end = leaderLEO
+	for _, e := range leader {
+		if e.Epoch > followerLastEpoch {
+			end = e.Start
+			break
+		}
+		epoch = e.Epoch
+	}
+	return epoch, max(0, min(end, followerLEO))
+}
+
+// CutPoint is where a follower cuts its log on a leader's diverging answer
+// (epoch, end from DivergencePoint): min(end, the end of epoch in the
+// follower's own history — the start of its first entry above epoch, or
+// followerLEO when there is none). Bytes of a later follower epoch below
+// the leader's end of epoch are not the leader's, so the cut goes below
+// them too (Kafka's follower takes the same minimum). Pure.
+func CutPoint(follower []Entry, followerLEO int64, epoch uint32, end int64) int64 {
+	own := followerLEO
+	for _, e := range follower {
+		if e.Epoch > epoch {
+			own = e.Start
+			break
+		}
+	}
+	return max(0, min(end, own))
+}

@@ -51,6 +51,21 @@
 //     connection: SlaveGone ends a slave's session (it falls out at once),
 //     and its next SlaveProgress starts a new one from any offset.
 //
+// # Explicit in-sync set (controller mode, issue 17)
+//
+// With a controller, the in-sync set that counts is the one the
+// controller committed, not the tracker's own view: SetISR(ids,
+// minSlaves) switches the tracker to it. Then HW = min(master
+// contribution, the contribution of every listed slave) (replication.md
+// §2.5: the min over the ISR), a listed slave that is not connected holds
+// the HW where it is (its waits time out; the controller, not the
+// tracker, removes it), and while fewer than minSlaves are listed a Wait
+// above the HW fails at once with ErrNotEnoughReplicas. SyncReplicas no
+// longer counts. The lag rules keep running: they decide whom the master
+// proposes (Config.OnInSync, called outside the lock on each change of
+// the local set), and the daemon calls SetISR again with each set the
+// controller commits. The HW still never moves back.
+//
 // # Driving it
 //
 //	t := track.New(track.DefaultConfig(), clk, logger)

@@ -56,6 +56,16 @@ type Config struct {
 	// MaxSlaves bounds the slaves tracked at once (a peer picks its id).
 	// Default 32.
 	MaxSlaves int
+	// OnInSync, when set, is called with the ids (ascending, a new slice)
+	// of the slaves the local lag rules find in sync after that set
+	// changed, outside the tracker's lock, on the goroutine of the call
+	// that changed it. Calls never overlap and come in the order of the
+	// changes; changes that happen while a call runs are coalesced into
+	// the next one, which carries the set as it is then (so the last call
+	// always names the current set). It must not block: the caller is a
+	// fetch or a Tick. In controller mode the daemon proposes the set to
+	// the controller (AlterISR) and hands the committed one to SetISR.
+	OnInSync func(inSync []int64)
 }
 
 // DefaultConfig is one sync replica, 64 MiB and 10 s of lag, sync flush.
@@ -118,6 +128,11 @@ type Stats struct {
 	FallOuts      uint64       // times a slave left the in-sync set (also by SlaveGone)
 	CatchUps      uint64       // times a slave joined it
 	RefusedAcks   uint64       // SlaveProgress calls refused
+	// Explicit: SetISR was called; ISR (ascending, a new slice) and
+	// MinSlaves are the set and the bound it gave.
+	Explicit  bool
+	ISR       []int64
+	MinSlaves int
 }
 
 type slave struct {
@@ -157,6 +172,17 @@ type Tracker struct {
 	refused       uint64
 	waiters       waitHeap
 	scratch       []int64
+
+	// Explicit in-sync set (SetISR): explicit once set; isr sorted and
+	// unique; minSlaves the writes need.
+	explicit  bool
+	isr       []int64
+	minSlaves int
+
+	// OnInSync delivery: notifyMu orders the calls; pending (under mu)
+	// says the local set changed since the last call took it.
+	notifyMu sync.Mutex
+	pending  bool
 
 	ring      [ringSize]sample
 	ringHead  int // index of the oldest sample
@@ -213,6 +239,8 @@ func (e *events) add(tr transition) {
 	e.all = append(e.all, tr)
 }
 
+// emit logs the transitions of e and, when there were any, calls
+// Config.OnInSync; t.mu must not be held.
 func (t *Tracker) emit(e *events) {
 	for i := 0; i < e.n; i++ {
 		t.logTransition(e.buf[i])
@@ -220,6 +248,27 @@ func (t *Tracker) emit(e *events) {
 	for _, tr := range e.all {
 		t.logTransition(tr)
 	}
+	if e.n > 0 && t.cfg.OnInSync != nil {
+		t.notify()
+	}
+}
+
+// notify hands the current local in-sync set to Config.OnInSync unless a
+// call since the last change has already carried it. notifyMu keeps the
+// calls apart and in order: each takes the set under mu, after every
+// earlier call took its own.
+func (t *Tracker) notify() {
+	t.notifyMu.Lock()
+	defer t.notifyMu.Unlock()
+	t.mu.Lock()
+	if !t.pending {
+		t.mu.Unlock()
+		return
+	}
+	t.pending = false
+	ids := t.inSyncLocked()
+	t.mu.Unlock()
+	t.cfg.OnInSync(ids)
 }
 
 func (t *Tracker) logTransition(tr transition) {
@@ -338,6 +387,7 @@ func (t *Tracker) SlaveGone(id int64) {
 	if s.inSync {
 		t.inSync--
 		t.fallOuts++
+		t.pending = true
 		ev.add(transition{id: id, reason: "gone", written: s.written, lagBytes: t.masterLEO - s.written,
 			lagTime: t.lagTime(s, t.clk.Now()), leo: t.masterLEO})
 	}
@@ -372,6 +422,24 @@ func (t *Tracker) SetSyncReplicas(n int) error {
 	return nil
 }
 
+// SetISR switches the tracker to an explicit in-sync set (controller
+// mode: the set the controller committed, ids of slaves, the master not
+// among them) and sets how many of them a write needs. From then on the HW
+// is min(master contribution, every listed slave's contribution): a listed
+// slave that is not connected holds the HW where it is (waits time out),
+// and a Wait above the HW fails at once with ErrNotEnoughReplicas while
+// len(ids) < minSlaves. The local in-sync detection keeps running and
+// reports through Config.OnInSync. SetISR never lowers the HW; call it
+// again with each newly committed set. Without SetISR the tracker counts
+// (SyncReplicas in-sync slaves), as before.
+func (t *Tracker) SetISR(ids []int64, minSlaves int) {
+	isr := slices.Compact(slices.Sorted(slices.Values(ids)))
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.explicit, t.isr, t.minSlaves = true, isr, max(minSlaves, 0)
+	t.advance()
+}
+
 // Restore raises the HW to hw, capped at the master's contribution: the
 // commit point the group had reached before a restart (the store's
 // persisted CommitPoint), so a restarted master neither reports a lower one
@@ -394,10 +462,16 @@ func (t *Tracker) HW() int64 {
 	return t.hw
 }
 
-// InSync returns the ids of the slaves in sync, ascending, in a new slice.
+// InSync returns the ids of the slaves the local lag rules find in sync,
+// ascending, in a new slice (with SetISR too: the set to propose, not the
+// committed one).
 func (t *Tracker) InSync() []int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.inSyncLocked()
+}
+
+func (t *Tracker) inSyncLocked() []int64 {
 	out := make([]int64, 0, t.inSync)
 	for _, s := range t.slaves {
 		if s.inSync {
@@ -414,7 +488,10 @@ func (t *Tracker) Stats() Stats {
 	now := t.clk.Now()
 	st := Stats{HW: t.hw, MasterLEO: t.masterLEO, MasterDurable: t.masterDurable, SyncReplicas: t.cfg.SyncReplicas,
 		InSync: t.inSync, FallOuts: t.fallOuts, CatchUps: t.catchUps, RefusedAcks: t.refused,
-		Slaves: make([]SlaveStats, 0, len(t.slaves))}
+		Slaves: make([]SlaveStats, 0, len(t.slaves)), Explicit: t.explicit, ISR: slices.Clone(t.isr), MinSlaves: t.minSlaves}
+	if st.ISR == nil {
+		st.ISR = []int64{}
+	}
 	for _, s := range t.slaves {
 		st.Slaves = append(st.Slaves, SlaveStats{ID: s.id, Written: s.written, Durable: s.durable,
 			LagBytes: t.masterLEO - s.written, LagTime: t.lagTime(s, now), InSync: s.inSync, LastAck: s.lastAck})
@@ -433,7 +510,7 @@ func (t *Tracker) Wait(ctx context.Context, end int64) error {
 		t.mu.Unlock()
 		return nil
 	}
-	if t.inSync < t.cfg.SyncReplicas {
+	if t.tooFew() {
 		t.mu.Unlock()
 		return ErrNotEnoughReplicas
 	}
@@ -515,6 +592,7 @@ func (t *Tracker) eval(s *slave, now time.Time, ev *events) {
 		return
 	}
 	s.inSync = in
+	t.pending = true
 	if in {
 		t.inSync++
 		t.catchUps++
@@ -565,11 +643,19 @@ func (t *Tracker) contribution(written, durable int64) int64 {
 	return durable
 }
 
+// tooFew reports whether writes cannot be committed now: fewer slaves in
+// sync than SyncReplicas, or with SetISR fewer listed than minSlaves.
+func (t *Tracker) tooFew() bool {
+	if t.explicit {
+		return len(t.isr) < t.minSlaves
+	}
+	return t.inSync < t.cfg.SyncReplicas
+}
+
 // advance recomputes the HW and answers the waiters it covers, or fails
 // them all when too few slaves are in sync.
 func (t *Tracker) advance() {
-	k := t.cfg.SyncReplicas
-	if t.inSync < k {
+	if t.tooFew() {
 		for t.waiters.Len() > 0 {
 			w := heap.Pop(&t.waiters).(*waiter)
 			w.done <- ErrNotEnoughReplicas
@@ -577,6 +663,23 @@ func (t *Tracker) advance() {
 		return
 	}
 	hw := t.contribution(t.masterLEO, t.masterDurable)
+	if t.explicit {
+		// Every listed slave must hold a record; one not connected
+		// holds the HW where it is.
+		for _, id := range t.isr {
+			i, found := t.find(id)
+			if !found {
+				return
+			}
+			s := t.slaves[i]
+			hw = min(hw, t.contribution(s.written, s.durable))
+		}
+		if hw > t.hw {
+			t.raise(hw)
+		}
+		return
+	}
+	k := t.cfg.SyncReplicas
 	if k > 0 {
 		c := t.scratch[:0]
 		for _, s := range t.slaves {

@@ -158,6 +158,14 @@ const (
 	// Unavailable: the master cannot serve now (stopping, storage error);
 	// retry after a back-off.
 	Unavailable
+	// Diverging: the slave's log is not a prefix of the master's (its last
+	// epoch is unknown to the master, or ends earlier there): Epoch is the
+	// largest epoch the master knows that is ≤ the fetch's LastEpoch (0:
+	// none), EpochStart its start on the master, and Base = min(the end of
+	// Epoch on the master, the fetch's Offset), where the slave must cut its
+	// log — lower still where its own history ends Epoch earlier — before it
+	// fetches again (epoch.DivergencePoint, replication.md §2.7).
+	Diverging
 )
 
 var codeNames = [...]string{
@@ -171,6 +179,7 @@ var codeNames = [...]string{
 	WrongGroup:       "WrongGroup",
 	InvalidRequest:   "InvalidRequest",
 	Unavailable:      "Unavailable",
+	Diverging:        "Diverging",
 }
 
 func (c Code) String() string {

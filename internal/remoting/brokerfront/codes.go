@@ -50,8 +50,10 @@ func (f *Front) errorResponse(req *remoting.Command, err error) *remoting.Comman
 	if !ok {
 		code = rmq.RespSystemError
 	}
-	if errors.Is(err, broker.ErrNotMaster) {
-		f.log.Debug("request refused by a slave", "code", req.Code, "err", err)
+	if errors.Is(err, broker.ErrNotMaster) || errors.Is(err, broker.ErrLeaseExpired) {
+		// Every write of a slave or a fenced master is refused: the broker
+		// logs the role change and the lapse once; not each request.
+		f.log.Debug("request refused by a slave or a fenced master", "code", req.Code, "err", err)
 	} else if code == rmq.RespSystemError || be.Kind == broker.KindServiceUnavailable {
 		f.log.Warn("request failed", "code", req.Code, "err", err)
 	} else {

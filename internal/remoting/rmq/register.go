@@ -39,6 +39,10 @@ const (
 	// ExtDataVersion in an answer is the data version (JSON) the name
 	// server now holds for the broker.
 	ExtDataVersion = "dataVersion"
+	// ExtMasterEpoch is the master epoch (decimal, > 0) a broker in
+	// controller mode registers with: the name server keeps the highest
+	// epoch's claim to broker id 0 (issue 17).
+	ExtMasterEpoch = "petrelMasterEpoch"
 )
 
 // MaxRegistrationBytes bounds the inflated size of a zlib-compressed
@@ -88,6 +92,9 @@ type RegisterBrokerRequest struct {
 	BaseVersion DataVersion
 	// Zlib marks a body compressed with zlib (Petrel's).
 	Zlib bool
+	// MasterEpoch is the master epoch the broker knows (ExtMasterEpoch);
+	// 0: none sent (official brokers, and brokers without a controller).
+	MasterEpoch uint32
 }
 
 // DecodeRegisterBroker reads the header of 103 (the body is read by

@@ -239,3 +239,15 @@ func (s *Store) ResetAt(start int64) error {
 	}
 	return nil
 }
+
+// TruncateTo drops the log above off, as the file store's TruncateTo does:
+// off must be a record boundary or the end, at or above the commit point.
+func (s *Store) TruncateTo(off int64) (store.Truncated, error) {
+	return store.Truncated{}, errors.New("memstore: TruncateTo is not built yet")
+}
+
+// PrepareMaster drops a record cut at the end and recomputes the queues'
+// next offsets from the log, as the file store's PrepareMaster does.
+func (s *Store) PrepareMaster() (int64, error) {
+	return 0, errors.New("memstore: PrepareMaster is not built yet")
+}

@@ -1,0 +1,357 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/petrelmq/petrel/internal/controller/fsm"
+	"github.com/petrelmq/petrel/internal/logtest"
+)
+
+// Test timing: fast elections, but not so fast that a loaded 2-core
+// machine under -race churns.
+const (
+	testHeartbeat = 300 * time.Millisecond
+	testLease     = 150 * time.Millisecond
+	waitLimit     = 20 * time.Second
+)
+
+// await waits until cond holds, polling (the conditions are raft's, which
+// has no hook to wait on).
+func await(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, waitLimit)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// testLogger collects the log and prints it when the test fails.
+func testLogger(t *testing.T) *slog.Logger {
+	t.Helper()
+	var buf logtest.Buffer
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("log:\n%s", buf.String())
+		}
+	})
+	return slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+// cluster is n raft voters on 127.0.0.1, each over its own Mux.
+type cluster struct {
+	t      *testing.T
+	peers  []Voter
+	dirs   []string
+	lns    []string // listen addresses, reused on restart
+	voters []*Raft  // nil: stopped
+	muxes  []*Mux
+	log    *slog.Logger
+	tune   func(*RaftConfig)
+}
+
+func newCluster(t *testing.T, n int, tune func(*RaftConfig)) *cluster {
+	t.Helper()
+	c := &cluster{t: t, log: testLogger(t), tune: tune, voters: make([]*Raft, n), muxes: make([]*Mux, n)}
+	lns := make([]net.Listener, n)
+	for i := range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns[i] = ln
+		c.peers = append(c.peers, Voter{ID: i + 1, Addr: ln.Addr().String()})
+		c.lns = append(c.lns, ln.Addr().String())
+		c.dirs = append(c.dirs, filepath.Join(t.TempDir(), fmt.Sprint("voter", i+1)))
+	}
+	for i := range n {
+		c.startOn(i, lns[i])
+	}
+	t.Cleanup(c.closeAll)
+	return c
+}
+
+func (c *cluster) startOn(i int, ln net.Listener) {
+	c.t.Helper()
+	mux := NewMux(ln, MuxConfig{Logger: c.log})
+	cfg := RaftConfig{
+		ID: i + 1, Peers: c.peers, Dir: c.dirs[i], Stream: mux.RaftStream(), Logger: c.log,
+		HeartbeatTimeout: testHeartbeat, ElectionTimeout: testHeartbeat, LeaderLeaseTimeout: testLease,
+	}
+	if c.tune != nil {
+		c.tune(&cfg)
+	}
+	r, err := NewRaft(cfg)
+	if err != nil {
+		c.t.Fatalf("start voter %d: %v", i+1, err)
+	}
+	c.voters[i], c.muxes[i] = r, mux
+}
+
+// restart starts stopped voter i again on its old address and directory.
+func (c *cluster) restart(i int) {
+	c.t.Helper()
+	var ln net.Listener
+	await(c.t, "the old port is free again", func() bool {
+		var err error
+		ln, err = net.Listen("tcp", c.lns[i])
+		return err == nil
+	})
+	c.startOn(i, ln)
+}
+
+func (c *cluster) stop(i int) {
+	c.t.Helper()
+	if err := c.voters[i].Close(); err != nil {
+		c.t.Errorf("close voter %d: %v", i+1, err)
+	}
+	if err := c.muxes[i].Close(); err != nil {
+		c.t.Errorf("close mux %d: %v", i+1, err)
+	}
+	c.voters[i], c.muxes[i] = nil, nil
+}
+
+func (c *cluster) closeAll() {
+	for i, v := range c.voters {
+		if v != nil {
+			c.stop(i)
+		}
+	}
+}
+
+// leader waits for exactly one running voter to lead and returns its index.
+func (c *cluster) leader() int {
+	c.t.Helper()
+	idx := -1
+	await(c.t, "one leader", func() bool {
+		idx = -1
+		for i, v := range c.voters {
+			if v != nil && v.IsLeader() {
+				if idx >= 0 {
+					return false
+				}
+				idx = i
+			}
+		}
+		return idx >= 0
+	})
+	return idx
+}
+
+func register(group string) fsm.Command {
+	return fsm.Command{Kind: fsm.KindRegister, Cluster: "c", Group: group, Replica: fsm.Replica{Addr: "10.0.0.1:10911", HAAddr: "10.0.0.1:10912"}}
+}
+
+func hasGroup(r *Raft, group string) bool {
+	ok := false
+	r.Read(func(s *fsm.State) { _, ok = s.Groups[group] })
+	return ok
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestThreeVotersElectApplyRefuseOnFollowersAndFailOver(t *testing.T) {
+	c := newCluster(t, 3, nil)
+	li := c.leader()
+	lead := c.voters[li]
+	res, err := lead.Apply(ctxT(t), register("g1"))
+	if err != nil {
+		t.Fatalf("apply on the leader: %v", err)
+	}
+	if res.ReplicaID != 1 || res.Group.Master != 1 || res.Group.Epoch != 1 {
+		t.Fatalf("register of a fresh group: %+v, want replica 1 master at epoch 1", res)
+	}
+	// Every voter applies it.
+	for i, v := range c.voters {
+		await(t, fmt.Sprintf("voter %d applies the register", i+1), func() bool { return hasGroup(v, "g1") })
+	}
+	// A follower refuses, naming the leader.
+	fi := (li + 1) % 3
+	f := c.voters[fi]
+	if _, err := f.Apply(ctxT(t), register("g2")); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("apply on a follower: %v, want ErrNotLeader", err)
+	}
+	await(t, "the follower knows the leader", func() bool {
+		id, addr := f.Leader()
+		return id == li+1 && addr == c.peers[li].Addr
+	})
+	if err := f.VerifyLeader(ctxT(t)); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("VerifyLeader on a follower: %v, want ErrNotLeader", err)
+	}
+	if err := lead.VerifyLeader(ctxT(t)); err != nil {
+		t.Fatalf("VerifyLeader on the leader: %v", err)
+	}
+	select {
+	case v := <-lead.LeaderCh():
+		if !v {
+			t.Fatal("the leader's LeaderCh holds false")
+		}
+	default:
+		t.Fatal("the leader's LeaderCh holds nothing")
+	}
+	if got := f.Voters(); len(got) != 3 || got[0] != c.peers[0] || got[2] != c.peers[2] {
+		t.Fatalf("Voters = %v, want %v", got, c.peers)
+	}
+
+	// Kill the leader: a new one within a few seconds, with the state.
+	killed := time.Now()
+	c.stop(li)
+	ni := c.leader()
+	if ni == li {
+		t.Fatalf("voter %d still leads after it stopped", li+1)
+	}
+	t.Logf("new leader voter %d after %v", ni+1, time.Since(killed))
+	if d := time.Since(killed); d > 10*time.Second {
+		t.Errorf("new leader after %v, want a few seconds", d)
+	}
+	nl := c.voters[ni]
+	if err := nl.Barrier(ctxT(t)); err != nil {
+		t.Fatalf("barrier on the new leader: %v", err)
+	}
+	if !hasGroup(nl, "g1") {
+		t.Fatal("the new leader lost g1")
+	}
+	res, err = nl.Apply(ctxT(t), register("g2"))
+	if err != nil || res.Group.Name != "g2" {
+		t.Fatalf("apply on the new leader: %+v, %v", res, err)
+	}
+	// The fsm's refusals come back as the error, with a zero result.
+	stale := fsm.Command{Kind: fsm.KindElect, Group: "g1", Epoch: 7, NewMaster: 1, Reason: fsm.ReasonOperator}
+	if res, err := nl.Apply(ctxT(t), stale); err == nil || res.Group.Name != "" {
+		t.Fatalf("a refused command: %+v, %v; want an fsm error and a zero result", res, err)
+	}
+}
+
+func TestRestartedVoterKeepsItsState(t *testing.T) {
+	c := newCluster(t, 3, nil)
+	li := c.leader()
+	for i := range 5 {
+		if _, err := c.voters[li].Apply(ctxT(t), register(fmt.Sprint("g", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fi := (li + 1) % 3
+	await(t, "the follower applies all", func() bool { return hasGroup(c.voters[fi], "g4") })
+	c.stop(fi)
+	c.restart(fi)
+	await(t, "the restarted voter has its groups again", func() bool {
+		n := 0
+		c.voters[fi].Read(func(s *fsm.State) { n = len(s.Groups) })
+		return n == 5
+	})
+
+	// All three restart: bolt keeps the log and the configuration, and no
+	// second bootstrap happens.
+	for i := range 3 {
+		c.stop(i)
+	}
+	for i := range 3 {
+		c.restart(i)
+	}
+	li = c.leader()
+	if err := c.voters[li].Barrier(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	c.voters[li].Read(func(s *fsm.State) { n = len(s.Groups) })
+	if n != 5 {
+		t.Fatalf("after a full restart the leader has %d groups, want 5", n)
+	}
+}
+
+func TestSnapshotsCompactTheLogAndRestoreALaggingVoter(t *testing.T) {
+	c := newCluster(t, 3, func(cfg *RaftConfig) {
+		cfg.SnapshotThreshold = 4
+		cfg.SnapshotInterval = 20 * time.Millisecond
+		cfg.TrailingLogs = 1
+	})
+	li := c.leader()
+	lag := (li + 1) % 3
+	c.stop(lag)
+	for i := range 30 {
+		if _, err := c.voters[li].Apply(ctxT(t), register(fmt.Sprint("g", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The leader snapshots on its own (threshold 4) and compacts its log,
+	// so the lagging voter can only catch up through InstallSnapshot.
+	await(t, "the leader compacts its log", func() bool {
+		first, err := c.voters[li].store.FirstIndex()
+		return err == nil && first > 5
+	})
+	c.restart(lag)
+	await(t, "the lagging voter restores the snapshot", func() bool {
+		n := 0
+		c.voters[lag].Read(func(s *fsm.State) { n = len(s.Groups) })
+		return n == 30
+	})
+	// A restart from its own snapshot and log gives the same state.
+	var before []byte
+	c.voters[lag].Read(func(s *fsm.State) { before, _ = s.Snapshot() })
+	if err := c.voters[lag].Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	c.stop(lag)
+	c.restart(lag)
+	await(t, "the restarted voter has the state again", func() bool {
+		var after []byte
+		c.voters[lag].Read(func(s *fsm.State) { after, _ = s.Snapshot() })
+		return string(after) == string(before)
+	})
+}
+
+func TestRaftConfigValidate(t *testing.T) {
+	peers := []Voter{{1, "127.0.0.1:1"}, {2, "127.0.0.1:2"}}
+	mux := NewMux(&idleListener{done: make(chan struct{})}, MuxConfig{})
+	t.Cleanup(func() { mux.Close() })
+	stream := mux.RaftStream()
+	ok := RaftConfig{ID: 1, Peers: peers, Dir: t.TempDir(), Stream: stream}
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("valid config: %v", err)
+	}
+	for _, tc := range []struct {
+		name string
+		mod  func(*RaftConfig)
+	}{
+		{"id 0", func(c *RaftConfig) { c.ID = 0 }},
+		{"id not a peer", func(c *RaftConfig) { c.ID = 3 }},
+		{"other address", func(c *RaftConfig) { c.Addr = "127.0.0.1:9" }},
+		{"duplicate address", func(c *RaftConfig) { c.Peers = []Voter{{1, "a:1"}, {2, "a:1"}} }},
+		{"duplicate id", func(c *RaftConfig) { c.Peers = []Voter{{1, "a:1"}, {1, "a:2"}} }},
+		{"no dir", func(c *RaftConfig) { c.Dir = "" }},
+		{"no stream", func(c *RaftConfig) { c.Stream = nil }},
+		{"election below heartbeat", func(c *RaftConfig) { c.HeartbeatTimeout, c.ElectionTimeout = 2*time.Second, time.Second }},
+		{"lease above heartbeat", func(c *RaftConfig) { c.LeaderLeaseTimeout = 2 * time.Second }},
+		{"negative", func(c *RaftConfig) { c.HeartbeatTimeout = -1 }},
+	} {
+		cfg := ok
+		tc.mod(&cfg)
+		if err := cfg.Validate(); err == nil {
+			t.Errorf("%s: Validate accepted it", tc.name)
+		}
+	}
+}
+
+// idleListener accepts nothing until closed.
+type idleListener struct {
+	done chan struct{}
+	once sync.Once
+}
+
+func (l *idleListener) Accept() (net.Conn, error) { <-l.done; return nil, net.ErrClosed }
+func (l *idleListener) Close() error              { l.once.Do(func() { close(l.done) }); return nil }
+func (l *idleListener) Addr() net.Addr            { return advertised("127.0.0.1:1") }
