@@ -58,7 +58,7 @@ func startEmbeddedController(o *options, logger *slog.Logger, out io.Writer) (*c
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("--data-dir %s: %w", dir, err)
 	}
-	listen := cmp.Or(strings.TrimSpace(o.ctl.listen), "127.0.0.1:0")
+	listen := cmp.Or(strings.TrimSpace(o.ctlMode.listen), "127.0.0.1:0")
 	node, err := controller.StartNode(controller.NodeConfig{ID: 1, Listen: listen, DataDir: dir,
 		Service: controller.DefaultServiceConfig(), Logger: logger,
 		// One voter elects itself: nobody to split a vote with, so short
@@ -67,7 +67,7 @@ func startEmbeddedController(o *options, logger *slog.Logger, out io.Writer) (*c
 	if err != nil {
 		return nil, fmt.Errorf("embedded controller (--controller-listen %s): %w", listen, err)
 	}
-	o.ctl.addrs, o.ctl.server = node.Addr(), true
+	o.ctlMode.addrs, o.ctlMode.server = node.Addr(), true
 	fmt.Fprintf(out, "petrel: controller (single voter 1) listening on %s\n", node.Addr())
 	return node, nil
 }

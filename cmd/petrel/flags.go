@@ -51,8 +51,9 @@ type options struct {
 	cpuProfile    string
 	grpc          grpcOptions
 	remoting      remotingOptions
-	repl          replOptions // replication.go
-	ctl           ctlOptions  // ctlmode.go
+	repl          replOptions       // replication.go
+	ctl           controllerOptions // controller.go
+	ctlMode       ctlOptions        // ctlmode.go
 }
 
 func addCommonFlags(fl *pflag.FlagSet, o *options) {

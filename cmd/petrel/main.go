@@ -45,6 +45,7 @@ directory.`,
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.AddCommand(newServerCmd(), newNamesrvCmd(), newBrokerCmd(), newBenchCmd(), newVerifyCmd(), newVersionCmd())
 	root.AddCommand(newAdminCmds()...)
+	root.AddCommand(newControllerCmd())
 	checkArgs(root)
 	return root
 }

@@ -46,7 +46,7 @@ with the name server).`,
 	addNamesrvFlags(cmd.Flags(), o)
 	addBrokerFlags(cmd.Flags(), o)
 	addReplicationFlags(cmd.Flags(), &o.repl, true)
-	addControllerModeFlags(cmd.Flags(), &o.ctl, true)
+	addControllerModeFlags(cmd.Flags(), &o.ctlMode, true)
 	addRemotingFlags(cmd.Flags(), &o.remoting)
 	return cmd
 }
@@ -58,9 +58,15 @@ func newNamesrvCmd() *cobra.Command {
 		Short: "Run a name server only",
 		Long: `Run a name server: brokers register with it and clients ask it for routes.
 Run several for a cluster; they are independent and every broker registers
-with all of them.`,
-		Example: `  petrel namesrv --namesrv-listen :9876`,
-		Args:    cobra.NoArgs,
+with all of them.
+
+With --controller-id and --controller-peers it also runs a voter of the
+failover controller on --controller-listen (see 'petrel controller'; the
+same flags), keeping its raft log in --data-dir/controller: three name
+servers then make a three-voter controller without more processes.`,
+		Example: `  petrel namesrv --namesrv-listen :9876
+  petrel namesrv --controller-id 1 --controller-peers 1@10.0.0.1:9878,2@10.0.0.2:9878,3@10.0.0.3:9878 --data-dir /var/lib/petrel`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := stopSignals(cmd.Context())
 			defer stop()
@@ -83,14 +89,24 @@ with all of them.`,
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "petrel: name server listening on %s\n", ns.Addr())
+			stopVoter := func() error { return nil }
+			if o.ctl.enabled() { // controller.go: an embedded controller voter
+				n, err := startController(o, logger, cmd.OutOrStdout())
+				if err != nil {
+					ns.Close()
+					return err
+				}
+				stopVoter = n.Close
+			}
 			<-ctx.Done()
 			logger.Info("stopping")
-			return ns.Close()
+			return errors.Join(stopVoter(), ns.Close())
 		},
 	}
 	addCommonFlags(cmd.Flags(), o)
 	addNamesrvFlags(cmd.Flags(), o)
 	addRemotingFlags(cmd.Flags(), &o.remoting)
+	addControllerFlags(cmd.Flags(), &o.ctl, &o.dataDir, true)
 	return cmd
 }
 
@@ -122,7 +138,7 @@ consumers on --broker-listen and registers with every name server in
 	addCommonFlags(cmd.Flags(), o)
 	addBrokerFlags(cmd.Flags(), o)
 	addReplicationFlags(cmd.Flags(), &o.repl, false)
-	addControllerModeFlags(cmd.Flags(), &o.ctl, false)
+	addControllerModeFlags(cmd.Flags(), &o.ctlMode, false)
 	addRemotingFlags(cmd.Flags(), &o.remoting)
 	cmd.Flags().StringVar(&o.namesrv, "namesrv", "", "name servers to register with, semicolon-separated ip:port")
 	return cmd
@@ -212,7 +228,7 @@ func runBroker(ctx context.Context, o *options, nameServers []string, out io.Wri
 	if err := o.repl.apply(&dcfg); err != nil {
 		return err
 	}
-	if err := o.ctl.apply(&dcfg, &o.repl); err != nil {
+	if err := o.ctlMode.apply(&dcfg, &o.repl); err != nil {
 		return err
 	}
 	b, err := daemon.StartBroker(dcfg)
@@ -231,7 +247,7 @@ func runBroker(ctx context.Context, o *options, nameServers []string, out io.Wri
 		fmt.Fprintf(out, "petrel: %s\n", o.repl.describe(dcfg))
 	}
 	if dcfg.Controller.Addrs != nil {
-		fmt.Fprintf(out, "petrel: %s\n", o.ctl.describe(dcfg))
+		fmt.Fprintf(out, "petrel: %s\n", o.ctlMode.describe(dcfg))
 	}
 	if started != nil {
 		started()

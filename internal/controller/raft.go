@@ -359,7 +359,10 @@ func (r *Raft) Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
 	if !ok {
 		return fsm.Result{}, fmt.Errorf("controller: raft answered %T", f.Response())
 	}
-	return res.res, res.err
+	if res.err != nil {
+		return fsm.Result{}, res.err // Log's contract, as FakeLog
+	}
+	return res.res, nil
 }
 
 // Read calls f with the applied state under a read lock.

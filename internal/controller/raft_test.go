@@ -38,14 +38,19 @@ func await(t *testing.T, what string, cond func() bool) {
 
 // testLogger collects the log and prints it when the test fails.
 func testLogger(t *testing.T) *slog.Logger {
+	l, _ := testLogBuffer(t)
+	return l
+}
+
+func testLogBuffer(t *testing.T) (*slog.Logger, *logtest.Buffer) {
 	t.Helper()
-	var buf logtest.Buffer
+	buf := &logtest.Buffer{}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("log:\n%s", buf.String())
 		}
 	})
-	return slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	return slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelInfo})), buf
 }
 
 // cluster is n raft voters on 127.0.0.1, each over its own Mux.
@@ -57,12 +62,14 @@ type cluster struct {
 	voters []*Raft  // nil: stopped
 	muxes  []*Mux
 	log    *slog.Logger
+	buf    *logtest.Buffer
 	tune   func(*RaftConfig)
 }
 
 func newCluster(t *testing.T, n int, tune func(*RaftConfig)) *cluster {
 	t.Helper()
-	c := &cluster{t: t, log: testLogger(t), tune: tune, voters: make([]*Raft, n), muxes: make([]*Mux, n)}
+	lg, buf := testLogBuffer(t)
+	c := &cluster{t: t, log: lg, buf: buf, tune: tune, voters: make([]*Raft, n), muxes: make([]*Mux, n)}
 	lns := make([]net.Listener, n)
 	for i := range n {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -231,8 +238,8 @@ func TestThreeVotersElectApplyRefuseOnFollowersAndFailOver(t *testing.T) {
 	}
 	// The fsm's refusals come back as the error, with a zero result.
 	stale := fsm.Command{Kind: fsm.KindElect, Group: "g1", Epoch: 7, NewMaster: 1, Reason: fsm.ReasonOperator}
-	if res, err := nl.Apply(ctxT(t), stale); err == nil || res.Group.Name != "" {
-		t.Fatalf("a refused command: %+v, %v; want an fsm error and a zero result", res, err)
+	if res, err := nl.Apply(ctxT(t), stale); !errors.Is(err, fsm.ErrStale) || res.Group.Name != "" {
+		t.Fatalf("a refused command: %+v, %v; want fsm.ErrStale and a zero result", res, err)
 	}
 }
 
@@ -299,6 +306,9 @@ func TestSnapshotsCompactTheLogAndRestoreALaggingVoter(t *testing.T) {
 		c.voters[lag].Read(func(s *fsm.State) { n = len(s.Groups) })
 		return n == 30
 	})
+	if len(c.buf.Lines(fmt.Sprintf("msg=\"restored the controller state from a snapshot\" component=controller voter=%d", lag+1))) == 0 {
+		t.Fatal("the lagging voter caught up without restoring a snapshot")
+	}
 	// A restart from its own snapshot and log gives the same state.
 	var before []byte
 	c.voters[lag].Read(func(s *fsm.State) { before, _ = s.Snapshot() })

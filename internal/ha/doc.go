@@ -9,12 +9,17 @@
 //
 // The slave dials the master and sends Fetch frames; the master answers
 // each with one FetchResp, in order. The first Fetch of a connection is the
-// handshake: the master checks that the slave's log is a prefix of its own
-// (the byte before the slave's end, Offset-1, lies in epoch LastEpoch in the
-// master's history too, and Offset ≤ the master's LEO), answering NotPrefix
-// and closing otherwise, and OffsetOutOfRange (with LogStart) when Offset is
-// below the master's first retained byte. It then sets the connection's
-// cursor to Offset.
+// handshake: a slave that knows a newer epoch than the master's (Epoch) is
+// answered NewerEpoch before anything else — this master is stale, and
+// MasterConfig.OnStale tells the daemon so it can fence itself; a stale
+// master never makes anyone cut their log. The master then checks that the
+// slave's log is a prefix of its own (the byte before the slave's end,
+// Offset-1, lies in epoch LastEpoch in the master's history too, and
+// Offset ≤ the master's LEO), answering Diverging (the shared epoch and
+// where to cut: epoch.DivergencePoint) and closing otherwise — NotPrefix
+// for a log with bytes but no epoch — and OffsetOutOfRange (with LogStart)
+// when Offset is below the master's first retained byte. It then sets the
+// connection's cursor to Offset.
 //
 // The slave keeps at most two fetches in flight. The master reads from the
 // connection's cursor, not from Fetch.Offset: a response carries Data =
@@ -62,7 +67,19 @@
 // SetCommitPoint(min(HW, Durable())) — never above the master's commit
 // point, never backwards. It reconnects with a bounded exponential back-off
 // (on the injected clock). NotPrefix and UnknownReplica stop it: Err says
-// why, and nothing more is fetched until an operator acts. OffsetOutOfRange
+// why, and nothing more is fetched until an operator acts.
+//
+// Diverging (an old master rejoining its group as a slave, replication.md
+// §2.7): a slave whose Sink is a Truncater cuts its log at
+// epoch.CutPoint — the master's cut, lower where its own history ends the
+// shared epoch earlier — then drops its epoch entries from there (the log
+// first: entries a crash leaves above the log's end are dropped by the
+// next session), logs "truncated N bytes (M messages) above X diverging
+// from the master's epoch E" with the dropped message ids, counts it in
+// SlaveStatus.Truncations/TruncatedBytes and fetches again at once. A cut
+// below its commit point (the one it applied, or the store's) is refused:
+// it stops with ErrBelowCommitPoint, logged at Error, and acks nothing
+// more. Without a Truncater, Diverging stops it with ErrNotPrefix. OffsetOutOfRange
 // makes it start over from the master's LogStart: at once when its log is
 // empty, through Restarter when its store can drop its log (the store's
 // ResetAt; the slave logs "the slave's log ends at X, the master's starts

@@ -66,6 +66,10 @@ type Restarter interface {
 // changing nothing.
 type Truncater interface {
 	TruncateTo(off int64) (Truncation, error)
+	// CommitPoint is the store's commit point (persisted across
+	// restarts): the slave refuses to cut below it, or below the one it
+	// applied itself, before it calls TruncateTo.
+	CommitPoint() int64
 }
 
 // Truncation is what a Truncater dropped.
@@ -79,7 +83,8 @@ type Truncation struct {
 var (
 	// ErrNotPrefix: the slave's log is not a prefix of the master's (it
 	// has bytes the master does not, or of an epoch the master does not
-	// have there). Phase 1 does not truncate: the slave stops.
+	// have there) and its store cannot truncate (no Truncater), or it is
+	// no copy at all: the slave stops.
 	ErrNotPrefix = errors.New("ha: slave log is not a prefix of the master's")
 	// ErrRefused: the master refused the slave for a reason an operator
 	// must fix (another group, a bad replica id).
@@ -92,6 +97,9 @@ var (
 	// records it counted as committed: only a bug or an unclean election
 	// does that. The slave stops (it must not ack) until an operator acts.
 	ErrBelowCommitPoint = errors.New("ha: the master's log diverges below the slave's commit point")
+	// ErrTruncate: the slave's store failed to cut its divergent tail;
+	// what it holds is unknown until it is reopened.
+	ErrTruncate = errors.New("ha: truncating the slave's log failed")
 	// ErrProtocol: the master broke the fetch protocol (the slave drops
 	// the connection and re-syncs from its end).
 	ErrProtocol = errors.New("ha: protocol violation")

@@ -51,6 +51,7 @@ type cluster struct {
 	violation []string
 	linger    time.Duration // MasterConfig.Linger
 	hwDelay   time.Duration // MasterConfig.HWPushDelay
+	onStale   func(uint32)  // MasterConfig.OnStale
 	prevHW    int64         // the HW of the masters before a restart
 	acked     []int64       // ends of the records whose Wait returned nil
 }
@@ -112,7 +113,7 @@ func (c *cluster) startMaster() {
 	c.mu.Unlock()
 	ml.onCP = nil
 	m, err := StartMaster(MasterConfig{Group: "g", Listen: masterAddr, Network: c.net.Host("master"), Tracker: tr,
-		Epochs: hist, Logger: c.logger(), MaxBytes: 300, MaxWait: time.Second, IdleTimeout: 5 * time.Second, Linger: c.linger, HWPushDelay: c.hwDelay,
+		Epochs: hist, Logger: c.logger(), MaxBytes: 300, MaxWait: time.Second, IdleTimeout: 5 * time.Second, Linger: c.linger, HWPushDelay: c.hwDelay, OnStale: c.onStale,
 		OnCommit: func(hw int64) {
 			// Invariant: the master's store never gets a commit point above
 			// the tracker's HW or its own durable end.
@@ -461,12 +462,14 @@ func TestFreshSlaveCopiesFromLogStart(t *testing.T) {
 
 func TestDivergentSlaveGetsNotPrefix(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newCluster(t, syncCfg(1), 0)
-		for i := range 5 {
-			c.put(i)
-		}
-		// The slave's log holds epoch-2 bytes the master (epoch 1) never
-		// had.
+		// The master has epochs 1 and 3 (a slave that knows a newer
+		// epoch than the master's gets NewerEpoch instead:
+		// TestSlaveOfAStaleMasterKeepsTrying).
+		c := newEpochCluster(t)
+		c.startMaster()
+		t.Cleanup(c.stop)
+		// The slave's log holds epoch-2 bytes the master (epochs 1 and 3)
+		// never had; its store cannot truncate.
 		l := newMemLog(0, true)
 		l.AppendRaw(0, c.mlog.Bytes(0, 20))
 		fs := vfs.NewMem()

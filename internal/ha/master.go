@@ -451,9 +451,20 @@ func (c *mconn) handshake(f wire.Fetch) *wire.FetchResp {
 	if f.Durable > f.Offset {
 		return c.errResp(wire.InvalidRequest, fmt.Sprintf("durable end %d above written end %d", f.Durable, f.Offset))
 	}
+	if f.Epoch > cur.Epoch {
+		// Before any look at the slave's log: a stale master must not
+		// make a slave of the new one cut anything.
+		if m.cfg.OnStale != nil {
+			m.cfg.OnStale(f.Epoch)
+		}
+		return c.errResp(wire.NewerEpoch, fmt.Sprintf("the slave knows epoch %d, this master is at epoch %d: it is stale", f.Epoch, cur.Epoch))
+	}
 	leo, logStart := m.src.Written(), m.src.MinOffset()
+	if f.Offset > leo && f.LastEpoch == 0 {
+		return c.errResp(wire.NotPrefix, fmt.Sprintf("the slave's log ends at %d, beyond this master's end %d, and has no epoch: it is not a copy of this master; wipe the slave's store to copy the master again", f.Offset, leo))
+	}
 	if f.Offset > leo {
-		return c.errResp(wire.NotPrefix, fmt.Sprintf("the slave's log ends at %d, beyond this master's end %d: it has bytes the master does not; wipe the slave's store to copy the master again", f.Offset, leo))
+		return c.diverging(f, es, leo)
 	}
 	if f.Offset < logStart {
 		return c.errResp(wire.OffsetOutOfRange, fmt.Sprintf("the slave's log ends at %d, below this master's first retained byte %d: start over from there", f.Offset, logStart))
@@ -466,14 +477,9 @@ func (c *mconn) handshake(f wire.Fetch) *wire.FetchResp {
 			return c.errResp(wire.NotPrefix, fmt.Sprintf("the slave claims bytes up to %d but no epoch: it is not a copy of this master", f.Offset))
 		}
 	default:
-		e, ok := epochOf(es, f.Offset-1)
-		if !ok || e.Epoch != f.LastEpoch {
-			return c.errResp(wire.NotPrefix, fmt.Sprintf("the slave's byte %d is of epoch %d, the master's of epoch %d (0: none): the logs diverge; wipe the slave's store to copy the master again",
-				f.Offset-1, f.LastEpoch, e.Epoch))
+		if e, ok := epochOf(es, f.Offset-1); !ok || e.Epoch != f.LastEpoch {
+			return c.diverging(f, es, leo)
 		}
-	}
-	if f.Epoch > cur.Epoch {
-		return c.errResp(wire.NewerEpoch, fmt.Sprintf("the slave knows epoch %d, this master is at epoch %d: it is stale", f.Epoch, cur.Epoch))
 	}
 	c.sent.Store(f.Offset)
 	m.trackMu.Lock()
@@ -494,6 +500,23 @@ func (c *mconn) handshake(f wire.Fetch) *wire.FetchResp {
 	m.log.Info("slave connected", "replica_id", f.ReplicaID, "remote", c.remote(), "offset", f.Offset,
 		"durable", f.Durable, "last_epoch", f.LastEpoch, "leo", leo)
 	return nil
+}
+
+// diverging answers a handshake whose log is not a prefix of the master's
+// (replication.md §2.7): the largest epoch both have, and where the slave
+// must cut (epoch.DivergencePoint); a slave that can truncate cuts there
+// and fetches again, one that cannot stops as on NotPrefix.
+func (c *mconn) diverging(f wire.Fetch, es []epoch.Entry, leo int64) *wire.FetchResp {
+	e, end := epoch.DivergencePoint(es, leo, f.LastEpoch, f.Offset)
+	r := c.errResp(wire.Diverging, fmt.Sprintf("the slave's log (ending at %d in epoch %d) diverges from this master's after epoch %d: cut it at %d (or below, where its own epoch %d ends) and fetch again",
+		f.Offset, f.LastEpoch, e, end, e))
+	r.Epoch, r.EpochStart, r.Base = e, 0, end
+	for _, x := range es {
+		if x.Epoch == e {
+			r.EpochStart = x.Start
+		}
+	}
+	return r
 }
 
 // checkAck checks a later fetch against the connection's session.

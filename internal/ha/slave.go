@@ -137,7 +137,7 @@ func (s *Slave) run() {
 		if s.ctx.Err() != nil {
 			return
 		}
-		if errors.Is(err, errStartOver) && !startedOver {
+		if (errors.Is(err, errStartOver) || errors.Is(err, errTruncated)) && !startedOver {
 			// At once from the new position: nothing is wrong (a second
 			// one in a row waits, so that a moving log start cannot spin).
 			startedOver = true
@@ -145,7 +145,8 @@ func (s *Slave) run() {
 			continue
 		}
 		startedOver = false
-		if errors.Is(err, ErrNotPrefix) || errors.Is(err, ErrRefused) || errors.Is(err, ErrBelowLogStart) {
+		if errors.Is(err, ErrNotPrefix) || errors.Is(err, ErrRefused) || errors.Is(err, ErrBelowLogStart) ||
+			errors.Is(err, ErrBelowCommitPoint) || errors.Is(err, ErrTruncate) {
 			s.mu.Lock()
 			s.err = err
 			s.st.Stopped, s.st.LastError = true, err.Error()
@@ -277,6 +278,15 @@ func (s *Slave) session(nc net.Conn) (progressed bool, err error) {
 		}
 	} else if pos > 0 {
 		es := s.cfg.Epochs.Entries()
+		if n := len(es); n > 0 && es[n-1].Start > pos {
+			// Entries above the log's end: a truncation that a crash cut
+			// short after the log was cut (truncate).
+			if err := s.cfg.Epochs.TruncateAfter(pos + 1); err != nil {
+				return false, fmt.Errorf("drop the epoch entries above the log's end %d: %w", pos, err)
+			}
+			s.log.Info("dropped the epoch entries above the log's end", "offset", pos, "entries", es)
+			es = s.cfg.Epochs.Entries()
+		}
 		e, ok := epochOf(es, pos-1)
 		switch {
 		case ok:
@@ -547,8 +557,55 @@ func (s *Slave) refused(r wire.FetchResp) error {
 		return fmt.Errorf("%w: %s: %s", ErrRefused, r.Err, r.Message)
 	case wire.OffsetOutOfRange:
 		return s.startOver(r.LogStart, r.Message)
+	case wire.Diverging:
+		return s.truncate(r)
 	}
 	return fmt.Errorf("the master answered %s: %s", r.Err, r.Message)
+}
+
+// errTruncated ends a session after the local log was cut back to where
+// it is a prefix of the master's: the next one fetches from there.
+var errTruncated = errors.New("fetching again after the truncation")
+
+// truncate cuts the local log where the master's Diverging answer r says
+// it stops being a prefix of the master's — lower where the local history
+// ends the shared epoch earlier (epoch.CutPoint) — and drops the epoch
+// entries above the cut (the log first: a crash between leaves entries
+// above the log's end, which the next session drops). A cut below the
+// commit point is refused: the slave stops, acking nothing more.
+func (s *Slave) truncate(r wire.FetchResp) error {
+	tr, ok := s.sink.(Truncater)
+	if !ok {
+		return fmt.Errorf("%w: %s (this slave's store cannot truncate its log)", ErrNotPrefix, r.Message)
+	}
+	written := s.sink.Written()
+	es := s.cfg.Epochs.Entries()
+	cut := epoch.CutPoint(es, written, r.Epoch, r.Base)
+	s.mu.Lock()
+	cp := max(s.cp, tr.CommitPoint())
+	s.mu.Unlock()
+	if cut < cp {
+		return fmt.Errorf("%w: the master shares this log up to %d (epoch %d) only, but %d of it is committed: refusing to truncate; only a bug or an unclean election does this — keep this store for inspection and copy the master into a fresh one",
+			ErrBelowCommitPoint, cut, r.Epoch, cp)
+	}
+	if cut >= written && (len(es) == 0 || es[len(es)-1].Start < cut) {
+		return fmt.Errorf("%w: the master's diverging answer (epoch %d, cut at %d) cuts nothing of this log ending at %d", ErrNotPrefix, r.Epoch, r.Base, written)
+	}
+	res, err := tr.TruncateTo(cut)
+	if err != nil {
+		return fmt.Errorf("%w: cut at %d: %w", ErrTruncate, cut, err)
+	}
+	if err := s.cfg.Epochs.TruncateAfter(cut); err != nil {
+		return fmt.Errorf("drop the epoch entries above the cut at %d: %w", cut, err)
+	}
+	s.log.Info(fmt.Sprintf("truncated %d bytes (%d messages) above %d diverging from the master's epoch %d", res.Bytes, res.Messages, cut, r.Epoch),
+		"bytes", res.Bytes, "messages", res.Messages, "offset", cut, "epoch", r.Epoch, "msg_ids", res.MsgIDs,
+		"msg_ids_not_listed", res.Messages-len(res.MsgIDs))
+	s.mu.Lock()
+	s.st.Truncations++
+	s.st.TruncatedBytes += res.Bytes
+	s.mu.Unlock()
+	return errTruncated
 }
 
 // errStartOver ends a session so that the next one fetches from the

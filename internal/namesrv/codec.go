@@ -42,6 +42,9 @@ const (
 	// ExtDataVersion in an answer is the data version (JSON) the name
 	// server now holds for the broker.
 	ExtDataVersion = rmq.ExtDataVersion
+	// ExtMasterEpoch is the master epoch (decimal) of a registration in
+	// controller mode: the highest epoch's claim to id 0 wins.
+	ExtMasterEpoch = rmq.ExtMasterEpoch
 )
 
 // bad wraps a decode error of package rmq (whose text names the field)
@@ -80,6 +83,7 @@ func decodeRegistration(c *remoting.Command) (Registration, error) {
 	}
 	r.Broker = brokerID(h.BrokerIdentity)
 	r.Addr, r.HAServerAddr = h.BrokerAddr, h.HAServerAddr
+	r.MasterEpoch = h.MasterEpoch
 	if h.Compressed {
 		return r, fmt.Errorf("%w: compressed=true (set the broker's compressedRegister=false)", ErrUnsupported)
 	}

@@ -212,7 +212,10 @@ func (s *Server) registerBroker(_ context.Context, c *remoting.Conn, req *remoti
 			"broker_addr", r.Addr, "base_version", base.String(), "held_version", res.Version.String())
 		return rmq.EncodeNeedFullRegistration(req, "delta base version "+base.String()+" is not the version held here; send a full registration")
 	}
-	if res.Stale {
+	if res.Ignored {
+		s.log.Warn("master claim of a lower epoch ignored: the broker is a deposed master", "broker", r.Broker.Name,
+			"broker_addr", r.Addr, "epoch", r.MasterEpoch, "master_epoch", res.HeldEpoch, "master_addr", res.MasterAddr)
+	} else if res.Stale {
 		s.log.Info("stale full registration ignored", "broker", r.Broker.Name, "broker_id", r.Broker.ID,
 			"broker_addr", r.Addr, "version", r.Version.String(), "held_version", res.Version.String())
 	} else {

@@ -122,6 +122,9 @@ type Registrar struct {
 	masterMu sync.Mutex // guards master
 	master   MasterInfo // a slave's master, as last named by a name server
 
+	identMu sync.Mutex // guards me
+	me      ident      // the broker id and master epoch registered (SetIdentity)
+
 	registered     chan struct{} // closed at the first registration a name server accepts
 	registeredOnce sync.Once
 
@@ -129,6 +132,14 @@ type Registrar struct {
 	fullCache        *remoting.Command
 	fullCacheSeq     uint64
 	fullCacheVersion DataVersion
+	fullCacheIdent   ident
+}
+
+// ident is who a registration claims to be: the broker id (0: master) and
+// the master epoch (0: none, not sent).
+type ident struct {
+	id    int64
+	epoch uint32
 }
 
 // entry is one topic as the Registrar holds it.
@@ -206,6 +217,7 @@ func NewRegistrar(client *remoting.Client, nameServers []string, broker BrokerIn
 		entries:    map[string]entry{},
 		published:  make(chan struct{}),
 		registered: make(chan struct{}),
+		me:         ident{id: broker.ID},
 	}
 	for _, addr := range nameServers {
 		r.ns = append(r.ns, &nsState{addr: addr, wake: make(chan struct{}, 1), pending: map[string]struct{}{}})
@@ -411,7 +423,7 @@ func (r *Registrar) Close() {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), r.opts.Timeout)
 			defer cancel()
-			if _, err := r.client.Invoke(ctx, st.addr, rmq.EncodeUnregisterBroker(rmq.UnregisterBrokerRequest{BrokerIdentity: r.identity(), HAServerAddr: r.broker.HAServerAddr})); err != nil {
+			if _, err := r.client.Invoke(ctx, st.addr, rmq.EncodeUnregisterBroker(rmq.UnregisterBrokerRequest{BrokerIdentity: r.identity(r.ident()), HAServerAddr: r.broker.HAServerAddr})); err != nil {
 				r.log.Debug("unregister failed", "namesrv", st.addr, "err", err)
 			}
 		}()
@@ -476,6 +488,7 @@ func (r *Registrar) run(st *nsState) {
 
 // sync sends one registration to st and records what it acknowledged.
 func (r *Registrar) sync(st *nsState) error {
+	me := r.ident()
 	r.mu.Lock()
 	full := !st.acked || st.forceFull || st.ticks >= r.opts.FullEvery
 	seq, version, base := r.seq, r.version, st.ackedVersion
@@ -492,11 +505,11 @@ func (r *Registrar) sync(st *nsState) error {
 
 	var req *remoting.Command
 	if full {
-		req = r.fullRequest(topics, seq, version)
+		req = r.fullRequest(me, topics, seq, version)
 	} else {
-		req = r.deltaRequest(base, version, changed, removed)
+		req = r.deltaRequest(me, base, version, changed, removed)
 	}
-	err := r.send(st.addr, req)
+	err := r.send(st.addr, req, me)
 	r.mu.Lock()
 	switch {
 	case err == nil:
@@ -552,7 +565,7 @@ func (r *Registrar) deltaLocked(names map[string]struct{}) (map[string]TopicConf
 	return changed, removed
 }
 
-func (r *Registrar) send(addr string, req *remoting.Command) error {
+func (r *Registrar) send(addr string, req *remoting.Command, me ident) error {
 	ctx, cancel := context.WithTimeout(r.ctx, r.opts.Timeout)
 	defer cancel()
 	resp, err := r.client.Invoke(ctx, addr, req)
@@ -565,19 +578,25 @@ func (r *Registrar) send(addr string, req *remoting.Command) error {
 	if resp.Code != remoting.CodeSuccess {
 		return fmt.Errorf("register with %s: code %d: %s", addr, resp.Code, resp.Remark)
 	}
-	if r.broker.ID != MasterID {
-		r.learnMaster(rmq.RegisterBrokerMaster(resp))
+	if me.id != MasterID {
+		addr, haAddr := rmq.RegisterBrokerMaster(resp)
+		r.learnMaster(me, addr, haAddr)
 	}
 	return nil
 }
 
-// learnMaster keeps the master a name server named, unless it named none.
-func (r *Registrar) learnMaster(addr, haAddr string) {
+// learnMaster keeps the master a name server named, unless it named none
+// or the answer was to a registration under an identity given up since.
+func (r *Registrar) learnMaster(me ident, addr, haAddr string) {
 	if addr == "" && haAddr == "" {
 		return
 	}
 	m := MasterInfo{Addr: addr, HAAddr: haAddr}
 	r.masterMu.Lock()
+	if r.ident() != me {
+		r.masterMu.Unlock()
+		return
+	}
 	changed := r.master != m
 	r.master = m
 	r.masterMu.Unlock()
@@ -595,6 +614,33 @@ func (r *Registrar) learnMaster(addr, haAddr string) {
 // mode calls it on every role change: id 0 with the new epoch on
 // promotion, the replica id on demotion.
 func (r *Registrar) SetIdentity(brokerID int64, epoch uint32) {
+	me := ident{id: brokerID, epoch: epoch}
+	r.masterMu.Lock() // learnMaster checks the identity under masterMu
+	r.identMu.Lock()
+	old := r.me
+	r.me = me
+	r.identMu.Unlock()
+	if old != me {
+		r.master = MasterInfo{} // a master names none; a slave learns its new one
+	}
+	r.masterMu.Unlock()
+	if old == me {
+		return
+	}
+	r.log.Info("registration identity changed", "from_broker_id", old.id, "to_broker_id", me.id, "master_epoch", me.epoch)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, st := range r.ns {
+		st.forceFull = true
+	}
+	r.wakeAllLocked()
+}
+
+// ident is the identity registrations carry now.
+func (r *Registrar) ident() ident {
+	r.identMu.Lock()
+	defer r.identMu.Unlock()
+	return r.me
 }
 
 // Master is the master of a slave's broker group as the name servers last
@@ -605,14 +651,14 @@ func (r *Registrar) Master() MasterInfo {
 	return r.master
 }
 
-func (r *Registrar) identity() rmq.BrokerIdentity {
-	return rmq.BrokerIdentity{ClusterName: r.broker.Cluster, BrokerName: r.broker.Name, BrokerAddr: r.broker.Addr, BrokerID: r.broker.ID}
+func (r *Registrar) identity(me ident) rmq.BrokerIdentity {
+	return rmq.BrokerIdentity{ClusterName: r.broker.Cluster, BrokerName: r.broker.Name, BrokerAddr: r.broker.Addr, BrokerID: me.id}
 }
 
 // request builds a registration of body, deflated when it is larger than
 // CompressAboveBytes.
-func (r *Registrar) request(h rmq.RegisterBrokerRequest, body []byte) *remoting.Command {
-	h.BrokerIdentity, h.HAServerAddr = r.identity(), r.broker.HAServerAddr
+func (r *Registrar) request(me ident, h rmq.RegisterBrokerRequest, body []byte) *remoting.Command {
+	h.BrokerIdentity, h.HAServerAddr, h.MasterEpoch = r.identity(me), r.broker.HAServerAddr, me.epoch
 	if r.opts.CompressAboveBytes >= 0 && len(body) > r.opts.CompressAboveBytes {
 		body, h.Zlib = rmq.Deflate(body), true
 	}
@@ -622,12 +668,12 @@ func (r *Registrar) request(h rmq.RegisterBrokerRequest, body []byte) *remoting.
 // fullRequest builds a Java-compatible full registration (plus petrelZlib
 // when compressed). The encoded body is cached per topic set, so that
 // several name servers share one encoding (100,000 topics take ~140 ms).
-func (r *Registrar) fullRequest(topics map[string]TopicConfig, seq uint64, v DataVersion) *remoting.Command {
+func (r *Registrar) fullRequest(me ident, topics map[string]TopicConfig, seq uint64, v DataVersion) *remoting.Command {
 	r.cacheMu.Lock()
 	defer r.cacheMu.Unlock()
-	if r.fullCache == nil || r.fullCacheSeq != seq || r.fullCacheVersion != v {
-		r.fullCache = r.request(rmq.RegisterBrokerRequest{}, rmq.EncodeRegisterBrokerBody(topics, v))
-		r.fullCacheSeq, r.fullCacheVersion = seq, v
+	if r.fullCache == nil || r.fullCacheSeq != seq || r.fullCacheVersion != v || r.fullCacheIdent != me {
+		r.fullCache = r.request(me, rmq.RegisterBrokerRequest{}, rmq.EncodeRegisterBrokerBody(topics, v))
+		r.fullCacheSeq, r.fullCacheVersion, r.fullCacheIdent = seq, v, me
 	}
 	c := r.fullCache
 	ext := make(map[string]string, len(c.ExtFields))
@@ -638,7 +684,7 @@ func (r *Registrar) fullRequest(topics map[string]TopicConfig, seq uint64, v Dat
 }
 
 // deltaRequest builds a delta registration from base to v.
-func (r *Registrar) deltaRequest(base, v DataVersion, changed map[string]TopicConfig, removed []string) *remoting.Command {
-	return r.request(rmq.RegisterBrokerRequest{Delta: true, BaseVersion: base},
+func (r *Registrar) deltaRequest(me ident, base, v DataVersion, changed map[string]TopicConfig, removed []string) *remoting.Command {
+	return r.request(me, rmq.RegisterBrokerRequest{Delta: true, BaseVersion: base},
 		rmq.EncodeDeltaRegisterBody(rmq.DeltaRegisterBody{DataVersion: v, TopicConfigTable: changed, RemovedTopics: removed}))
 }

@@ -60,6 +60,9 @@ type Registration struct {
 	// Session identifies the connection the registration came on; when it
 	// closes, DropSession removes the broker. 0 means none.
 	Session uint64
+	// MasterEpoch is the master epoch the broker claims (ext
+	// petrelMasterEpoch; controller mode); 0: none (official brokers).
+	MasterEpoch uint32
 }
 
 // RegisterResult is the table's answer to a registration.
@@ -78,6 +81,12 @@ type RegisterResult struct {
 	// the same broker process at a newer version (a registration that
 	// was delayed in the network). Nothing was changed.
 	Stale bool
+	// Ignored reports a claim to broker id 0 with a lower master epoch
+	// than the live master's (HeldEpoch): a deposed master that has not
+	// learned it yet. Nothing was changed; MasterAddr and MasterHAAddr
+	// name the live master.
+	Ignored   bool
+	HeldEpoch uint32
 }
 
 // staleVersion reports whether a full registration at v is older than the
@@ -92,6 +101,7 @@ type instance struct {
 	BrokerID
 	addr     string
 	haAddr   string
+	epoch    uint32 // master epoch of its last registration (0: none)
 	version  DataVersion
 	lastSeen time.Time
 	session  uint64
@@ -140,8 +150,19 @@ func NewTable() *Table {
 // delta applies only when the table holds the broker at r.BaseVersion and
 // from r.Addr, otherwise it changes nothing and the result asks for a full
 // one.
+//
+// Master epochs (controller mode): a claim to broker id 0 from another
+// address with a lower MasterEpoch than the live master's is ignored (see
+// RegisterResult.Ignored): a higher or equal epoch replaces the master,
+// the highest epoch wins. A registration without an epoch (official
+// brokers) is taken as before, whatever the held master's epoch.
 func (t *Table) Register(r Registration, now time.Time) RegisterResult {
 	b := t.brokers[r.Broker.Name][r.Broker.ID]
+	if r.Broker.ID == MasterID && !r.Delta && r.MasterEpoch > 0 && b != nil && b.addr != r.Addr && r.MasterEpoch < b.epoch {
+		// A deposed master (its delta from this address asks for a full
+		// registration below, like any other address's).
+		return RegisterResult{Ignored: true, HeldEpoch: b.epoch, MasterAddr: b.addr, MasterHAAddr: b.haAddr}
+	}
 	if r.Delta {
 		if b == nil || b.addr != r.Addr || b.version != r.BaseVersion || b.Cluster != r.Broker.Cluster {
 			res := RegisterResult{NeedFull: true}
@@ -211,6 +232,7 @@ func (t *Table) Register(r Registration, now time.Time) RegisterResult {
 	b.version = r.Version
 	b.lastSeen = now
 	b.session = r.Session
+	b.epoch = r.MasterEpoch
 	res := RegisterResult{Version: b.version}
 	if b.ID != MasterID {
 		if m := t.brokers[b.Name][MasterID]; m != nil {

@@ -38,12 +38,12 @@ func TestHeartbeatFrameSizeWith100000Topics(t *testing.T) {
 	r := NewRegistrar(nil, nil, broker, RegistrarOptions{})
 	raw := NewRegistrar(nil, nil, broker, RegistrarOptions{CompressAboveBytes: -1})
 
-	heartbeat := frameBytes(t, r.deltaRequest(v, v, nil, nil))
+	heartbeat := frameBytes(t, r.deltaRequest(r.ident(), v, v, nil, nil))
 	v2 := DataVersion{Timestamp: v.Timestamp, Counter: v.Counter + 1}
 	changed := map[string]TopicConfig{"orders-000042": topics["orders-000042"]}
-	oneChange := frameBytes(t, r.deltaRequest(v, v2, changed, nil))
-	fullZ := frameBytes(t, r.fullRequest(topics, 1, v))
-	fullJSON := frameBytes(t, raw.fullRequest(topics, 1, v))
+	oneChange := frameBytes(t, r.deltaRequest(r.ident(), v, v2, changed, nil))
+	fullZ := frameBytes(t, r.fullRequest(r.ident(), topics, 1, v))
+	fullJSON := frameBytes(t, raw.fullRequest(raw.ident(), topics, 1, v))
 	t.Logf("REGISTER_BROKER frames for %d topics: heartbeat (empty delta) %d B; one changed topic %d B; "+
 		"full JSON %d B (%.1f MiB); full zlib %d B (%.2f MiB); every 30 s with a full one every 10: %.0f B/heartbeat on average",
 		n, heartbeat, oneChange, fullJSON, float64(fullJSON)/(1<<20), fullZ, float64(fullZ)/(1<<20),
@@ -55,7 +55,7 @@ func TestHeartbeatFrameSizeWith100000Topics(t *testing.T) {
 		t.Fatalf("compressed full registration %d B (JSON %d B)", fullZ, fullJSON)
 	}
 	// The compressed full body decodes to the same topics.
-	req := r.fullRequest(topics, 1, v)
+	req := r.fullRequest(r.ident(), topics, 1, v)
 	got, err := decodeRegistration(req)
 	if err != nil || len(got.Topics) != n || got.Version != v {
 		t.Fatalf("decode: %v, %d topics, version %v", err, len(got.Topics), got.Version)
@@ -69,13 +69,13 @@ func BenchmarkRegisterFrame100000Topics(b *testing.B) {
 	b.Run("heartbeat", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			b.SetBytes(int64(frameBytes(b, r.deltaRequest(v, v, nil, nil))))
+			b.SetBytes(int64(frameBytes(b, r.deltaRequest(r.ident(), v, v, nil, nil))))
 		}
 	})
 	b.Run("full-zlib", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			b.SetBytes(int64(frameBytes(b, r.fullRequest(topics, 1, v))))
+			b.SetBytes(int64(frameBytes(b, r.fullRequest(r.ident(), topics, 1, v))))
 		}
 	})
 	b.Run("apply-one-change", func(b *testing.B) {

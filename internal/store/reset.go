@@ -56,11 +56,6 @@ import (
 // progress.
 const ResetMarker = "reset-in-progress"
 
-const (
-	resetMagic     = "PRST"
-	resetMarkerLen = 16 // magic, start (u64 BE), crc32 of both
-)
-
 // ErrResetOffset: ResetAt was given an offset that cannot start a log (not
 // a segment start, or negative).
 var ErrResetOffset = errors.New("store: a reset must start at a segment start")
@@ -128,7 +123,7 @@ func (s *Store) resetLocked(start int64) error {
 	if err := errors.Join(errs...); err != nil && !errors.Is(err, commitlog.ErrClosed) {
 		s.log.Warn("closing the old log before the reset", "err", err)
 	}
-	if err := writeResetMarker(s.cfg.FS, s.cfg.Dir, start); err != nil {
+	if err := writeMarker(s.cfg.FS, s.cfg.Dir, ResetMarker, resetMagic, start); err != nil {
 		return fmt.Errorf("store: reset to %d: %w", start, err)
 	}
 	if err := wipeForReset(s.cfg.FS, s.cfg.Dir, s.cfg.SegmentBytes, start); err != nil {
@@ -144,7 +139,7 @@ func (s *Store) resetLocked(start int64) error {
 // finishReset completes, at Open, a reset whose marker is on disk, and
 // removes a torn marker (nothing was removed yet when it was written).
 func (s *Store) finishReset() error {
-	start, ok, err := readResetMarker(s.cfg.FS, s.cfg.Dir)
+	start, ok, err := readMarker(s.cfg.FS, s.cfg.Dir, ResetMarker, resetMagic)
 	if err != nil {
 		return err
 	}
@@ -153,7 +148,7 @@ func (s *Store) finishReset() error {
 	}
 	if start < 0 {
 		s.log.Warn("dropping a torn reset marker: the reset had not begun")
-		return removeResetMarker(s.cfg.FS, s.cfg.Dir)
+		return removeMarker(s.cfg.FS, s.cfg.Dir, ResetMarker)
 	}
 	s.log.Warn("finishing a commit-log reset that a crash interrupted", "start", start)
 	if err := wipeForReset(s.cfg.FS, s.cfg.Dir, s.cfg.SegmentBytes, start); err != nil {
@@ -162,12 +157,20 @@ func (s *Store) finishReset() error {
 	return nil
 }
 
-func writeResetMarker(fsys vfs.FS, dir string, start int64) error {
-	var b [resetMarkerLen]byte
-	copy(b[:], resetMagic)
-	binary.BigEndian.PutUint64(b[4:], uint64(start))
+// A marker records an operation in progress (a reset, a truncation): its
+// magic, an offset and the checksum of both, synced with its directory.
+const (
+	resetMagic    = "PRST"
+	truncateMagic = "PTRC"
+	markerLen     = 16 // magic, offset (u64 BE), crc32 of both
+)
+
+func writeMarker(fsys vfs.FS, dir, name, magic string, off int64) error {
+	var b [markerLen]byte
+	copy(b[:], magic)
+	binary.BigEndian.PutUint64(b[4:], uint64(off))
 	binary.BigEndian.PutUint32(b[12:], crc32.ChecksumIEEE(b[:12]))
-	p := path.Join(dir, ResetMarker)
+	p := path.Join(dir, name)
 	f, err := fsys.Create(p)
 	if err != nil {
 		return fmt.Errorf("create %s: %w", p, err)
@@ -189,10 +192,10 @@ func writeResetMarker(fsys vfs.FS, dir string, start int64) error {
 	return nil
 }
 
-// readResetMarker returns the start of the reset the marker records
-// (ok), -1 for a torn marker, or ok false when there is none.
-func readResetMarker(fsys vfs.FS, dir string) (int64, bool, error) {
-	p := path.Join(dir, ResetMarker)
+// readMarker returns the offset a marker records (ok), -1 for a torn
+// marker, or ok false when there is none.
+func readMarker(fsys vfs.FS, dir, name, magic string) (int64, bool, error) {
+	p := path.Join(dir, name)
 	f, err := fsys.Open(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, false, nil
@@ -201,20 +204,20 @@ func readResetMarker(fsys vfs.FS, dir string) (int64, bool, error) {
 		return 0, false, fmt.Errorf("store: open %s: %w", p, err)
 	}
 	defer f.Close()
-	var b [resetMarkerLen]byte
+	var b [markerLen]byte
 	n, err := f.ReadAt(b[:], 0)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return 0, false, fmt.Errorf("store: read %s: %w", p, err)
 	}
-	if n < resetMarkerLen || string(b[:4]) != resetMagic || binary.BigEndian.Uint32(b[12:]) != crc32.ChecksumIEEE(b[:12]) {
+	if n < markerLen || string(b[:4]) != magic || binary.BigEndian.Uint32(b[12:]) != crc32.ChecksumIEEE(b[:12]) {
 		return -1, true, nil
 	}
 	return int64(binary.BigEndian.Uint64(b[4:])), true, nil
 }
 
-func removeResetMarker(fsys vfs.FS, dir string) error {
-	if err := fsys.Remove(path.Join(dir, ResetMarker)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("store: remove the reset marker: %w", err)
+func removeMarker(fsys vfs.FS, dir, name string) error {
+	if err := fsys.Remove(path.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("store: remove %s: %w", name, err)
 	}
 	if err := fsys.SyncDir(dir); err != nil {
 		return fmt.Errorf("store: sync %s: %w", dir, err)
@@ -265,5 +268,5 @@ func wipeForReset(fsys vfs.FS, dir string, segBytes, start int64) error {
 			return fmt.Errorf("sync %s: %w", cl, err)
 		}
 	}
-	return removeResetMarker(fsys, dir)
+	return removeMarker(fsys, dir, ResetMarker)
 }

@@ -117,6 +117,9 @@ func (s *Store) open() error {
 	if err := s.finishReset(); err != nil {
 		return err
 	}
+	if err := s.finishTruncateAtOpen(); err != nil {
+		return err
+	}
 	if err := s.openLog(false); err != nil {
 		return err
 	}
@@ -127,7 +130,7 @@ func (s *Store) open() error {
 // openLog opens the commit log, the consume queues and the index, brings
 // the derived data up to the log and starts the dispatcher. After a reset
 // (afterReset) the commit point is only raised, never set back to the
-// checkpoint's.
+// checkpoint's (also when a truncation reopens the log).
 func (s *Store) openLog(afterReset bool) error {
 	cfg := s.cfg
 	var err error
@@ -210,7 +213,10 @@ func (s *Store) openLog(afterReset bool) error {
 		return err
 	}
 	d := s.disp.Load()
-	if cfg.CommitPoint {
+	if cfg.CommitPoint || s.cpEnabled.Load() {
+		// Enabled by the config or at run time (a log reopened by a
+		// truncation): the records above the dispatch point keep their
+		// queue offsets.
 		if err := s.followUndispatched(d.Dispatched()); err != nil {
 			return err
 		}

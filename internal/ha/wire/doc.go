@@ -66,6 +66,13 @@
 // A slave sends an Ack when its fsync has made more bytes durable, between
 // its fetches, so the commit point moves without waiting for the next fetch.
 //
+// An error response (Err ≠ OK) carries no Data; Message says why. A
+// Diverging response reuses the fields: Epoch is the largest epoch the
+// master and the slave share (0: none), EpochStart its start on the
+// master, and Base the offset the slave must cut its log at (lower where
+// its own history ends that epoch earlier); HW, LEO and LogStart are the
+// master's as in every response.
+//
 // Data comes last so that the master can write the header and the log bytes
 // separately (AppendFetchRespHeader, then FrameWriter or WriteFrameParts):
 // the frame's CRC covers both, but the log bytes are never copied into the

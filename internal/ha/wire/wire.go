@@ -141,9 +141,9 @@ const (
 	// OffsetOutOfRange: Offset is below the master's LogStart or above its
 	// LEO; a slave below retention starts over from LogStart.
 	OffsetOutOfRange
-	// NotPrefix: the slave's log is not a prefix of the master's (its last
-	// epoch is unknown to the master, or ends earlier there); it stops
-	// replicating and says why (truncation is the failover issue's).
+	// NotPrefix: the slave's log cannot be a copy of the master's (bytes
+	// but no epoch); it stops replicating and says why. (A master before
+	// Diverging also sent it for a diverging log.)
 	NotPrefix
 	// UnknownReplica: the master does not accept this ReplicaID.
 	UnknownReplica

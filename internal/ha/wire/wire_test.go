@@ -35,6 +35,13 @@ var (
 		LogStart: 0, Base: 0, Message: "no"}
 	goldenErrRespHex = `01 02 | 0004 | 00000007 | 0000000200000000 | 0000000000000009 | 0000000400000000 |
 		0000000000000000 | 0000000000000000 | 0002 6e6f | 00000000`
+
+	// A Diverging answer: the shared epoch 2 (starting at 2^32 on the
+	// master) and the cut at 2^32+77 in Base.
+	goldenDivergingResp = FetchResp{Err: Diverging, Epoch: 2, EpochStart: 1 << 32, HW: 1<<32 + 5, LEO: 1 << 33,
+		LogStart: 0, Base: 1<<32 + 77, Message: "cut"}
+	goldenDivergingRespHex = `01 02 | 000a | 00000002 | 0000000100000000 | 0000000100000005 | 0000000200000000 |
+		0000000000000000 | 000000010000004d | 0003 637574 | 00000000`
 )
 
 func TestGoldenFetch(t *testing.T) {
@@ -55,7 +62,7 @@ func TestGoldenFetchResp(t *testing.T) {
 	for _, c := range []struct {
 		r   FetchResp
 		hex string
-	}{{goldenResp, goldenRespHex}, {goldenErrResp, goldenErrRespHex}} {
+	}{{goldenResp, goldenRespHex}, {goldenErrResp, goldenErrRespHex}, {goldenDivergingResp, goldenDivergingRespHex}} {
 		want := unhex(t, c.hex)
 		if got := AppendFetchResp(nil, c.r); !bytes.Equal(got, want) {
 			t.Fatalf("AppendFetchResp(%+v):\n got %x\nwant %x", c.r, got, want)
@@ -182,7 +189,7 @@ func TestAppendPanicsOnInvalid(t *testing.T) {
 }
 
 func TestCodeString(t *testing.T) {
-	for c, want := range map[Code]string{OK: "OK", NotPrefix: "NotPrefix", Unavailable: "Unavailable", 77: "Code(77)"} {
+	for c, want := range map[Code]string{OK: "OK", NotPrefix: "NotPrefix", Unavailable: "Unavailable", Diverging: "Diverging", 77: "Code(77)"} {
 		if got := c.String(); got != want {
 			t.Errorf("Code(%d).String() = %q, want %q", uint16(c), got, want)
 		}

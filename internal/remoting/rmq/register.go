@@ -3,7 +3,8 @@ package rmq
 // Broker registration with the name servers:
 //
 //	103 REGISTER_BROKER     ext brokerName, brokerAddr, clusterName, haServerAddr, brokerId,
-//	                        compressed, bodyCrc32 (+ Petrel's petrelDelta, baseVersion, petrelZlib);
+//	                        compressed, bodyCrc32 (+ Petrel's petrelDelta, baseVersion, petrelZlib,
+//	                        petrelMasterEpoch);
 //	                        body RegisterBrokerBody JSON (Java's) or DeltaRegisterBody (Petrel's)
 //	                        answer ext haServerAddr, masterAddr, dataVersion; body the
 //	                        ORDER_TOPIC_CONFIG KVTable when set; a refused delta is
@@ -110,6 +111,11 @@ func DecodeRegisterBroker(c *remoting.Command) (RegisterBrokerRequest, error) {
 		Delta:          f.boolean(ExtDelta),
 		Zlib:           f.boolean(ExtZlib),
 	}
+	if e := f.i64(ExtMasterEpoch); e < 0 || e > 1<<32-1 {
+		f.fail(&FieldError{Field: ExtMasterEpoch, Value: f.str(ExtMasterEpoch), Want: "a master epoch, 0..4294967295"})
+	} else {
+		h.MasterEpoch = uint32(e)
+	}
 	if h.Delta {
 		h.BaseVersion = f.version(ExtBaseVersion)
 	}
@@ -136,6 +142,9 @@ func EncodeRegisterBroker(h RegisterBrokerRequest, body []byte) *remoting.Comman
 	}
 	if h.Zlib {
 		ext[ExtZlib] = "true"
+	}
+	if h.MasterEpoch > 0 {
+		ext[ExtMasterEpoch] = itoa(int64(h.MasterEpoch))
 	}
 	ext["compressed"] = btoa(h.Compressed)
 	ext["bodyCrc32"] = itoa(BodyCRC(body))

@@ -241,13 +241,71 @@ func (s *Store) ResetAt(start int64) error {
 }
 
 // TruncateTo drops the log above off, as the file store's TruncateTo does:
-// off must be a record boundary or the end, at or above the commit point.
+// off must be a record boundary or the end (store.ErrTruncateOffset), at
+// or above the commit point — CommitPoint once enabled, else the end of
+// what is readable (store.ErrBelowCommitPoint) — and the queues' next
+// offsets are recomputed from the queues and the records kept above the
+// commit point.
 func (s *Store) TruncateTo(off int64) (store.Truncated, error) {
-	return store.Truncated{}, errors.New("memstore: TruncateTo is not built yet")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.truncate(off, false)
 }
 
 // PrepareMaster drops a record cut at the end and recomputes the queues'
 // next offsets from the log, as the file store's PrepareMaster does.
 func (s *Store) PrepareMaster() (int64, error) {
-	return 0, errors.New("memstore: PrepareMaster is not built yet")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	res, err := s.truncate(s.d.end, true)
+	if err != nil {
+		return 0, err
+	}
+	return res.From, nil
+}
+
+// truncate cuts the log at off. Holds mu.
+func (s *Store) truncate(off int64, prepare bool) (store.Truncated, error) {
+	if s.closed {
+		return store.Truncated{}, store.ErrClosed
+	}
+	d := s.d
+	written := d.end + int64(len(d.carry))
+	if off < 0 || off > written {
+		return store.Truncated{}, fmt.Errorf("%w: %d is outside the log [%d, %d]", store.ErrTruncateOffset, off, d.logMin, written)
+	}
+	floor := d.visEnd
+	if d.cpEnabled {
+		floor = d.commitPoint
+	}
+	if off < floor {
+		return store.Truncated{}, fmt.Errorf("%w: a cut at %d, the commit point is %d", store.ErrBelowCommitPoint, off, floor)
+	}
+	res := store.Truncated{From: off, Bytes: written - off}
+	if off == written && !prepare {
+		return res, nil
+	}
+	i := d.firstAt(off)
+	if off < d.end && (i == len(d.log) || d.log[i].off != off) {
+		return store.Truncated{}, fmt.Errorf("%w: %d lies inside a record", store.ErrTruncateOffset, off)
+	}
+	for _, r := range d.log[i:] {
+		res.Messages++
+		if len(res.MsgIDs) < store.MaxTruncatedIDs {
+			res.MsgIDs = append(res.MsgIDs, store.TruncatedID(r.rec))
+		}
+	}
+	d.log = d.log[:i:i]
+	d.carry = nil
+	if off < d.end {
+		d.end = off
+	}
+	// The next offsets from the queues and the records kept above the
+	// commit point, not from what puts and appends left in next.
+	d.next = make(map[queueKey]int64)
+	for j := d.firstAt(d.visEnd); j < len(d.log); j++ {
+		r := d.log[j].rec
+		d.next[queueKey{string(r.Topic()), r.QueueID()}] = r.QueueOffset() + 1
+	}
+	return res, nil
 }

@@ -89,6 +89,8 @@ func Run(t *testing.T, open Opener) {
 		{"ReplicaFedByRawReadsMatchesItsMaster", testRawReplica},
 		{"RawAppendAndReadEdges", testRawEdges},
 		{"ResetStartsOverAtTheMastersLogStart", testReset},
+		{"TruncateCutsAboveTheCommitPoint", testTruncate},
+		{"PrepareMasterCutsATornTailAndGoesOnFromTheLog", testPrepareMaster},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
