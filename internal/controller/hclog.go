@@ -14,7 +14,10 @@ import (
 // hcLogger is an hclog.Logger writing to a slog.Logger, so that raft logs
 // where the rest of Petrel does. raft's Trace and Debug go to slog Debug
 // (its heartbeat chatter), Info to Info (elections, state changes), Warn
-// and Error as they are. Keys are made snake_case ("last-index" →
+// and Error as they are, except that raft's errors about a peer it cannot
+// reach (peerTrouble) go to Warn: a voter down is degraded service, not
+// lost function, and raft repeats them on every retry. Keys are made
+// snake_case ("last-index" →
 // last_index, "error" → err).
 type hcLogger struct {
 	l    *slog.Logger
@@ -25,6 +28,18 @@ type hcLogger struct {
 func newHCLogger(l *slog.Logger) hclog.Logger { return &hcLogger{l: l} }
 
 var _ hclog.Logger = (*hcLogger)(nil)
+
+// peerTrouble are raft's Error messages about an unreachable or lagging
+// peer (raft v1.8.0's replication.go and raft.go).
+var peerTrouble = map[string]bool{
+	"failed to appendEntries to":                true,
+	"failed to heartbeat to":                    true,
+	"failed to make requestVote RPC":            true,
+	"failed to start pipeline replication to":   true,
+	"failed to pipeline appendEntries":          true,
+	"failed to send snapshot to":                true,
+	"peer has newer term, stopping replication": true,
+}
 
 func slogLevel(level hclog.Level) slog.Level {
 	switch level {
@@ -66,6 +81,9 @@ func attrs(args []any) []any {
 
 func (h *hcLogger) Log(level hclog.Level, msg string, args ...any) {
 	lv := slogLevel(level)
+	if lv == slog.LevelError && peerTrouble[msg] {
+		lv = slog.LevelWarn
+	}
 	if level == hclog.Off || !h.l.Enabled(context.Background(), lv) {
 		return
 	}

@@ -23,11 +23,15 @@ func TestHCLoggerWritesRaftLogThroughSlog(t *testing.T) {
 	h.Trace("more chatter")
 	h.Info("formatted", "node", hclog.Fmt("%s at %d", "voter", 3))
 	h.StandardLogger(nil).Print("legacy line")
+	h.Error("failed to heartbeat to", "peer", "127.0.0.1:2")
+	h.Error("failed to restore snapshot", "error", "bad")
 	out := buf.String()
 	for _, want := range []string{
 		`level=WARN msg="failed to contact" last_index=7 server_id=2 err=refused odd=(missing) raft_logger=snapshot`,
 		`msg=formatted node="voter at 3"`,
 		`msg="legacy line"`,
+		`level=WARN msg="failed to heartbeat to" peer=127.0.0.1:2`,
+		`level=ERROR msg="failed to restore snapshot" err=bad`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("log lacks %q:\n%s", want, out)
