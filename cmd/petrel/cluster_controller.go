@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/petrelmq/petrel/internal/cli"
+	"github.com/petrelmq/petrel/internal/controller/client"
 )
 
 // controllerEnv names the environment variable that sets --controller's
@@ -46,7 +47,9 @@ type controllerClient interface {
 }
 
 func newControllerClient(addrs []string, timeout time.Duration) controllerClient {
-	return cli.NewControllerClient(addrs, timeout)
+	// An operator election waits out the old master's lease (3.35 s by
+	// default): a call may take that much longer than one answer.
+	return client.New(addrs, client.Options{Timeout: timeout + cli.ElectionWait})
 }
 
 func newClusterGroupsCmd(af *adminFlags) *cobra.Command {

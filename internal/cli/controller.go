@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/petrelmq/petrel/internal/controller/api"
+	"github.com/petrelmq/petrel/internal/controller/client"
 )
 
 // Controller is what the controller commands (petrel cluster groups,
@@ -101,7 +102,7 @@ func (c *CLI) ElectMaster(ctx context.Context, ctl Controller, group string, id 
 	if err != nil {
 		return err
 	}
-	cctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	cctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout+ElectionWait)
 	defer cancel()
 	g, err := ctl.Elect(cctx, &api.ElectRequest{Group: group, ReplicaID: id, Unclean: unclean})
 	if err != nil {
@@ -109,6 +110,11 @@ func (c *CLI) ElectMaster(ctx context.Context, ctl Controller, group string, id 
 	}
 	return c.printElected(before, *g)
 }
+
+// ElectionWait is how much longer than one answer an election may take:
+// the controller waits out the old master's lease (3.35 s by default)
+// before it elects another.
+const ElectionWait = 5 * time.Second
 
 // TransferPoll is how often Transfer asks the controller whether the
 // master has handed over.
@@ -199,13 +205,18 @@ func (c *CLI) printElected(before, after api.GroupView) error {
 	return err
 }
 
-// controllerErr wraps an error of a controller call for the user.
+// controllerErr wraps an error of a controller call (internal/controller/
+// client's) for the user.
 func controllerErr(what string, err error) error {
 	switch {
 	case errors.Is(err, ErrUsage), errors.Is(err, ErrNotFound), errors.Is(err, ErrRefused), errors.Is(err, ErrUnreachable):
 		return fmt.Errorf("%s: %w", what, err)
+	case errors.Is(err, client.ErrNoLeader):
+		return fmt.Errorf("%w: %s: %w; check that the --controller addresses are the voters' --controller-listen and that a majority of them runs", ErrUnreachable, what, err)
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("%w: %s: no controller answered in time; check that the --controller addresses are the voters' --controller-listen and that a majority of them runs (raise --timeout on a slow network): %w", ErrUnreachable, what, err)
+	case errors.Is(err, client.ErrRefused), errors.Is(err, client.ErrStale):
+		return fmt.Errorf("%w: %s: the controller refused: %w", ErrRefused, what, err)
 	}
 	return fmt.Errorf("%w: %s: %w", ErrRefused, what, err)
 }

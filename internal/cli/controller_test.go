@@ -5,14 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/petrelmq/petrel/internal/controller/api"
-	"github.com/petrelmq/petrel/internal/remoting"
+	"github.com/petrelmq/petrel/internal/controller/client"
 )
 
 // fakeController is a Controller whose groups the test sets; Transfer
@@ -215,88 +215,25 @@ func TestParseControllers(t *testing.T) {
 	}
 }
 
-// ctlServer is a remoting server answering the controller codes: as the
-// leader (groups) or as a follower that names leader.
-func ctlServer(t *testing.T, leader string, calls *int) string {
-	t.Helper()
-	srv := remoting.NewServer(remoting.ServerOptions{})
-	h := func(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-		ctlCallsMu.Lock()
-		*calls++
-		ctlCallsMu.Unlock()
-		if leader != "" {
-			return remoting.NewResponse(req, api.CodeNotLeader, "not the leader").SetExt(api.ExtLeader, leader)
+func TestControllerErrorsSayWhatToDo(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want error
+		part string
+	}{
+		{fmt.Errorf("%w (tried 127.0.0.1:1)", client.ErrNoLeader), ErrUnreachable, "a majority of them runs"},
+		{fmt.Errorf("%w: replica 9 is not in the in-sync set", client.ErrRefused), ErrRefused, "not in the in-sync set"},
+		{&client.StaleError{Remark: "epoch moved"}, ErrRefused, "epoch moved"},
+		{fmt.Errorf("controller client: 127.0.0.1:1: %w", context.DeadlineExceeded), ErrUnreachable, "raise --timeout"},
+	} {
+		got := controllerErr("elect-master", tc.err)
+		if !errors.Is(got, tc.want) || !strings.Contains(got.Error(), tc.part) || !strings.HasPrefix(got.Error(), "elect-master") && !strings.Contains(got.Error(), "elect-master") {
+			t.Errorf("controllerErr(%v) = %v; want %v containing %q", tc.err, got, tc.want, tc.part)
 		}
-		if req.Code == api.CodeElect {
-			return remoting.NewResponse(req, api.CodeRefused, "replica 9 is not in the in-sync set")
-		}
-		resp := threeReplicas()
-		resp.Groups[0].Epoch = 9
-		b, _ := json.Marshal(resp)
-		r := remoting.NewResponse(req, 0, "")
-		r.Body = b
-		return r
 	}
-	for _, code := range []int16{api.CodeGroups, api.CodeElect, api.CodeTransfer} {
-		srv.Handle(code, h)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return ln.Addr().String()
-}
-
-var ctlCallsMu sync.Mutex // guards ctlServer's call counts
-
-func TestControllerClientFollowsTheLeader(t *testing.T) {
-	var leaderCalls, followerCalls int
-	leader := ctlServer(t, "", &leaderCalls)
-	follower := ctlServer(t, leader, &followerCalls)
-	// A dead address first: the client moves on to the next.
-	dead, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadAddr := dead.Addr().String()
-	dead.Close()
-
-	cl := NewControllerClient([]string{deadAddr, follower}, time.Second)
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := cl.Groups(ctx, &api.GroupsRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(resp.Groups) != 1 || resp.Groups[0].Epoch != 9 {
-		t.Errorf("groups = %+v", resp)
-	}
-	ctlCallsMu.Lock()
-	if leaderCalls != 1 || followerCalls != 1 {
-		t.Errorf("calls: leader %d, follower %d; want 1 and 1", leaderCalls, followerCalls)
-	}
-	ctlCallsMu.Unlock()
-	// The leader is remembered: the next call goes to it first.
-	if _, err := cl.Groups(ctx, &api.GroupsRequest{}); err != nil {
-		t.Fatal(err)
-	}
-	ctlCallsMu.Lock()
-	if leaderCalls != 2 || followerCalls != 1 {
-		t.Errorf("second call: leader %d, follower %d; want 2 and 1", leaderCalls, followerCalls)
-	}
-	ctlCallsMu.Unlock()
-	// A refusal is ErrRefused with the controller's remark.
-	_, err = cl.Elect(ctx, &api.ElectRequest{Group: "broker-a", ReplicaID: 9})
-	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "not in the in-sync set") {
-		t.Errorf("elect err = %v", err)
-	}
-	// Nobody answering is ErrUnreachable.
-	lone := NewControllerClient([]string{deadAddr}, time.Second)
-	defer lone.Close()
-	if _, err := lone.Groups(ctx, &api.GroupsRequest{}); !errors.Is(err, ErrUnreachable) {
-		t.Errorf("dead only: err = %v, want ErrUnreachable", err)
+	c, _ := newTestCLI(t, OutputTable)
+	f := &fakeController{resp: threeReplicas(), err: fmt.Errorf("%w (tried 127.0.0.1:1)", client.ErrNoLeader)}
+	if err := c.ClusterGroups(context.Background(), f, ""); !errors.Is(err, ErrUnreachable) {
+		t.Errorf("groups with no leader: %v", err)
 	}
 }

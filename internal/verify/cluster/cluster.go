@@ -70,7 +70,7 @@ type Options struct {
 	ControllerLink func(from, to string) (string, error)
 	// Controller, when set, makes the client the cluster asks the
 	// controller voters (addrs: their --controller-listen addresses)
-	// about the groups; nil: a cli.ControllerClient.
+	// about the groups; nil: internal/controller/client's Client.
 	Controller func(addrs []string) ControllerClient
 }
 

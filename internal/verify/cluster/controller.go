@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/petrelmq/petrel/internal/cli"
 	"github.com/petrelmq/petrel/internal/controller/api"
+	"github.com/petrelmq/petrel/internal/controller/client"
 )
 
 // A topology with controllers (Topology.Controllers > 0): the first N name
@@ -23,8 +23,7 @@ import (
 // replica is a group's master now is asked of the controller (Master).
 
 // ControllerClient is what the cluster asks the controller: its groups.
-// cli.ControllerClient and internal/controller/client's Client satisfy
-// it.
+// internal/controller/client's Client satisfies it.
 type ControllerClient interface {
 	Groups(ctx context.Context, req *api.GroupsRequest) (*api.GroupsResponse, error)
 	Close() error
@@ -34,7 +33,7 @@ type ControllerClient interface {
 const controllerCallTimeout = 2 * time.Second
 
 func defaultController(addrs []string) ControllerClient {
-	return cli.NewControllerClient(addrs, controllerCallTimeout)
+	return client.New(addrs, client.Options{Timeout: controllerCallTimeout})
 }
 
 // layoutControllers lays out the voters (in the first t.Controllers name
