@@ -318,7 +318,7 @@ func inSyncGap(g api.GroupView, want int) string {
 }
 
 // HasControllers reports whether the cluster's topology has controllers.
-func (c *Cluster) HasControllers() bool { return c.topo.Controllers > 0 }
+func (c *Cluster) HasControllers() bool { return c != nil && c.topo.Controllers > 0 }
 
 // Topology is the topology the cluster was started with.
 func (c *Cluster) Topology() Topology { return c.topo }
