@@ -128,3 +128,39 @@ func writeFailover(w io.Writer, fs []Failover) {
 	}
 	tw.Flush()
 }
+
+// ReplicaLog is one group's end-of-run log comparison: what was compared
+// (Result) and, when they differ or could not be compared, Error.
+type ReplicaLog struct {
+	Group  string `json:"group"`
+	Result string `json:"result"`
+	Error  string `json:"error,omitempty"`
+}
+
+// ReplicaLogs collects the Compare lines of a history (empty, not nil,
+// without any).
+func ReplicaLogs(ops []history.Op) []ReplicaLog {
+	out := []ReplicaLog{}
+	for _, op := range ops {
+		if op.F == history.Compare && op.Type == history.Info {
+			out = append(out, ReplicaLog{Group: op.Group, Result: op.Value, Error: op.Error})
+		}
+	}
+	return out
+}
+
+// writeReplicaLogs writes the comparison section of Text (nothing without
+// Compare lines).
+func writeReplicaLogs(w io.Writer, ls []ReplicaLog) {
+	if len(ls) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nreplica logs (byte for byte up to each group's commit point, after a graceful stop):")
+	for _, l := range ls {
+		if l.Error != "" {
+			fmt.Fprintf(w, "  %s: DIFFER: %s\n", l.Group, l.Error)
+			continue
+		}
+		fmt.Fprintf(w, "  %s\n", l.Result)
+	}
+}

@@ -89,11 +89,14 @@ type Summary struct {
 	Unavailability map[string]Unavailable `json:"unavailability"` // per fault kind
 	// Failover is, per master fault kind and client (workload), the time
 	// from the fault to the first acknowledged send on the fault's group.
-	Failover  []Failover        `json:"failover"`
-	Lateness  LatenessJSON      `json:"lateness"`
-	Workloads map[string]Counts `json:"workloads"`
-	History   string            `json:"history"`
-	Seed      int64             `json:"seed"`
+	Failover []Failover `json:"failover"`
+	// ReplicaLogs is the end-of-run comparison of each group's replica
+	// logs (the history's Compare lines), in line order.
+	ReplicaLogs []ReplicaLog      `json:"replica_logs"`
+	Lateness    LatenessJSON      `json:"lateness"`
+	Workloads   map[string]Counts `json:"workloads"`
+	History     string            `json:"history"`
+	Seed        int64             `json:"seed"`
 	// Start is the time of the history's earliest line; DurationS the
 	// seconds from it to the latest.
 	Start     time.Time `json:"start"`
@@ -145,6 +148,7 @@ func Build(ops []history.Op, f Findings) Summary {
 	}
 	s.Unavailability = Unavailability(s.Faults)
 	s.Failover = Failovers(ops)
+	s.ReplicaLogs = ReplicaLogs(ops)
 	if len(ops) > 0 {
 		start, end := span(ops)
 		s.Start = start

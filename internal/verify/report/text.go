@@ -170,6 +170,7 @@ func Text(w io.Writer, s Summary) error {
 	}
 
 	writeFailover(ew, s.Failover)
+	writeReplicaLogs(ew, s.ReplicaLogs)
 
 	if s.Lateness.Count > 0 {
 		fmt.Fprintf(ew, "\nlateness of delayed messages (%s): median %s, p99 %s, max %s\n", thousands(s.Lateness.Count),
