@@ -22,6 +22,47 @@ import (
 // controllerQuery bounds one question to the controller during a fault.
 const controllerQuery = 5 * time.Second
 
+// FailoverWait bounds how long the heal of a master kill on a topology
+// with controllers waits for the controller to elect another master
+// before it starts the old one again (the controller's session timeout,
+// a new controller leader's own wait of one session timeout, the lease
+// bound, and the election, with room).
+var FailoverWait = 20 * time.Second
+
+// failoverPoll is how often awaitFailover asks the controller.
+var failoverPoll = 100 * time.Millisecond
+
+// awaitFailover waits until group's master is no longer old (at a higher
+// epoch than t.epoch), at most FailoverWait, and says what it saw.
+func (t *target) awaitFailover(ctx context.Context, group, old string) string {
+	start := time.Now()
+	deadline := start.Add(FailoverWait)
+	last := "no answer"
+	for {
+		qctx, cancel := context.WithTimeout(ctx, controllerQuery)
+		m, epoch, err := t.r.cl.Master(qctx, group)
+		cancel()
+		switch {
+		case err == nil && m != old && epoch > t.epoch:
+			return fmt.Sprintf("the controller elected %s at epoch %d %s after the kill", m, epoch, time.Since(start).Round(time.Millisecond))
+		case err == nil:
+			last = fmt.Sprintf("master %s at epoch %d", m, epoch)
+		default:
+			last = err.Error()
+		}
+		if !time.Now().Before(deadline) {
+			return fmt.Sprintf("no other master within %v (last: %s)", FailoverWait, last)
+		}
+		tm := time.NewTimer(failoverPoll)
+		select {
+		case <-ctx.Done():
+			tm.Stop()
+			return "interrupted while waiting for another master: " + ctx.Err().Error()
+		case <-tm.C:
+		}
+	}
+}
+
 // annotate sets the Group of each master fault of plan (the group whose
 // master it hits: the target itself with controllers, else the target
 // process's group) and, with controllers, holds pause-master and
@@ -127,15 +168,37 @@ func (t *target) healGroup(ctx context.Context, e nemesis.Event) (string, error)
 			did = append(did, "the links pass again")
 		}
 	default: // the kills
+		// A killed master restarted at once registers again before the
+		// controller declares it dead, and stays the master: start
+		// everything else first, and the old master once the group has
+		// another (or FailoverWait has passed).
+		var master string
+		if e.Kind == nemesis.KillMaster || e.Kind == nemesis.KillControllerLeader {
+			master = t.hit[len(t.hit)-1]
+		}
 		for _, n := range t.hit {
+			if n == master {
+				continue
+			}
 			did = append(did, n+" started again on the same data directory")
 			errs = append(errs, cl.Start(ctx, n))
+		}
+		if master != "" {
+			did = append(did, t.awaitFailover(ctx, e.Target, master))
+			did = append(did, master+" started again on the same data directory")
+			errs = append(errs, cl.Start(ctx, master))
 		}
 	}
 	qctx, cancel := context.WithTimeout(ctx, controllerQuery)
 	defer cancel()
 	if m, epoch, err := cl.Master(qctx, e.Target); err == nil {
 		did = append(did, fmt.Sprintf("master now %s at epoch %d (was epoch %d)", m, epoch, t.epoch))
+		if epoch == t.epoch && e.Kind == nemesis.PartitionMasterController {
+			// The controller client follows the leader's own address
+			// (the ExtLeader hint), which no fault-proxy link fronts: a
+			// master that learned it kept heartbeating past the cut.
+			did = append(did, "no failover: the master's heartbeats still reached the controller leader (a connection to the leader's advertised address, past the proxy)")
+		}
 	} else {
 		did = append(did, "master now unknown: "+err.Error())
 	}

@@ -33,6 +33,8 @@ type fakeCluster struct {
 	leader string
 	calls  []string
 	inSync error
+	// noFailover: a kill does not make the controller elect another.
+	noFailover bool
 }
 
 func newFakeCluster(t *testing.T) *fakeCluster {
@@ -68,9 +70,15 @@ func (f *fakeCluster) failover(name string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for g, m := range f.master {
-		if m == name {
-			f.master[g] = g + "-1"
-			f.epoch[g]++
+		if m != name || f.noFailover {
+			continue
+		}
+		for _, p := range f.procs {
+			if p.Group == g && p.Name != name {
+				f.master[g] = p.Name
+				f.epoch[g]++
+				break
+			}
 		}
 	}
 }
@@ -170,10 +178,24 @@ func TestGroupFaultsFindTheMasterWhenTheyStrike(t *testing.T) {
 	}
 
 	// The master moved: the next kill-master hits the new one.
-	step(nemesis.Event{Kind: nemesis.KillMaster, Target: "broker-a"})
+	_, out = step(nemesis.Event{Kind: nemesis.KillMaster, Target: "broker-a"})
 	if got := f.takeCalls(); !slices.Equal(got, []string{"kill broker-a-1", "start broker-a-1"}) {
 		t.Errorf("second kill-master: calls %v", got)
 	}
+	if !strings.Contains(out, "the controller elected broker-a-0 at epoch 3") {
+		t.Errorf("second kill-master: heal %q", out)
+	}
+
+	// No election: the heal waits FailoverWait, says so, and restarts.
+	defer func(w time.Duration) { FailoverWait = w }(FailoverWait)
+	FailoverWait = 50 * time.Millisecond
+	f.noFailover = true
+	_, out = step(nemesis.Event{Kind: nemesis.KillMaster, Target: "broker-a"})
+	if got := f.takeCalls(); !slices.Equal(got, []string{"kill broker-a-0", "start broker-a-0"}) ||
+		!strings.Contains(out, "no other master within 50ms (last: master broker-a-0 at epoch 3)") {
+		t.Errorf("kill-master without an election: calls %v, heal %q", got, out)
+	}
+	f.noFailover = false
 
 	step(nemesis.Event{Kind: nemesis.PauseMaster, Target: "broker-b", Hold: 6 * time.Second})
 	if got := f.takeCalls(); !slices.Equal(got, []string{"pause broker-b-0", "resume broker-b-0"}) {
@@ -187,9 +209,12 @@ func TestGroupFaultsFindTheMasterWhenTheyStrike(t *testing.T) {
 	}
 
 	f.master["broker-a"] = "broker-a-2"
-	step(nemesis.Event{Kind: nemesis.KillControllerLeader, Target: "broker-a"})
+	_, out = step(nemesis.Event{Kind: nemesis.KillControllerLeader, Target: "broker-a"})
 	if got := f.takeCalls(); !slices.Equal(got, []string{"kill namesrv-1", "kill broker-a-2", "start namesrv-1", "start broker-a-2"}) {
 		t.Errorf("kill-controller-leader: calls %v", got)
+	}
+	if !strings.Contains(out, "the controller elected broker-a-0") {
+		t.Errorf("kill-controller-leader: heal %q", out)
 	}
 }
 
@@ -222,8 +247,12 @@ func TestPartitionMasterControllerCutsOnlyTheMastersControllerLinks(t *testing.T
 			t.Errorf("link %s: blackholed %v, want %v", l.Name(), got, cut)
 		}
 	}
-	if _, err := tg.Heal(context.Background(), e); err != nil {
+	healed, err := tg.Heal(context.Background(), e)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(healed, "no failover: the master's heartbeats still reached the controller leader") {
+		t.Errorf("a partition the controller did not act on: heal %q does not say so", healed)
 	}
 	for _, l := range links {
 		if l.Fault().Mode != proxy.Pass {
