@@ -9,7 +9,6 @@ package workload
 
 import (
 	"context"
-	"errors"
 	"hash/fnv"
 	"math/rand/v2"
 	"time"
@@ -150,10 +149,9 @@ func (p *Producer) Send(ctx context.Context, m Outgoing) (SendResult, bool) {
 			p.env.record(out)
 			return res, true
 		}
-		// A refusal may mean a stale route; a lost or unanswered request
-		// does not (asking the name server then only adds its delay).
-		var oe *OpError
-		refresh = errors.As(err, &oe) && oe.Code >= 0
+		// A refusal may mean a stale route, and so may a lost or
+		// unanswered request: the master may have moved (a failover).
+		refresh = true
 		out.Error = errText(err)
 		p.env.record(out)
 		p.env.Logger.Debug("send failed", "client", p.name, "id", m.ID, "outcome", string(out.Type), "err", err)
