@@ -13,18 +13,20 @@ package interop
 //     broker name (h). It sends to g again once a route refresh (every
 //     30 s) names g's new master as broker id 0: the name servers learn it
 //     from the new master's registration with the higher epoch.
-//   - 5.x (rocketmq-clients golang v5): the endpoint is the gRPC fronts of
-//     g's three replicas ("a;b;c"); routes list g's queues at those same
-//     endpoints, and every attempt picks one of the addresses at random. A
-//     slave's front forwards sends, receives and acks to the master the
-//     controller committed, so the client writes again as soon as the
-//     controller has elected the new master and it has taken its lease.
+//   - 5.x (rocketmq-clients golang v5): the endpoint is a TCP balancer
+//     over the gRPC fronts of g's three replicas (frontBalancer); routes
+//     list g's queues at that endpoint. A slave's front forwards sends,
+//     receives and acks to the master the controller committed, so the
+//     client writes again as soon as the controller has elected the new
+//     master and it has taken its lease.
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -56,6 +58,7 @@ type ctlCluster struct {
 	*haCluster
 	controllers []string         // --controller-listen of every voter
 	grpc        map[*proc]string // gRPC front of each replica of g
+	lb          *frontBalancer   // the 5.x clients' endpoint
 }
 
 func startCtlCluster(t *testing.T) *ctlCluster {
@@ -282,29 +285,132 @@ func (c *ctlCluster) topics() (t4, t5 string) {
 	return t4, t5
 }
 
-// endpoint5 is the 5.x clients' endpoint: every gRPC front of g.
+// endpoint5 is the 5.x clients' endpoint: a TCP balancer over every
+// gRPC front of g (see frontBalancer).
 func (c *ctlCluster) endpoint5() string {
-	var eps []string
-	for _, p := range c.brokers[ctlGroup] {
-		eps = append(eps, c.grpc[p])
+	c.t.Helper()
+	if c.lb == nil {
+		var backends []string
+		for _, p := range c.brokers[ctlGroup] {
+			backends = append(backends, c.grpc[p])
+		}
+		c.lb = startFrontBalancer(c.t, backends)
 	}
-	return strings.Join(eps, ";")
+	return c.lb.addr
 }
 
-// producer5MaxAttempts is the 5.x producer's attempts per send. Each
-// attempt goes to one of the endpoint's three addresses at random, so
-// while one front is down an attempt fails with probability 1/3 and a
-// send of the default 3 attempts with 1/27; 5 attempts keep that near
-// 1/243 (what a client configured for a multi-address endpoint does).
-const producer5MaxAttempts = 5
+// frontBalancer is a TCP load balancer, what a deployment puts in front
+// of the replicas' gRPC fronts: each connection goes to the next backend
+// that accepts it. The 5.x clients are not given the fronts' addresses
+// themselves ("a;b;c"): the Go client v5.1.2 picks one of an endpoint's
+// addresses at random for each call, and a new connection is dialled
+// blocking (grpc.WithBlock, 5 s DialTimeout, not configurable from the
+// producer) while it holds the lock of its connection table
+// (client_manager.go getRpcClient), so one dead address stalls every call
+// of the client for 5 s each time it is picked.
+type frontBalancer struct {
+	addr     string
+	backends []string
+	ln       net.Listener
+	mu       sync.Mutex
+	next     int
+	conns    map[net.Conn]bool
+	wg       sync.WaitGroup
+}
+
+func startFrontBalancer(t testing.TB, backends []string) *frontBalancer {
+	t.Helper()
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", freePort(t)))
+	if err != nil {
+		t.Fatalf("front balancer: %v", err)
+	}
+	b := &frontBalancer{addr: ln.Addr().String(), backends: backends, ln: ln, conns: map[net.Conn]bool{}}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			b.wg.Add(1)
+			go func() {
+				defer b.wg.Done()
+				b.serve(in)
+			}()
+		}
+	}()
+	t.Cleanup(b.close)
+	return b
+}
+
+// serve relays in to the first backend (from the next in turn) that
+// accepts a connection; none: in is closed.
+func (b *frontBalancer) serve(in net.Conn) {
+	b.mu.Lock()
+	first := b.next
+	b.next = (b.next + 1) % len(b.backends)
+	b.mu.Unlock()
+	var out net.Conn
+	for i := range b.backends {
+		c, err := net.DialTimeout("tcp", b.backends[(first+i)%len(b.backends)], time.Second)
+		if err == nil {
+			out = c
+			break
+		}
+	}
+	if out == nil || !b.track(in, out) {
+		_ = in.Close()
+		if out != nil {
+			_ = out.Close()
+		}
+		return
+	}
+	done := make(chan struct{}, 2)
+	relay := func(dst, src net.Conn) {
+		_, _ = io.Copy(dst, src)
+		done <- struct{}{}
+	}
+	go relay(out, in)
+	go relay(in, out)
+	<-done
+	_ = in.Close()
+	_ = out.Close()
+	<-done
+	b.mu.Lock()
+	delete(b.conns, in)
+	delete(b.conns, out)
+	b.mu.Unlock()
+}
+
+// track records a relayed pair; false once the balancer is closed.
+func (b *frontBalancer) track(in, out net.Conn) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.conns == nil {
+		return false
+	}
+	b.conns[in], b.conns[out] = true, true
+	return true
+}
+
+func (b *frontBalancer) close() {
+	_ = b.ln.Close()
+	b.mu.Lock()
+	for c := range b.conns {
+		_ = c.Close()
+	}
+	b.conns = nil
+	b.mu.Unlock()
+	b.wg.Wait()
+}
 
 // startProducer5 starts a 5.x producer of topic on g's fronts; it stops
 // before the processes do.
 func (c *ctlCluster) startProducer5(t *testing.T, topic string) rmq.Producer {
 	t.Helper()
-	rmq5Config(&petrel{}, "") // the client's log settings
 	prod, err := rmq.NewProducer(&rmq.Config{Endpoint: c.endpoint5(), Credentials: &credentials.SessionCredentials{}},
-		rmq.WithTopics(topic), rmq.WithMaxAttempts(producer5MaxAttempts))
+		rmq.WithTopics(topic))
 	if err != nil {
 		t.Fatalf("new 5.x producer: %v", err)
 	}
@@ -617,6 +723,7 @@ type ctlClients struct {
 // g) and both consumers consumed.
 func (c *ctlCluster) startClients(t *testing.T, retryDelay time.Duration) *ctlClients {
 	t.Helper()
+	rmq5Config(&petrel{}, "") // the 5.x client's log settings, before any 5.x client runs
 	t4, t5 := c.topics()
 	cl := &ctlClients{t4: t4, t5: t5, col4: newCollector(), col5: newCollector()}
 	startHAChild(t, c.haCluster, t4, uniqueName(t, "cg4"), cl.col4)
