@@ -919,8 +919,10 @@ func TestRollingRestartTransferFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if transfers != 1 || end.Epoch <= start.Epoch {
-		t.Errorf("%d transfers, epoch %d -> %d: want one transfer and a higher epoch", transfers, start.Epoch, end.Epoch)
+	// Each transfer is one election; a restart caused none (the transfer
+	// target may be restarted later, and is transferred away from then).
+	if transfers == 0 || end.Epoch != start.Epoch+uint32(transfers) {
+		t.Errorf("%d transfers, epoch %d -> %d: want at least one transfer and one epoch more per transfer, no other election", transfers, start.Epoch, end.Epoch)
 	}
 	cl.l4.halt()
 	cl.l5.halt()
