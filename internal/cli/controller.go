@@ -82,6 +82,10 @@ func (c *CLI) groups(ctx context.Context, ctl Controller, group string) (*api.Gr
 	defer cancel()
 	resp, err := ctl.Groups(cctx, &api.GroupsRequest{Group: group})
 	if err != nil {
+		if group != "" && errors.Is(err, client.ErrRefused) {
+			// The one reason to refuse a query of one group.
+			return nil, fmt.Errorf("%w: group %q: %w; `petrel cluster groups` lists the groups", ErrNotFound, group, err)
+		}
 		return nil, controllerErr("groups", err)
 	}
 	return resp, nil

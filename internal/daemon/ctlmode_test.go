@@ -3,6 +3,7 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -18,8 +19,10 @@ import (
 	"github.com/petrelmq/petrel/internal/controller/fsm"
 	"github.com/petrelmq/petrel/internal/ha/epoch"
 	"github.com/petrelmq/petrel/internal/ha/track"
+	"github.com/petrelmq/petrel/internal/namesrv"
 	"github.com/petrelmq/petrel/internal/netx"
 	"github.com/petrelmq/petrel/internal/remoting"
+	"github.com/petrelmq/petrel/internal/remoting/rmq"
 	"github.com/petrelmq/petrel/internal/vfs"
 )
 
@@ -32,6 +35,8 @@ const (
 	ctlHost    = "10.0.9.1"
 	ctlAddr    = ctlHost + ":9880"
 	sendHost   = "10.0.9.2"
+	nsHost     = "10.0.9.3"
+	nsAddr     = nsHost + ":9876"
 	ctlGroup   = "broker-a"
 	ctlLease   = time.Second
 	ctlSession = 1500 * time.Millisecond
@@ -72,6 +77,10 @@ func newCtlHarness(t *testing.T) *ctlHarness {
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	h.svc.Start()
+	ns, err := StartNameServer(nsAddr, namesrv.Options{Network: mem.Host(nsHost), Logger: h.log})
+	if err != nil {
+		t.Fatal(err)
+	}
 	h.cl = remoting.NewClient(remoting.ClientOptions{Network: mem.Host(sendHost)})
 	h.ctl = client.New([]string{ctlAddr}, client.Options{Network: mem.Host(sendHost), Timeout: time.Second})
 	t.Cleanup(func() {
@@ -80,6 +89,7 @@ func newCtlHarness(t *testing.T) *ctlHarness {
 		h.svc.Close()
 		srv.Close()
 		<-done
+		ns.Close()
 	})
 	return h
 }
@@ -93,6 +103,7 @@ func (h *ctlHarness) brokerConfig(host string, fsys *vfs.MemFS) BrokerConfig {
 	cfg.HA = HAConfig{Listen: host + ":10912", AwaitFirstSlave: true}
 	cfg.Controller = ControllerConfig{Addrs: []string{ctlAddr}, HeartbeatInterval: ctlBeat}
 	cfg.Broker.ReplicationTimeout = time.Second
+	cfg.NameServers = []string{nsAddr}
 	return cfg
 }
 
@@ -161,6 +172,22 @@ func (h *ctlHarness) replicaID(d *Broker) int64 {
 	return d.ctl.id
 }
 
+// routeOf is the name server's broker addresses of topic (by broker id).
+func (h *ctlHarness) routeOf(topic string) map[int64]string {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := h.cl.Invoke(ctx, nsAddr, remoting.NewRequest(rmq.CodeGetRouteInfoByTopic, map[string]string{"topic": topic}, nil))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var rd rmq.TopicRouteData
+	if resp.Code != remoting.CodeSuccess || json.Unmarshal(resp.Body, &rd) != nil || len(rd.BrokerDatas) != 1 {
+		return nil
+	}
+	return rd.BrokerDatas[0].BrokerAddrs
+}
+
 // logBytes is the commit log of d from its first byte to its end.
 func logBytes(t *testing.T, d *Broker) []byte {
 	t.Helper()
@@ -182,8 +209,9 @@ func logBytes(t *testing.T, d *Broker) []byte {
 
 // TestControllerModeFirstBrokerIsMasterAndTheSecondItsSlave: a fresh
 // group's first replica becomes its master at epoch 1 and takes sends, its
-// replica id persisted; the second is a slave (refuses sends), joins the
-// in-sync set once caught up, and serves what the master acked.
+// replica id persisted; the second is a slave (a send reaching it is the
+// master's to store), joins the in-sync set once caught up, and serves
+// what the master acked.
 func TestControllerModeFirstBrokerIsMasterAndTheSecondItsSlave(t *testing.T) {
 	h := newCtlHarness(t)
 	fsA, fsB := vfs.NewMem(), vfs.NewMem()
@@ -198,12 +226,17 @@ func TestControllerModeFirstBrokerIsMasterAndTheSecondItsSlave(t *testing.T) {
 	if b.Core().Role() != broker.RoleSlave || h.replicaID(b) != 2 {
 		t.Fatalf("second replica: role %v id %d; want a slave with id 2", b.Core().Role(), h.replicaID(b))
 	}
-	if r := h.send(b.Advertised(), "on-slave"); r.Code == 0 {
-		t.Fatal("the slave acked a send")
+	// A send that reaches the slave (a 4.x producer on an old route) is
+	// stored by the master it forwards it to, not by the slave.
+	if r := h.send(b.Advertised(), "via-slave"); r.Code != 0 {
+		t.Fatalf("a send to the slave: code %d %q; want it forwarded to the master and acked", r.Code, r.Remark)
+	}
+	if m := pullOne(t, h.cl, a.Advertised(), "Orders", 1); string(m.Body) != "via-slave" {
+		t.Fatalf("the master holds %q at offset 1, want the send forwarded by the slave", m.Body)
 	}
 	h.sendOK(a.Advertised(), "m2")
-	if m := pullOne(t, h.cl, b.Advertised(), "Orders", 1); string(m.Body) != "m2" {
-		t.Fatalf("the slave served %q at offset 1, want m2", m.Body)
+	if m := pullOne(t, h.cl, b.Advertised(), "Orders", 2); string(m.Body) != "m2" {
+		t.Fatalf("the slave served %q at offset 2, want m2", m.Body)
 	}
 	for _, c := range []struct {
 		fs   *vfs.MemFS
@@ -243,8 +276,8 @@ func TestControllerModeFailoverAndRejoin(t *testing.T) {
 	}
 	clone := fsA.KillClone()
 	lost := time.Now()
+	a.Close()                           // first: a master that sees its slave go shrinks the in-sync set to itself
 	h.mem.Reset("10.0.0.1", "10.0.0.2") // what the partition held is lost with the connection
-	a.Close()
 
 	await(t, "the slave is elected", func() bool { return b.Core().Role() == broker.RoleMaster })
 	h.mem.Heal("10.0.0.1", "10.0.0.2")
@@ -255,6 +288,7 @@ func TestControllerModeFailoverAndRejoin(t *testing.T) {
 		t.Fatalf("group after the failover: %+v; want master 2 at epoch 2", g)
 	}
 	h.sendOK(b.Advertised(), "acked-2")
+	await(t, "the route names the new master as broker id 0", func() bool { return h.routeOf("Orders")[0] == b.Advertised() })
 	if m := pullOne(t, h.cl, b.Advertised(), "Orders", 1); string(m.Body) != "acked-2" {
 		t.Fatalf("the new master serves %q at offset 1, want acked-2", m.Body)
 	}
@@ -270,8 +304,49 @@ func TestControllerModeFailoverAndRejoin(t *testing.T) {
 		t.Fatalf("the old master came back as replica %d, want 1", h.replicaID(a2))
 	}
 	await(t, "the logs are identical", func() bool { return bytes.Equal(logBytes(t, a2), logBytes(t, b)) })
+	await(t, "the route lists the old master as slave 1", func() bool {
+		r := h.routeOf("Orders")
+		return r[0] == b.Advertised() && r[1] == a2.Advertised()
+	})
 	if m := pullOne(t, h.cl, a2.Advertised(), "Orders", 1); string(m.Body) != "acked-2" {
 		t.Fatalf("the rejoined replica serves %q at offset 1, want acked-2 (the unacked record cut)", m.Body)
+	}
+}
+
+// TestControllerModeThreeReplicas: a group of three needs one slave per
+// write (min(1, 3−2)); when its master is lost, one in-sync slave is
+// elected and the other follows it at the new epoch, and the group keeps
+// acking; every acked record is on both survivors.
+func TestControllerModeThreeReplicas(t *testing.T) {
+	h := newCtlHarness(t)
+	a := h.start("10.0.0.1", vfs.NewMem())
+	await(t, "the first replica is master", func() bool { return a.Core().Role() == broker.RoleMaster })
+	b := h.start("10.0.0.2", vfs.NewMem())
+	c := h.start("10.0.0.3", vfs.NewMem())
+	await(t, "both slaves join the in-sync set", func() bool { return slices.Equal(h.group().ISR, []int64{1, 2, 3}) })
+	for i := range 5 {
+		h.sendOK(a.Advertised(), fmt.Sprintf("a%d", i))
+	}
+	a.Close()
+	var next, other *Broker
+	await(t, "a slave is elected", func() bool {
+		switch {
+		case b.Core().Role() == broker.RoleMaster:
+			next, other = b, c
+		case c.Core().Role() == broker.RoleMaster:
+			next, other = c, b
+		}
+		return next != nil
+	})
+	if g := h.group(); g.Epoch != 2 || slices.Contains(g.ISR, 1) {
+		t.Fatalf("group after the failover: %+v; want epoch 2 without the lost master in the in-sync set", g)
+	}
+	h.sendOK(next.Advertised(), "after")
+	await(t, "the other slave follows the new master", func() bool {
+		return other.Core().Role() == broker.RoleSlave && other.Store().Written() == next.Store().Written()
+	})
+	if !bytes.Equal(logBytes(t, other), logBytes(t, next)) {
+		t.Fatal("the survivors' logs differ")
 	}
 }
 

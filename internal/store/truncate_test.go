@@ -260,10 +260,13 @@ func TestPrepareMaster(t *testing.T) {
 		name    string
 		cfgCP   bool // commit point by config (else EnableCommitPoint)
 		restart bool
+		torn    int64 // bytes of the 46th record the slave got
 	}{
-		{"config", true, false},
-		{"config-restarted", true, true},
-		{"enabled-at-run-time", false, false},
+		{"config", true, false, 30},
+		{"config-restarted", true, true, 30},
+		{"enabled-at-run-time", false, false, 30},
+		{"no-torn-tail", true, false, 0},
+		{"no-torn-tail-enabled-at-run-time", false, false, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := clock.NewManual(t0)
@@ -286,7 +289,7 @@ func TestPrepareMaster(t *testing.T) {
 			}
 			// The slave got the first 45 records and part of the 46th; its
 			// commit point covers 20.
-			torn := msgs[45].PhysicalOffset + 30
+			torn := msgs[45].PhysicalOffset + tc.torn
 			shipRaw(t, master, slave, torn, rand.New(rand.NewPCG(9, 9)))
 			slave.SetCommitPoint(msgs[20].PhysicalOffset)
 			waitVisible(t, slave)

@@ -278,6 +278,19 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 				r.aims[nemesis.Brokers] = append(r.aims[nemesis.Brokers], p.Name)
 			}
 		}
+		if top.Controllers > 0 {
+			// Every replica's gRPC front forwards to the current master:
+			// the 5.x clients get them all and move on when theirs is
+			// down, so their failover time is the controller's, not a
+			// restart's.
+			var fronts []string
+			for _, p := range r.cl.Processes() {
+				if p.Role == cluster.RoleReplica && p.GRPC != "" {
+					fronts = append(fronts, p.GRPC)
+				}
+			}
+			env.GRPC = strings.Join(fronts, ",")
+		}
 		for _, k := range cfg.Faults {
 			if k.NeedsControllers() && top.Controllers == 0 {
 				return nil, setupErr("fault %s needs a topology with controllers (e.g. --topology replicas=3+2,namesrv=3,controllers=3)", k)
