@@ -438,10 +438,16 @@ func sendWith4(prod rocketmq.Producer, topic string) func(ctx context.Context, b
 			return "", err
 		}
 		if res.Status != primitive.SendOK {
-			return "", fmt.Errorf("send status %d", res.Status)
+			return "", fmt.Errorf("send status %s (%d) from %s", sendStatusNames[res.Status], res.Status, res.MessageQueue.BrokerName)
 		}
 		return res.MessageQueue.BrokerName, nil
 	}
+}
+
+// sendStatusNames names the 4.x client's send statuses other than SEND_OK.
+var sendStatusNames = map[primitive.SendStatus]string{
+	primitive.SendFlushDiskTimeout: "FLUSH_DISK_TIMEOUT", primitive.SendFlushSlaveTimeout: "FLUSH_SLAVE_TIMEOUT",
+	primitive.SendSlaveNotAvailable: "SLAVE_NOT_AVAILABLE", primitive.SendUnknownError: "UNKNOWN_ERROR",
 }
 
 func sendWith5(prod rmq.Producer, topic string) func(ctx context.Context, body string) (string, error) {
