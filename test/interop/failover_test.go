@@ -800,7 +800,8 @@ func (cl *ctlClients) finish(t *testing.T, what string) {
 // controller elects a new master from the in-sync slaves with a higher
 // epoch, both clients write again (the time from the kill to each one's
 // first acknowledged send is logged), and every message acknowledged
-// with SEND_OK is consumed afterwards (duplicates allowed, counted).
+// with SEND_OK is consumed afterwards (duplicates allowed, counted),
+// also once the old master has come back as a slave.
 func TestControllerFailoverOfficialClients(t *testing.T) {
 	t.Parallel()
 	c := startCtlCluster(t)
@@ -867,6 +868,21 @@ func TestControllerFailoverOfficialClients(t *testing.T) {
 		maxFails, longest, worst := failureWindows(x.sent, x.fail)
 		t.Logf("%s producer: %d failed attempts (most for one message %d; longest from a first failure to the ack %v, %s)\n%s",
 			x.name, len(x.fail), maxFails, longest.Round(time.Millisecond), worst, failureText(x.fail, killed, 8))
+	}
+
+	// The old master comes back as a slave of the new one (cutting any
+	// tail it had alone) while both clients go on.
+	old.start()
+	back := time.Now()
+	rejoined := c.waitHealthy(func(v ctlGroupView) (bool, string) {
+		return v.Master == after.Master && v.Epoch == after.Epoch, fmt.Sprintf("master %d epoch %d, want %d at %d", v.Master, v.Epoch, after.Master, after.Epoch)
+	})
+	t.Logf("the old master rejoined as a slave %v after its restart: in-sync set %v", time.Since(back).Round(time.Millisecond), rejoined.ISR)
+	for _, l := range []*sendLoop{cl.l4, cl.l5} {
+		l.waitSent(t, 60*time.Second, "20 acknowledged sends after the old master rejoined", func(sent []sentMsg) (bool, string) {
+			n := countAfter(sent, back, "")
+			return n >= 20, fmt.Sprintf("%d since", n)
+		})
 	}
 
 	cl.finish(t, "through the kill of the master")
