@@ -115,6 +115,10 @@ func (c *ctlOptions) apply(cfg *daemon.BrokerConfig, r *replOptions) error {
 		}
 	}
 	cfg.Controller = daemon.ControllerConfig{Addrs: addrs, HeartbeatInterval: c.heartbeat}
+	if r != nil && r.fl != nil && r.changed("sync-replicas") {
+		cfg.Controller.SyncReplicasSet = true
+		cfg.HA.SyncReplicas = r.syncReplicas
+	}
 	return nil
 }
 

@@ -45,6 +45,17 @@ func TestControllerFlags(t *testing.T) {
 	if got := strings.Join(cfg.Controller.Addrs, ","); got != "10.0.0.1:9880,10.0.0.2:9880,10.0.0.3:9880" || cfg.Controller.HeartbeatInterval != 500*time.Millisecond {
 		t.Fatalf("controller config %+v", cfg.Controller)
 	}
+	// --sync-replicas given is the requirement, else the group-size rule.
+	cmd, o = ctlBrokerCmd()
+	if err := cmd.Flags().Parse([]string{"--controller", "10.0.0.1:9880", "--sync-replicas", "2"}); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err := applyCtl(t, o); err != nil || !cfg.Controller.SyncReplicasSet || cfg.HA.SyncReplicas != 2 {
+		t.Fatalf("--sync-replicas 2: %+v %+v, %v", cfg.Controller, cfg.HA, err)
+	}
+	if cfg.Controller.SyncReplicasSet {
+		t.Fatal("the default --sync-replicas counts as given")
+	}
 	cmd, o = ctlBrokerCmd()
 	if err := cmd.Flags().Parse(nil); err != nil {
 		t.Fatal(err)

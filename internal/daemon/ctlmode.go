@@ -47,6 +47,11 @@ type ControllerConfig struct {
 	// CallTimeout bounds each call to the controller; default
 	// 2×HeartbeatInterval, at least 1 s.
 	CallTimeout time.Duration
+	// SyncReplicasSet makes HAConfig.SyncReplicas (--sync-replicas given)
+	// the slaves every write needs; unset, a group of n replicas needs
+	// min(1, n−2): a 2-replica group stays writable after a failover, a
+	// 3-replica group needs one slave.
+	SyncReplicasSet bool
 	// TransferWait bounds how long a master asked to transfer waits for
 	// the target to hold its whole log before it gives up (and takes its
 	// lease back); default 5 s.
@@ -100,8 +105,8 @@ type controlMode struct {
 	network    netx.Network
 	asyncFlush bool
 	linger     time.Duration
-	// syncReplicas >= 0: --sync-replicas given explicitly (HAConfig's
-	// AwaitFirstSlave off); -1: the rule of minSlaves.
+	// syncReplicas >= 0: --sync-replicas given explicitly
+	// (SyncReplicasSet); -1: the rule of minSlaves.
 	syncReplicas int
 	rep          *swapReplicator
 	lease        *groupLease
@@ -173,8 +178,8 @@ func newControlMode(cfg *BrokerConfig, st *store.Store) (_ *controlMode, err err
 		syncReplicas: -1, rep: &swapReplicator{}, lease: newGroupLease(clk),
 		kick: make(chan struct{}, 1), hbNow: make(chan struct{}, 1), role: broker.RoleSlave,
 	}
-	if !cfg.HA.AwaitFirstSlave {
-		c.syncReplicas = cfg.HA.SyncReplicas
+	if cc.SyncReplicasSet {
+		c.syncReplicas = max(cfg.HA.SyncReplicas, 0)
 	}
 	if c.id, err = readReplicaID(fsys, c.idPath, c.group); err != nil {
 		return nil, err

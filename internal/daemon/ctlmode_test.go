@@ -46,8 +46,7 @@ const (
 type ctlHarness struct {
 	t    *testing.T
 	mem  *netx.Mem
-	flog *controller.FakeLog
-	svc  *controller.Service
+	flog controller.Log   // the FakeLog, or the raft voter's log
 	cl   *remoting.Client // the producer's
 	ctl  *client.Client   // the operator's
 	log  *slog.Logger
@@ -55,28 +54,61 @@ type ctlHarness struct {
 
 func newCtlHarness(t *testing.T) *ctlHarness {
 	t.Helper()
-	mem := netx.NewMem()
-	h := &ctlHarness{t: t, mem: mem, flog: controller.NewFakeLog(controller.Voter{ID: 1, Addr: ctlAddr}),
-		log: slog.New(slog.DiscardHandler)}
-	if os.Getenv("PETREL_CTL_TEST_LOG") != "" {
-		h.log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	cfg := controller.DefaultServiceConfig()
-	cfg.Heartbeat, cfg.Lease, cfg.Margin, cfg.SessionTimeout = ctlBeat, ctlLease, 50*time.Millisecond, ctlSession
-	cfg.Logger = h.log
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	h.svc = controller.NewService(cfg, h.flog)
+	h := newHarnessBase(t)
+	flog := controller.NewFakeLog(controller.Voter{ID: 1, Addr: ctlAddr})
+	h.flog = flog
+	svc := controller.NewService(h.serviceConfig(), flog)
 	srv := remoting.NewServer(remoting.ServerOptions{Logger: h.log})
-	h.svc.Register(srv)
-	ln, err := mem.Host(ctlHost).Listen(ctlAddr)
+	svc.Register(srv)
+	ln, err := h.mem.Host(ctlHost).Listen(ctlAddr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
-	h.svc.Start()
+	svc.Start()
+	t.Cleanup(func() {
+		svc.Close()
+		srv.Close()
+		<-done
+	})
+	return h
+}
+
+// newCtlHarnessOnRaft runs the controller as a single raft voter
+// (controller.StartNode, as petrel server does) instead of a FakeLog.
+func newCtlHarnessOnRaft(t *testing.T) *ctlHarness {
+	t.Helper()
+	h := newHarnessBase(t)
+	n, err := controller.StartNode(controller.NodeConfig{ID: 1, Listen: ctlAddr, DataDir: t.TempDir(), Network: h.mem.Host(ctlHost),
+		Service: h.serviceConfig(), Logger: h.log, HeartbeatTimeout: 100 * time.Millisecond, ElectionTimeout: 100 * time.Millisecond,
+		LeaderLeaseTimeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.flog = n.Log()
+	t.Cleanup(func() { n.Close() })
+	return h
+}
+
+func (h *ctlHarness) serviceConfig() controller.ServiceConfig {
+	cfg := controller.DefaultServiceConfig()
+	cfg.Heartbeat, cfg.Lease, cfg.Margin, cfg.SessionTimeout = ctlBeat, ctlLease, 50*time.Millisecond, ctlSession
+	cfg.Logger = h.log
+	if err := cfg.Validate(); err != nil {
+		h.t.Fatal(err)
+	}
+	return cfg
+}
+
+// newHarnessBase is the network, the name server and the clients.
+func newHarnessBase(t *testing.T) *ctlHarness {
+	t.Helper()
+	mem := netx.NewMem()
+	h := &ctlHarness{t: t, mem: mem, log: slog.New(slog.DiscardHandler)}
+	if os.Getenv("PETREL_CTL_TEST_LOG") != "" {
+		h.log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	ns, err := StartNameServer(nsAddr, namesrv.Options{Network: mem.Host(nsHost), Logger: h.log})
 	if err != nil {
 		t.Fatal(err)
@@ -86,9 +118,6 @@ func newCtlHarness(t *testing.T) *ctlHarness {
 	t.Cleanup(func() {
 		h.cl.Close()
 		h.ctl.Close()
-		h.svc.Close()
-		srv.Close()
-		<-done
 		ns.Close()
 	})
 	return h
@@ -100,7 +129,7 @@ func (h *ctlHarness) brokerConfig(host string, fsys *vfs.MemFS) BrokerConfig {
 	cfg.Store.FS = fsys
 	cfg.Store.IndexSlotsPerFile, cfg.Store.IndexEntriesPerFile, cfg.Store.ConsumeQueueEntriesPerFile = 1<<10, 4<<10, 10_000
 	cfg.Listen, cfg.Network, cfg.Logger = host+":10911", h.mem.Host(host), h.log.With("host", host)
-	cfg.HA = HAConfig{Listen: host + ":10912", AwaitFirstSlave: true}
+	cfg.HA = HAConfig{Listen: host + ":10912"}
 	cfg.Controller = ControllerConfig{Addrs: []string{ctlAddr}, HeartbeatInterval: ctlBeat}
 	cfg.Broker.ReplicationTimeout = time.Second
 	cfg.NameServers = []string{nsAddr}
@@ -350,6 +379,26 @@ func TestControllerModeThreeReplicas(t *testing.T) {
 	}
 }
 
+// TestControllerModeFailoverOnARaftVoter: the first-master and failover
+// path against the real controller (one hashicorp/raft voter).
+func TestControllerModeFailoverOnARaftVoter(t *testing.T) {
+	h := newCtlHarnessOnRaft(t)
+	a := h.start("10.0.0.1", vfs.NewMem())
+	await(t, "the first replica is master", func() bool { return a.Core().Role() == broker.RoleMaster })
+	b := h.start("10.0.0.2", vfs.NewMem())
+	await(t, "the slave joins the in-sync set", func() bool { return slices.Equal(h.group().ISR, []int64{1, 2}) })
+	h.sendOK(a.Advertised(), "acked-1")
+	a.Close()
+	await(t, "the slave is elected", func() bool { return b.Core().Role() == broker.RoleMaster })
+	if g := h.group(); g.Master != 2 || g.Epoch != 2 {
+		t.Fatalf("group after the failover: %+v; want master 2 at epoch 2", g)
+	}
+	h.sendOK(b.Advertised(), "acked-2")
+	if m := pullOne(t, h.cl, b.Advertised(), "Orders", 0); string(m.Body) != "acked-1" {
+		t.Fatalf("the new master serves %q at offset 0, want acked-1", m.Body)
+	}
+}
+
 // TestControllerModeLeaseFencesAnIsolatedMaster: a master cut from the
 // controller only (its slave still fetches) stops acking once its lease
 // ran out, before the controller elects the slave; after the heal it
@@ -532,5 +581,20 @@ func TestGroupLease(t *testing.T) {
 	l.enforced.Store(false)
 	if !l.Valid() {
 		t.Fatal("a one-replica group's lease is enforced")
+	}
+}
+
+// TestMinSlaves: without --sync-replicas a write needs min(1, n−2) slaves
+// in a group of n (none for 1 or 2 replicas, one from 3 on); given, it is
+// what it says.
+func TestMinSlaves(t *testing.T) {
+	rule := &controlMode{syncReplicas: -1}
+	for n, want := range map[int]int{1: 0, 2: 0, 3: 1, 5: 1} {
+		if got := rule.minSlaves(n); got != want {
+			t.Errorf("%d replicas: %d slaves, want %d", n, got, want)
+		}
+	}
+	if got := (&controlMode{syncReplicas: 2}).minSlaves(3); got != 2 {
+		t.Errorf("--sync-replicas 2 in a 3-replica group: %d", got)
 	}
 }

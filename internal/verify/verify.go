@@ -280,16 +280,27 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 		}
 		if top.Controllers > 0 {
 			// Every replica's gRPC front forwards to the current master:
-			// the 5.x clients get them all and move on when theirs is
-			// down, so their failover time is the controller's, not a
+			// the 5.x clients get a list of them and move on when theirs
+			// is down, so their failover time is the controller's, not a
 			// restart's.
+			// The fronts of one group (the first with replicas to fail
+			// over to), since a front sends to its own group's master:
+			// the grpc sends then belong to that group, and its
+			// failover time is measured on it.
 			var fronts []string
+			for _, g := range top.Groups {
+				if g.Replicas > 1 && env.GRPCGroup == "" {
+					env.GRPCGroup = g.Name
+				}
+			}
 			for _, p := range r.cl.Processes() {
-				if p.Role == cluster.RoleReplica && p.GRPC != "" {
+				if p.Role == cluster.RoleReplica && p.GRPC != "" && p.Group == env.GRPCGroup {
 					fronts = append(fronts, p.GRPC)
 				}
 			}
-			env.GRPC = strings.Join(fronts, ",")
+			if len(fronts) > 0 {
+				env.GRPC = strings.Join(fronts, ",")
+			}
 		}
 		for _, k := range cfg.Faults {
 			if k.NeedsControllers() && top.Controllers == 0 {

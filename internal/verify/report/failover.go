@@ -14,9 +14,10 @@ import (
 // workload: queue is Petrel's remoting client, grpc the 5.x gRPC front),
 // how long the client went without an acknowledged send on the fault's
 // group: from the Fault line to the first OK send whose Invoke came after
-// it and went to that group (a send whose client names no group, as over
-// gRPC, counts for any). Count faults, of which Unrecovered had no such
-// send before the history ended; median and max over the others.
+// it and went to that group (a send whose client names no group counts
+// for any; a client that never sent to the group is not measured for its
+// faults). Count faults, of which Unrecovered had no such send before the
+// history ended; median and max over the others.
 type Failover struct {
 	Kind        string  `json:"kind"`
 	Client      string  `json:"client"`
@@ -37,13 +38,18 @@ func Failovers(ops []history.Op) []Failover {
 		at          time.Time
 	}
 	var faults []fault
-	clients := map[string]bool{}
+	clients := map[string]map[string]bool{} // workload → the groups it sent to
 	for _, op := range ops {
 		switch {
 		case op.F == history.Fault && op.Type == history.Info && op.Group != "":
 			faults = append(faults, fault{op.Fault, op.Group, op.Index, op.Time})
 		case op.F == history.Send && op.Workload != "":
-			clients[op.Workload] = true
+			if clients[op.Workload] == nil {
+				clients[op.Workload] = map[string]bool{}
+			}
+			if op.Group != "" {
+				clients[op.Workload][op.Group] = true
+			}
 		}
 	}
 	if len(faults) == 0 {
@@ -53,8 +59,11 @@ func Failovers(ops []history.Op) []Failover {
 	times := map[key][]time.Duration{}
 	unrecovered := map[key]int{}
 	type sender struct{ process, id string }
-	for client := range clients {
+	for client, groups := range clients {
 		for _, f := range faults {
+			if len(groups) > 0 && !groups[f.group] {
+				continue // the client never sends to that group
+			}
 			k := key{f.kind, client}
 			invoked := map[sender]history.Op{}
 			found := false

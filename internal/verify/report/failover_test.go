@@ -77,3 +77,20 @@ func TestFailoversPerClientOnTheFaultsGroup(t *testing.T) {
 		t.Errorf("no faults: %#v, want empty", fs)
 	}
 }
+
+// TestFailoversSkipGroupsAClientNeverSendsTo: a client bound to one group
+// (the grpc fronts of broker-a) is not measured for another group's
+// faults.
+func TestFailoversSkipGroupsAClientNeverSendsTo(t *testing.T) {
+	h := &foHistory{}
+	h.send(0, 5, "grpc", "g0", "broker-a", history.OK)
+	h.fault(1000, "kill-master", "broker-b")
+	h.send(1100, 5, "grpc", "g1", "broker-a", history.OK)
+	h.fault(2000, "kill-master", "broker-a")
+	h.send(2100, 400, "grpc", "g2", "broker-a", history.OK)
+	got := Failovers(h.ops)
+	want := []Failover{{Kind: "kill-master", Client: "grpc", Count: 1, MedianMS: 500, MaxMS: 500}}
+	if len(got) != 1 || got[0] != want[0] {
+		t.Errorf("Failovers = %+v, want %+v", got, want)
+	}
+}

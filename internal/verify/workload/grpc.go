@@ -401,6 +401,7 @@ func (w *grpcWorkload) produce(ctx context.Context, i int) {
 		}}
 		op := history.New(history.Invoke, history.Send)
 		op.Workload, op.Process, op.ID, op.Topic, op.Sum = grpcName, name, id, w.topic, Sum(body)
+		op.Group = e.GRPCGroup
 		op = e.record(op)
 		// A send in flight when the run ends is answered, so that it
 		// has its outcome line.
@@ -412,7 +413,7 @@ func (w *grpcWorkload) produce(ctx context.Context, i int) {
 		case grpcSendInDoubt:
 			res.Type = history.InDoubt
 		}
-		res.Workload, res.Process, res.ID, res.Topic = grpcName, name, id, w.topic
+		res.Workload, res.Process, res.ID, res.Topic, res.Group = grpcName, name, id, w.topic, e.GRPCGroup
 		res.Offset, res.Latency = off, e.Clock.Now().Sub(op.Time)
 		if why != "" {
 			res.Error = errText(errors.New(why))

@@ -226,10 +226,13 @@ func TestGRPCClientMovesToTheNextEndpoint(t *testing.T) {
 	if got := rotate([]string{"a", "b", "c"}, "x"); len(got) != 3 || !slices.Contains(got, "a") || !slices.Contains(got, "b") || !slices.Contains(got, "c") {
 		t.Fatalf("rotate lost an endpoint: %v", got)
 	}
-	env.GRPC = deadAddr + "," + live
+	env.GRPC, env.GRPCGroup = deadAddr+","+live, "broker-a"
 	ops := runBriefly(t, grpcName, env, 1500*time.Millisecond)
 	n := 0
 	for _, op := range ops {
+		if op.F == history.Send && op.Group != "broker-a" {
+			t.Fatalf("a send line without the fronts' group: %+v", op)
+		}
 		if op.F == history.Send && op.Type == history.OK {
 			n++
 		}
