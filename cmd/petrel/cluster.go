@@ -11,10 +11,11 @@ import (
 func newClusterCmd() *cobra.Command {
 	var f adminFlags
 	cmd := &cobra.Command{
-		Use:     "cluster",
-		Short:   "Inspect the brokers of a Petrel (or RocketMQ) cluster",
-		Example: `  petrel cluster list`,
-		Args:    cobra.NoArgs,
+		Use:   "cluster",
+		Short: "Inspect the brokers of a Petrel (or RocketMQ) cluster",
+		Example: `  petrel cluster list
+  petrel cluster groups --controller 10.0.0.1:9880,10.0.0.2:9880,10.0.0.3:9880`,
+		Args: cobra.NoArgs,
 	}
 	addAdminFlags(cmd, &f)
 	list := &cobra.Command{
@@ -33,5 +34,6 @@ them. A broker that does not answer is listed as unreachable.`,
 		RunE: adminRun(&f, func(ctx context.Context, c *cli.CLI, _ []string) error { return c.ClusterList(ctx) }),
 	}
 	cmd.AddCommand(list)
+	cmd.AddCommand(newClusterGroupsCmd(&f), newClusterElectCmd(&f), newClusterTransferCmd(&f))
 	return cmd
 }

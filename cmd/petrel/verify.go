@@ -61,6 +61,7 @@ type verifyOptions struct {
 	rate          int
 	bodyBytes     int
 	logLevel      string
+	masterHold    time.Duration
 }
 
 func newVerifyCmd() *cobra.Command {
@@ -78,8 +79,10 @@ restart on the same data; pause: SIGSTOP then SIGCONT; partition: cut
 every client link to a process; restart: SIGTERM and start again;
 slow-disk: only with a binary built with -tags verifyfault; on a
 replicated --topology also kill-master, kill-slave, partition-slave and
-pause-master), then heals, reads everything back and checks what it
-recorded:
+pause-master; with controllers=N in the topology also
+partition-master-controller and kill-controller-leader), then heals,
+reads everything back, compares every replica's commit log byte for byte
+up to its group's commit point, and checks what it recorded:
 
   lost        acknowledged, never delivered, and not in the log
   undelivered acknowledged and in the log, but never delivered
@@ -90,6 +93,7 @@ recorded:
   rolled-back delivered  a rolled-back transaction's message arrived (txn)
   corrupt     a body that differs from what was sent
   holes       offsets missing inside a queue
+  diverged    a group's replicas' commit logs differ below the commit point
 
 Workloads (--workload, several at once): queue (default), broadcast,
 ordered, delay, txn, grpc. Every operation is recorded in a JSON-lines
@@ -100,6 +104,7 @@ Exit code: 0 when the history is valid, 1 when it is not, 2 when verify
 could not run.`,
 		Example: `  petrel verify --duration 120s --faults kill,pause,partition --workload queue,ordered,delay,txn
   petrel verify --topology groups=2,replicas=2 --faults kill-master,kill-slave,partition-slave --duration 120s
+  petrel verify --topology replicas=3+2,namesrv=3,controllers=3 --faults kill-master,pause-master,partition-master-controller,kill-controller-leader,kill-slave --fault-interval 10s --duration 5m --workload queue,grpc
   petrel verify --namesrv 10.0.0.1:9876 --faults partition -o json
   petrel verify check /tmp/petrel-verify-123/history.jsonl --report report.html`,
 		Args: cobra.NoArgs,
@@ -108,11 +113,11 @@ could not run.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&o.topology, "topology", "single", "cluster verify starts: single (one 'petrel server'), groups=G,replicas=R,namesrv=K (K name servers; G broker groups broker-a, broker-b, ... of a master and R-1 slaves each, sync replication, each slave replicating through a fault-proxy link; keys default to 1), or group:N (groups=1,replicas=N)")
+	fl.StringVar(&o.topology, "topology", "single", "cluster verify starts: single (one 'petrel server'), groups=G,replicas=R,namesrv=K (K name servers; G broker groups broker-a, broker-b, ... of a master and R-1 slaves each, sync replication, each slave replicating through a fault-proxy link; keys default to 1; replicas=3+2 gives each group its own count), with ,controllers=N the first N name servers embed controller voters and every broker runs with --controller (the controller elects the masters), or group:N (groups=1,replicas=N)")
 	fl.StringVar(&o.namesrv, "namesrv", "", "verify an existing cluster through these name servers (semicolon-separated ip:port) instead of starting one; only client-side faults (partition)")
 	fl.StringVar(&o.grpc, "grpc", "", "gRPC endpoint ip:port of the existing cluster, for the grpc workload with --namesrv")
 	fl.StringVar(&o.workloads, "workload", "queue", "workloads to run at once, comma-separated: "+strings.Join(workload.Names(), ", "))
-	fl.StringVar(&o.faults, "faults", "", "faults to inject, comma-separated: kill, pause, partition, restart, slow-disk, and on a topology with replicas kill-master, kill-slave, partition-slave (cut a slave's replication link), pause-master; or none (default kill,pause,partition; partition with --namesrv)")
+	fl.StringVar(&o.faults, "faults", "", "faults to inject, comma-separated: kill, pause, partition, restart, slow-disk, and on a topology with replicas kill-master, kill-slave, partition-slave (cut a slave's replication link), pause-master, with controllers partition-master-controller (cut only a master's links to the controllers) and kill-controller-leader (kill the leading voter's name server, then a master); or none (default kill,pause,partition; partition with --namesrv)")
 	fl.DurationVar(&o.faultInterval, "fault-interval", 3*time.Second, "time between the starts of two faults")
 	fl.Int64Var(&o.seed, "seed", 0, "seed of the fault plan and the workloads (default: a new one, printed in the report)")
 	fl.DurationVar(&o.duration, "duration", time.Minute, "how long the workloads run (faults happen during it)")
@@ -125,6 +130,7 @@ could not run.`,
 	fl.IntVar(&o.queues, "queues", 4, "queues per topic")
 	fl.IntVar(&o.rate, "rate", 50, "sends per second per producer (0: as fast as sync sends go)")
 	fl.IntVar(&o.bodyBytes, "body-bytes", 256, "size of each message body")
+	fl.DurationVar(&o.masterHold, "master-fault-hold", verify.DefaultMasterFaultHold, "with controllers, the shortest hold of pause-master and partition-master-controller: past the master's lease and the controller's session timeout, so that another master is elected meanwhile")
 	fl.StringVar(&o.logLevel, "log-level", "warn", "log level of verify itself on stderr: debug, info, warn or error")
 	cmd.AddCommand(newVerifyCheckCmd())
 	return cmd
@@ -199,7 +205,7 @@ func (o *verifyOptions) config(cmd *cobra.Command) (verify.Config, error) {
 		Topology: o.topology, GRPC: o.grpc, Workloads: splitList(o.workloads),
 		FaultInterval: o.faultInterval, Seed: o.seed, Duration: o.duration, DrainTimeout: o.drainTimeout,
 		Flush: o.flush, Dir: o.dir, Producers: o.producers, Consumers: o.consumers, Queues: o.queues,
-		Rate: o.rate, BodyBytes: o.bodyBytes, Logger: logger,
+		Rate: o.rate, BodyBytes: o.bodyBytes, Logger: logger, MasterFaultHold: o.masterHold,
 	}
 	cfg.NameSrv = splitNameServers(o.namesrv)
 	faults := o.faults

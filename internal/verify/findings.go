@@ -33,6 +33,12 @@ func reportCounts(c checker.Counts, r checker.Result, wl string) report.Counts {
 		DuplicateRatio: c.DuplicateRatio, Reordered: c.Reordered, Early: c.Early,
 		RolledBackDelivered: c.RolledBackDelivered, Corrupt: c.Corrupt, Holes: c.Holes,
 	}
+	if wl == "" {
+		out.Diverged = c.Diverged
+		for _, d := range r.Diverged {
+			out.IDs.Diverged = append(out.IDs.Diverged, d.Why)
+		}
+	}
 	in := func(w string) bool { return wl == "" || w == wl }
 	ids := &out.IDs
 	ids.Lost = pick(r.Lost, in, func(m checker.Miss) (string, string) { return m.Workload, missID(m) })

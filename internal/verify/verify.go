@@ -77,6 +77,11 @@ type Config struct {
 	Producers, Consumers, Queues, Rate, BodyBytes int
 	SendTimeout                                   time.Duration
 	Logger                                        *slog.Logger
+	// MasterFaultHold is the shortest hold of pause-master and
+	// partition-master-controller on a topology with controllers: past
+	// the master's lease and the controller's session timeout, so that
+	// the controller elects another master meanwhile. Default 6s.
+	MasterFaultHold time.Duration
 }
 
 // DefaultConfig is a one-minute queue workload on a single server with
@@ -90,8 +95,15 @@ func DefaultConfig() Config {
 		Duration:      time.Minute,
 		DrainTimeout:  2 * time.Minute,
 		Flush:         "sync",
+
+		MasterFaultHold: DefaultMasterFaultHold,
 	}
 }
+
+// DefaultMasterFaultHold is Config.MasterFaultHold's default: above the
+// controller's default session timeout (4 s), which is itself above the
+// master's lease bound (3 s · 1.05 + 200 ms).
+const DefaultMasterFaultHold = 6 * time.Second
 
 // serverArgs make transactions and the broker's bookkeeping fast enough to
 // settle within a drain: check-backs 2 s after a half message and every 2 s.
@@ -128,6 +140,7 @@ func (c *Config) fill() error {
 	c.Duration = cmp.Or(c.Duration, d.Duration)
 	c.DrainTimeout = cmp.Or(c.DrainTimeout, d.DrainTimeout)
 	c.Flush = cmp.Or(c.Flush, d.Flush)
+	c.MasterFaultHold = cmp.Or(c.MasterFaultHold, d.MasterFaultHold)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -184,7 +197,7 @@ type run struct {
 	log   *slog.Logger
 	hist  *history.Writer
 	net   *proxy.Net
-	cl    *cluster.Cluster // nil against an existing cluster
+	cl    clusterOps // nil against an existing cluster
 	wls   []workload.Workload
 	procs []string // names the nemesis may hit
 	// aims are the processes of each nemesis.Aim but AnyProcess (procs);
@@ -236,12 +249,26 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 		defer r.cl.Close()
 		env.NameSrv = r.cl.NameServers()
 		r.aims = map[nemesis.Aim][]string{}
+		top := r.cl.Topology()
+		if top.Controllers > 0 {
+			// The controller decides which replica is the master: a
+			// master or slave fault aims at a group and picks the
+			// process when it strikes. Groups of one have no failover.
+			for _, g := range top.Groups {
+				if g.Replicas > 1 {
+					r.aims[nemesis.Masters] = append(r.aims[nemesis.Masters], g.Name)
+					r.aims[nemesis.Slaves] = append(r.aims[nemesis.Slaves], g.Name)
+				}
+			}
+		}
 		for _, p := range r.cl.Processes() {
 			r.procs = append(r.procs, p.Name)
 			if env.GRPC == "" && p.GRPC != "" {
 				env.GRPC = p.GRPC
 			}
 			switch p.Role {
+			case cluster.RoleReplica:
+				r.aims[nemesis.Brokers] = append(r.aims[nemesis.Brokers], p.Name)
 			case cluster.RoleServer, cluster.RoleMaster:
 				// A petrel server is its group's (only) master.
 				r.aims[nemesis.Masters] = append(r.aims[nemesis.Masters], p.Name)
@@ -251,7 +278,37 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 				r.aims[nemesis.Brokers] = append(r.aims[nemesis.Brokers], p.Name)
 			}
 		}
+		if top.Controllers > 0 {
+			// Every replica's gRPC front forwards to the current master:
+			// the 5.x clients get a list of them and move on when theirs
+			// is down, so their failover time is the controller's, not a
+			// restart's.
+			// The fronts of one group (the first with replicas to fail
+			// over to), since a front sends to its own group's master:
+			// the grpc sends then belong to that group, and its
+			// failover time is measured on it.
+			var fronts []string
+			for _, g := range top.Groups {
+				if g.Replicas > 1 && env.GRPCGroup == "" {
+					env.GRPCGroup = g.Name
+				}
+			}
+			for _, p := range r.cl.Processes() {
+				if p.Role == cluster.RoleReplica && p.GRPC != "" && p.Group == env.GRPCGroup {
+					fronts = append(fronts, p.GRPC)
+				}
+			}
+			if len(fronts) > 0 {
+				env.GRPC = strings.Join(fronts, ",")
+			}
+		}
 		for _, k := range cfg.Faults {
+			if k.NeedsControllers() && top.Controllers == 0 {
+				return nil, setupErr("fault %s needs a topology with controllers (e.g. --topology replicas=3+2,namesrv=3,controllers=3)", k)
+			}
+			if k == nemesis.PartitionSlave && top.Controllers > 0 {
+				return nil, setupErr("fault %s needs a topology without controllers: with them a slave dials its master's own replication address, which the controller hands out, not through a fault-proxy link", k)
+			}
 			if len(r.targets(k)) == 0 {
 				return nil, setupErr("fault %s hits a %s, and topology %s has none (slaves need replicas=2 or more, e.g. --topology groups=2,replicas=2)", k, k.Aim(), cfg.Topology)
 			}
@@ -279,6 +336,11 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 	}
 	if err := r.healAndDrain(ctx); err != nil {
 		return nil, err
+	}
+	if r.cl != nil {
+		if err := r.compareLogs(ctx); err != nil {
+			return nil, err
+		}
 	}
 	r.phase(history.PhaseDone)
 	if err := hist.Close(); err != nil {
@@ -330,12 +392,37 @@ func (r *run) startCluster(ctx context.Context) error {
 		// partition of a broker or a name server cuts registrations
 		// and heartbeats as well as the clients' requests.
 		NamesrvLink: r.processLink,
+		// And heartbeats its controllers through links of its own, so
+		// that partition-master-controller cuts exactly those.
+		ControllerLink: r.processLink,
 	})
 	if err != nil {
 		return setupErr("start the cluster: %v", err)
 	}
 	r.cl = cl
 	return nil
+}
+
+// clusterOps is what a run does with the cluster it started: the methods
+// of *cluster.Cluster it uses (tests put a fake in).
+type clusterOps interface {
+	Close() error
+	NameServers() []string
+	Processes() []*cluster.Process
+	Topology() cluster.Topology
+	HasControllers() bool
+	ControllerAddrs() []string
+	Kill(name string) error
+	Stop(name string) error
+	Start(ctx context.Context, name string) error
+	Pause(name string) error
+	Resume(name string) error
+	Signal(name string, s os.Signal) error
+	WaitReady(ctx context.Context, name string) error
+	WaitInSync(ctx context.Context, group string) error
+	Master(ctx context.Context, group string) (string, uint32, error)
+	Slaves(ctx context.Context, group string) ([]string, error)
+	ControllerLeader(ctx context.Context) (string, error)
 }
 
 // processLink is the address of the proxy link from process from to the
@@ -397,7 +484,7 @@ func (r *run) workloadPhase(ctx context.Context) error {
 		}()
 	}
 	if len(r.cfg.Faults) > 0 {
-		plan := nemesis.PlanTargets(r.cfg.Seed, r.cfg.Faults, r.cfg.FaultInterval, r.cfg.Duration, r.targets)
+		plan := r.annotate(nemesis.PlanTargets(r.cfg.Seed, r.cfg.Faults, r.cfg.FaultInterval, r.cfg.Duration, r.targets))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -461,6 +548,12 @@ const clientsTarget = "clients"
 type target struct {
 	r          *run
 	partitions int // partitions injected so far
+	// Of the event on now, on a topology with controllers: the processes
+	// it hit (to start or resume again), the links it cut, the group's
+	// epoch before it.
+	hit   []string
+	cut   func(from, to string) bool
+	epoch uint32
 }
 
 // partitionModes are the ways a partition cuts a link, taken in turn.
@@ -471,6 +564,9 @@ var partitionModes = []struct {
 
 func (t *target) Inject(ctx context.Context, e nemesis.Event) (string, error) {
 	cl := t.r.cl
+	if cl != nil && cl.HasControllers() && e.Kind.Aim() != nemesis.AnyProcess && e.Kind.Aim() != nemesis.Brokers {
+		return t.injectGroup(ctx, e)
+	}
 	switch e.Kind {
 	case nemesis.Kill, nemesis.KillMaster, nemesis.KillSlave:
 		return "SIGKILL", cl.Kill(e.Target)
@@ -502,6 +598,9 @@ func (t *target) Inject(ctx context.Context, e nemesis.Event) (string, error) {
 
 func (t *target) Heal(ctx context.Context, e nemesis.Event) (string, error) {
 	cl := t.r.cl
+	if cl != nil && cl.HasControllers() && e.Kind.Aim() != nemesis.AnyProcess && e.Kind.Aim() != nemesis.Brokers {
+		return t.healGroup(ctx, e)
+	}
 	switch e.Kind {
 	case nemesis.Kill, nemesis.Restart, nemesis.KillMaster, nemesis.KillSlave:
 		return "started again on the same data directory", cl.Start(ctx, e.Target)
@@ -535,7 +634,7 @@ func (t *target) match(name string) func(from, to string) bool {
 	var addrs []string
 	for _, p := range t.r.cl.Processes() {
 		if p.Name == name {
-			addrs = append(addrs, p.Remoting, p.GRPC, p.HTTP, p.Namesrv, p.HA)
+			addrs = append(addrs, p.Remoting, p.GRPC, p.HTTP, p.Namesrv, p.HA, p.Controller)
 		}
 	}
 	return func(from, to string) bool { return from == name || (to != "" && slices.Contains(addrs, to)) }

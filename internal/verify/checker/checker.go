@@ -51,11 +51,14 @@ type Counts struct {
 	Corrupt             int      `json:"corrupt"`
 	Holes               int      `json:"holes"`       // missing offsets
 	HoleRanges          int      `json:"hole_ranges"` // runs of them
+	// Diverged counts the broker groups whose replicas' logs differ below
+	// the commit point (Compare lines with an Error); only in Total.
+	Diverged int `json:"diverged"`
 }
 
 // Invalid reports whether any anomaly that decides the verdict is non-zero.
 func (c Counts) Invalid() bool {
-	return c.Lost+c.Undelivered+c.Unexpected+c.Reordered+c.Early+c.RolledBackDelivered+c.Corrupt+c.Holes > 0
+	return c.Lost+c.Undelivered+c.Unexpected+c.Reordered+c.Early+c.RolledBackDelivered+c.Corrupt+c.Holes+c.Diverged > 0
 }
 
 // Lateness summarises how late delayed messages were first delivered.
@@ -147,6 +150,18 @@ type Result struct {
 	RolledBackDelivered []Line    `json:"rolled_back_delivered,omitempty"` // first Deliver/Drain line of each id
 	Corrupt             []Line    `json:"corrupt,omitempty"`               // lines; for "sum", the first of a kind
 	Holes               []Hole    `json:"holes,omitempty"`                 // by topic, queue, offset
+	// Diverged are the Compare lines with an Error: a group whose
+	// replicas' commit logs differ below its commit point (or could not
+	// be compared), in line order.
+	Diverged []Divergence `json:"diverged,omitempty"`
+}
+
+// Divergence is a broker group whose replicas' logs differ (the end-of-run
+// comparison): Why names the replica and the first differing offset.
+type Divergence struct {
+	Index int64  `json:"index"`
+	Group string `json:"group"`
+	Why   string `json:"why"`
 }
 
 // Workload returns the counts of the named workload.
@@ -353,6 +368,11 @@ func (s *state) scan() {
 		case history.Phase:
 			if op.Type == history.Info && op.Value == history.PhaseDone {
 				s.res.Complete = true
+			}
+		case history.Compare:
+			if op.Error != "" {
+				s.res.Total.Diverged++
+				s.res.Diverged = append(s.res.Diverged, Divergence{Index: op.Index, Group: op.Group, Why: op.Error})
 			}
 		}
 	}
@@ -712,6 +732,7 @@ func (s *state) finish() {
 		t.HoleRanges += c.HoleRanges
 	}
 	t.DuplicateRatio = ratio(t.Deliveries, t.Delivered)
+	s.res.Diverged = bound(s.res.Diverged, s.max)
 	s.res.Valid = !t.Invalid()
 	s.res.Reasons = s.reasons()
 }
@@ -754,6 +775,11 @@ func (s *state) reasons() []string {
 		return ids
 	}
 	add(t.Lost, "lost: acked, never delivered and not in the log", missIDs(r.Lost))
+	var dv []string
+	for _, d := range bound(r.Diverged, egs) {
+		dv = append(dv, d.Why)
+	}
+	add(t.Diverged, "diverged: replicas' logs differ below the commit point", dv)
 	add(t.Undelivered, "undelivered: acked and in the log, never delivered", missIDs(r.Undelivered))
 	add(t.Unexpected, "unexpected: delivered or in the log, never sent", lineIDs(r.Unexpected))
 	var ro []string

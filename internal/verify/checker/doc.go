@@ -81,9 +81,12 @@
 //     Offset (both ≥ 0), the offsets strictly between the least and the
 //     greatest drained offset that no Drain line has. Counted per missing
 //     offset, listed as inclusive ranges.
+//   - diverged: Compare lines (the end-of-run comparison of a broker
+//     group's replica logs) with an Error: the group's replicas differ
+//     below its commit point. Counted per line, in Total only.
 //
 // The verdict is Valid when lost, undelivered, unexpected, reordered,
-// early, rolled_back_delivered, corrupt and holes are all zero; otherwise
+// early, rolled_back_delivered, corrupt, holes and diverged are all zero; otherwise
 // Reasons holds one short sentence per anomaly found. acked, in_doubt,
 // failed, duplicated and lateness are reported and never decide it.
 // Complete says whether the history has a Phase line "done"; it is

@@ -60,6 +60,18 @@ type Options struct {
 	// name servers directly. (A petrel server's broker registers with its
 	// own name server in process.)
 	NamesrvLink func(from, to string) (string, error)
+	// ControllerLink, when set, gives the address a broker of a
+	// topology with controllers dials for a controller voter (its
+	// --controller entries): from is the broker's process name, to the
+	// voter's --controller-listen address. verify makes it a fault-proxy
+	// link, so that partition-master-controller can cut exactly the
+	// master's links to the controllers. Nil: brokers dial the voters
+	// directly. (The voters reach each other directly.)
+	ControllerLink func(from, to string) (string, error)
+	// Controller, when set, makes the client the cluster asks the
+	// controller voters (addrs: their --controller-listen addresses)
+	// about the groups; nil: internal/controller/client's Client.
+	Controller func(addrs []string) ControllerClient
 }
 
 // DefaultStopGrace is Options.StopGrace's default.
@@ -88,8 +100,18 @@ type Process struct {
 	// HA is a master's --ha-listen, where its slaves replicate from (""
 	// when its group has no slave, and on a slave). HAMaster is where a
 	// slave dials its master's replication (its --ha-master: the HA of
-	// its master, or the Options.HALink address in front of it).
+	// its master, or the Options.HALink address in front of it). A
+	// RoleReplica has an HA (it serves replication while it is the
+	// master) and no HAMaster (the controller names the master).
 	HA, HAMaster string
+	// Controller is a name server's embedded controller voter's
+	// --controller-listen ("" without one), ControllerID its
+	// --controller-id. Controllers is what a RoleReplica's --controller
+	// lists (the voters, or the Options.ControllerLink addresses in front
+	// of them), comma-separated.
+	Controller   string
+	ControllerID int
+	Controllers  string
 }
 
 // Bounds of the waits this package does on the processes.
@@ -108,6 +130,8 @@ var errClosed = errors.New("cluster: closed")
 // concurrent use.
 type Cluster struct {
 	opts   Options
+	topo   Topology
+	ctl    ControllerClient // nil without controllers
 	log    *slog.Logger
 	http   *http.Client
 	procs  []*proc
@@ -177,8 +201,16 @@ func Start(ctx context.Context, t Topology, o Options) (*Cluster, error) {
 		return nil, fmt.Errorf("cluster: Options.Replication %q: want sync or async", o.Replication)
 	}
 	c.opts.Replication = o.Replication
+	c.topo = t
 	if err := c.layout(t); err != nil {
 		return nil, err
+	}
+	if t.Controllers > 0 {
+		mk := o.Controller
+		if mk == nil {
+			mk = defaultController
+		}
+		c.ctl = mk(c.ControllerAddrs())
 	}
 	for _, p := range c.procs {
 		if err := c.start(ctx, p); err != nil {
@@ -190,7 +222,11 @@ func Start(ctx context.Context, t Topology, o Options) (*Cluster, error) {
 		if g.Replicas < 2 {
 			continue
 		}
-		if err := c.WaitReplicated(ctx, g.Name); err != nil {
+		wait := c.WaitReplicated
+		if t.Controllers > 0 {
+			wait = c.WaitInSync
+		}
+		if err := wait(ctx, g.Name); err != nil {
 			_ = c.Close()
 			return nil, err
 		}
@@ -217,6 +253,9 @@ func (c *Cluster) layout(t Topology) error {
 		}
 		c.add(p)
 		nameServers = append(nameServers, p.info.Namesrv)
+	}
+	if t.Controllers > 0 {
+		return c.layoutControllers(t, nameServers)
 	}
 	for _, g := range t.Groups {
 		var master *proc
@@ -683,16 +722,22 @@ func (c *Cluster) waitReady(ctx context.Context, p *proc) error {
 // connection.
 func (c *Cluster) readyProbe(p *proc) (func(context.Context) (bool, string), string) {
 	if p.info.HTTP == "" {
-		addr := p.info.Namesrv
+		// A name server; with an embedded voter its controller port too.
+		addrs := []string{p.info.Namesrv}
+		if p.info.Controller != "" {
+			addrs = append(addrs, p.info.Controller)
+		}
 		return func(ctx context.Context) (bool, string) {
-			d := net.Dialer{Timeout: readyzTimeout}
-			conn, err := d.DialContext(ctx, "tcp", addr)
-			if err != nil {
-				return false, err.Error()
+			for _, addr := range addrs {
+				d := net.Dialer{Timeout: readyzTimeout}
+				conn, err := d.DialContext(ctx, "tcp", addr)
+				if err != nil {
+					return false, err.Error()
+				}
+				_ = conn.Close()
 			}
-			_ = conn.Close()
 			return true, ""
-		}, "connect to " + addr
+		}, "connect to " + strings.Join(addrs, " and ")
 	}
 	url := "http://" + p.info.HTTP + "/readyz"
 	return func(ctx context.Context) (bool, string) { return c.probe(ctx, url) }, "/readyz"
@@ -902,6 +947,9 @@ func (c *Cluster) close() error {
 		c.reapers.Wait()
 	}
 	c.http.CloseIdleConnections()
+	if c.ctl != nil {
+		_ = c.ctl.Close()
+	}
 	return errors.Join(errs...)
 }
 

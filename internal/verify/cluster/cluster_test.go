@@ -158,7 +158,7 @@ func TestParseTopology(t *testing.T) {
 		{in: "groups=2,groups=3", errPart: "key groups given twice"},
 		{in: "groups=2,slaves=1", errPart: `unknown key "slaves"`},
 		{in: "groups=2,replicas", errPart: `"replicas" is not key=value`},
-		{in: "triple", errPart: `unknown topology "triple" (known: single, groups=G,replicas=R,namesrv=K, group:N)`},
+		{in: "triple", errPart: `unknown topology "triple" (known: single, groups=G,replicas=R,namesrv=K[,controllers=N], group:N)`},
 	} {
 		got, err := ParseTopology(tc.in)
 		if tc.want != "" {

@@ -64,6 +64,11 @@ const (
 	// Phase marks the run's phases (Info); Value is one of the Phase*
 	// names below.
 	Phase Func = "phase"
+	// Compare is the end-of-run comparison of one broker group's replica
+	// logs (Info): Group the group, Value what was compared, Error set
+	// when a replica differs (the first differing offset) or the
+	// comparison could not be made.
+	Compare Func = "compare"
 )
 
 // Phase names (Op.Value of a Phase line).
@@ -131,6 +136,11 @@ type Op struct {
 	// restart, slow-disk); Target the process or link it hit.
 	Fault  string `json:"fault,omitempty"`
 	Target string `json:"target,omitempty"`
+	// Group is a broker group (--broker-name): on a Send line the broker
+	// of the queue it went to (empty when the client does not pick one,
+	// as over gRPC), on a Fault line the group whose master the fault
+	// hits, on a Compare line the group compared.
+	Group string `json:"group,omitempty"`
 	// Value is free text: a Phase name, or a detail of the event.
 	Value string `json:"value,omitempty"`
 	// Error says why an operation failed or is in doubt.

@@ -33,19 +33,37 @@ const (
 	// fault proxy holds it) for the hold; its heal restores the link.
 	PartitionSlave Kind = "partition-slave"
 	// PauseMaster SIGSTOPs a group's master for the hold; its heal is
-	// SIGCONT.
+	// SIGCONT. With controllers the hold is past the master's lease, so
+	// that a slave takes over and the old master, resumed, must not ack.
 	PauseMaster Kind = "pause-master"
+	// PartitionMasterController cuts only the links from a group's
+	// master to the controllers (its heartbeats) for the hold, past its
+	// lease: the master fences itself and a slave takes over, while
+	// clients and slaves still reach the old master. Needs controllers.
+	PartitionMasterController Kind = "partition-master-controller"
+	// KillControllerLeader SIGKILLs the name server whose controller
+	// voter leads and, right after, a group's master: the new controller
+	// leader must handle the master's loss (after its session wait). Its
+	// heal starts both again. Needs controllers.
+	KillControllerLeader Kind = "kill-controller-leader"
 )
 
 // Kinds lists every kind, in the order the docs give them.
-var Kinds = []Kind{Kill, Pause, Partition, Restart, SlowDisk, KillMaster, KillSlave, PartitionSlave, PauseMaster}
+var Kinds = []Kind{Kill, Pause, Partition, Restart, SlowDisk, KillMaster, KillSlave, PartitionSlave, PauseMaster, PartitionMasterController, KillControllerLeader}
+
+// NeedsControllers reports whether a fault of kind k needs a topology
+// with controllers (partition-master-controller, kill-controller-leader).
+func (k Kind) NeedsControllers() bool {
+	return k == PartitionMasterController || k == KillControllerLeader
+}
 
 // Held reports whether a fault of kind k stays on for a hold before it is
-// healed (pause, partition, slow-disk, partition-slave, pause-master).
+// healed (pause, partition, slow-disk, partition-slave, pause-master,
+// partition-master-controller).
 // The kills and restart are healed as soon as the process is down.
 func (k Kind) Held() bool {
 	switch k {
-	case Pause, Partition, SlowDisk, PartitionSlave, PauseMaster:
+	case Pause, Partition, SlowDisk, PartitionSlave, PauseMaster, PartitionMasterController:
 		return true
 	}
 	return false
@@ -67,12 +85,13 @@ const (
 	Slaves Aim = "slave"
 )
 
-// Aim says which processes a fault of kind k may hit: kill-master and
-// pause-master a master, kill-slave and partition-slave a slave,
-// slow-disk a broker, the rest any process.
+// Aim says which processes a fault of kind k may hit: kill-master,
+// pause-master, partition-master-controller and kill-controller-leader a
+// master, kill-slave and partition-slave a slave, slow-disk a broker, the
+// rest any process.
 func (k Kind) Aim() Aim {
 	switch k {
-	case KillMaster, PauseMaster:
+	case KillMaster, PauseMaster, PartitionMasterController, KillControllerLeader:
 		return Masters
 	case KillSlave, PartitionSlave:
 		return Slaves

@@ -9,6 +9,21 @@ import (
 // DefaultInterval is the time between two faults when Plan is given none.
 const DefaultInterval = 3 * time.Second
 
+// MinHold is plan with every held event of a kind that has a minimum
+// (min(kind) > 0) held at least that long: the master faults of a
+// topology with controllers, which must outlast the master's lease to
+// make the controller elect another. Later events keep their times (Run
+// starts an event whose time has passed at once).
+func MinHold(plan []Event, min func(Kind) time.Duration) []Event {
+	out := append([]Event(nil), plan...)
+	for i, e := range out {
+		if m := min(e.Kind); e.Kind.Held() && e.Hold < m {
+			out[i].Hold = m
+		}
+	}
+	return out
+}
+
 // Event is one fault of a plan.
 type Event struct {
 	// At is when the fault starts, from the start of Run.
@@ -19,6 +34,11 @@ type Event struct {
 	// counted from the end of its inject; 0 for kill and restart, whose
 	// heal follows as soon as the process is down.
 	Hold time.Duration
+	// Group is the broker group whose master the fault hits (the master
+	// kinds, Kind.Aim Masters), set by the caller after planning ("" when
+	// it does not say): the Fault line carries it, and the report
+	// measures the failover time on that group.
+	Group string
 }
 
 func (e Event) String() string {

@@ -19,7 +19,7 @@ func TestParseKinds(t *testing.T) {
 		{in: "partition", want: []Kind{Partition}},
 		{in: "", want: nil},
 		{in: "none", want: nil},
-		{in: "kill,explode", errPart: `unknown fault kind "explode" (known: kill, pause, partition, restart, slow-disk, kill-master, kill-slave, partition-slave, pause-master)`},
+		{in: "kill,explode", errPart: `unknown fault kind "explode" (known: kill, pause, partition, restart, slow-disk, kill-master, kill-slave, partition-slave, pause-master, partition-master-controller, kill-controller-leader)`},
 		{in: "kill-master,kill-slave,partition-slave,pause-master", want: []Kind{KillMaster, KillSlave, PartitionSlave, PauseMaster}},
 		{in: "kill,,pause", errPart: "empty fault kind"},
 		{in: "kill,pause,kill", errPart: `"kill" listed twice`},

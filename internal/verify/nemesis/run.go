@@ -103,6 +103,7 @@ func line(f history.Func, e Event) history.Op {
 	op.Process = Process
 	op.Fault = string(e.Kind)
 	op.Target = e.Target
+	op.Group = e.Group
 	return op
 }
 

@@ -30,6 +30,7 @@ type Counts struct {
 	RolledBackDelivered int     `json:"rolled_back_delivered"` // txn workload
 	Corrupt             int     `json:"corrupt"`               // checksum or id mismatch
 	Holes               int     `json:"holes"`                 // missing offsets in the drained log
+	Diverged            int     `json:"diverged"`              // groups whose replica logs differ below the commit point
 
 	// IDs lists the ids behind the counts (the checker's; may be
 	// shorter than the counts if the checker bounds them).
@@ -47,6 +48,7 @@ type IDs struct {
 	RolledBackDelivered []string `json:"rolled_back_delivered,omitempty"`
 	Corrupt             []string `json:"corrupt,omitempty"`
 	Holes               []Hole   `json:"holes,omitempty"`
+	Diverged            []string `json:"diverged,omitempty"`
 }
 
 // Hole is a range of offsets [From, To] of one queue that the drain did
@@ -85,10 +87,16 @@ type Summary struct {
 	IDs            IDs                    `json:"ids"`
 	Faults         []Fault                `json:"faults"`
 	Unavailability map[string]Unavailable `json:"unavailability"` // per fault kind
-	Lateness       LatenessJSON           `json:"lateness"`
-	Workloads      map[string]Counts      `json:"workloads"`
-	History        string                 `json:"history"`
-	Seed           int64                  `json:"seed"`
+	// Failover is, per master fault kind and client (workload), the time
+	// from the fault to the first acknowledged send on the fault's group.
+	Failover []Failover `json:"failover"`
+	// ReplicaLogs is the end-of-run comparison of each group's replica
+	// logs (the history's Compare lines), in line order.
+	ReplicaLogs []ReplicaLog      `json:"replica_logs"`
+	Lateness    LatenessJSON      `json:"lateness"`
+	Workloads   map[string]Counts `json:"workloads"`
+	History     string            `json:"history"`
+	Seed        int64             `json:"seed"`
 	// Start is the time of the history's earliest line; DurationS the
 	// seconds from it to the latest.
 	Start     time.Time `json:"start"`
@@ -108,7 +116,7 @@ type LatenessJSON struct {
 // doubt and failed sends.
 func (c Counts) Valid() bool {
 	return c.Lost == 0 && c.Undelivered == 0 && c.Unexpected == 0 && c.Reordered == 0 &&
-		c.Early == 0 && c.RolledBackDelivered == 0 && c.Corrupt == 0 && c.Holes == 0
+		c.Early == 0 && c.RolledBackDelivered == 0 && c.Corrupt == 0 && c.Holes == 0 && c.Diverged == 0
 }
 
 // Build makes the Summary of a run from its history and the checker's
@@ -139,6 +147,8 @@ func Build(ops []history.Op, f Findings) Summary {
 		s.Workloads[name] = c
 	}
 	s.Unavailability = Unavailability(s.Faults)
+	s.Failover = Failovers(ops)
+	s.ReplicaLogs = ReplicaLogs(ops)
 	if len(ops) > 0 {
 		start, end := span(ops)
 		s.Start = start

@@ -37,6 +37,7 @@ func (s Summary) anomalies() []anomaly {
 		{"corrupt", c.Corrupt, ids.Corrupt, c.Corrupt, true},
 		// Holes counts offsets; the list has ranges of them.
 		{"holes", c.Holes, holeStrings(ids.Holes), len(ids.Holes), true},
+		{"diverged", c.Diverged, ids.Diverged, c.Diverged, true},
 		{"duplicated", c.Duplicated, ids.Duplicated, c.Duplicated, false},
 	}
 }
@@ -167,6 +168,9 @@ func Text(w io.Writer, s Summary) error {
 	} else {
 		fmt.Fprintln(ew)
 	}
+
+	writeFailover(ew, s.Failover)
+	writeReplicaLogs(ew, s.ReplicaLogs)
 
 	if s.Lateness.Count > 0 {
 		fmt.Fprintf(ew, "\nlateness of delayed messages (%s): median %s, p99 %s, max %s\n", thousands(s.Lateness.Count),

@@ -146,10 +146,19 @@ func (c *Client) nameServers(ctx context.Context, mk func() *remoting.Command) (
 	return nil, last
 }
 
+// RouteMaxAge is how long a client uses a topic's route before it asks a
+// name server again (a send that fails asks at once). RocketMQ's clients
+// poll every 30 s; a short age lets a failover's new master (and a group
+// back from having none) be seen within about a second, as a client that
+// refreshes on NOT_MASTER and on connection errors would.
+var RouteMaxAge = time.Second
+
 // Route is a topic's queues and the master address of each broker.
 type Route struct {
 	Queues []rmq.MessageQueue // every write queue, by broker name then id
 	Addrs  map[string]string  // broker name → master address
+
+	fetched time.Time // when the name server gave it (Env.Clock)
 }
 
 // Addr is the master address of q's broker ("" when unknown).
@@ -160,18 +169,22 @@ func (c *Client) Route(ctx context.Context, topic string, fresh bool) (*Route, e
 	c.mu.Lock()
 	r := c.routes[topic]
 	c.mu.Unlock()
-	if r != nil && !fresh {
+	now := c.env.Clock.Now()
+	if r != nil && !fresh && now.Sub(r.fetched) < RouteMaxAge {
 		return r, nil
 	}
 	resp, err := c.nameServers(ctx, func() *remoting.Command { return rmq.EncodeRouteRequest(rmq.RouteRequest{Topic: topic}) })
 	if err != nil {
+		if r != nil && !fresh {
+			return r, nil // an old route is better than none
+		}
 		return nil, err
 	}
 	d, err := rmq.DecodeTopicRouteDataBody(resp.Body)
 	if err != nil {
 		return nil, &OpError{Outcome: history.Fail, Code: -1, Err: err}
 	}
-	r = &Route{Addrs: map[string]string{}}
+	r = &Route{Addrs: map[string]string{}, fetched: now}
 	for _, b := range d.BrokerDatas {
 		if a := b.BrokerAddrs[rmq.MasterID]; a != "" {
 			r.Addrs[b.BrokerName] = a

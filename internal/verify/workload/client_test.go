@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/petrelmq/petrel/internal/clock"
 	"github.com/petrelmq/petrel/internal/daemon/daemontest"
 	"github.com/petrelmq/petrel/internal/remoting/rmq"
 	"github.com/petrelmq/petrel/internal/verify/history"
@@ -148,5 +149,48 @@ func TestClientRoundTrip(t *testing.T) {
 	}
 	if got, err := cl.Lock(ctx, addr, "g", "other", r.Queues); err != nil || len(got) != 1 {
 		t.Fatalf("after an unlock another client got %v, %v; want the one queue", got, err)
+	}
+}
+
+// TestRouteAgesAndFallsBack: a route is used for RouteMaxAge, then asked
+// for again (a failover's new master shows up without a refusal first);
+// when no name server answers, the old route is still used unless a fresh
+// one was asked for.
+func TestRouteAgesAndFallsBack(t *testing.T) {
+	_, env, cl := testClient(t)
+	clk := clock.NewManual(time.Unix(1_000_000, 0))
+	env.Clock = clk
+	ctx := context.Background()
+	topic := env.Topic("age")
+	if err := cl.CreateTopic(ctx, topic, 2, false); err != nil {
+		t.Fatal(err)
+	}
+	r1, err := cl.Route(ctx, topic, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(RouteMaxAge / 2)
+	if r2, err := cl.Route(ctx, topic, false); err != nil || r2 != r1 {
+		t.Fatalf("a young route was asked for again: %p vs %p, %v", r2, r1, err)
+	}
+	clk.Advance(RouteMaxAge)
+	r3, err := cl.Route(ctx, topic, false)
+	if err != nil || r3 == r1 {
+		t.Fatalf("an old route was used without asking: %p, %v", r3, err)
+	}
+
+	dead, _ := net.Listen("tcp", "127.0.0.1:0")
+	deadAddr := dead.Addr().String()
+	dead.Close()
+	env2 := *env
+	env2.NameSrv = []string{deadAddr}
+	lone := NewClient(&env2, "lone")
+	defer lone.Close()
+	lone.routes[topic] = &Route{Queues: r3.Queues, Addrs: r3.Addrs, fetched: clk.Now().Add(-time.Hour)}
+	if r, err := lone.Route(ctx, topic, false); err != nil || len(r.Queues) != 2 {
+		t.Fatalf("no name server: the old route was not used: %+v, %v", r, err)
+	}
+	if _, err := lone.Route(ctx, topic, true); err == nil {
+		t.Fatal("no name server: a fresh route was made up")
 	}
 }

@@ -42,7 +42,12 @@ const (
 type Env struct {
 	RunID   string
 	NameSrv []string // name server addresses (real ones; dial via Network)
-	GRPC    string   // a gRPC endpoint ip:port (real one; dial via Network)
+	GRPC    string   // a gRPC endpoint ip:port (real one; dial via Network), or several, comma-separated
+	// GRPCGroup, when set, is the broker group every GRPC endpoint
+	// belongs to (their fronts send to that group's master): the grpc
+	// workload's send lines carry it, so that its failover time is
+	// measured on that group.
+	GRPCGroup string
 	// Network returns the network a client dials on: every connection
 	// goes through the fault proxy's links from that client. Nil: the
 	// real network.

@@ -12,6 +12,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"net"
 	"strconv"
@@ -26,6 +27,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/resolver"
+	"google.golang.org/grpc/resolver/manual"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -65,9 +68,27 @@ type grpcClient struct {
 // dialGRPC sets up a client of the front at addr over nw (TLS accepting
 // any certificate: the front's is self-signed). The connection is made on
 // the first call and made again after it broke.
+//
+// addr may list several endpoints, comma-separated (every replica's front
+// of a topology with controllers): the client connects to one, from a
+// place in the list its id picks, and moves to the next when that one
+// cannot be reached (gRPC's pick_first over the list), as a 5.x client
+// behind a list of endpoints does.
 func dialGRPC(nw netx.Network, addr, clientID string, st *v2.Settings) (*grpcClient, error) {
 	creds := credentials.NewTLS(&tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}) // the front's certificate is self-signed
-	cc, err := grpc.NewClient("passthrough:///"+addr,
+	target, opts := "passthrough:///"+addr, []grpc.DialOption(nil)
+	if list := splitEndpoints(addr); len(list) > 1 {
+		list = rotate(list, clientID)
+		addr = list[0]
+		r := manual.NewBuilderWithScheme("verify")
+		state := resolver.State{}
+		for _, a := range list {
+			state.Addresses = append(state.Addresses, resolver.Address{Addr: a})
+		}
+		r.InitialState(state)
+		target, opts = r.Scheme()+":///fronts", append(opts, grpc.WithResolvers(r))
+	}
+	cc, err := grpc.NewClient(target, append(opts,
 		grpc.WithTransportCredentials(creds),
 		grpc.WithContextDialer(func(ctx context.Context, a string) (net.Conn, error) { return nw.Dial(ctx, a) }),
 		// Reconnect quickly after a fault (gRPC's default back-off grows
@@ -76,7 +97,7 @@ func dialGRPC(nw netx.Network, addr, clientID string, st *v2.Settings) (*grpcCli
 			Backoff:           backoffpkg.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 2, Jitter: 0.2, MaxDelay: MaxBackoff},
 			MinConnectTimeout: grpcRequestTimeout,
 		}),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(grpcMaxRecvBytes)))
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(grpcMaxRecvBytes)))...)
 	if err != nil {
 		return nil, fmt.Errorf("workload: set up a gRPC connection to %s: %w", addr, err)
 	}
@@ -87,6 +108,26 @@ func dialGRPC(nw netx.Network, addr, clientID string, st *v2.Settings) (*grpcCli
 	st.RequestTimeout = durationpb.New(grpcRequestTimeout)
 	st.UserAgent = &v2.UA{Language: v2.Language_GOLANG, Version: "petrel-verify", Hostname: "verify"}
 	return c, nil
+}
+
+// splitEndpoints splits a comma-separated endpoint list.
+func splitEndpoints(s string) []string {
+	var out []string
+	for _, a := range strings.Split(s, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// rotate starts list at a place picked by id, so that clients spread over
+// the endpoints.
+func rotate(list []string, id string) []string {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	k := int(h.Sum32() % uint32(len(list)))
+	return append(append([]string(nil), list[k:]...), list[:k]...)
 }
 
 // ctx returns ctx carrying the client's headers.
@@ -360,6 +401,7 @@ func (w *grpcWorkload) produce(ctx context.Context, i int) {
 		}}
 		op := history.New(history.Invoke, history.Send)
 		op.Workload, op.Process, op.ID, op.Topic, op.Sum = grpcName, name, id, w.topic, Sum(body)
+		op.Group = e.GRPCGroup
 		op = e.record(op)
 		// A send in flight when the run ends is answered, so that it
 		// has its outcome line.
@@ -371,7 +413,7 @@ func (w *grpcWorkload) produce(ctx context.Context, i int) {
 		case grpcSendInDoubt:
 			res.Type = history.InDoubt
 		}
-		res.Workload, res.Process, res.ID, res.Topic = grpcName, name, id, w.topic
+		res.Workload, res.Process, res.ID, res.Topic, res.Group = grpcName, name, id, w.topic, e.GRPCGroup
 		res.Offset, res.Latency = off, e.Clock.Now().Sub(op.Time)
 		if why != "" {
 			res.Error = errText(errors.New(why))

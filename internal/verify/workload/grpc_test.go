@@ -5,10 +5,14 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	v2 "github.com/apache/rocketmq-clients/golang/v5/protocol/v2"
 
 	"github.com/petrelmq/petrel/internal/daemon"
 	"github.com/petrelmq/petrel/internal/daemon/daemontest"
@@ -196,5 +200,54 @@ func TestWorkloadsRideOutACutClient(t *testing.T) {
 			}
 			t.Logf("%d acked to arrive, %d sends failed or in doubt", n, bad)
 		})
+	}
+}
+
+// TestGRPCClientMovesToTheNextEndpoint: with a list of fronts, a client
+// whose first endpoint does not answer uses the next one.
+func TestGRPCClientMovesToTheNextEndpoint(t *testing.T) {
+	env := liveBroker(t, grpcName)
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadAddr := dead.Addr().String()
+	dead.Close()
+	live := env.GRPC
+	// Every client starts on the dead endpoint: its id rotates the list
+	// to it.
+	var id string
+	for i := 0; ; i++ {
+		id = "client-" + strconv.Itoa(i)
+		if rotate([]string{deadAddr, live}, id)[0] == deadAddr {
+			break
+		}
+	}
+	if got := rotate([]string{"a", "b", "c"}, "x"); len(got) != 3 || !slices.Contains(got, "a") || !slices.Contains(got, "b") || !slices.Contains(got, "c") {
+		t.Fatalf("rotate lost an endpoint: %v", got)
+	}
+	env.GRPC, env.GRPCGroup = deadAddr+","+live, "broker-a"
+	ops := runBriefly(t, grpcName, env, 1500*time.Millisecond)
+	n := 0
+	for _, op := range ops {
+		if op.F == history.Send && op.Group != "broker-a" {
+			t.Fatalf("a send line without the fronts' group: %+v", op)
+		}
+		if op.F == history.Send && op.Type == history.OK {
+			n++
+		}
+	}
+	if n < 10 {
+		t.Fatalf("only %d sends acked through a list whose first endpoint is dead", n)
+	}
+	c, err := dialGRPC(netx.TCP, deadAddr+","+live, id, &v2.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := c.stub.QueryRoute(c.ctx(ctx), &v2.QueryRouteRequest{Topic: &v2.Resource{Name: env.Topic(grpcName)}, Endpoints: grpcEndpoints(live)}); err != nil {
+		t.Fatalf("a client starting on the dead endpoint got no answer: %v", err)
 	}
 }

@@ -9,7 +9,6 @@ package workload
 
 import (
 	"context"
-	"errors"
 	"hash/fnv"
 	"math/rand/v2"
 	"time"
@@ -126,18 +125,22 @@ func (p *Producer) Send(ctx context.Context, m Outgoing) (SendResult, bool) {
 		inv.Type, inv.F = history.Invoke, history.Send
 		inv.Workload, inv.Process, inv.ID, inv.Topic, inv.Sum = p.workload, p.name, m.ID, p.topic, sum
 		inv.Queue, inv.Offset = -1, -1
+		var q rmq.MessageQueue
+		if err == nil {
+			q = m.Queue(r, n)
+			inv.Group = q.BrokerName // what a master fault's failover time is measured on
+		}
 		inv = p.env.record(inv)
 		var res SendResult
 		outcome := history.Fail // no route: the send was never written
 		if err == nil {
-			q := m.Queue(r, n)
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.env.SendTimeout)
 			res, err = p.cl.Send(sctx, r, q, m.Body, SendOpts{ProducerGroup: p.group, Properties: props, SysFlag: m.SysFlag})
 			cancel()
 			outcome = Outcome(err)
 		}
 		out := history.New(outcome, history.Send)
-		out.Workload, out.Process, out.ID = p.workload, p.name, m.ID
+		out.Workload, out.Process, out.ID, out.Group = p.workload, p.name, m.ID, inv.Group
 		out.Latency = p.env.Clock.Now().Sub(inv.Time)
 		if err == nil {
 			if !m.Staged {
@@ -146,10 +149,9 @@ func (p *Producer) Send(ctx context.Context, m Outgoing) (SendResult, bool) {
 			p.env.record(out)
 			return res, true
 		}
-		// A refusal may mean a stale route; a lost or unanswered request
-		// does not (asking the name server then only adds its delay).
-		var oe *OpError
-		refresh = errors.As(err, &oe) && oe.Code >= 0
+		// A refusal may mean a stale route, and so may a lost or
+		// unanswered request: the master may have moved (a failover).
+		refresh = true
 		out.Error = errText(err)
 		p.env.record(out)
 		p.env.Logger.Debug("send failed", "client", p.name, "id", m.ID, "outcome", string(out.Type), "err", err)

@@ -190,6 +190,9 @@ func checkHistory(t *testing.T, ops []history.Op, wl string, consumers int, each
 			if op.Queue < 0 || op.Offset < 0 {
 				t.Fatalf("OK without a queue/offset: %+v", op)
 			}
+			if op.Group == "" || op.Group != s.invoke.Group {
+				t.Fatalf("OK without the broker group of its queue (the failover times are per group): %+v", op)
+			}
 			acked[op.ID] = op
 		case op.F == history.Deliver:
 			if starts[op.Process] != history.RoleConsumer {
