@@ -97,6 +97,7 @@ type controlMode struct {
 	cl         ctlClient
 	fsys       vfs.FS
 	idPath     string
+	token      string // registration token, persisted with the id (replicaid.go)
 	cluster    string
 	group      string
 	st         *store.Store
@@ -140,9 +141,10 @@ type controlMode struct {
 	// Owned by the role manager goroutine.
 	master         *ha.Master
 	slaveOf        string
-	isrApplied     uint64 // the view's ISRVersion last handed to the tracker (+1: 0 is none)
-	isrTerm        uint32 // the epoch isrApplied belongs to
-	isrMin         int    // the minSlaves last handed to the tracker
+	isrApplied     uint64  // the view's ISRVersion last handed to the tracker (+1: 0 is none)
+	isrTerm        uint32  // the epoch isrApplied belongs to
+	isrMin         int     // the minSlaves last handed to the tracker
+	isrPending     []int64 // slaves proposed for the set on the view of isrApplied, not yet settled
 	noFollowLogged bool
 	failedEpoch    uint32 // +1: the epoch whose promotion failure was logged at Error
 	slaveErrLogged bool
@@ -182,8 +184,18 @@ func newControlMode(cfg *BrokerConfig, st *store.Store) (_ *controlMode, err err
 	if cc.SyncReplicasSet {
 		c.syncReplicas = max(cfg.HA.SyncReplicas, 0)
 	}
-	if c.id, err = readReplicaID(fsys, c.idPath, c.group); err != nil {
+	if c.id, c.token, err = readReplicaID(fsys, c.idPath, c.group); err != nil {
 		return nil, err
+	}
+	if c.token == "" {
+		// Persisted before the first Register, so that a retry of one
+		// whose answer was lost is the same replica, not a new one.
+		if c.token, err = newReplicaToken(); err != nil {
+			return nil, err
+		}
+		if err := writeReplicaID(fsys, c.idPath, c.cluster, c.group, c.id, c.token); err != nil {
+			return nil, err
+		}
 	}
 	if bcfg.BrokerID != 0 {
 		c.log.Warn("controller mode: the broker id of the flags is ignored; the controller assigns the replica id", "broker_id", bcfg.BrokerID, "replica_id", c.id)
@@ -191,6 +203,13 @@ func newControlMode(cfg *BrokerConfig, st *store.Store) (_ *controlMode, err err
 	if cfg.HA.Listen != "" {
 		if c.epochs, err = epoch.Open(fsys, path.Join(dir, "epochs")); err != nil {
 			return nil, fmt.Errorf("broker: %w", err)
+		}
+		// An epoch is recorded (fsynced) before the bytes it describes, so
+		// a crash can leave entries at or above the recovered log's end:
+		// they describe nothing, and the next promotion's entry could not
+		// follow them (the simulation's F3).
+		if err := c.epochs.TruncateAfter(st.Written()); err != nil {
+			return nil, fmt.Errorf("broker: drop the epochs above the log's end %d: %w", st.Written(), err)
 		}
 		if c.ha, err = newHAListener(cfg.Network, cfg.HA.Listen); err != nil {
 			return nil, fmt.Errorf("broker: replication listener (--ha-listen %s): %w", cfg.HA.Listen, err)
@@ -330,7 +349,7 @@ func (c *controlMode) register() bool {
 		c.mu.Lock()
 		id := c.id
 		c.mu.Unlock()
-		req := &api.RegisterRequest{Cluster: c.cluster, Group: c.group, ReplicaID: id, Addr: c.d.advertise,
+		req := &api.RegisterRequest{Cluster: c.cluster, Group: c.group, ReplicaID: id, Token: c.token, Addr: c.d.advertise,
 			HAAddr: c.haAddr(c.d.advertise), LastEpoch: c.lastEpoch(), LEO: c.st.Written(), Durable: c.st.Durable()}
 		if a := c.d.GRPCAddr(); a != nil {
 			req.GRPCAddr = HAAdvertise(c.d.advertise, a.String())
@@ -365,7 +384,7 @@ func (c *controlMode) registeredAs(id int64, resp *api.RegisterResponse) error {
 		if id != 0 {
 			c.log.Error("controller mode: the controller answered another replica id than the persisted one; keeping the controller's", "persisted", id, "assigned", resp.ReplicaID)
 		}
-		if err := writeReplicaID(c.fsys, c.idPath, c.cluster, c.group, resp.ReplicaID); err != nil {
+		if err := writeReplicaID(c.fsys, c.idPath, c.cluster, c.group, resp.ReplicaID, c.token); err != nil {
 			return err
 		}
 	}

@@ -271,9 +271,9 @@ func TestControllerModeFirstBrokerIsMasterAndTheSecondItsSlave(t *testing.T) {
 		fs   *vfs.MemFS
 		want int64
 	}{{fsA, 1}, {fsB, 2}} {
-		id, err := readReplicaID(c.fs, "/data/ha/"+replicaIDFile, ctlGroup)
-		if err != nil || id != c.want {
-			t.Fatalf("persisted replica id %d, %v; want %d", id, err, c.want)
+		id, token, err := readReplicaID(c.fs, "/data/ha/"+replicaIDFile, ctlGroup)
+		if err != nil || id != c.want || token == "" {
+			t.Fatalf("persisted replica id %d token %q, %v; want %d and a token", id, token, err, c.want)
 		}
 	}
 }
@@ -467,11 +467,15 @@ func TestControllerModeTransfer(t *testing.T) {
 // fakeCtl answers AlterISR by committing what it is asked and records it.
 type fakeCtl struct {
 	ctlClient
-	alters []*api.AlterISRRequest
+	alters   []*api.AlterISRRequest
+	alterErr error // answer every AlterISR with it (an unanswered call)
 }
 
 func (f *fakeCtl) AlterISR(_ context.Context, r *api.AlterISRRequest) (*api.GroupView, error) {
 	f.alters = append(f.alters, r)
+	if f.alterErr != nil {
+		return nil, f.alterErr
+	}
 	return &api.GroupView{Group: r.Group, Master: r.Master, Epoch: r.Epoch, ISR: r.ISR, ISRVersion: r.ISRVersion + 1,
 		Replicas: []api.ReplicaView{{ID: 1, Incarnation: 1}, {ID: 2, Incarnation: 2}}}, nil
 }
@@ -531,17 +535,24 @@ func TestReplicaIDFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := "/d/ha/" + replicaIDFile
-	if id, err := readReplicaID(fsys, p, "g"); err != nil || id != 0 {
-		t.Fatalf("absent: %d, %v", id, err)
+	if id, token, err := readReplicaID(fsys, p, "g"); err != nil || id != 0 || token != "" {
+		t.Fatalf("absent: %d %q, %v", id, token, err)
 	}
-	if err := writeReplicaID(fsys, p, "c", "g", 7); err != nil {
+	// Before the first Register: only the token.
+	if err := writeReplicaID(fsys, p, "c", "g", 0, "tok"); err != nil {
+		t.Fatal(err)
+	}
+	if id, token, err := readReplicaID(fsys, p, "g"); err != nil || id != 0 || token != "tok" {
+		t.Fatalf("token only: %d %q, %v; want 0 and tok", id, token, err)
+	}
+	if err := writeReplicaID(fsys, p, "c", "g", 7, "tok"); err != nil {
 		t.Fatal(err)
 	}
 	crashed := fsys.CrashClone(vfs.CrashOptions{})
-	if id, err := readReplicaID(crashed, p, "g"); err != nil || id != 7 {
-		t.Fatalf("after a crash: %d, %v; want 7", id, err)
+	if id, token, err := readReplicaID(crashed, p, "g"); err != nil || id != 7 || token != "tok" {
+		t.Fatalf("after a crash: %d %q, %v; want 7 and tok", id, token, err)
 	}
-	if _, err := readReplicaID(fsys, p, "other"); err == nil {
+	if _, _, err := readReplicaID(fsys, p, "other"); err == nil {
 		t.Fatal("the replica id of group g was taken for group other")
 	}
 	f, err := fsys.Create(p)
@@ -550,7 +561,7 @@ func TestReplicaIDFile(t *testing.T) {
 	}
 	f.WriteAt([]byte(`{"version":1,"group":"g","replicaId":`), 0)
 	f.Close()
-	if _, err := readReplicaID(fsys, p, "g"); err == nil {
+	if _, _, err := readReplicaID(fsys, p, "g"); err == nil {
 		t.Fatal("a torn replica id file was read")
 	}
 }
@@ -597,4 +608,80 @@ func TestMinSlaves(t *testing.T) {
 	if got := (&controlMode{syncReplicas: 2}).minSlaves(3); got != 2 {
 		t.Errorf("--sync-replicas 2 in a 3-replica group: %d", got)
 	}
+}
+
+// TestUnansweredInSyncChangeKeepsCountingTheAddition: an AlterISR that
+// adds a slave times out, but the controller may have committed it, and
+// that slave may then be elected: until a view with a newer in-sync set
+// version settles it, the tracker keeps waiting for the slave (the
+// maximal set). Reverting to the committed set on the error acked records
+// the slave lacked (the simulation's ISRRevertOnError; seen failing).
+func TestUnansweredInSyncChangeKeepsCountingTheAddition(t *testing.T) {
+	fsys := vfs.NewMem()
+	epochs, err := epoch.Open(fsys, "/epochs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := epochs.Append(epoch.Entry{Epoch: 1, Start: 0}); err != nil {
+		t.Fatal(err)
+	}
+	fc := &fakeCtl{alterErr: context.DeadlineExceeded}
+	c := &controlMode{cl: fc, log: slog.New(slog.DiscardHandler), group: ctlGroup, epochs: epochs, kick: make(chan struct{}, 1),
+		cfg: ControllerConfig{CallTimeout: time.Second}, syncReplicas: -1}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	defer c.cancel()
+	tr := track.New(track.Config{}, clock.Real, c.log)
+	c.tracker = tr
+	tr.MasterProgress(0, 0)
+	tr.MasterProgress(1000, 1000)
+	tr.SetISR(nil, 0)
+	if err := tr.SlaveProgress(2, 1000, 1000); err != nil {
+		t.Fatal(err)
+	}
+	v := api.GroupView{Group: ctlGroup, Master: 1, Epoch: 1, ISR: []int64{1}, ISRVersion: 1,
+		Replicas: []api.ReplicaView{{ID: 1, Incarnation: 1}, {ID: 2, Incarnation: 2}}}
+	c.syncISR(v, 1)
+	if len(fc.alters) != 1 {
+		t.Fatalf("AlterISR calls %+v; want one adding replica 2", fc.alters)
+	}
+	if st := tr.Stats(); !slices.Equal(st.ISR, []int64{2}) {
+		t.Fatalf("after the unanswered AlterISR the tracker counts %v; want [2] (it may have committed)", st.ISR)
+	}
+	tr.MasterProgress(2000, 2000)
+	c.syncISR(v, 1) // the same view again: nothing settled
+	if st := tr.Stats(); !slices.Equal(st.ISR, []int64{2}) || tr.HW() > 1000 {
+		t.Fatalf("the same view again: tracker counts %v, HW %d; want [2] and the HW held at 1000 by replica 2", st.ISR, tr.HW())
+	}
+	// A newer view settles it: the controller's set is what counts again.
+	fc.alterErr = nil
+	newer := v
+	newer.ISRVersion = 2
+	tr.SlaveGone(2)
+	c.syncISR(newer, 1)
+	if st := tr.Stats(); len(st.ISR) != 0 {
+		t.Fatalf("a newer view without replica 2: tracker counts %v; want none", st.ISR)
+	}
+}
+
+// TestControllerModeDropsEpochsAboveTheLog: a crash left the epoch
+// history ahead of the log (an epoch is fsynced before its bytes); the
+// replica starts, drops the entries that describe nothing, and can be
+// promoted (without the cut its promotion's entry is out of order, on
+// every heartbeat: seen failing).
+func TestControllerModeDropsEpochsAboveTheLog(t *testing.T) {
+	h := newCtlHarness(t)
+	fsA := vfs.NewMem()
+	if err := fsA.MkdirAll("/data/ha"); err != nil {
+		t.Fatal(err)
+	}
+	epochs, err := epoch.Open(fsA, "/data/ha/epochs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := epochs.Append(epoch.Entry{Epoch: 5, Start: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	a := h.start("10.0.0.1", fsA)
+	await(t, "the replica is master", func() bool { return a.Core().Role() == broker.RoleMaster })
+	h.sendOK(a.Advertised(), "m1")
 }

@@ -257,10 +257,10 @@ func (c *controlMode) stopSlave() {
 }
 
 // syncISR keeps the tracker on the committed in-sync set and proposes the
-// set the local lag rules find (AlterISR, compare-and-set). While a
-// change is in flight the tracker counts the maximal set (the committed
-// one plus the additions): a record is acked only once every replica that
-// may be elected holds it.
+// set the local lag rules find (AlterISR, compare-and-set). Until a view
+// settles a change the tracker counts the maximal set (the committed one
+// plus every addition proposed on it): a record is acked only once every
+// replica that may be elected holds it.
 func (c *controlMode) syncISR(v api.GroupView, id int64) {
 	c.mu.Lock()
 	tr := c.tracker
@@ -270,8 +270,13 @@ func (c *controlMode) syncISR(v api.GroupView, id int64) {
 	}
 	ms := c.minSlaves(len(v.Replicas))
 	committed := without(v.ISR, id)
+	if c.isrTerm != v.Epoch || c.isrApplied != v.ISRVersion+1 {
+		// A newer view settles every proposal made on an older one: it
+		// committed (and is in this view) or it never will (stale).
+		c.isrPending = nil
+	}
 	if c.isrTerm != v.Epoch || c.isrApplied != v.ISRVersion+1 || c.isrMin != ms {
-		tr.SetISR(committed, ms)
+		tr.SetISR(union(committed, c.isrPending), ms)
 		c.isrTerm, c.isrApplied, c.isrMin = v.Epoch, v.ISRVersion+1, ms
 	}
 	incs := map[int64]uint64{}
@@ -296,14 +301,11 @@ func (c *controlMode) syncISR(v api.GroupView, id int64) {
 	if slices.Equal(want, v.ISR) {
 		return
 	}
-	maximal := slices.Clone(committed)
-	for _, s := range want {
-		if s != id && !slices.Contains(maximal, s) {
-			maximal = append(maximal, s)
-		}
-	}
-	slices.Sort(maximal)
-	tr.SetISR(maximal, ms)
+	// Every addition proposed on this view counts until a newer view
+	// settles it, also when the call fails: an unanswered AlterISR may
+	// have committed, and its new members may then be elected.
+	c.isrPending = union(c.isrPending, without(want, id))
+	tr.SetISR(union(committed, c.isrPending), ms)
 	req := &api.AlterISRRequest{Group: c.group, Master: id, Epoch: v.Epoch, ISRVersion: v.ISRVersion, ISR: want,
 		Incarnations: map[int64]uint64{}}
 	for _, s := range want {
@@ -313,16 +315,17 @@ func (c *controlMode) syncISR(v api.GroupView, id int64) {
 	resp, err := c.cl.AlterISR(ctx, req)
 	cancel()
 	if err != nil {
-		tr.SetISR(committed, ms)
 		var se *client.StaleError
 		if errors.As(err, &se) {
 			c.post(se.Group)
 		}
 		if c.ctx.Err() == nil {
-			c.log.Warn("controller mode: in-sync set change not committed", "from", v.ISR, "to", want, "err", err)
+			c.log.Warn("controller mode: in-sync set change not committed; sends keep waiting for the proposed members until the controller's next view",
+				"from", v.ISR, "to", want, "err", err)
 		}
 		return
 	}
+	c.isrPending = nil
 	tr.SetISR(without(resp.ISR, id), ms)
 	c.isrApplied = resp.ISRVersion + 1
 	c.log.Info("controller mode: in-sync set changed", "from", v.ISR, "to", resp.ISR, "isr_version", resp.ISRVersion)
@@ -432,4 +435,11 @@ type truncSink struct{ *store.Store }
 func (s truncSink) TruncateTo(off int64) (ha.Truncation, error) {
 	t, err := s.Store.TruncateTo(off)
 	return ha.Truncation{Bytes: t.Bytes, Messages: t.Messages, MsgIDs: t.MsgIDs}, err
+}
+
+// union is the sorted set of the members of a and b.
+func union(a, b []int64) []int64 {
+	out := slices.Concat(a, b)
+	slices.Sort(out)
+	return slices.Compact(out)
 }
