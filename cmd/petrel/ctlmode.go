@@ -39,8 +39,6 @@ func addControllerModeFlags(fl *pflag.FlagSet, c *ctlOptions, server bool) {
 		fl.StringVar(&c.addrs, "controller", "", "controller voters host:port,host:port,...: the controllers own this broker's role (master or slave) and assign its replica id once (kept in --data-dir/ha/replica-id; --broker-id is then ignored); empty: the role of --broker-id")
 	}
 	fl.DurationVar(&c.heartbeat, "controller-heartbeat-interval", daemon.DefaultControllerHeartbeat, "with a controller, how often the broker heartbeats it; a master's granted heartbeats renew its lease")
-	fl.DurationVar(&c.heartbeat, "controllerHeartbeatInterval", daemon.DefaultControllerHeartbeat, "the YAML key of --controller-heartbeat-interval")
-	_ = fl.MarkHidden("controllerHeartbeatInterval")
 }
 
 // embeddedRaftTimeout is the raft heartbeat and election timeout of
@@ -71,6 +69,10 @@ func startEmbeddedController(o *options, logger *slog.Logger, out io.Writer) (*c
 	fmt.Fprintf(out, "petrel: controller (single voter 1) listening on %s\n", node.Addr())
 	return node, nil
 }
+
+// yamlAliases are config-file keys besides the flag names (the issue's
+// names of controller mode's keys).
+var yamlAliases = map[string]string{"controllerHeartbeatInterval": "controller-heartbeat-interval"}
 
 // splitControllers parses --controller.
 func splitControllers(s string) ([]string, error) {
@@ -113,11 +115,19 @@ func (c *ctlOptions) apply(cfg *daemon.BrokerConfig, r *replOptions) error {
 		}
 	}
 	cfg.Controller = daemon.ControllerConfig{Addrs: addrs, HeartbeatInterval: c.heartbeat}
+	if r != nil && r.fl != nil && r.changed("sync-replicas") {
+		cfg.Controller.SyncReplicasSet = true
+		cfg.HA.SyncReplicas = r.syncReplicas
+	}
 	return nil
 }
 
 // describe is the startup line's controller part.
 func (c *ctlOptions) describe(cfg daemon.BrokerConfig) string {
-	return fmt.Sprintf("controller mode: controllers %s, heartbeat every %v (the controller assigns the replica id and role)",
-		strings.Join(cfg.Controller.Addrs, ","), cfg.Controller.HeartbeatInterval)
+	ha := cfg.HA.Listen
+	if ha == "" {
+		ha = "off (this replica cannot replicate or be replicated)"
+	}
+	return fmt.Sprintf("controller mode: controllers %s, heartbeat every %v, ha-listen %s (the controller assigns the replica id and role)",
+		strings.Join(cfg.Controller.Addrs, ","), cfg.Controller.HeartbeatInterval, ha)
 }

@@ -131,6 +131,9 @@ func loadConfig(cmd *cobra.Command, o *options) error {
 	}
 	fl := cmd.Flags()
 	for k, v := range kv {
+		if name, ok := yamlAliases[k]; ok {
+			k = name
+		}
 		f := fl.Lookup(k)
 		if f == nil {
 			return fmt.Errorf("--config %s: unknown key %q; use the flag names of 'petrel %s --help'", o.config, k, cmd.Name())

@@ -32,7 +32,11 @@ answered, writes in flight finish, the store is flushed and closed.
 
 Metrics for Prometheus are served on --http-listen at /metrics, with
 /healthz (the process is up) and /readyz (store recovered and registered
-with the name server).`,
+with the name server).
+
+The process also runs a controller with a single voter (--controller-listen,
+raft data in --data-dir/controller), the same code as a 3-voter deployment
+without its fault tolerance; the broker is replica 1 and master of its group.`,
 		Example: `  petrel server --data-dir /var/lib/petrel --http-listen :8080 --log-format json`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -119,7 +123,13 @@ func newBrokerCmd() *cobra.Command {
 consumers on --broker-listen and registers with every name server in
 --namesrv (semicolon-separated ip:port list). Metrics, /healthz and /readyz
 (store recovered, registered with at least one name server) are served on
---http-listen.`,
+--http-listen.
+
+With --controller host:port,... the controller voters own the broker's
+role: it registers (the controller assigns its replica id once, kept in
+--data-dir/ha/replica-id), starts as a slave that takes no writes, and is
+promoted to master or follows the master the controller names; a master
+acknowledges sends only while its heartbeats renew its lease.`,
 		Example: `  petrel broker --namesrv '10.0.0.1:9876;10.0.0.2:9876' --broker-name broker-a --http-listen :8080`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -243,7 +253,7 @@ func runBroker(ctx context.Context, o *options, nameServers []string, out io.Wri
 		fmt.Fprintf(out, "petrel: gRPC (RocketMQ 5.x) listening on %s (%s)\n", a, o.grpc.describe(dir))
 	}
 	fmt.Fprintf(out, "petrel: data dir %s (flush %s)\n", dir, o.flush)
-	if o.repl.fl != nil && (!o.repl.server || dcfg.HA.Listen != "" || dcfg.HA.SyncReplicas > 0) {
+	if o.repl.fl != nil && dcfg.Controller.Addrs == nil && (!o.repl.server || dcfg.HA.Listen != "" || dcfg.HA.SyncReplicas > 0) {
 		fmt.Fprintf(out, "petrel: %s\n", o.repl.describe(dcfg))
 	}
 	if dcfg.Controller.Addrs != nil {

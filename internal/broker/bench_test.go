@@ -6,6 +6,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/petrelmq/petrel/internal/clock"
 
 	"github.com/petrelmq/petrel/internal/store"
 	"github.com/petrelmq/petrel/internal/store/meta"
@@ -26,6 +29,30 @@ func BenchmarkSend(b *testing.B) {
 		for pb.Next() {
 			if _, err := e.b.Send(context.Background(), r); err != nil {
 				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkSendLease is BenchmarkSend on a master with a valid lease (a
+// LeaseTimer on the real clock): the cost of the two lease checks.
+func BenchmarkSendLease(b *testing.B) {
+	l := NewLeaseClock(clock.Real)
+	l.Extend(time.Now().Add(time.Hour))
+	e := newEnv(b, func(s *store.Config, c *Config) { s.SegmentBytes = 64 << 20; c.Lease = l })
+	e.b.polls.testHookParked = nil
+	e.createTopic("T", 4)
+	body := strings.Repeat("x", 1024)
+	b.SetBytes(1024)
+	b.ReportAllocs()
+	b.SetParallelism(32)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		r := sendReq("T", 0, body, "TAGS", "A", "UNIQ_KEY", "C0A8000100000000000000000000")
+		for pb.Next() {
+			if res, err := e.b.Send(context.Background(), r); err != nil || res.Status != SendOK {
+				b.Error(res.Status, err)
 				return
 			}
 		}

@@ -239,3 +239,19 @@ func TestLeaseExpiredBeforeASendBackIsAnswered(t *testing.T) {
 		t.Fatalf("LeaseRefusals = %d, want 1", got)
 	}
 }
+
+// BenchmarkLeaseTimerValid is the cost of one lease check on the real
+// clock (a send makes two).
+func BenchmarkLeaseTimerValid(b *testing.B) {
+	l := NewLeaseClock(clock.Real)
+	l.Extend(time.Now().Add(time.Hour))
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if !l.Valid() {
+				b.Error("lease not valid")
+				return
+			}
+		}
+	})
+}

@@ -337,12 +337,10 @@ func (s *Service) electMaster(ctx context.Context, body []byte) answer {
 		return s.applyErr(req.Group, "elect master", err)
 	}
 	defer unfence()
-	actx, cancel := s.applyCtx(ctx)
-	res, err := s.log.Apply(actx, fsm.Command{
+	res, err := s.applyElection(ctx, fsm.Command{
 		Kind: fsm.KindElect, Group: req.Group, Master: g.Master, Epoch: g.Epoch, ISRVersion: g.ISRVersion,
 		NewMaster: target, Incarnation: live[target].Incarnation, Unclean: unclean, Reason: fsm.ReasonOperator,
 	})
-	cancel()
 	if err != nil {
 		return s.applyErr(req.Group, "elect master", err)
 	}
@@ -412,12 +410,10 @@ func (s *Service) resign(ctx context.Context, body []byte) answer {
 	if g.TransferTo == 0 || req.Target != g.TransferTo {
 		return refused("resign of group %s: no transfer to replica %d is pending (pending: %d)", req.Group, req.Target, g.TransferTo)
 	}
-	actx, cancel := s.applyCtx(ctx)
-	res, err := s.log.Apply(actx, fsm.Command{
+	res, err := s.applyElection(ctx, fsm.Command{
 		Kind: fsm.KindElect, Group: req.Group, Master: g.Master, Epoch: g.Epoch, ISRVersion: g.ISRVersion,
 		NewMaster: req.Target, Reason: fsm.ReasonTransfer,
 	})
-	cancel()
 	if err != nil {
 		return s.applyErr(req.Group, "resign", err)
 	}

@@ -246,12 +246,10 @@ func (s *Service) decide(g *fsm.Group, now time.Time) (election, bool) {
 
 // elect commits e (the group is fenced by the caller; elect lifts it).
 func (s *Service) elect(e election) {
-	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.SessionTimeout)
-	res, err := s.log.Apply(ctx, fsm.Command{
+	res, err := s.applyElection(s.ctx, fsm.Command{
 		Kind: fsm.KindElect, Group: e.group, Master: e.oldMaster, Epoch: e.epoch, ISRVersion: e.isrVer,
 		NewMaster: e.newMaster, Incarnation: e.newInc, Unclean: e.unclean, Reason: e.reason,
 	})
-	cancel()
 	s.mu.Lock()
 	if s.fenced[e.group]--; s.fenced[e.group] <= 0 {
 		delete(s.fenced, e.group)
@@ -269,6 +267,38 @@ func (s *Service) elect(e election) {
 		return
 	}
 	s.logElection(e.group, e.oldMaster, res.Group, e.reason, e.unclean, "silent_for", e.silent)
+}
+
+// refusal reports whether err is the fsm's answer (the command was
+// applied and refused: nothing changed), as opposed to raft trouble,
+// after which the command may still commit.
+func refusal(err error) bool {
+	return errors.Is(err, fsm.ErrStale) || errors.Is(err, fsm.ErrNotInISR) ||
+		errors.Is(err, fsm.ErrUnknown) || errors.Is(err, fsm.ErrInvalid)
+}
+
+// applyElection applies an Elect whose group the caller has fenced. When
+// the outcome is unknown (a timeout: the entry may still commit) it
+// returns only once a Barrier has settled it, or this voter stopped
+// leading, or the service closed: lifting the fence earlier could grant
+// the old master a lease just before the new one's election lands.
+func (s *Service) applyElection(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
+	actx, cancel := s.applyCtx(ctx)
+	res, err := s.log.Apply(actx, cmd)
+	cancel()
+	if err == nil || refusal(err) {
+		return res, err
+	}
+	for s.ctx.Err() == nil && s.log.IsLeader() {
+		bctx, cancel := context.WithTimeout(s.ctx, s.cfg.SessionTimeout)
+		berr := s.log.Barrier(bctx)
+		cancel()
+		if berr == nil {
+			break
+		}
+		s.lg.Warn("controller barrier after an election of unknown outcome failed; the group stays fenced", "group", cmd.Group, "err", berr)
+	}
+	return res, err
 }
 
 // logElection logs a committed election.

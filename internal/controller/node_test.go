@@ -109,6 +109,11 @@ func TestSingleVoterNodeOverTLSRestartsOnANewPortWithItsState(t *testing.T) {
 			t.Fatal(err)
 		}
 		await(t, "the single voter leads", n.Log().IsLeader)
+		// What it applied before the restart is applied again once its
+		// first entry as leader commits.
+		if err := n.Log().Barrier(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
 		return n
 	}
 	call := func(n *Node, f func(*client.Client) error) error {
@@ -134,6 +139,11 @@ func TestSingleVoterNodeOverTLSRestartsOnANewPortWithItsState(t *testing.T) {
 	n = start()
 	defer n.Close()
 	t.Logf("restarted on %s (was %s)", n.Addr(), first)
+	// The stored membership follows the single voter to its new port.
+	await(t, "raft stores the new address", func() bool {
+		f := n.Raft().r.GetConfiguration()
+		return f.Error() == nil && len(f.Configuration().Servers) == 1 && string(f.Configuration().Servers[0].Address) == n.Addr()
+	})
 	var groups *api.GroupsResponse
 	if err := call(n, func(cl *client.Client) (err error) {
 		groups, err = cl.Groups(ctxT(t), &api.GroupsRequest{})
@@ -141,7 +151,8 @@ func TestSingleVoterNodeOverTLSRestartsOnANewPortWithItsState(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if len(groups.Groups) != 1 || groups.Groups[0].Group != "g1" || groups.Leader.Addr != n.Addr() {
+	if len(groups.Groups) != 1 || groups.Groups[0].Group != "g1" || groups.Leader.Addr != n.Addr() ||
+		len(groups.Controllers) != 1 || groups.Controllers[0].Addr != n.Addr() {
 		t.Fatalf("after the restart: %+v", groups)
 	}
 }

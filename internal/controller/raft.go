@@ -76,6 +76,10 @@ type Raft struct {
 	trans  *raft.NetworkTransport
 	voters []Voter
 
+	// readdress: a single voter's new address, to store once it leads
+	// (owned by forwardLeadership after NewRaft).
+	readdress string
+
 	leaderCh chan bool // cap 1, latest value wins
 	notifyCh chan bool // raft's NotifyCh
 	done     chan struct{}
@@ -183,8 +187,8 @@ func NewRaft(cfg RaftConfig) (_ *Raft, err error) {
 	if lg == nil {
 		lg = slog.New(slog.DiscardHandler)
 	}
+	hl := newHCLogger(lg.With("component", "raft", "voter", cfg.ID))
 	lg = lg.With("component", "controller", "voter", cfg.ID)
-	hl := newHCLogger(lg.With("component", "raft"))
 
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("controller: create raft dir: %w", err)
@@ -276,7 +280,40 @@ func NewRaft(cfg RaftConfig) (_ *Raft, err error) {
 	}
 	out.wg.Add(1)
 	go out.forwardLeadership()
+	out.useStoredVoters()
 	return out, nil
+}
+
+// useStoredVoters makes Voters the membership raft uses: the one stored in
+// Dir, which after the first start wins over cfg.Peers (a changed peers
+// list is not a membership change); a difference is logged.
+func (r *Raft) useStoredVoters() {
+	f := r.r.GetConfiguration()
+	if err := f.Error(); err != nil {
+		r.log.Warn("could not read the stored controller membership; reporting the configured peers", "err", err)
+		return
+	}
+	var stored []Voter
+	for _, s := range f.Configuration().Servers {
+		id, err := strconv.Atoi(string(s.ID))
+		if err != nil || s.Suffrage != raft.Voter {
+			continue
+		}
+		stored = append(stored, Voter{ID: id, Addr: string(s.Address)})
+	}
+	slices.SortFunc(stored, func(a, b Voter) int { return cmp.Compare(a.ID, b.ID) })
+	if len(stored) == 0 || slices.Equal(stored, r.voters) {
+		return
+	}
+	if len(stored) == 1 && len(r.voters) == 1 && stored[0].ID == r.voters[0].ID {
+		// A single voter (petrel server listens on a new port each start):
+		// it moves its stored address once it leads (forwardLeadership).
+		r.readdress = r.voters[0].Addr
+		return
+	}
+	r.log.Warn("the stored controller membership differs from the configured peers; raft uses the stored one",
+		"stored", FormatPeers(stored), "configured", FormatPeers(r.voters), "dir", r.cfg.Dir)
+	r.voters = stored
 }
 
 func voterID(id int) raft.ServerID { return raft.ServerID(strconv.Itoa(id)) }
@@ -300,8 +337,23 @@ func (r *Raft) forwardLeadership() {
 			default:
 			}
 			r.leaderCh <- v // the only sender; cap 1, just drained
+			if v && r.readdress != "" {
+				r.moveSingleVoter()
+			}
 		}
 	}
+}
+
+// moveSingleVoter stores the single voter's new address in the raft
+// membership (AddVoter of an existing id changes its address).
+func (r *Raft) moveSingleVoter() {
+	f := r.r.AddVoter(voterID(r.cfg.ID), raft.ServerAddress(r.readdress), 0, defaultApplyTimeout)
+	if err := f.Error(); err != nil {
+		r.log.Warn("could not store the single controller voter's new address; it retries when it next leads", "addr", r.readdress, "err", err)
+		return
+	}
+	r.log.Info("stored the single controller voter's new address", "addr", r.readdress)
+	r.readdress = ""
 }
 
 // wait waits for a raft future within ctx (defaultApplyTimeout when ctx
@@ -398,7 +450,8 @@ func (r *Raft) Barrier(ctx context.Context) error {
 	return mapErr(wait(ctx, r.r.Barrier(timeoutOf(ctx))))
 }
 
-// Voters are the configured voters, sorted by id.
+// Voters are the voters raft uses (stored in Dir; on the first start the
+// configured peers), sorted by id.
 func (r *Raft) Voters() []Voter { return slices.Clone(r.voters) }
 
 // Snapshot makes a raft snapshot now (operators and tests).

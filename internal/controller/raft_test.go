@@ -7,9 +7,12 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
 
 	"github.com/petrelmq/petrel/internal/controller/fsm"
 	"github.com/petrelmq/petrel/internal/logtest"
@@ -18,8 +21,8 @@ import (
 // Test timing: fast elections, but not so fast that a loaded 2-core
 // machine under -race churns.
 const (
-	testHeartbeat = 300 * time.Millisecond
-	testLease     = 150 * time.Millisecond
+	testHeartbeat = 500 * time.Millisecond
+	testLease     = 250 * time.Millisecond
 	waitLimit     = 20 * time.Second
 )
 
@@ -155,6 +158,24 @@ func (c *cluster) leader() int {
 	return idx
 }
 
+// apply applies cmd on the current leader, again on the next one when
+// leadership moves away under it (a loaded machine may churn).
+func (c *cluster) apply(cmd fsm.Command) fsm.Result {
+	c.t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for {
+		li := c.leader()
+		res, err := c.voters[li].Apply(ctxT(c.t), cmd)
+		if err == nil {
+			return res
+		}
+		if !errors.Is(err, ErrNotLeader) || time.Now().After(deadline) {
+			c.t.Fatalf("apply %v on voter %d: %v", cmd.Kind, li+1, err)
+		}
+		c.t.Logf("apply on voter %d: %v; again", li+1, err)
+	}
+}
+
 func register(group string) fsm.Command {
 	return fsm.Command{Kind: fsm.KindRegister, Cluster: "c", Group: group, Replica: fsm.Replica{Addr: "10.0.0.1:10911", HAAddr: "10.0.0.1:10912"}}
 }
@@ -173,35 +194,33 @@ func ctxT(t *testing.T) context.Context {
 
 func TestThreeVotersElectApplyRefuseOnFollowersAndFailOver(t *testing.T) {
 	c := newCluster(t, 3, nil)
-	li := c.leader()
-	lead := c.voters[li]
-	res, err := lead.Apply(ctxT(t), register("g1"))
-	if err != nil {
-		t.Fatalf("apply on the leader: %v", err)
-	}
-	if res.ReplicaID != 1 || res.Group.Master != 1 || res.Group.Epoch != 1 {
+	res := c.apply(register("g1"))
+	// (A retried register may have registered a second replica; the first
+	// is the master either way.)
+	if res.ReplicaID < 1 || res.Group.Master != 1 || res.Group.Epoch != 1 {
 		t.Fatalf("register of a fresh group: %+v, want replica 1 master at epoch 1", res)
 	}
 	// Every voter applies it.
 	for i, v := range c.voters {
 		await(t, fmt.Sprintf("voter %d applies the register", i+1), func() bool { return hasGroup(v, "g1") })
 	}
-	// A follower refuses, naming the leader.
-	fi := (li + 1) % 3
+	// A follower knows the leader and refuses.
+	var li, fi int
+	await(t, "a follower knows the leader", func() bool {
+		li = c.leader()
+		fi = (li + 1) % 3
+		id, addr := c.voters[fi].Leader()
+		return id == li+1 && addr == c.peers[li].Addr
+	})
 	f := c.voters[fi]
 	if _, err := f.Apply(ctxT(t), register("g2")); !errors.Is(err, ErrNotLeader) {
 		t.Fatalf("apply on a follower: %v, want ErrNotLeader", err)
 	}
-	await(t, "the follower knows the leader", func() bool {
-		id, addr := f.Leader()
-		return id == li+1 && addr == c.peers[li].Addr
-	})
 	if err := f.VerifyLeader(ctxT(t)); !errors.Is(err, ErrNotLeader) {
 		t.Fatalf("VerifyLeader on a follower: %v, want ErrNotLeader", err)
 	}
-	if err := lead.VerifyLeader(ctxT(t)); err != nil {
-		t.Fatalf("VerifyLeader on the leader: %v", err)
-	}
+	lead := c.voters[li]
+	await(t, "VerifyLeader on the leader", func() bool { return lead.VerifyLeader(ctxT(t)) == nil })
 	select {
 	case v := <-lead.LeaderCh():
 		if !v {
@@ -232,10 +251,11 @@ func TestThreeVotersElectApplyRefuseOnFollowersAndFailOver(t *testing.T) {
 	if !hasGroup(nl, "g1") {
 		t.Fatal("the new leader lost g1")
 	}
-	res, err = nl.Apply(ctxT(t), register("g2"))
-	if err != nil || res.Group.Name != "g2" {
-		t.Fatalf("apply on the new leader: %+v, %v", res, err)
+	if res := c.apply(register("g2")); res.Group.Name != "g2" {
+		t.Fatalf("apply on the new leader: %+v", res)
 	}
+	ni = c.leader()
+	nl = c.voters[ni]
 	// The fsm's refusals come back as the error, with a zero result.
 	stale := fsm.Command{Kind: fsm.KindElect, Group: "g1", Epoch: 7, NewMaster: 1, Reason: fsm.ReasonOperator}
 	if res, err := nl.Apply(ctxT(t), stale); !errors.Is(err, fsm.ErrStale) || res.Group.Name != "" {
@@ -245,13 +265,10 @@ func TestThreeVotersElectApplyRefuseOnFollowersAndFailOver(t *testing.T) {
 
 func TestRestartedVoterKeepsItsState(t *testing.T) {
 	c := newCluster(t, 3, nil)
-	li := c.leader()
 	for i := range 5 {
-		if _, err := c.voters[li].Apply(ctxT(t), register(fmt.Sprint("g", i))); err != nil {
-			t.Fatal(err)
-		}
+		c.apply(register(fmt.Sprint("g", i)))
 	}
-	fi := (li + 1) % 3
+	fi := (c.leader() + 1) % 3
 	await(t, "the follower applies all", func() bool { return hasGroup(c.voters[fi], "g4") })
 	c.stop(fi)
 	c.restart(fi)
@@ -269,7 +286,7 @@ func TestRestartedVoterKeepsItsState(t *testing.T) {
 	for i := range 3 {
 		c.restart(i)
 	}
-	li = c.leader()
+	li := c.leader()
 	if err := c.voters[li].Barrier(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
@@ -290,15 +307,20 @@ func TestSnapshotsCompactTheLogAndRestoreALaggingVoter(t *testing.T) {
 	lag := (li + 1) % 3
 	c.stop(lag)
 	for i := range 30 {
-		if _, err := c.voters[li].Apply(ctxT(t), register(fmt.Sprint("g", i))); err != nil {
-			t.Fatal(err)
-		}
+		c.apply(register(fmt.Sprint("g", i)))
 	}
-	// The leader snapshots on its own (threshold 4) and compacts its log,
-	// so the lagging voter can only catch up through InstallSnapshot.
-	await(t, "the leader compacts its log", func() bool {
-		first, err := c.voters[li].store.FirstIndex()
-		return err == nil && first > 5
+	// The voters snapshot on their own (threshold 4) and compact their
+	// logs, so the lagging voter can only catch up through InstallSnapshot.
+	await(t, "the running voters compact their logs", func() bool {
+		for i, v := range c.voters {
+			if i == lag {
+				continue
+			}
+			if first, err := v.store.FirstIndex(); err != nil || first <= 5 {
+				return false
+			}
+		}
+		return true
 	})
 	c.restart(lag)
 	await(t, "the lagging voter restores the snapshot", func() bool {
@@ -365,3 +387,36 @@ type idleListener struct {
 func (l *idleListener) Accept() (net.Conn, error) { <-l.done; return nil, net.ErrClosed }
 func (l *idleListener) Close() error              { l.once.Do(func() { close(l.done) }); return nil }
 func (l *idleListener) Addr() net.Addr            { return advertised("127.0.0.1:1") }
+
+func TestAVoterKeepsTheStoredMembershipOverChangedPeers(t *testing.T) {
+	c := newCluster(t, 3, nil)
+	c.apply(register("g1"))
+	stored := slices.Clone(c.peers)
+	c.stop(0)
+	// Voter 1 restarts with a peers list that moved voter 3: raft keeps
+	// the stored membership (a flag is no membership change) and says so.
+	c.peers = slices.Clone(c.peers)
+	c.peers[2].Addr = "127.0.0.1:1"
+	c.restart(0)
+	if got := c.voters[0].Voters(); !slices.Equal(got, stored) {
+		t.Fatalf("Voters = %v, want the stored %v", got, stored)
+	}
+	if len(c.buf.Lines(`msg="the stored controller membership differs from the configured peers; raft uses the stored one"`)) == 0 {
+		t.Fatal("no warning about the changed peers")
+	}
+	await(t, "voter 1 catches up through the stored membership", func() bool { return hasGroup(c.voters[0], "g1") })
+}
+
+func TestRaftLeadershipErrorsBecomeErrNotLeader(t *testing.T) {
+	for _, err := range []error{raft.ErrNotLeader, raft.ErrLeadershipTransferInProgress, raft.ErrLeadershipLost, raft.ErrRaftShutdown} {
+		if got := mapErr(err); !errors.Is(got, ErrNotLeader) {
+			t.Errorf("mapErr(%v) = %v, want ErrNotLeader", err, got)
+		}
+	}
+	if got := mapErr(raft.ErrEnqueueTimeout); errors.Is(got, ErrNotLeader) || !errors.Is(got, raft.ErrEnqueueTimeout) {
+		t.Errorf("mapErr(enqueue timeout) = %v, want it wrapped, not ErrNotLeader", got)
+	}
+	if mapErr(nil) != nil {
+		t.Error("mapErr(nil) is not nil")
+	}
+}

@@ -261,8 +261,9 @@ func (s *Service) liveProgress(g *fsm.Group, now time.Time) map[int64]fsm.Progre
 	return live
 }
 
-// leaseClearAt is the time from which no lease this controller (or, for
-// a new leader, its predecessor) granted to group's master can still run
+// leaseRef is the receipt time the lease bound of group's master counts
+// from: its last heartbeat this controller granted, or, when later, the
+// start of this leadership (covering what a predecessor granted)
 // (s.mu held).
 func (s *Service) leaseRef(group string) time.Time {
 	ref := s.leaderSince

@@ -744,3 +744,37 @@ func TestCloseReleasesWaiters(t *testing.T) {
 	r.s.Close()
 	<-done
 }
+
+// TestElectionOfUnknownOutcome: an election whose Apply timed out (it may
+// still commit) keeps the group fenced until a Barrier settles it; the
+// next tick elects again.
+func TestElectionOfUnknownOutcome(t *testing.T) {
+	r := newRig(t, nil)
+	r.start()
+	r.threeReplicas()
+	r.log.FailNext(context.DeadlineExceeded)
+	r.log.FailNextBarrier(errors.New("no quorum yet"))
+	_, _, b0 := r.log.Stats()
+	for r.group().Epoch == 1 && r.clk.Now().Before(t0.Add(time.Minute)) {
+		r.clk.Advance(r.cfg.Heartbeat)
+		r.beat(2, false, 10)
+		r.beat(3, false, 10)
+		if st := r.s.Stats(); st.Elections[fsm.ReasonMasterLost] == 0 {
+			if _, _, b := r.log.Stats(); b != b0 && b != b0+2 {
+				t.Fatalf("barriers after the failed election: %d, want 2 (one failed, one settling)", b-b0)
+			}
+		}
+	}
+	if _, _, b := r.log.Stats(); b != b0+2 {
+		t.Fatalf("barriers: %d, want 2", b-b0)
+	}
+	if g := r.group(); g.Epoch != 2 || g.Master != 2 {
+		t.Fatalf("after the retry: %+v", g)
+	}
+	r.s.mu.Lock()
+	fenced := len(r.s.fenced)
+	r.s.mu.Unlock()
+	if fenced != 0 {
+		t.Fatalf("fences left: %d", fenced)
+	}
+}

@@ -47,6 +47,11 @@ type ControllerConfig struct {
 	// CallTimeout bounds each call to the controller; default
 	// 2×HeartbeatInterval, at least 1 s.
 	CallTimeout time.Duration
+	// SyncReplicasSet makes HAConfig.SyncReplicas (--sync-replicas given)
+	// the slaves every write needs; unset, a group of n replicas needs
+	// min(1, n−2): a 2-replica group stays writable after a failover, a
+	// 3-replica group needs one slave.
+	SyncReplicasSet bool
 	// TransferWait bounds how long a master asked to transfer waits for
 	// the target to hold its whole log before it gives up (and takes its
 	// lease back); default 5 s.
@@ -100,8 +105,8 @@ type controlMode struct {
 	network    netx.Network
 	asyncFlush bool
 	linger     time.Duration
-	// syncReplicas >= 0: --sync-replicas given explicitly (HAConfig's
-	// AwaitFirstSlave off); -1: the rule of minSlaves.
+	// syncReplicas >= 0: --sync-replicas given explicitly
+	// (SyncReplicasSet); -1: the rule of minSlaves.
 	syncReplicas int
 	rep          *swapReplicator
 	lease        *groupLease
@@ -130,6 +135,7 @@ type controlMode struct {
 	slave       *ha.Slave      // the slave term's fetcher (read by status)
 	fenceGen    uint64         // bumped by every fence: older heartbeats' grants are void
 	transfering bool           // a transfer under way: grants are not applied
+	leaseEpoch  uint32         // +1: the epoch whose first grant was logged
 
 	// Owned by the role manager goroutine.
 	master         *ha.Master
@@ -173,8 +179,8 @@ func newControlMode(cfg *BrokerConfig, st *store.Store) (_ *controlMode, err err
 		syncReplicas: -1, rep: &swapReplicator{}, lease: newGroupLease(clk),
 		kick: make(chan struct{}, 1), hbNow: make(chan struct{}, 1), role: broker.RoleSlave,
 	}
-	if !cfg.HA.AwaitFirstSlave {
-		c.syncReplicas = cfg.HA.SyncReplicas
+	if cc.SyncReplicasSet {
+		c.syncReplicas = max(cfg.HA.SyncReplicas, 0)
 	}
 	if c.id, err = readReplicaID(fsys, c.idPath, c.group); err != nil {
 		return nil, err
@@ -413,6 +419,10 @@ func (c *controlMode) heartbeat() {
 		c.mu.Lock()
 		if c.role == broker.RoleMaster && c.epoch == req.Epoch && c.fenceGen == gen && !c.transfering {
 			c.lease.Extend(sent.Add(time.Duration(resp.LeaseMillis) * time.Millisecond))
+			if c.leaseEpoch != req.Epoch+1 {
+				c.leaseEpoch = req.Epoch + 1
+				c.log.Info("controller mode: master lease granted; sends are acked", "epoch", req.Epoch, "lease", time.Duration(resp.LeaseMillis)*time.Millisecond)
+			}
 		}
 		c.mu.Unlock()
 	}

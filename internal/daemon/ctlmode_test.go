@@ -3,6 +3,7 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -11,34 +12,41 @@ import (
 	"time"
 
 	"github.com/petrelmq/petrel/internal/broker"
+	"github.com/petrelmq/petrel/internal/clock"
 	"github.com/petrelmq/petrel/internal/controller"
 	"github.com/petrelmq/petrel/internal/controller/api"
 	"github.com/petrelmq/petrel/internal/controller/client"
 	"github.com/petrelmq/petrel/internal/controller/fsm"
+	"github.com/petrelmq/petrel/internal/ha/epoch"
+	"github.com/petrelmq/petrel/internal/ha/track"
+	"github.com/petrelmq/petrel/internal/namesrv"
 	"github.com/petrelmq/petrel/internal/netx"
 	"github.com/petrelmq/petrel/internal/remoting"
+	"github.com/petrelmq/petrel/internal/remoting/rmq"
 	"github.com/petrelmq/petrel/internal/vfs"
 )
 
 // The controller-mode tests run a controller Service over a FakeLog on
 // netx's in-memory network, brokers on their own hosts there (so that a
 // partition can cut one link), and a client host for the sends. Timing is
-// scaled down (heartbeat 50 ms, lease 400 ms, session 600 ms) and real.
+// scaled down (heartbeat 50 ms, lease 1 s, session 1.5 s) and real; the
+// stores' index and queue files are small (a MemFS Sync copies the file).
 const (
 	ctlHost    = "10.0.9.1"
 	ctlAddr    = ctlHost + ":9880"
 	sendHost   = "10.0.9.2"
+	nsHost     = "10.0.9.3"
+	nsAddr     = nsHost + ":9876"
 	ctlGroup   = "broker-a"
-	ctlLease   = 400 * time.Millisecond
-	ctlSession = 600 * time.Millisecond
+	ctlLease   = time.Second
+	ctlSession = 1500 * time.Millisecond
 	ctlBeat    = 50 * time.Millisecond
 )
 
 type ctlHarness struct {
 	t    *testing.T
 	mem  *netx.Mem
-	flog *controller.FakeLog
-	svc  *controller.Service
+	flog controller.Log   // the FakeLog, or the raft voter's log
 	cl   *remoting.Client // the producer's
 	ctl  *client.Client   // the operator's
 	log  *slog.Logger
@@ -46,36 +54,71 @@ type ctlHarness struct {
 
 func newCtlHarness(t *testing.T) *ctlHarness {
 	t.Helper()
-	mem := netx.NewMem()
-	h := &ctlHarness{t: t, mem: mem, flog: controller.NewFakeLog(controller.Voter{ID: 1, Addr: ctlAddr}),
-		log: slog.New(slog.DiscardHandler)}
-	if os.Getenv("PETREL_CTL_TEST_LOG") != "" {
-		h.log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	cfg := controller.DefaultServiceConfig()
-	cfg.Heartbeat, cfg.Lease, cfg.Margin, cfg.SessionTimeout = ctlBeat, ctlLease, 50*time.Millisecond, ctlSession
-	cfg.Logger = h.log
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	h.svc = controller.NewService(cfg, h.flog)
+	h := newHarnessBase(t)
+	flog := controller.NewFakeLog(controller.Voter{ID: 1, Addr: ctlAddr})
+	h.flog = flog
+	svc := controller.NewService(h.serviceConfig(), flog)
 	srv := remoting.NewServer(remoting.ServerOptions{Logger: h.log})
-	h.svc.Register(srv)
-	ln, err := mem.Host(ctlHost).Listen(ctlAddr)
+	svc.Register(srv)
+	ln, err := h.mem.Host(ctlHost).Listen(ctlAddr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
-	h.svc.Start()
+	svc.Start()
+	t.Cleanup(func() {
+		svc.Close()
+		srv.Close()
+		<-done
+	})
+	return h
+}
+
+// newCtlHarnessOnRaft runs the controller as a single raft voter
+// (controller.StartNode, as petrel server does) instead of a FakeLog.
+func newCtlHarnessOnRaft(t *testing.T) *ctlHarness {
+	t.Helper()
+	h := newHarnessBase(t)
+	n, err := controller.StartNode(controller.NodeConfig{ID: 1, Listen: ctlAddr, DataDir: t.TempDir(), Network: h.mem.Host(ctlHost),
+		Service: h.serviceConfig(), Logger: h.log, HeartbeatTimeout: 100 * time.Millisecond, ElectionTimeout: 100 * time.Millisecond,
+		LeaderLeaseTimeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.flog = n.Log()
+	t.Cleanup(func() { n.Close() })
+	return h
+}
+
+func (h *ctlHarness) serviceConfig() controller.ServiceConfig {
+	cfg := controller.DefaultServiceConfig()
+	cfg.Heartbeat, cfg.Lease, cfg.Margin, cfg.SessionTimeout = ctlBeat, ctlLease, 50*time.Millisecond, ctlSession
+	cfg.Logger = h.log
+	if err := cfg.Validate(); err != nil {
+		h.t.Fatal(err)
+	}
+	return cfg
+}
+
+// newHarnessBase is the network, the name server and the clients.
+func newHarnessBase(t *testing.T) *ctlHarness {
+	t.Helper()
+	mem := netx.NewMem()
+	h := &ctlHarness{t: t, mem: mem, log: slog.New(slog.DiscardHandler)}
+	if os.Getenv("PETREL_CTL_TEST_LOG") != "" {
+		h.log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	ns, err := StartNameServer(nsAddr, namesrv.Options{Network: mem.Host(nsHost), Logger: h.log})
+	if err != nil {
+		t.Fatal(err)
+	}
 	h.cl = remoting.NewClient(remoting.ClientOptions{Network: mem.Host(sendHost)})
 	h.ctl = client.New([]string{ctlAddr}, client.Options{Network: mem.Host(sendHost), Timeout: time.Second})
 	t.Cleanup(func() {
 		h.cl.Close()
 		h.ctl.Close()
-		h.svc.Close()
-		srv.Close()
-		<-done
+		ns.Close()
 	})
 	return h
 }
@@ -84,10 +127,12 @@ func newCtlHarness(t *testing.T) *ctlHarness {
 func (h *ctlHarness) brokerConfig(host string, fsys *vfs.MemFS) BrokerConfig {
 	cfg := smallBrokerConfig()
 	cfg.Store.FS = fsys
+	cfg.Store.IndexSlotsPerFile, cfg.Store.IndexEntriesPerFile, cfg.Store.ConsumeQueueEntriesPerFile = 1<<10, 4<<10, 10_000
 	cfg.Listen, cfg.Network, cfg.Logger = host+":10911", h.mem.Host(host), h.log.With("host", host)
-	cfg.HA = HAConfig{Listen: host + ":10912", AwaitFirstSlave: true}
+	cfg.HA = HAConfig{Listen: host + ":10912"}
 	cfg.Controller = ControllerConfig{Addrs: []string{ctlAddr}, HeartbeatInterval: ctlBeat}
 	cfg.Broker.ReplicationTimeout = time.Second
+	cfg.NameServers = []string{nsAddr}
 	return cfg
 }
 
@@ -156,6 +201,22 @@ func (h *ctlHarness) replicaID(d *Broker) int64 {
 	return d.ctl.id
 }
 
+// routeOf is the name server's broker addresses of topic (by broker id).
+func (h *ctlHarness) routeOf(topic string) map[int64]string {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := h.cl.Invoke(ctx, nsAddr, remoting.NewRequest(rmq.CodeGetRouteInfoByTopic, map[string]string{"topic": topic}, nil))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var rd rmq.TopicRouteData
+	if resp.Code != remoting.CodeSuccess || json.Unmarshal(resp.Body, &rd) != nil || len(rd.BrokerDatas) != 1 {
+		return nil
+	}
+	return rd.BrokerDatas[0].BrokerAddrs
+}
+
 // logBytes is the commit log of d from its first byte to its end.
 func logBytes(t *testing.T, d *Broker) []byte {
 	t.Helper()
@@ -177,8 +238,9 @@ func logBytes(t *testing.T, d *Broker) []byte {
 
 // TestControllerModeFirstBrokerIsMasterAndTheSecondItsSlave: a fresh
 // group's first replica becomes its master at epoch 1 and takes sends, its
-// replica id persisted; the second is a slave (refuses sends), joins the
-// in-sync set once caught up, and serves what the master acked.
+// replica id persisted; the second is a slave (a send reaching it is the
+// master's to store), joins the in-sync set once caught up, and serves
+// what the master acked.
 func TestControllerModeFirstBrokerIsMasterAndTheSecondItsSlave(t *testing.T) {
 	h := newCtlHarness(t)
 	fsA, fsB := vfs.NewMem(), vfs.NewMem()
@@ -193,12 +255,17 @@ func TestControllerModeFirstBrokerIsMasterAndTheSecondItsSlave(t *testing.T) {
 	if b.Core().Role() != broker.RoleSlave || h.replicaID(b) != 2 {
 		t.Fatalf("second replica: role %v id %d; want a slave with id 2", b.Core().Role(), h.replicaID(b))
 	}
-	if r := h.send(b.Advertised(), "on-slave"); r.Code == 0 {
-		t.Fatal("the slave acked a send")
+	// A send that reaches the slave (a 4.x producer on an old route) is
+	// stored by the master it forwards it to, not by the slave.
+	if r := h.send(b.Advertised(), "via-slave"); r.Code != 0 {
+		t.Fatalf("a send to the slave: code %d %q; want it forwarded to the master and acked", r.Code, r.Remark)
+	}
+	if m := pullOne(t, h.cl, a.Advertised(), "Orders", 1); string(m.Body) != "via-slave" {
+		t.Fatalf("the master holds %q at offset 1, want the send forwarded by the slave", m.Body)
 	}
 	h.sendOK(a.Advertised(), "m2")
-	if m := pullOne(t, h.cl, b.Advertised(), "Orders", 1); string(m.Body) != "m2" {
-		t.Fatalf("the slave served %q at offset 1, want m2", m.Body)
+	if m := pullOne(t, h.cl, b.Advertised(), "Orders", 2); string(m.Body) != "m2" {
+		t.Fatalf("the slave served %q at offset 2, want m2", m.Body)
 	}
 	for _, c := range []struct {
 		fs   *vfs.MemFS
@@ -238,10 +305,11 @@ func TestControllerModeFailoverAndRejoin(t *testing.T) {
 	}
 	clone := fsA.KillClone()
 	lost := time.Now()
-	a.Close()
-	h.mem.Heal("10.0.0.1", "10.0.0.2")
+	a.Close()                           // first: a master that sees its slave go shrinks the in-sync set to itself
+	h.mem.Reset("10.0.0.1", "10.0.0.2") // what the partition held is lost with the connection
 
 	await(t, "the slave is elected", func() bool { return b.Core().Role() == broker.RoleMaster })
+	h.mem.Heal("10.0.0.1", "10.0.0.2")
 	if took := time.Since(lost); took < ctlLease {
 		t.Fatalf("the slave was master %v after the loss, before the old master's lease (%v) ran out", took, ctlLease)
 	}
@@ -249,6 +317,10 @@ func TestControllerModeFailoverAndRejoin(t *testing.T) {
 		t.Fatalf("group after the failover: %+v; want master 2 at epoch 2", g)
 	}
 	h.sendOK(b.Advertised(), "acked-2")
+	await(t, "the route names the new master as broker id 0", func() bool { return h.routeOf("Orders")[0] == b.Advertised() })
+	if m := pullOne(t, h.cl, b.Advertised(), "Orders", 1); string(m.Body) != "acked-2" {
+		t.Fatalf("the new master serves %q at offset 1, want acked-2", m.Body)
+	}
 
 	a2 := h.start("10.0.0.1", clone)
 	if id := h.replicaID(a2); id != 0 && id != 1 {
@@ -261,8 +333,69 @@ func TestControllerModeFailoverAndRejoin(t *testing.T) {
 		t.Fatalf("the old master came back as replica %d, want 1", h.replicaID(a2))
 	}
 	await(t, "the logs are identical", func() bool { return bytes.Equal(logBytes(t, a2), logBytes(t, b)) })
+	await(t, "the route lists the old master as slave 1", func() bool {
+		r := h.routeOf("Orders")
+		return r[0] == b.Advertised() && r[1] == a2.Advertised()
+	})
 	if m := pullOne(t, h.cl, a2.Advertised(), "Orders", 1); string(m.Body) != "acked-2" {
 		t.Fatalf("the rejoined replica serves %q at offset 1, want acked-2 (the unacked record cut)", m.Body)
+	}
+}
+
+// TestControllerModeThreeReplicas: a group of three needs one slave per
+// write (min(1, 3−2)); when its master is lost, one in-sync slave is
+// elected and the other follows it at the new epoch, and the group keeps
+// acking; every acked record is on both survivors.
+func TestControllerModeThreeReplicas(t *testing.T) {
+	h := newCtlHarness(t)
+	a := h.start("10.0.0.1", vfs.NewMem())
+	await(t, "the first replica is master", func() bool { return a.Core().Role() == broker.RoleMaster })
+	b := h.start("10.0.0.2", vfs.NewMem())
+	c := h.start("10.0.0.3", vfs.NewMem())
+	await(t, "both slaves join the in-sync set", func() bool { return slices.Equal(h.group().ISR, []int64{1, 2, 3}) })
+	for i := range 5 {
+		h.sendOK(a.Advertised(), fmt.Sprintf("a%d", i))
+	}
+	a.Close()
+	var next, other *Broker
+	await(t, "a slave is elected", func() bool {
+		switch {
+		case b.Core().Role() == broker.RoleMaster:
+			next, other = b, c
+		case c.Core().Role() == broker.RoleMaster:
+			next, other = c, b
+		}
+		return next != nil
+	})
+	if g := h.group(); g.Epoch != 2 || slices.Contains(g.ISR, 1) {
+		t.Fatalf("group after the failover: %+v; want epoch 2 without the lost master in the in-sync set", g)
+	}
+	h.sendOK(next.Advertised(), "after")
+	await(t, "the other slave follows the new master", func() bool {
+		return other.Core().Role() == broker.RoleSlave && other.Store().Written() == next.Store().Written()
+	})
+	if !bytes.Equal(logBytes(t, other), logBytes(t, next)) {
+		t.Fatal("the survivors' logs differ")
+	}
+}
+
+// TestControllerModeFailoverOnARaftVoter: the first-master and failover
+// path against the real controller (one hashicorp/raft voter).
+func TestControllerModeFailoverOnARaftVoter(t *testing.T) {
+	h := newCtlHarnessOnRaft(t)
+	a := h.start("10.0.0.1", vfs.NewMem())
+	await(t, "the first replica is master", func() bool { return a.Core().Role() == broker.RoleMaster })
+	b := h.start("10.0.0.2", vfs.NewMem())
+	await(t, "the slave joins the in-sync set", func() bool { return slices.Equal(h.group().ISR, []int64{1, 2}) })
+	h.sendOK(a.Advertised(), "acked-1")
+	a.Close()
+	await(t, "the slave is elected", func() bool { return b.Core().Role() == broker.RoleMaster })
+	if g := h.group(); g.Master != 2 || g.Epoch != 2 {
+		t.Fatalf("group after the failover: %+v; want master 2 at epoch 2", g)
+	}
+	h.sendOK(b.Advertised(), "acked-2")
+	if m := pullOne(t, h.cl, b.Advertised(), "Orders", 0); string(m.Body) != "acked-1" {
+		t.Fatalf("the new master serves %q at offset 0, want acked-1", m.Body)
 	}
 }
 
@@ -329,4 +462,139 @@ func TestControllerModeTransfer(t *testing.T) {
 	await(t, "the old master is a slave", func() bool { return a.Core().Role() == broker.RoleSlave })
 	h.sendOK(b.Advertised(), "after")
 	await(t, "both logs are identical", func() bool { return bytes.Equal(logBytes(t, a), logBytes(t, b)) })
+}
+
+// fakeCtl answers AlterISR by committing what it is asked and records it.
+type fakeCtl struct {
+	ctlClient
+	alters []*api.AlterISRRequest
+}
+
+func (f *fakeCtl) AlterISR(_ context.Context, r *api.AlterISRRequest) (*api.GroupView, error) {
+	f.alters = append(f.alters, r)
+	return &api.GroupView{Group: r.Group, Master: r.Master, Epoch: r.Epoch, ISR: r.ISR, ISRVersion: r.ISRVersion + 1,
+		Replicas: []api.ReplicaView{{ID: 1, Incarnation: 1}, {ID: 2, Incarnation: 2}}}, nil
+}
+
+// TestInSyncSetJoinNeedsTheCommitPoint: a slave the tracker's lag rule
+// counts in sync as soon as it connects (its written end far behind, but
+// within the lag bound) is not proposed for the in-sync set until it holds
+// the commit point: a member may be elected, and must hold every acked
+// record. (Seen failing: a replica with an empty log joined the set.)
+func TestInSyncSetJoinNeedsTheCommitPoint(t *testing.T) {
+	fsys := vfs.NewMem()
+	epochs, err := epoch.Open(fsys, "/epochs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := epochs.Append(epoch.Entry{Epoch: 1, Start: 0}); err != nil {
+		t.Fatal(err)
+	}
+	fc := &fakeCtl{}
+	c := &controlMode{cl: fc, log: slog.New(slog.DiscardHandler), group: ctlGroup, epochs: epochs, kick: make(chan struct{}, 1),
+		cfg: ControllerConfig{CallTimeout: time.Second}, syncReplicas: -1}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	defer c.cancel()
+	tr := track.New(track.Config{}, clock.Real, c.log)
+	c.tracker = tr
+	tr.MasterProgress(0, 0) // the term starts on an empty log
+	tr.MasterProgress(1000, 1000)
+	tr.SetISR(nil, 0)
+	await(t, "the master alone commits its log", func() bool { return tr.HW() == 1000 })
+	if err := tr.SlaveProgress(2, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(tr.InSync(), 2) {
+		t.Fatalf("the lag rule does not count the connected slave in sync (%v): the test no longer shows the case", tr.InSync())
+	}
+	v := api.GroupView{Group: ctlGroup, Master: 1, Epoch: 1, ISR: []int64{1}, ISRVersion: 1,
+		Replicas: []api.ReplicaView{{ID: 1, Incarnation: 1}, {ID: 2, Incarnation: 2}}}
+	c.syncISR(v, 1)
+	if len(fc.alters) != 0 {
+		t.Fatalf("proposed %v for a slave holding nothing of the committed 1000 bytes", fc.alters[0].ISR)
+	}
+	if err := tr.SlaveProgress(2, 1000, 1000); err != nil {
+		t.Fatal(err)
+	}
+	c.syncISR(v, 1)
+	if len(fc.alters) != 1 || !slices.Equal(fc.alters[0].ISR, []int64{1, 2}) || fc.alters[0].Incarnations[2] != 2 {
+		t.Fatalf("AlterISR calls %+v; want one proposing [1 2] with replica 2's incarnation", fc.alters)
+	}
+}
+
+// TestReplicaIDFile: absent is 0 (none assigned yet); written, it reads
+// back, survives a crash once written, and belongs to one group; a
+// damaged file is an error, never a silent new identity.
+func TestReplicaIDFile(t *testing.T) {
+	fsys := vfs.NewMem()
+	if err := fsys.MkdirAll("/d/ha"); err != nil {
+		t.Fatal(err)
+	}
+	p := "/d/ha/" + replicaIDFile
+	if id, err := readReplicaID(fsys, p, "g"); err != nil || id != 0 {
+		t.Fatalf("absent: %d, %v", id, err)
+	}
+	if err := writeReplicaID(fsys, p, "c", "g", 7); err != nil {
+		t.Fatal(err)
+	}
+	crashed := fsys.CrashClone(vfs.CrashOptions{})
+	if id, err := readReplicaID(crashed, p, "g"); err != nil || id != 7 {
+		t.Fatalf("after a crash: %d, %v; want 7", id, err)
+	}
+	if _, err := readReplicaID(fsys, p, "other"); err == nil {
+		t.Fatal("the replica id of group g was taken for group other")
+	}
+	f, err := fsys.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte(`{"version":1,"group":"g","replicaId":`), 0)
+	f.Close()
+	if _, err := readReplicaID(fsys, p, "g"); err == nil {
+		t.Fatal("a torn replica id file was read")
+	}
+}
+
+// TestGroupLease: enforced, the lease is valid only between a grant's
+// Extend and its expiry (or a Revoke); not enforced (a one-replica group)
+// it is always valid.
+func TestGroupLease(t *testing.T) {
+	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
+	l := newGroupLease(clk)
+	if l.Valid() {
+		t.Fatal("valid before any grant")
+	}
+	l.Extend(clk.Now().Add(time.Second))
+	clk.Advance(999 * time.Millisecond)
+	if !l.Valid() {
+		t.Fatal("invalid within the grant")
+	}
+	clk.Advance(time.Millisecond)
+	if l.Valid() {
+		t.Fatal("valid at the grant's expiry")
+	}
+	l.Extend(clk.Now().Add(time.Second))
+	l.Revoke()
+	if l.Valid() {
+		t.Fatal("valid after Revoke")
+	}
+	l.enforced.Store(false)
+	if !l.Valid() {
+		t.Fatal("a one-replica group's lease is enforced")
+	}
+}
+
+// TestMinSlaves: without --sync-replicas a write needs min(1, n−2) slaves
+// in a group of n (none for 1 or 2 replicas, one from 3 on); given, it is
+// what it says.
+func TestMinSlaves(t *testing.T) {
+	rule := &controlMode{syncReplicas: -1}
+	for n, want := range map[int]int{1: 0, 2: 0, 3: 1, 5: 1} {
+		if got := rule.minSlaves(n); got != want {
+			t.Errorf("%d replicas: %d slaves, want %d", n, got, want)
+		}
+	}
+	if got := (&controlMode{syncReplicas: 2}).minSlaves(3); got != 2 {
+		t.Errorf("--sync-replicas 2 in a 3-replica group: %d", got)
+	}
 }

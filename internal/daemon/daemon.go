@@ -192,6 +192,11 @@ func StartBroker(cfg BrokerConfig) (_ *Broker, err error) {
 		}
 	}
 	d.setupStateReplication(&cfg)
+	if cfg.replicated() && cfg.Broker.MasterAddr == nil {
+		// A slave forwards 4.x sends to the master the name servers name
+		// (brokerfront/forward.go); d.reg is set before the front serves.
+		cfg.Broker.MasterAddr = func() string { return d.reg.Master().Addr }
+	}
 	b, err := broker.New(st, st.Meta(), cfg.Broker)
 	if err != nil {
 		d.closeReplication()
@@ -199,10 +204,10 @@ func StartBroker(cfg BrokerConfig) (_ *Broker, err error) {
 		return nil, err
 	}
 	d.st, d.b, d.advertise = st, b, adv
-	d.front = brokerfront.New(b, brokerfront.Options{Logger: cfg.Logger, AwaitRoutes: d.awaitRoutes, RouteWait: cfg.RouteWait})
+	d.client = remoting.NewClient(remoting.ClientOptions{Logger: cfg.Logger, Network: cfg.Network})
+	d.front = brokerfront.New(b, brokerfront.Options{Logger: cfg.Logger, AwaitRoutes: d.awaitRoutes, RouteWait: cfg.RouteWait, Forward: d.client})
 	d.srv = remoting.NewServer(remoting.ServerOptions{Logger: cfg.Logger, OnConnClose: d.front.ConnClosed, Limits: cfg.Remoting})
 	d.front.Register(d.srv)
-	d.client = remoting.NewClient(remoting.ClientOptions{Logger: cfg.Logger, Network: cfg.Network})
 	bc := cfg.Broker
 	if cfg.Registrar.Snapshot == nil {
 		cfg.Registrar.Snapshot = d.topicTable
@@ -332,7 +337,7 @@ func (d *Broker) startGRPC(cfg BrokerConfig) error {
 	if gc.Master == nil && cfg.replicated() {
 		// A slave forwards what only its master does to the master the
 		// name servers name (RocketMQ's registration result masterAddr).
-		gc.Master = func() string { return d.reg.Master().Addr }
+		gc.Master = d.masterAddr
 		gc.Remoting, gc.Network = d.client, cfg.Network
 	}
 	s, err := grpcfront.New(d.b, gc)

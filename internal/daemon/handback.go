@@ -34,13 +34,24 @@ func (d *Broker) setupStateReplication(cfg *BrokerConfig) {
 
 var errNoMaster = errors.New("daemon: the master's address is not known yet")
 
-// handBackOffsets sends offs to the master named by the name servers.
+// masterAddr is the client address of the master of this slave's group:
+// in controller mode the one the controller committed (known at once on a
+// failover), else the one the name servers named.
+func (d *Broker) masterAddr() string {
+	if d.ctl != nil {
+		return d.ctl.masterAddr()
+	}
+	return d.reg.Master().Addr
+}
+
+// handBackOffsets sends offs to the master named by the name servers (or
+// the controller).
 func (d *Broker) handBackOffsets(ctx context.Context, offs []broker.OffsetEntry) (broker.HandBack, error) {
 	p := d.handBack.Load()
 	if p == nil {
 		return broker.HandBack{}, errNoMaster
 	}
-	addr := p.reg.Master().Addr
+	addr := d.masterAddr()
 	if addr == "" {
 		return broker.HandBack{}, errNoMaster
 	}

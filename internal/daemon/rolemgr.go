@@ -278,9 +278,17 @@ func (c *controlMode) syncISR(v api.GroupView, id int64) {
 	for _, r := range v.Replicas {
 		incs[r.ID] = r.Incarnation
 	}
+	// A slave joins only once it holds everything committed (its durable
+	// end, or its written end under async flush, at least the commit
+	// point): a member of the in-sync set may be elected, and must then
+	// hold every acked record (replication.md §2.7).
+	st := tr.Stats()
 	want := []int64{id}
 	for _, s := range tr.InSync() {
-		if _, ok := incs[s]; ok && s != id {
+		if _, ok := incs[s]; !ok || s == id {
+			continue
+		}
+		if slices.Contains(committed, s) || c.caughtUp(st, s) {
 			want = append(want, s)
 		}
 	}
@@ -384,6 +392,26 @@ func (c *controlMode) holds(tr *track.Tracker, id, leo int64) bool {
 				return s.Written >= leo
 			}
 			return s.Durable >= leo
+		}
+	}
+	return false
+}
+
+// caughtUp reports whether slave id holds the commit point and every
+// byte below the current epoch's start (the records of older epochs this
+// master holds, which its epoch commits).
+func (c *controlMode) caughtUp(st track.Stats, id int64) bool {
+	for _, s := range st.Slaves {
+		if s.ID == id {
+			end := s.Durable
+			if c.asyncFlush {
+				end = s.Written
+			}
+			start := int64(0)
+			if e, ok := c.epochs.Last(); ok {
+				start = e.Start
+			}
+			return end >= st.HW && end >= start
 		}
 	}
 	return false

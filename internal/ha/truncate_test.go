@@ -238,3 +238,32 @@ func TestSlaveOfAStaleMasterKeepsTrying(t *testing.T) {
 		}
 	})
 }
+
+// TestSessionDropsEpochEntriesAboveTheLog: a truncation that a crash cut
+// short after the log was cut leaves epoch entries above the log's end;
+// the next session drops them, so the master's epochs can be recorded
+// again and the slave copies on.
+func TestSessionDropsEpochEntriesAboveTheLog(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newEpochCluster(t)
+		c.startMaster()
+		t.Cleanup(c.stop)
+		l := &truncLog{memLog: newMemLog(0, true)}
+		l.AppendRaw(0, c.mlog.Bytes(0, 18))
+		fs := vfs.NewMem()
+		hist, _ := epoch.Open(fs, "epochs")
+		hist.Append(epoch.Entry{Epoch: 1, Start: 0})
+		hist.Append(epoch.Entry{Epoch: 2, Start: 40}) // its bytes were cut
+		n := &node{id: 1, host: "s1", log: l.memLog, fs: fs}
+		c.slaves[1] = n
+		c.startSlave(n, l)
+		c.await("slave caught up", c.caughtUp(1))
+		if got, want := fmt.Sprint(n.hist.Entries()), fmt.Sprint([]epoch.Entry{{Epoch: 1, Start: 0}, {Epoch: 3, Start: 20}}); got != want {
+			t.Errorf("slave epochs %s, want the master's %s", got, want)
+		}
+		if calls := l.Calls(); len(calls) != 0 {
+			t.Errorf("TruncateTo was called at %v: the log was a prefix", calls)
+		}
+		c.check()
+	})
+}

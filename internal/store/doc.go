@@ -11,6 +11,7 @@
 //	<dir>/checkpoint                            dispatch checkpoint (package dispatch)
 //	<dir>/lock                                  held while a process has the store open
 //	<dir>/reset-in-progress                     a slave's log reset under way (reset.go)
+//	<dir>/truncate-in-progress                  a truncation of the log's tail under way (truncate.go)
 //
 // # Recovery
 //
@@ -40,7 +41,12 @@
 // neither shipped nor bounded. A slave whose log ends below its master's
 // first retained byte starts over there: ResetAt (reset.go) drops the log
 // and everything derived from it, crash-safely, and the consume queues
-// start again at the queue offsets of the master's records.
+// start again at the queue offsets of the master's records. An old master
+// rejoining as a slave cuts the records of its last epoch the new master
+// never had: TruncateTo (truncate.go) drops the log above a record
+// boundary at or above the commit point, crash-safely, and a slave turning
+// master cuts a torn tail and takes every queue's next offset from the log
+// (PrepareMaster).
 //
 // # The seam
 //

@@ -72,7 +72,8 @@ type Store struct {
 	commitPoint atomic.Int64
 	// undispatchedNext is, per queue, the queue offset after the records
 	// the log held past the commit point at Open (set before Open
-	// returns, read-only after).
+	// returns, and by PrepareMaster with the gate held exclusively; the
+	// writer reads it for the appends that come after).
 	undispatchedNext map[queueKey]int64
 	retention        retention
 	lost             lostCounts

@@ -98,11 +98,48 @@ func (s *Store) TruncateTo(off int64) (Truncated, error) {
 func (s *Store) PrepareMaster() (cut int64, err error) {
 	s.resetMu.Lock()
 	defer s.resetMu.Unlock()
+	if cut, ok, err := s.prepareInPlace(); ok || err != nil {
+		return cut, err
+	}
 	res, err := s.truncate(0, true)
 	if err != nil {
 		return 0, err
 	}
 	return res.From, nil
+}
+
+// prepareInPlace is PrepareMaster for a log with no torn tail, without
+// reopening it (reopening every consume queue costs about as much as an
+// Open, which a promotion should not wait for): with new puts held off it
+// reads the queue offsets of the records above the dispatch point from
+// the log and makes the writer ask for every queue's next offset again.
+// ok false: there is a torn tail to cut. Holds resetMu.
+func (s *Store) prepareInPlace() (cut int64, ok bool, err error) {
+	s.gate.Lock()
+	defer s.gate.Unlock()
+	if s.closed {
+		return 0, false, ErrClosed
+	}
+	sc, err := s.scanTail(s.clog.Written())
+	if err != nil {
+		return 0, false, err
+	}
+	if sc.whole != s.clog.Written() {
+		return 0, false, nil
+	}
+	if floor := s.truncateFloor(); sc.whole < floor {
+		return 0, false, fmt.Errorf("%w: the log ends at %d, the commit point is %d", ErrBelowCommitPoint, sc.whole, floor)
+	}
+	// followUndispatched reads up to the durable end: the whole log, once
+	// the last replicated bytes are synced.
+	if s.clog.Durable() != sc.whole {
+		return 0, false, nil
+	}
+	if err := s.followUndispatched(s.disp.Load().Dispatched()); err != nil {
+		return 0, false, err
+	}
+	s.clog.ForgetQueueOffsets()
+	return sc.whole, true, nil
 }
 
 // truncate is TruncateTo, or with prepare PrepareMaster (off is then the
@@ -142,7 +179,12 @@ func (s *Store) truncate(off int64, prepare bool) (Truncated, error) {
 	}
 	if err == nil && res.Bytes > 0 {
 		if werr := writeMarker(s.cfg.FS, s.cfg.Dir, TruncateMarker, truncateMagic, res.From); werr != nil {
+			// Nothing was cut: the log is served as it was. A marker that
+			// reached the disk anyway would make the next Open cut.
 			err = fmt.Errorf("store: truncate to %d: %w", res.From, werr)
+			if rerr := removeMarker(s.cfg.FS, s.cfg.Dir, TruncateMarker); rerr != nil {
+				s.log.Warn("cannot remove the marker of a truncation that did not begin; the next open finishes it", "from", res.From, "err", rerr)
+			}
 		} else if ferr := finishTruncate(s.cfg.FS, s.cfg.Dir, s.cfg.SegmentBytes, res.From); ferr != nil {
 			return Truncated{}, fmt.Errorf("store: truncate to %d: %w", res.From, ferr)
 		}

@@ -260,10 +260,13 @@ func TestPrepareMaster(t *testing.T) {
 		name    string
 		cfgCP   bool // commit point by config (else EnableCommitPoint)
 		restart bool
+		torn    int64 // bytes of the 46th record the slave got
 	}{
-		{"config", true, false},
-		{"config-restarted", true, true},
-		{"enabled-at-run-time", false, false},
+		{"config", true, false, 30},
+		{"config-restarted", true, true, 30},
+		{"enabled-at-run-time", false, false, 30},
+		{"no-torn-tail", true, false, 0},
+		{"no-torn-tail-enabled-at-run-time", false, false, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := clock.NewManual(t0)
@@ -286,7 +289,7 @@ func TestPrepareMaster(t *testing.T) {
 			}
 			// The slave got the first 45 records and part of the 46th; its
 			// commit point covers 20.
-			torn := msgs[45].PhysicalOffset + 30
+			torn := msgs[45].PhysicalOffset + tc.torn
 			shipRaw(t, master, slave, torn, rand.New(rand.NewPCG(9, 9)))
 			slave.SetCommitPoint(msgs[20].PhysicalOffset)
 			waitVisible(t, slave)
@@ -334,4 +337,35 @@ func TestPrepareMaster(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTruncateMarkerWriteFails: when the truncation marker cannot be made
+// durable, nothing is cut: the store goes on serving the whole log, and a
+// reopen does not cut it either.
+func TestTruncateMarkerWriteFails(t *testing.T) {
+	f := newTruncFixture(t)
+	w := f.s.Written()
+	injected := errors.New("injected: the marker's fsync fails")
+	f.fs.InjectError(func(op vfs.Op, p string) error {
+		if op == vfs.OpSync && strings.HasSuffix(p, TruncateMarker) {
+			return injected
+		}
+		return nil
+	})
+	_, err := f.s.TruncateTo(f.off)
+	f.fs.InjectError(nil)
+	if !errors.Is(err, injected) {
+		t.Fatalf("TruncateTo with a failing marker: %v, want the injected error", err)
+	}
+	if f.s.Written() != w {
+		t.Fatalf("the log ends at %d after the failed truncation, want %d", f.s.Written(), w)
+	}
+	if _, err := f.fs.Stat(path.Join(f.cfg.Dir, TruncateMarker)); err == nil {
+		t.Fatal("the marker of the failed truncation is still there")
+	}
+	if err := f.s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.s = mustOpen(t, f.cfg)
+	checkTruncated(t, f.s, append(slices.Clone(f.msgs), &message.Message{PhysicalOffset: w}), 60)
 }

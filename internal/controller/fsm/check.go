@@ -6,11 +6,12 @@ import (
 	"slices"
 )
 
-// errInvariant prefixes what Check and CheckStep report.
-var errInvariant = errors.New("fsm: invariant broken")
+// ErrInvariant is what Check and CheckStep report (wrapped with the
+// invariant broken and where).
+var ErrInvariant = errors.New("fsm: invariant broken")
 
 func broken(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", errInvariant, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: %s", ErrInvariant, fmt.Sprintf(format, args...))
 }
 
 // Check verifies the invariants of s (the package doc lists them): per

@@ -66,7 +66,7 @@ func TestCheckReportsEachInvariant(t *testing.T) {
 		tc.break_(s)
 		err := s.Check()
 		t.Logf("%s: %v", tc.name, err)
-		if err == nil || !errors.Is(err, errInvariant) {
+		if err == nil || !errors.Is(err, ErrInvariant) {
 			t.Errorf("%s: Check = %v, want a broken invariant", tc.name, err)
 		}
 	}
@@ -161,7 +161,7 @@ func TestCheckStepReportsEachInvariant(t *testing.T) {
 		}
 		err := CheckStep(prev, next, c)
 		t.Logf("%s: %v", tc.name, err)
-		if err == nil || !errors.Is(err, errInvariant) {
+		if err == nil || !errors.Is(err, ErrInvariant) {
 			t.Errorf("%s: CheckStep = %v, want a broken invariant", tc.name, err)
 		}
 	}

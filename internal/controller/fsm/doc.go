@@ -26,13 +26,16 @@
 // one through an Elect, or from 0 through the Register that creates the
 // group; the master changes only with the epoch; a new master was in the
 // previous ISR unless the election was asked to be unclean and is audited;
-// the old master leaves the ISR unless the election is a transfer; ISRVersion grows
-// by exactly one on every ISR change and never otherwise; a replica joins
-// the ISR only through the master's AlterISR naming its current incarnation,
-// or by being elected; an AlterISR or Elect changes its group only when its
-// compare-and-set expectations held; an ISR
-// member that restarted (new incarnation) does not stay in the ISR of a
-// group that has a master; a command changes only its own group.
+// the old master leaves the ISR unless the election is a transfer;
+// ISRVersion grows by exactly one on every ISR change and never otherwise; a
+// replica joins the ISR only through the master's AlterISR naming its
+// current incarnation, or by being elected; an AlterISR or Elect changes its
+// group only when its compare-and-set expectations held; an ISR member that
+// restarted (new incarnation) does not stay in the ISR of a group that has a
+// master; a command changes only its own group. Check and CheckStep report
+// ErrInvariant; the tests assert both after every command of seeded random
+// sequences (-fsm.seeds N, -fsm.seed S to rerun one), and the simulation
+// may do the same.
 //
 // # Commands
 //
@@ -102,6 +105,9 @@
 // at most MaxSnapshotBytes; a count the remaining bytes cannot hold is
 // refused before anything is allocated, so decoding allocates a small
 // multiple of the input. Trailing bytes are refused. Restore also refuses a
-// state that fails Check. There is no checksum: raft's FileSnapshotStore
+// state that fails Check. FuzzDecodeCommand and FuzzRestore (seeds in
+// testdata/fuzz, kept current by TestFuzzSeedCorpus) check the decoders:
+// go test -fuzz FuzzRestore -fuzzminimizetime 2s ./internal/controller/fsm.
+// There is no checksum: raft's FileSnapshotStore
 // checksums snapshots, and log entries are the log store's to keep intact.
 package fsm

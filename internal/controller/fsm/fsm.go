@@ -101,7 +101,7 @@ func appendAudit(audit []Audit, a Audit) []Audit {
 	return append(out, a)
 }
 
-func applyRegisterCheck(c Command) error {
+func checkRegister(c Command) error {
 	r := c.Replica
 	if r.ID < 0 || r.ID == math.MaxInt64 {
 		return fmt.Errorf("%w: replica id %d out of range", ErrInvalid, r.ID)
@@ -113,7 +113,7 @@ func applyRegisterCheck(c Command) error {
 }
 
 func (s *State) applyRegister(c Command, old *Group) (Result, error) {
-	if err := applyRegisterCheck(c); err != nil {
+	if err := checkRegister(c); err != nil {
 		return Result{}, err
 	}
 	inc := max(s.NextIncarnation, 1)
@@ -236,8 +236,8 @@ func applyElect(c Command, old *Group) (*Group, *Audit, error) {
 		return nil, nil, fmt.Errorf("%w: a transfer cannot be unclean", ErrInvalid)
 	}
 	if c.Epoch != old.Epoch || c.ISRVersion != 0 && c.ISRVersion != old.ISRVersion || c.Master != 0 && c.Master != old.Master {
-		return nil, nil, fmt.Errorf("%w: group %q has master %d of epoch %d at in-sync set version %d; the election expects master %d, epoch %d, version %d (0: any)",
-			ErrStale, old.Name, old.Master, old.Epoch, old.ISRVersion, c.Master, c.Epoch, c.ISRVersion)
+		return nil, nil, fmt.Errorf("%w: group %q has master %d of epoch %d at in-sync set version %d; the election expects epoch %d, master %d and version %d (master and version 0: any)",
+			ErrStale, old.Name, old.Master, old.Epoch, old.ISRVersion, c.Epoch, c.Master, c.ISRVersion)
 	}
 	if c.NewMaster == old.Master {
 		return nil, nil, fmt.Errorf("%w: replica %d is already the master of group %q", ErrInvalid, c.NewMaster, old.Name)

@@ -11,7 +11,7 @@ import (
 )
 
 var (
-	propSeeds = flag.Int("fsm.seeds", 300, "seeds of TestApplyRandomSequences")
+	propSeeds = flag.Int("fsm.seeds", 100, "seeds of TestApplyRandomSequences")
 	propSeed  = flag.Int64("fsm.seed", -1, "run TestApplyRandomSequences with this one seed")
 )
 
@@ -86,6 +86,8 @@ func (g gen) command(s *State) Command {
 		c.Epoch = gr.Epoch
 		others := slices.DeleteFunc(slices.Clone(gr.ISR), func(id int64) bool { return id == gr.Master })
 		switch {
+		case gr.Master == 0 && g.pct(70):
+			c.NewMaster, c.Reason = g.pick(gr.ISR), ReasonOffline
 		case gr.TransferTo != 0 && g.pct(60):
 			c.NewMaster, c.Reason = gr.TransferTo, ReasonTransfer
 		case g.pct(60):
@@ -173,6 +175,7 @@ func TestApplyRandomSequences(t *testing.T) {
 	}
 	accepted := map[Kind]int{}
 	refused := map[error]int{}
+	reasons := map[string]int{}
 	for _, seed := range seeds {
 		rng := rand.New(rand.NewPCG(uint64(seed), 0xf5a))
 		g := gen{rng: rng}
@@ -184,6 +187,14 @@ func TestApplyRandomSequences(t *testing.T) {
 				seed, len(log), seed, fmt.Sprintf(format, args...))
 		}
 		for step := range 250 {
+			if seed%2 == 0 && step == 120 {
+				// The group loses its master without a successor (a state
+				// an older controller may have left): Register and Elect
+				// must handle a group without one.
+				takeOffline(a, "a")
+				takeOffline(b, "a")
+				log = append(log, Command{})
+			}
 			c := g.command(a)
 			enc, err := EncodeCommand(c)
 			if err != nil {
@@ -214,6 +225,12 @@ func TestApplyRandomSequences(t *testing.T) {
 				}
 			} else {
 				accepted[d.Kind]++
+				if d.Kind == KindElect {
+					reasons[d.Reason]++
+					if !prev.Groups[d.Group].InISR(d.NewMaster) {
+						reasons["unclean"]++
+					}
+				}
 			}
 			if err := a.Check(); err != nil {
 				fail("Check after %+v: %v", d, err)
@@ -245,6 +262,9 @@ func TestApplyRandomSequences(t *testing.T) {
 		}
 		replay := NewState()
 		for _, c := range log {
+			if c.Kind == 0 && c.Group == "" {
+				takeOffline(replay, "a")
+			}
 			_, _ = replay.Apply(c)
 		}
 		if !reflect.DeepEqual(replay, a) {
@@ -264,5 +284,22 @@ func TestApplyRandomSequences(t *testing.T) {
 			t.Errorf("only %d refusals with %v: the generator is too weak", refused[e], e)
 		}
 	}
-	t.Logf("accepted %v, refused %v", accepted, refused)
+	for _, r := range []string{ReasonMasterLost, ReasonTransfer, ReasonOperator, ReasonOffline, "unclean"} {
+		if reasons[r] < 20 {
+			t.Errorf("only %d accepted elections %s: the generator is too weak", reasons[r], r)
+		}
+	}
+	t.Logf("accepted %v (elections %v), refused %v", accepted, reasons, refused)
+}
+
+// takeOffline removes group name's master (its ISR keeps the rest).
+func takeOffline(s *State, name string) {
+	if g := s.Groups[name]; g != nil && g.Master != 0 {
+		g.ISR = slices.DeleteFunc(g.ISR, func(id int64) bool { return id == g.Master })
+		if len(g.ISR) == 0 {
+			g.ISR = nil
+		}
+		g.Master, g.TransferTo = 0, 0
+		g.ISRVersion++
+	}
 }

@@ -1,6 +1,7 @@
 package brokerfront
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"net"
@@ -25,6 +26,14 @@ type Options struct {
 	AwaitRoutes func(ctx context.Context) error
 	// RouteWait bounds that wait; 0 means 3 s, negative: do not wait.
 	RouteWait time.Duration
+	// Forward, when set together with the broker's Config.MasterAddr, is
+	// the client a slave forwards 4.x sends to its master with
+	// (forward.go; the one the gRPC front's forwards use). It is not
+	// closed by the front.
+	Forward *remoting.Client
+	// ForwardTimeout bounds a forwarded send beyond the broker's
+	// ReplicationTimeout; 0 means DefaultForwardTimeout.
+	ForwardTimeout time.Duration
 }
 
 // defaultRouteWait bounds how long a topic change waits for the name
@@ -33,8 +42,10 @@ const defaultRouteWait = 3 * time.Second
 
 // Front serves the broker over remoting.
 type Front struct {
-	b   *broker.Broker
-	log *slog.Logger
+	b    *broker.Broker
+	log  *slog.Logger
+	name string     // the broker's name
+	fwd  *forwarder // nil: a slave refuses sends
 
 	// mu guards conns: this front's connections by the broker's id (the
 	// admin handlers look members up in it).
@@ -53,7 +64,12 @@ func New(b *broker.Broker, opts Options) *Front {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	f := &Front{b: b, log: opts.Logger.With("component", "brokerfront"), conns: make(map[uint64]*remoting.Conn)}
+	bc := b.Config()
+	f := &Front{b: b, log: opts.Logger.With("component", "brokerfront"), name: bc.BrokerName, conns: make(map[uint64]*remoting.Conn)}
+	if opts.Forward != nil && bc.MasterAddr != nil {
+		f.fwd = &forwarder{f: f, master: bc.MasterAddr, cl: opts.Forward,
+			timeout: cmp.Or(opts.ForwardTimeout, DefaultForwardTimeout) + bc.ReplicationTimeout}
+	}
 	if opts.RouteWait == 0 {
 		opts.RouteWait = defaultRouteWait
 	}

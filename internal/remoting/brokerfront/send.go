@@ -59,7 +59,26 @@ func decodeSend(born netip.AddrPort, req *remoting.Command) (*broker.SendRequest
 // the connection's Sender (one group commit; under async flush written on
 // this reader, which then writes the replies too). The broker answers
 // each; the response is built on the connection's writer (or reader).
+//
+// A slave that knows its master forwards the sends instead (forward.go).
 func (f *Front) send(ctx context.Context, c *remoting.Conn, reqs []*remoting.Command, reply func(int, func() *remoting.Command)) {
+	if master := f.forwardTo(); master != "" {
+		local := f.fwd.forwardSends(ctx, reqs, reply, master)
+		if len(local) == 0 {
+			return
+		}
+		rest := make([]*remoting.Command, len(local))
+		for k, i := range local {
+			rest[k] = reqs[i]
+		}
+		f.sendLocal(ctx, c, rest, func(k int, build func() *remoting.Command) { reply(local[k], build) })
+		return
+	}
+	f.sendLocal(ctx, c, reqs, reply)
+}
+
+// sendLocal is send through the connection's broker.Sender.
+func (f *Front) sendLocal(ctx context.Context, c *remoting.Conn, reqs []*remoting.Command, reply func(int, func() *remoting.Command)) {
 	b := sendBatch{srs: make([]*broker.SendRequest, 0, len(reqs)), cmds: make([]*remoting.Command, 0, len(reqs)), idx: make([]int, 0, len(reqs))}
 	for i, req := range reqs {
 		sr, refused := sendRequest(c, req)

@@ -491,3 +491,13 @@ func (l *Log) checkRaw(p []byte, off int64) (int, int, error) {
 	}
 	return rawRecord, n, nil
 }
+
+// ForgetQueueOffsets drops the next queue offsets the writer has learnt
+// (from appends and raw appends) since Open: the next append to each queue
+// asks Options.NextQueueOffset again. A slave turning master calls it so
+// that its queues go on from what its store holds, not from memory.
+func (l *Log) ForgetQueueOffsets() {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	clear(l.queueOffsets)
+}

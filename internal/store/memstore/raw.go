@@ -286,7 +286,7 @@ func (s *Store) truncate(off int64, prepare bool) (store.Truncated, error) {
 		return res, nil
 	}
 	i := d.firstAt(off)
-	if off < d.end && (i == len(d.log) || d.log[i].off != off) {
+	if off < d.end && (i == len(d.log) || d.log[i].off != off) || off > d.end && off < written {
 		return store.Truncated{}, fmt.Errorf("%w: %d lies inside a record", store.ErrTruncateOffset, off)
 	}
 	for _, r := range d.log[i:] {

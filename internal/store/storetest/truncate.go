@@ -123,6 +123,12 @@ func testPrepareMaster(t *testing.T, s *suite) {
 	if slave.Written() != torn {
 		t.Fatalf("the slave's log ends at %d, want %d", slave.Written(), torn)
 	}
+	if _, err := slave.TruncateTo(torn - 5); !errors.Is(err, store.ErrTruncateOffset) {
+		t.Fatalf("TruncateTo inside the cut record: %v, want ErrTruncateOffset", err)
+	}
+	if slave.Written() != torn {
+		t.Fatalf("a refused TruncateTo moved the end to %d", slave.Written())
+	}
 	cut, err := slave.PrepareMaster()
 	if err != nil {
 		t.Fatal(err)
