@@ -140,12 +140,15 @@ func (t *target) injectGroup(ctx context.Context, e nemesis.Event) (string, erro
 		if err != nil {
 			return "", err
 		}
-		t.hit = []string{leader}
-		if err := cl.Kill(leader); err != nil {
-			return fmt.Sprintf("SIGKILL of the controller leader %s", leader), err
+		// The master first, so that the failover time counts from its
+		// loss; the controller leader right after, before anyone could
+		// notice the master is gone.
+		t.hit = []string{leader, master}
+		if err := cl.Kill(master); err != nil {
+			t.hit = t.hit[:0]
+			return fmt.Sprintf("SIGKILL of the master %s", master), err
 		}
-		t.hit = append(t.hit, master)
-		return fmt.Sprintf("SIGKILL of the controller leader %s, then of the master %s (epoch %d)", leader, master, epoch), cl.Kill(master)
+		return fmt.Sprintf("SIGKILL of the master %s (epoch %d), then of the controller leader %s", master, epoch, leader), cl.Kill(leader)
 	}
 	return "", fmt.Errorf("fault %q does not aim at a group", e.Kind)
 }

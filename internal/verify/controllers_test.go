@@ -210,7 +210,7 @@ func TestGroupFaultsFindTheMasterWhenTheyStrike(t *testing.T) {
 
 	f.master["broker-a"] = "broker-a-2"
 	_, out = step(nemesis.Event{Kind: nemesis.KillControllerLeader, Target: "broker-a"})
-	if got := f.takeCalls(); !slices.Equal(got, []string{"kill namesrv-1", "kill broker-a-2", "start namesrv-1", "start broker-a-2"}) {
+	if got := f.takeCalls(); !slices.Equal(got, []string{"kill broker-a-2", "kill namesrv-1", "start namesrv-1", "start broker-a-2"}) {
 		t.Errorf("kill-controller-leader: calls %v", got)
 	}
 	if !strings.Contains(out, "the controller elected broker-a-0") {

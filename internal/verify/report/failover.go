@@ -25,6 +25,12 @@ type Failover struct {
 	MedianMS    float64 `json:"median_ms"`
 	MaxMS       float64 `json:"max_ms"`
 	Unrecovered int     `json:"unrecovered"`
+	// GapMedianMS and GapMaxMS are over the same faults' longest gap
+	// between two acknowledged sends to the group, from the fault to the
+	// first ack after its heal: what the client went without, also when
+	// the old master kept acking for a while (its lease) after the fault.
+	GapMedianMS float64 `json:"gap_median_ms"`
+	GapMaxMS    float64 `json:"gap_max_ms"`
 }
 
 // Failovers measures every fault that names a group (Op.Group on its
@@ -33,16 +39,23 @@ type Failover struct {
 // line order.
 func Failovers(ops []history.Op) []Failover {
 	type fault struct {
-		kind, group string
-		index       int64
-		at          time.Time
+		kind, group, target string
+		index               int64
+		at, healed          time.Time
 	}
 	var faults []fault
 	clients := map[string]map[string]bool{} // workload → the groups it sent to
 	for _, op := range ops {
 		switch {
 		case op.F == history.Fault && op.Type == history.Info && op.Group != "":
-			faults = append(faults, fault{op.Fault, op.Group, op.Index, op.Time})
+			faults = append(faults, fault{kind: op.Fault, group: op.Group, target: op.Target, index: op.Index, at: op.Time})
+		case op.F == history.Heal && op.Type == history.Info:
+			for i := len(faults) - 1; i >= 0; i-- {
+				if f := &faults[i]; f.healed.IsZero() && f.kind == op.Fault && f.target == op.Target {
+					f.healed = op.Time
+					break
+				}
+			}
 		case op.F == history.Send && op.Workload != "":
 			if clients[op.Workload] == nil {
 				clients[op.Workload] = map[string]bool{}
@@ -57,6 +70,7 @@ func Failovers(ops []history.Op) []Failover {
 	}
 	type key struct{ kind, client string }
 	times := map[key][]time.Duration{}
+	gaps := map[key][]time.Duration{}
 	unrecovered := map[key]int{}
 	type sender struct{ process, id string }
 	for client, groups := range clients {
@@ -85,6 +99,11 @@ func Failovers(ops []history.Op) []Failover {
 					continue
 				}
 				times[k] = append(times[k], max(op.Time.Sub(f.at), 0))
+				until := op.Time
+				if f.healed.After(until) {
+					until = f.healed
+				}
+				gaps[k] = append(gaps[k], longestGap(ops, client, f.group, f.index, f.at, until))
 				found = true
 				break
 			}
@@ -107,6 +126,9 @@ func Failovers(ops []history.Op) []Failover {
 		fo := Failover{Kind: k.kind, Client: k.client, Count: len(d) + unrecovered[k], Unrecovered: unrecovered[k]}
 		if len(d) > 0 {
 			fo.MedianMS, fo.MaxMS = millis(percentile(d, 0.5)), millis(d[len(d)-1])
+			g := gaps[k]
+			sortDurations(g)
+			fo.GapMedianMS, fo.GapMaxMS = millis(percentile(g, 0.5)), millis(g[len(g)-1])
 		}
 		out = append(out, fo)
 	}
@@ -119,6 +141,25 @@ func Failovers(ops []history.Op) []Failover {
 	return out
 }
 
+// longestGap is the longest time between two OK sends of client to group
+// (or naming none) from the fault (line index from, time at) on, counting
+// the fault as the first point and the first OK at or after until as the
+// last.
+func longestGap(ops []history.Op, client, group string, from int64, at, until time.Time) time.Duration {
+	last, gap := at, time.Duration(0)
+	for _, op := range ops {
+		if op.Index <= from || op.F != history.Send || op.Type != history.OK || op.Workload != client || (op.Group != "" && op.Group != group) {
+			continue
+		}
+		gap = max(gap, op.Time.Sub(last))
+		last = op.Time
+		if !op.Time.Before(until) {
+			break
+		}
+	}
+	return gap
+}
+
 // writeFailover writes the failover table of Text (nothing without
 // master faults).
 func writeFailover(w io.Writer, fs []Failover) {
@@ -127,13 +168,13 @@ func writeFailover(w io.Writer, fs []Failover) {
 	}
 	fmt.Fprintln(w, "\nfailover (master fault to the first ack of a send to its group invoked after it, per client):")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  kind\tclient\tcount\tmedian\tmax\tno ack after")
+	fmt.Fprintln(tw, "  kind\tclient\tcount\tmedian\tmax\tlongest gap median\tmax\tno ack after")
 	for _, f := range fs {
-		med, top := "–", "–"
+		med, top, gmed, gtop := "–", "–", "–", "–"
 		if f.Count > f.Unrecovered {
-			med, top = msText(f.MedianMS), msText(f.MaxMS)
+			med, top, gmed, gtop = msText(f.MedianMS), msText(f.MaxMS), msText(f.GapMedianMS), msText(f.GapMaxMS)
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\t%d\n", f.Kind, f.Client, f.Count, med, top, f.Unrecovered)
+		fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%s\t%s\t%s\t%d\n", f.Kind, f.Client, f.Count, med, top, gmed, gtop, f.Unrecovered)
 	}
 	tw.Flush()
 }

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -53,8 +54,8 @@ func TestFailoversPerClientOnTheFaultsGroup(t *testing.T) {
 	// grpc never acks after the pause; queue never on broker-b.
 	got := Failovers(h.ops)
 	want := []Failover{
-		{Kind: "kill-master", Client: "grpc", Count: 2, MedianMS: 1000, MaxMS: 1000, Unrecovered: 1},
-		{Kind: "kill-master", Client: "queue", Count: 2, MedianMS: 2000, MaxMS: 3310},
+		{Kind: "kill-master", Client: "grpc", Count: 2, MedianMS: 1000, MaxMS: 1000, Unrecovered: 1, GapMedianMS: 1000, GapMaxMS: 1000},
+		{Kind: "kill-master", Client: "queue", Count: 2, MedianMS: 2000, MaxMS: 3310, GapMedianMS: 2000, GapMaxMS: 3310},
 		{Kind: "pause-master", Client: "grpc", Count: 1, Unrecovered: 1},
 		{Kind: "pause-master", Client: "queue", Count: 1, Unrecovered: 1},
 	}
@@ -68,7 +69,7 @@ func TestFailoversPerClientOnTheFaultsGroup(t *testing.T) {
 	}
 	var b bytes.Buffer
 	writeFailover(&b, got)
-	for _, line := range []string{"failover (master fault to the first ack", "kill-master  queue   2      2.00s   3.31s  0", "pause-master  queue   1      –       –      1"} {
+	for _, line := range []string{"failover (master fault to the first ack", "kill-master queue 2 2.00s 3.31s 2.00s 3.31s 0", "pause-master queue 1 – – – – 1"} {
 		if !strings.Contains(strings.Join(strings.Fields(b.String()), " "), strings.Join(strings.Fields(line), " ")) {
 			t.Errorf("table lacks %q:\n%s", line, b.String())
 		}
@@ -89,8 +90,29 @@ func TestFailoversSkipGroupsAClientNeverSendsTo(t *testing.T) {
 	h.fault(2000, "kill-master", "broker-a")
 	h.send(2100, 400, "grpc", "g2", "broker-a", history.OK)
 	got := Failovers(h.ops)
-	want := []Failover{{Kind: "kill-master", Client: "grpc", Count: 1, MedianMS: 500, MaxMS: 500}}
+	want := []Failover{{Kind: "kill-master", Client: "grpc", Count: 1, MedianMS: 500, MaxMS: 500, GapMedianMS: 500, GapMaxMS: 500}}
 	if len(got) != 1 || got[0] != want[0] {
 		t.Errorf("Failovers = %+v, want %+v", got, want)
+	}
+}
+
+// TestFailoverGapCoversAMasterThatAcksUnderItsLease: after a partition the
+// old master acks on for its lease, then nothing until the new master: the
+// first ack comes at once, the longest gap shows the outage.
+func TestFailoverGapCoversAMasterThatAcksUnderItsLease(t *testing.T) {
+	h := &foHistory{}
+	h.fault(0, "partition-master-controller", "broker-a")
+	for ms := 100; ms <= 3000; ms += 100 {
+		h.send(ms, 5, "queue", "a"+strconv.Itoa(ms), "broker-a", history.OK)
+	}
+	h.send(3100, 3000, "queue", "late", "broker-a", history.Fail)
+	heal := history.New(history.Info, history.Heal)
+	heal.Fault, heal.Target, heal.Group = "partition-master-controller", "broker-a", "broker-a"
+	h.add(6000, heal)
+	h.send(7400, 5, "queue", "new", "broker-a", history.OK) // the new master
+	h.send(7500, 5, "queue", "next", "broker-a", history.OK)
+	got := Failovers(h.ops)
+	if len(got) != 1 || got[0].MedianMS != 105 || got[0].GapMaxMS != 7405-3005 {
+		t.Fatalf("Failovers = %+v; want the first ack after 105ms and a longest gap of 4.4s", got)
 	}
 }
