@@ -409,6 +409,11 @@ func (b *Broker) putState(msgs []*message.Message, closing bool) error {
 	s := &b.state
 	wait := stateRetryMin
 	for {
+		if b.Role() != RoleMaster {
+			// Demoted: its records are the new master's to write now (and a
+			// replica's log takes no local append).
+			return b.errSlave(KindServiceUnavailable, "state records")
+		}
 		err := b.st.PutBatch(msgs)
 		if err == nil {
 			s.written.Store(recordsEnd(msgs))

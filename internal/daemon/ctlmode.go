@@ -184,6 +184,7 @@ func newControlMode(cfg *BrokerConfig, st *store.Store) (_ *controlMode, err err
 	if cc.SyncReplicasSet {
 		c.syncReplicas = max(cfg.HA.SyncReplicas, 0)
 	}
+	st.SetReplica(true) // a fenced slave until the controller names it master
 	if c.id, c.token, err = readReplicaID(fsys, c.idPath, c.group); err != nil {
 		return nil, err
 	}

@@ -83,6 +83,7 @@ func newReplication(cfg *BrokerConfig, st *store.Store, bcfg *broker.Config) (*r
 	}
 	r := &replication{log: log, epochs: epochs, st: st, stop: make(chan struct{})}
 	if bcfg.Role == broker.RoleSlave {
+		st.SetReplica(true) // its log takes only the master's bytes
 		r.slaveCfg = ha.SlaveConfig{Group: bcfg.BrokerName, ID: bcfg.BrokerID, Network: cfg.Network, Epochs: epochs, Logger: log, Clock: clk}
 		if bcfg.ReplicationStatus == nil {
 			bcfg.ReplicationStatus = r.slaveStatus

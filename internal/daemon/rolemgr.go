@@ -121,6 +121,7 @@ func (c *controlMode) promote(v api.GroupView, id int64) bool {
 			return false
 		}
 	}
+	c.st.SetReplica(false) // its own writes from here on
 	c.mu.Lock()
 	c.role, c.epoch, c.transfering = broker.RoleMaster, v.Epoch, false
 	c.mu.Unlock()
@@ -187,6 +188,10 @@ func (c *controlMode) stale(slaveEpoch uint32) {
 // demote makes a master a fenced slave: no lease, no writes, no
 // replication server (waits under way end as FLUSH_SLAVE_TIMEOUT).
 func (c *controlMode) demote(v api.GroupView) {
+	// First: a local write still in flight (a retried state record, a
+	// send admitted before the lease went) must not land among the new
+	// master's bytes (found by petrel verify: the replica diverged).
+	c.st.SetReplica(true)
 	c.mu.Lock()
 	old := c.epoch
 	c.role, c.transfering, c.tracker = broker.RoleSlave, false, nil

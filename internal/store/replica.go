@@ -39,6 +39,22 @@ var (
 	ErrBadOffset = commitlog.ErrBadOffset
 )
 
+// ErrReplica: a local write on a store in replica mode (SetReplica).
+var ErrReplica = commitlog.ErrReplica
+
+// SetReplica turns replica mode on or off: a replica's commit log takes
+// only its master's bytes (AppendRaw) and refuses every local append with
+// ErrReplica, also one admitted before the switch, so a demoted master's
+// late write (a retried state record) can never land among the replicated
+// bytes. A promoted replica turns it off before it takes writes. It holds
+// across the log reopens of ResetAt and TruncateTo.
+func (s *Store) SetReplica(on bool) {
+	s.gate.RLock() // a reset or truncation swaps s.clog under it
+	defer s.gate.RUnlock()
+	s.replica.Store(on)
+	s.clog.SetReplica(on)
+}
+
 // AppendRaw appends b, bytes of the master's commit log from offset off,
 // byte for byte at the same offsets (segment padding included). off must
 // be Written(). It goes through the commit log's single writer: under sync

@@ -69,6 +69,7 @@ type Store struct {
 	// The commit point (replica.go): once cpEnabled, nothing at or past
 	// commitPoint is dispatched.
 	cpEnabled   atomic.Bool
+	replica     atomic.Bool // SetReplica: the commit log takes only raw appends
 	commitPoint atomic.Int64
 	// undispatchedNext is, per queue, the queue offset after the records
 	// the log held past the commit point at Open (set before Open
@@ -179,6 +180,7 @@ func (s *Store) openLog(afterReset bool) error {
 	if err != nil {
 		return fmt.Errorf("store: open commit log: %w", err)
 	}
+	s.clog.SetReplica(s.replica.Load()) // a reset or truncation reopens the log
 	s.queues.clog = s.clog
 	// No byte lies below the log's first one: a commit point there
 	// covers nothing (a log reset to start empty at the master's first

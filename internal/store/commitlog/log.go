@@ -228,7 +228,8 @@ type Log struct {
 	// Writer-owned state (guarded by wmu).
 	queueOffsets map[queueKey]int64
 	buf          []byte
-	raw          rawState // a replicated tail cut inside a record (raw.go)
+	raw          rawState    // a replicated tail cut inside a record (raw.go)
+	replica      atomic.Bool // local appends refused (SetReplica)
 	rawDone      []rawRecordDone
 	tail         *segment
 	undo         []undoEntry
@@ -602,6 +603,9 @@ func (l *Log) check(r *request) error {
 	if l.failed.Load() {
 		return ErrFailed
 	}
+	if l.replica.Load() {
+		return ErrReplica
+	}
 	if l.busy.Load() {
 		return fmt.Errorf("%w: appends have waited over %v for the disk to sync; retry later or on another broker", ErrBusy, l.opts.BusyAfter)
 	}
@@ -766,6 +770,12 @@ func (l *Log) writeBatch(batch []*request) (synced bool) {
 	if l.failed.Load() {
 		for _, r := range batch {
 			l.finish(r, Result{}, ErrFailed)
+		}
+		return
+	}
+	if l.replica.Load() {
+		for _, r := range batch {
+			l.finish(r, Result{}, ErrReplica)
 		}
 		return
 	}

@@ -42,7 +42,17 @@ var (
 	// ErrPartialTail: a message append on a log whose replicated tail ends
 	// inside a record.
 	ErrPartialTail = errors.New("commitlog: the log ends inside a replicated record")
+	// ErrReplica: a local append on a log in replica mode (SetReplica), which
+	// takes only its master's bytes.
+	ErrReplica = errors.New("commitlog: the log is a replica and takes only its master's bytes")
 )
+
+// SetReplica turns replica mode on or off. In replica mode the log refuses
+// every local append (ErrReplica), at admission and again in the single
+// writer, so none that was admitted before can land between the
+// replicated bytes; raw appends go on. A slave's log is a replica; a
+// promoted one turns it off before it takes writes.
+func (l *Log) SetReplica(on bool) { l.replica.Store(on) }
 
 // rawState is the writer's bookkeeping of a replicated tail (wmu).
 type rawState struct {

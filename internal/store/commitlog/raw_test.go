@@ -427,3 +427,34 @@ func TestReadRawInto(t *testing.T) {
 		t.Fatal("a read into an empty buffer did not fail")
 	}
 }
+
+// TestReplicaRefusesLocalAppends: a log in replica mode (a slave's) takes
+// only its master's bytes: a local append — a demoted master's retried
+// state record, say — is refused, so it can never land between the
+// replicated bytes and make the replica diverge (found by petrel verify).
+// Out of replica mode (promoted) it takes local appends again.
+func TestReplicaRefusesLocalAppends(t *testing.T) {
+	for _, mode := range []FlushMode{FlushSync, FlushAsync} {
+		t.Run(mode.String(), func(t *testing.T) {
+			mfs, sfs := vfs.NewMem(), vfs.NewMem()
+			master := openLog(t, mfs, Options{FlushMode: mode})
+			defer master.Close()
+			slave := openLog(t, sfs, Options{FlushMode: mode})
+			defer slave.Close()
+			slave.SetReplica(true)
+			if _, err := slave.Append(testMsg("T", 0, "local")); !errors.Is(err, ErrReplica) {
+				t.Fatalf("a local append on a replica: %v; want ErrReplica", err)
+			}
+			if slave.Written() != 0 {
+				t.Fatalf("the refused append left %d bytes", slave.Written())
+			}
+			ends := fillMaster(t, master, 20)
+			ship(t, master, slave, ends, rand.New(rand.NewPCG(2, uint64(mode))))
+			sameFiles(t, mfs, sfs, master.Written(), 4096)
+			slave.SetReplica(false)
+			if _, err := slave.Append(testMsg("T", 0, "promoted")); err != nil {
+				t.Fatalf("a local append once promoted: %v", err)
+			}
+		})
+	}
+}
