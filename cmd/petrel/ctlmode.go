@@ -26,7 +26,8 @@ import (
 type ctlOptions struct {
 	addrs     string
 	heartbeat time.Duration
-	listen    string // petrel server: the embedded voter's address
+	listen    string           // petrel server: the embedded voter's address
+	node      *controller.Node // petrel server: the embedded voter (its metrics go with the broker's)
 	server    bool
 	fl        *pflag.FlagSet
 }
@@ -65,7 +66,7 @@ func startEmbeddedController(o *options, logger *slog.Logger, out io.Writer) (*c
 	if err != nil {
 		return nil, fmt.Errorf("embedded controller (--controller-listen %s): %w", listen, err)
 	}
-	o.ctlMode.addrs, o.ctlMode.server = node.Addr(), true
+	o.ctlMode.addrs, o.ctlMode.server, o.ctlMode.node = node.Addr(), true, node
 	fmt.Fprintf(out, "petrel: controller (single voter 1) listening on %s\n", node.Addr())
 	return node, nil
 }

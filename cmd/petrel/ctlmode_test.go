@@ -1,8 +1,11 @@
 package main
 
 import (
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -124,5 +127,28 @@ func TestServerEmbedsAControllerAndItsBrokerIsTheMaster(t *testing.T) {
 	}
 	if ents, err := os.ReadDir(filepath.Join(dir, "controller")); err != nil || len(ents) == 0 {
 		t.Fatalf("controller data dir: %v entries, %v", len(ents), err)
+	}
+}
+
+// TestServerServesTheControllerMetrics: petrel server's /metrics carries
+// the embedded voter's series, and it leads.
+func TestServerServesTheControllerMetrics(t *testing.T) {
+	o := testOptions(t.TempDir())
+	o.httpListen = "127.0.0.1:0"
+	_, out := startTestServer(t, o)
+	m := regexp.MustCompile(`http listening on (127\.0\.0\.1:\d+)`).FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("no http listener in the startup output:\n%s", out.String())
+	}
+	resp, err := http.Get("http://" + m[1] + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{"petrel_controller_leader 1", "petrel_controller_lease_grants_total"} {
+		if !strings.Contains(string(body), want) {
+			t.Fatalf("/metrics lacks %q", want)
+		}
 	}
 }

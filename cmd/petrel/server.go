@@ -245,6 +245,9 @@ func runBroker(ctx context.Context, o *options, nameServers []string, out io.Wri
 	if err != nil {
 		return err
 	}
+	if n := o.ctlMode.node; n != nil && b.Metrics() != nil {
+		b.Metrics().AttachController(n.Service().Stats)
+	}
 	fmt.Fprintf(out, "petrel: broker %s listening on %s (advertised %s)\n", o.brokerName, b.Addr(), b.Advertised())
 	if a := b.HTTPAddr(); a != nil {
 		fmt.Fprintf(out, "petrel: http listening on %s (/metrics, /healthz, /readyz)\n", a)
