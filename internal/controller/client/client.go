@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -69,12 +70,19 @@ type Options struct {
 	Timeout time.Duration
 	// Logger: default discard.
 	Logger *slog.Logger
+	// ConfiguredOnly follows a leader hint only to a configured address:
+	// a broker's links to the controllers are the operator's --controller
+	// list (through a proxy or NAT the voters' own addresses may not be
+	// reachable, or must not be used), so it finds the leader among those.
+	// Operator tools follow every hint (one address is enough for them).
+	ConfiguredOnly bool
 }
 
 // Client calls the controller leader. It is safe for concurrent use.
 type Client struct {
 	rc      *remoting.Client
 	addrs   []string
+	only    bool // Options.ConfiguredOnly
 	timeout time.Duration
 	lg      *slog.Logger
 
@@ -100,6 +108,7 @@ func New(addrs []string, opts Options) *Client {
 	return &Client{
 		rc:      remoting.NewClient(remoting.ClientOptions{Network: opts.Network, Logger: lg}),
 		addrs:   clean,
+		only:    opts.ConfiguredOnly,
 		timeout: opts.Timeout,
 		lg:      lg.With("component", "controller-client"),
 	}
@@ -248,7 +257,7 @@ func (c *Client) call(ctx context.Context, code int16, req, resp any) error {
 			return nil
 		case api.CodeNotLeader:
 			c.forget(addr)
-			if hint := r.Ext(api.ExtLeader); hint != "" && !tried[hint] {
+			if hint := r.Ext(api.ExtLeader); hint != "" && !tried[hint] && (!c.only || slices.Contains(c.addrs, hint)) {
 				queue = append([]string{hint}, queue...)
 			}
 			c.lg.Debug("controller is not the leader", "addr", addr, "leader", r.Ext(api.ExtLeader))

@@ -188,3 +188,26 @@ func TestErrors(t *testing.T) {
 		t.Fatalf("cancelled call: %v", err)
 	}
 }
+
+// TestConfiguredOnlyIgnoresHintsOutsideTheList: a broker's client follows
+// a leader hint only to an address it was given (its links are the
+// operator's list); a leader outside the list is not dialled, and the call
+// says no leader was reachable.
+func TestConfiguredOnlyIgnoresHintsOutsideTheList(t *testing.T) {
+	a := startVoter(t, 1, false)
+	b := startVoter(t, 2, true)
+	a.log.SetLeaderAddr(b.addr)
+	c := client.New([]string{a.addr}, client.Options{Timeout: 5 * time.Second, ConfiguredOnly: true})
+	t.Cleanup(func() { c.Close() })
+	if _, err := c.Groups(context.Background(), nil); !errors.Is(err, client.ErrNoLeader) {
+		t.Fatalf("groups with the leader outside the list: %v; want ErrNoLeader", err)
+	}
+	if c.Leader() != "" {
+		t.Fatalf("leader %q: dialled a hint outside the list", c.Leader())
+	}
+	both := client.New([]string{a.addr, b.addr}, client.Options{Timeout: 5 * time.Second, ConfiguredOnly: true})
+	t.Cleanup(func() { both.Close() })
+	if _, err := both.Groups(context.Background(), nil); err != nil || both.Leader() != b.addr {
+		t.Fatalf("groups with the leader in the list: leader %q, %v", both.Leader(), err)
+	}
+}
