@@ -56,9 +56,10 @@ type Broker struct {
 	sends  sendWork      // goroutines of sends that had to wait, sendbatch.go
 	faults faultHooks    // test-only faults (build tag verifyfault), faults_*.go
 
-	role  atomic.Int32 // Role, replication.go
-	repl  *replWaiter  // nil: sends do not wait for slaves, replication.go
-	state streamState  // the state stream, state.go
+	role     atomic.Int32 // Role, replication.go
+	brokerID atomic.Int64 // BrokerID, replication.go
+	repl     *replWaiter  // nil: sends do not wait for slaves, replication.go
+	state    streamState  // the state stream, state.go
 
 	leaseRefusals atomic.Uint64 // sends refused for an expired lease, lease.go
 	leaseLapsed   atomic.Bool   // the last lease check failed (logged once per lapse)
@@ -93,6 +94,7 @@ func New(st store.MessageStore, md meta.Tables, cfg Config) (*Broker, error) {
 	}
 	b.uniq.init(cfg.StoreHost, cfg.Clock.Now())
 	b.role.Store(int32(cfg.Role))
+	b.brokerID.Store(cfg.BrokerID)
 	if err := b.initFaults(); err != nil {
 		return nil, err
 	}

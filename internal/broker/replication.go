@@ -120,12 +120,20 @@ func (b *Broker) SetRole(r Role) {
 	}
 }
 
+// BrokerID is the broker's id in its group's routes now: Config.BrokerID,
+// or what SetBrokerID last set.
+func (b *Broker) BrokerID() int64 { return b.brokerID.Load() }
+
+// SetBrokerID changes the broker's id at run time: in controller mode the
+// controller decides it (0 while master, the replica id while a slave).
+func (b *Broker) SetBrokerID(id int64) { b.brokerID.Store(id) }
+
 // errSlave refuses a write on a slave: KindServiceUnavailable for data
 // writes (producers retry on another broker), KindSystemError for admin
 // writes, as RocketMQ answers.
 func (b *Broker) errSlave(k Kind, what string) *Error {
 	return errorf(k, ErrNotMaster, "broker %s is a slave (broker id %d) and does not take %s; send it to the master of %s",
-		b.cfg.BrokerName, b.cfg.BrokerID, what, b.cfg.BrokerName)
+		b.cfg.BrokerName, b.BrokerID(), what, b.cfg.BrokerName)
 }
 
 // refuseOnSlave returns the refusal of what on a slave, or nil on a master.

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -433,5 +434,18 @@ func TestSendsTheCommitPointCoversNeedOneWait(t *testing.T) {
 	}
 	if n := e.b.repl.waits.Load(); n != 1 {
 		t.Fatalf("%d waits for three sends one commit point covers, want 1", n)
+	}
+}
+
+// TestSetBrokerIDNamesTheRefusingSlave: in controller mode the broker id
+// comes from the controller at run time (0 as master, the replica id as a
+// slave); a slave's refusal names the id it has now, not the one it was
+// configured with (an interop run saw "a slave (broker id 0)").
+func TestSetBrokerIDNamesTheRefusingSlave(t *testing.T) {
+	e := newEnv(t, func(_ *store.Config, c *Config) { c.BrokerID = 0; c.Role = RoleSlave })
+	e.b.SetBrokerID(3)
+	_, err := e.b.Send(context.Background(), sendReq("T", 0, "no"))
+	if err == nil || !strings.Contains(err.Error(), "broker id 3") {
+		t.Fatalf("refusal %v; want it to name broker id 3", err)
 	}
 }

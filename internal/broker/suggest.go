@@ -139,7 +139,7 @@ func (b *Broker) masterReachable() bool {
 		return true
 	}
 	for _, r := range info.Replicas {
-		if r.ID == b.cfg.BrokerID {
+		if r.ID == b.BrokerID() {
 			return r.InSync
 		}
 	}

@@ -83,6 +83,7 @@ func (c *controlMode) setIdentity(brokerID int64, ep uint32) {
 		return
 	}
 	c.identity = k
+	c.d.b.SetBrokerID(brokerID)
 	c.d.reg.SetIdentity(brokerID, ep)
 }
 
