@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"time"
 
@@ -176,9 +175,6 @@ func (n *Node) Addr() string { return n.addr }
 // ListenAddr is the address the node listens on.
 func (n *Node) ListenAddr() net.Addr { return n.mux.Addr() }
 
-// ID is the voter's id.
-func (n *Node) ID() int { return n.cfg.ID }
-
 // Log is the node's raft log.
 func (n *Node) Log() Log { return n.raft }
 
@@ -187,11 +183,6 @@ func (n *Node) Raft() *Raft { return n.raft }
 
 // Service is the node's controller service.
 func (n *Node) Service() *Service { return n.svc }
-
-// String names the voter for logs and startup lines.
-func (n *Node) String() string {
-	return "controller voter " + strconv.Itoa(n.cfg.ID) + " at " + n.addr
-}
 
 // Close stops the service, the remoting server, raft and the listener, in
 // that order, and waits for them. It is idempotent.

@@ -30,18 +30,6 @@ func breakByName(t *testing.T, name string) Break {
 	return BreakNone
 }
 
-func runSeed(t *testing.T, o Options) Result {
-	t.Helper()
-	res := Run(o)
-	if res.Err != nil {
-		t.Fatal(res.Err)
-	}
-	if res.AckedAfterHeal == 0 && o.Break == BreakNone && !o.Literal {
-		t.Fatal(notLive(res.Seed))
-	}
-	return res
-}
-
 func notLive(seed uint64) string {
 	return fmt.Sprintf("seed %d: no send acked in the %v after every fault healed (liveness)\nreproduce: go test ./internal/controller/sim -run 'TestSim$' -seed=%d -v",
 		seed, Options{}.withDefaults().Heal, seed)
