@@ -52,6 +52,39 @@ func testMsg(i int) *message.Message {
 	return m
 }
 
+// awaitBubble lets the synctest bubble run (advancing fake time by 100 ms
+// while nothing else can happen) until cond holds, for up to 60 s of fake
+// time; then it fails the test with the logs.
+func awaitBubble(t *testing.T, logs *logtest.Buffer, what string, cond func() bool) {
+	t.Helper()
+	for range 600 {
+		synctest.Wait()
+		if cond() {
+			return
+		}
+		time.Sleep(100 * time.Millisecond) // the bubble's time: the fetchers' timers fire
+	}
+	t.Fatalf("%s: not within 60 s of fake time\n%s", what, logs.String())
+}
+
+// sameLog reports whether got ends where want does and holds the same
+// bytes as want from off to that end.
+func sameLog(want, got *store.Store, off int64) bool {
+	w := want.Written()
+	if got.Written() != w {
+		return false
+	}
+	for off < w {
+		a, err1 := want.ReadRaw(off, 1<<20)
+		b, err2 := got.ReadRaw(off, 1<<20)
+		if err1 != nil || err2 != nil || !bytes.Equal(a, b) || len(a) == 0 {
+			return false
+		}
+		off += int64(len(a))
+	}
+	return true
+}
+
 // TestRealStores ships a real store's log to a real slave store across
 // segments, acks sync sends only once the slave holds them durably, keeps
 // every dispatcher below the commit point, and survives a slave crash.
@@ -109,15 +142,7 @@ func TestRealStores(t *testing.T) {
 		}
 		await := func(what string, cond func() bool) {
 			t.Helper()
-			for range 600 {
-				synctest.Wait()
-				check(what)
-				if cond() {
-					return
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
-			t.Fatalf("%s: not within 60 s of fake time\n%s", what, logs.String())
+			awaitBubble(t, logs, what, func() bool { check(what); return cond() })
 		}
 		await("slave in sync", func() bool { return len(tr.InSync()) == 1 })
 		send := func(i int) {
@@ -139,22 +164,7 @@ func TestRealStores(t *testing.T) {
 		for i := range 150 { // ~20 KiB: three 8 KiB segments
 			send(i)
 		}
-		same := func() bool {
-			w := ms.Written()
-			if ss.Written() != w {
-				return false
-			}
-			for off := int64(0); off < w; {
-				a, err1 := ms.ReadRaw(off, 1<<20)
-				b, err2 := ss.ReadRaw(off, 1<<20)
-				if err1 != nil || err2 != nil || !bytes.Equal(a, b) || len(a) == 0 {
-					return false
-				}
-				off += int64(len(a))
-			}
-			return true
-		}
-		await("slave log identical and visible", func() bool { return same() && ss.CommitPoint() == ms.Written() })
+		await("slave log identical and visible", func() bool { return sameLog(ms, ss, 0) && ss.CommitPoint() == ms.Written() })
 
 		// Crash the slave: what it held durably survives; it re-fetches
 		// from there.
@@ -170,7 +180,7 @@ func TestRealStores(t *testing.T) {
 			send(i)
 		}
 		await("slave log identical after the crash and dispatched", func() bool {
-			return same() && ss.CommitPoint() == ms.Written() && ss.Dispatched() == ms.Written()
+			return sameLog(ms, ss, 0) && ss.CommitPoint() == ms.Written() && ss.Dispatched() == ms.Written()
 		})
 		if len(bad) > 0 {
 			t.Error(bad)

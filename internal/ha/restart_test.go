@@ -70,17 +70,7 @@ func testRealSlaveBelowRetention(t *testing.T) {
 	}
 	ss := openStore(t, sfs)
 	sl, _ := startSlave(ss)
-	await := func(what string, cond func() bool) {
-		t.Helper()
-		for range 600 {
-			synctest.Wait()
-			if cond() {
-				return
-			}
-			time.Sleep(100 * time.Millisecond) // the bubble's time: the fetchers' timers fire
-		}
-		t.Fatalf("%s: not within 60 s of fake time\n%s", what, logs.String())
-	}
+	await := func(what string, cond func() bool) { t.Helper(); awaitBubble(t, logs, what, cond) }
 	put := func(from, to int) {
 		t.Helper()
 		for i := from; i < to; i++ {
@@ -124,21 +114,7 @@ func testRealSlaveBelowRetention(t *testing.T) {
 	var sh *epoch.History
 	sl, sh = startSlave(ss)
 	defer sl.Close()
-	same := func() bool {
-		w := ms.Written()
-		if ss.Written() != w || ss.CommitLogMinOffset() != logStart {
-			return false
-		}
-		for off := logStart; off < w; {
-			a, err1 := ms.ReadRaw(off, 1<<20)
-			b, err2 := ss.ReadRaw(off, 1<<20)
-			if err1 != nil || err2 != nil || !bytes.Equal(a, b) || len(a) == 0 {
-				return false
-			}
-			off += int64(len(a))
-		}
-		return true
-	}
+	same := func() bool { return ss.CommitLogMinOffset() == logStart && sameLog(ms, ss, logStart) }
 	await("the slave starts over and catches up", func() bool { return same() && ss.Dispatched() == ms.Written() })
 	if err := sl.Err(); err != nil {
 		t.Fatalf("the slave stopped: %v", err)
