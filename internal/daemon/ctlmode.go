@@ -491,23 +491,12 @@ func (c *controlMode) status() broker.ReplicationInfo {
 	tr, s, id, role := c.tracker, c.slave, c.id, c.role
 	c.mu.Unlock()
 	if role == broker.RoleMaster && tr != nil {
-		st := tr.Stats()
-		info := broker.ReplicationInfo{CommitPoint: st.HW}
-		if e, ok := c.epochs.Last(); ok {
-			info.Epoch = e.Epoch
-		}
-		for _, s := range st.Slaves {
-			info.Replicas = append(info.Replicas, broker.ReplicaInfo{ID: s.ID, LagBytes: s.LagBytes, Lag: s.LagTime, InSync: s.InSync})
-		}
-		return info
+		return masterInfo(tr, c.epochs)
 	}
 	if s == nil {
 		return broker.ReplicationInfo{CommitPoint: c.st.CommitPoint()}
 	}
-	ss := s.Status()
-	return broker.ReplicationInfo{Epoch: ss.Epoch, CommitPoint: ss.HW, LogRestarts: ss.Restarts, Replicas: []broker.ReplicaInfo{{
-		ID: id, LagBytes: ss.LagBytes, Lag: ss.LagTime, InSync: ss.Connected,
-	}}}
+	return slaveInfo(s, id)
 }
 
 // without returns ids minus id, sorted.

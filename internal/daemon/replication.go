@@ -185,9 +185,22 @@ func (r *replication) startSlave(master func() string) error {
 }
 
 func (r *replication) masterStatus() broker.ReplicationInfo {
-	st := r.tracker.Stats()
+	return masterInfo(r.tracker, r.epochs)
+}
+
+func (r *replication) slaveStatus() broker.ReplicationInfo {
+	if r.slave == nil {
+		return broker.ReplicationInfo{}
+	}
+	return slaveInfo(r.slave, r.slaveCfg.ID)
+}
+
+// masterInfo is a master's replication status: its tracker's commit point
+// and slaves, and the epoch it writes in.
+func masterInfo(tr *track.Tracker, epochs *epoch.History) broker.ReplicationInfo {
+	st := tr.Stats()
 	info := broker.ReplicationInfo{CommitPoint: st.HW}
-	if e, ok := r.epochs.Last(); ok {
+	if e, ok := epochs.Last(); ok {
 		info.Epoch = e.Epoch
 	}
 	for _, s := range st.Slaves {
@@ -196,13 +209,11 @@ func (r *replication) masterStatus() broker.ReplicationInfo {
 	return info
 }
 
-func (r *replication) slaveStatus() broker.ReplicationInfo {
-	if r.slave == nil {
-		return broker.ReplicationInfo{}
-	}
-	s := r.slave.Status()
-	return broker.ReplicationInfo{Epoch: s.Epoch, CommitPoint: s.HW, LogRestarts: s.Restarts, Replicas: []broker.ReplicaInfo{{
-		ID: r.slaveCfg.ID, LagBytes: s.LagBytes, Lag: s.LagTime, InSync: s.Connected,
+// slaveInfo is slave id's replication status as its fetcher s sees it.
+func slaveInfo(s *ha.Slave, id int64) broker.ReplicationInfo {
+	ss := s.Status()
+	return broker.ReplicationInfo{Epoch: ss.Epoch, CommitPoint: ss.HW, LogRestarts: ss.Restarts, Replicas: []broker.ReplicaInfo{{
+		ID: id, LagBytes: ss.LagBytes, Lag: ss.LagTime, InSync: ss.Connected,
 	}}}
 }
 
