@@ -32,8 +32,13 @@ type ClientOptions struct {
 	// generator) that read few of them.
 	LazyResponses bool
 	// Network is what the client dials on; default the real network
-	// (netx.TCP). Tests pass a netx.Mem host.
+	// (netx.TCP). Tests pass a netx.Mem host; TLS wraps it (tlsx).
 	Network netx.Network
+	// Sign, if set, is called on every request before it is sent
+	// (Invoke, InvokeAsync, InvokeOneway): it adds the credentials'
+	// AccessKey and Signature fields (auth/authwire.Signer). It must
+	// replace fields an earlier call added when a request is sent again.
+	Sign func(*Command)
 }
 
 // Client keeps one connection per address, dialed on first use and dialed
@@ -89,6 +94,7 @@ func NewClient(opts ClientOptions) *Client {
 		onClose:     cl.connClosed,
 
 		lazyResponses: opts.LazyResponses,
+		sign:          opts.Sign,
 	}
 	return cl
 }

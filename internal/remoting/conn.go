@@ -110,6 +110,10 @@ type owner struct {
 	// limits: the server's Limits, counters and read budget; nil for a
 	// Client's connections, which have none.
 	limits *limitState
+	// guard: ServerOptions.Guard (server connections), or nil.
+	guard Guard
+	// sign: ClientOptions.Sign (a Client's connections), or nil.
+	sign func(*Command)
 }
 
 // outFrame is one encoded frame waiting for the writer, or a response the
@@ -299,6 +303,9 @@ func (c *Conn) Invoke(ctx context.Context, req *Command) (*Command, error) {
 		return nil, fmt.Errorf("remoting: invoke code %d on %s: %w", req.FullCode(), c.nc.RemoteAddr(), ErrConnClosed)
 	default:
 	}
+	if c.own.sign != nil {
+		c.own.sign(req)
+	}
 	op := nextOpaque()
 	req.Opaque = op
 	req.Flag &^= FlagResponse | FlagOneway
@@ -339,6 +346,9 @@ func (c *Conn) Invoke(ctx context.Context, req *Command) (*Command, error) {
 // unchanged until cb runs. No timeout applies: a caller that needs one
 // closes the connection.
 func (c *Conn) InvokeAsync(req *Command, cb func(*Command, error)) {
+	if c.own.sign != nil {
+		c.own.sign(req)
+	}
 	op := nextOpaque()
 	req.Opaque = op
 	req.Flag &^= FlagResponse | FlagOneway
@@ -407,6 +417,9 @@ func (c *Conn) InvokeOneway(req *Command) error {
 		req.release()
 		return fmt.Errorf("remoting: oneway code %d on %s: %w", req.Code, c.nc.RemoteAddr(), ErrConnClosed)
 	default:
+	}
+	if c.own.sign != nil {
+		c.own.sign(req)
 	}
 	req.Opaque = nextOpaque()
 	req.Flag = req.Flag&^FlagResponse | FlagOneway
@@ -732,6 +745,15 @@ func (c *Conn) readLoop() {
 				p.ch <- cmd
 			}
 			continue
+		}
+		if c.own.guard != nil {
+			if resp := c.own.guard(c, cmd); resp != nil {
+				c.unreserveCmd(cmd)
+				if err := c.Respond(cmd, resp); err != nil {
+					c.log.Debug("refusal not sent", "code", cmd.FullCode(), "opaque", cmd.Opaque, "err", err)
+				}
+				continue
+			}
 		}
 		select {
 		case c.sem <- struct{}{}:

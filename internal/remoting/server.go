@@ -31,7 +31,17 @@ type ServerOptions struct {
 	// fields take the defaults (see Limits). NewServer does not check
 	// them: call Limits.Validate first.
 	Limits Limits
+	// Guard, if set, sees every request before it is dispatched (batched
+	// ones included, whose ext fields it reads with Ext/EachExt), on the
+	// connection's reader goroutine: a non-nil answer is sent instead of
+	// running the handler (authentication and authorization refusals).
+	// It must not block.
+	Guard Guard
 }
+
+// Guard checks a request before its handler runs; nil lets it through,
+// an answer refuses it. See ServerOptions.Guard.
+type Guard func(c *Conn, req *Command) *Command
 
 // Server accepts connections and dispatches their requests by code.
 type Server struct {
@@ -103,6 +113,7 @@ func NewServer(opts ServerOptions) *Server {
 		// RocketMQ clients, whose readers do not wait on their writes).
 		readerWrites: true,
 		limits:       s.limits,
+		guard:        opts.Guard,
 	}
 	return s
 }
@@ -165,6 +176,22 @@ func (s *Server) batchHandler(code int16) *batchReg { return (*s.batch.Load())[c
 // are answered with code 3 (REQUEST_CODE_NOT_SUPPORTED) and the remark
 // "request code N is not supported".
 func (s *Server) HandleDefault(h Handler) { s.def.Store(&h) }
+
+// Codes lists the request codes with a handler (Handle, HandleBatch or
+// HandleWide), in no order; the default handler is not a code.
+func (s *Server) Codes() []int32 {
+	var out []int32
+	for c := range *s.handlers.Load() {
+		out = append(out, int32(c))
+	}
+	for c := range *s.batch.Load() {
+		out = append(out, int32(c))
+	}
+	for c := range *s.wide.Load() {
+		out = append(out, c)
+	}
+	return out
+}
 
 func (s *Server) handler(code int16) Handler {
 	if h, ok := (*s.handlers.Load())[code]; ok {
