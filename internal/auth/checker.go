@@ -3,6 +3,7 @@ package auth
 import (
 	"log/slog"
 	"net/netip"
+	"time"
 
 	"github.com/petrelmq/petrel/internal/clock"
 )
@@ -57,5 +58,15 @@ func (c *Checker) AuthenticateBasic(user, secret string) (User, *Refusal) {
 // Allow entry matching the resource, one of the actions and the source,
 // and no matching Deny entry. protocol is for the Refused hook.
 func (c *Checker) Authorize(protocol string, u User, reqs []Request, source netip.Addr) *Refusal {
+	panic("auth: not implemented yet")
+}
+
+// GRPCDateTime formats t as the 5.x clients' x-mq-date-time
+// (yyyyMMdd'T'HHmmss'Z', local time with a literal Z, as they send it).
+func GRPCDateTime(t time.Time) string { panic("auth: not implemented yet") }
+
+// GRPCAuthorization is the "authorization" value a 5.x client sends for
+// accessKey/secretKey at dateTime (for Petrel's own gRPC load generator).
+func GRPCAuthorization(accessKey, secretKey, dateTime string) string {
 	panic("auth: not implemented yet")
 }

@@ -29,6 +29,9 @@ const (
 	// users); writes (register, unregister, KV and config writes, topic
 	// deletes) need an authenticated super user.
 	NameServer
+	// Internal: every request needs an authenticated super user (the
+	// controller's port, which only brokers and operators use).
+	Internal
 )
 
 // Options configure a Guard.
