@@ -62,10 +62,14 @@ type verifyOptions struct {
 	bodyBytes     int
 	logLevel      string
 	masterHold    time.Duration
+	auth          bool
+	tls           bool
 }
 
-func newVerifyCmd() *cobra.Command {
-	o := &verifyOptions{}
+func newVerifyCmd() *cobra.Command { return newVerifyCmdOf(&verifyOptions{}) }
+
+// newVerifyCmdOf is the verify command with its flags bound to o.
+func newVerifyCmdOf(o *verifyOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "verify",
 		Short: "Prove that no acknowledged message is lost: run workloads under faults and check the history",
@@ -95,6 +99,11 @@ up to its group's commit point, and checks what it recorded:
   holes       offsets missing inside a queue
   diverged    a group's replicas' commit logs differ below the commit point
 
+With --auth every process runs with --auth and the workloads sign as a
+normal user whose ACL allows only what they do; with --tls every listener
+and link is TLS (enforcing) with a certificate of a CA made for the run.
+The report says which was on.
+
 Workloads (--workload, several at once): queue (default), broadcast,
 ordered, delay, txn, grpc. Every operation is recorded in a JSON-lines
 history in the run's directory; 'petrel verify check FILE' checks a saved
@@ -105,6 +114,7 @@ could not run.`,
 		Example: `  petrel verify --duration 120s --faults kill,pause,partition --workload queue,ordered,delay,txn
   petrel verify --topology groups=2,replicas=2 --faults kill-master,kill-slave,partition-slave --duration 120s
   petrel verify --topology replicas=3+2,namesrv=3,controllers=3 --faults kill-master,pause-master,partition-master-controller,kill-controller-leader,kill-slave --fault-interval 10s --duration 5m --workload queue,grpc
+  petrel verify --auth --tls --topology groups=1,replicas=2 --faults kill-master,partition --workload queue,grpc
   petrel verify --namesrv 10.0.0.1:9876 --faults partition -o json
   petrel verify check /tmp/petrel-verify-123/history.jsonl --report report.html`,
 		Args: cobra.NoArgs,
@@ -131,6 +141,8 @@ could not run.`,
 	fl.IntVar(&o.rate, "rate", 50, "sends per second per producer (0: as fast as sync sends go)")
 	fl.IntVar(&o.bodyBytes, "body-bytes", 256, "size of each message body")
 	fl.DurationVar(&o.masterHold, "master-fault-hold", verify.DefaultMasterFaultHold, "with controllers, the shortest hold of pause-master and partition-master-controller: past the master's lease and the controller's session timeout, so that another master is elected meanwhile")
+	fl.BoolVar(&o.auth, "auth", false, "start every process with --auth (init user "+verify.AdminUser+", a secret made for the run) and drive the workloads as the normal user "+verify.ClientUser+", whose ACL verify creates on every master: every request is signed and authorized")
+	fl.BoolVar(&o.tls, "tls", false, "start every process with --tls-mode enforcing and a certificate of a CA made for the run (in the run's directory, tls/); every client dials TLS and verifies it")
 	fl.StringVar(&o.logLevel, "log-level", "warn", "log level of verify itself on stderr: debug, info, warn or error")
 	cmd.AddCommand(newVerifyCheckCmd())
 	return cmd
@@ -206,6 +218,7 @@ func (o *verifyOptions) config(cmd *cobra.Command) (verify.Config, error) {
 		FaultInterval: o.faultInterval, Seed: o.seed, Duration: o.duration, DrainTimeout: o.drainTimeout,
 		Flush: o.flush, Dir: o.dir, Producers: o.producers, Consumers: o.consumers, Queues: o.queues,
 		Rate: o.rate, BodyBytes: o.bodyBytes, Logger: logger, MasterFaultHold: o.masterHold,
+		Auth: o.auth, TLS: o.tls,
 	}
 	cfg.NameSrv = splitNameServers(o.namesrv)
 	faults := o.faults
@@ -219,6 +232,9 @@ func (o *verifyOptions) config(cmd *cobra.Command) (verify.Config, error) {
 		if cfg.Faults, err = nemesis.ParseKinds(faults); err != nil {
 			return verify.Config{}, fmt.Errorf("--faults: %w", err)
 		}
+	}
+	if (o.auth || o.tls) && len(cfg.NameSrv) > 0 {
+		return verify.Config{}, errors.New("--auth and --tls set up the cluster verify starts; they exclude --namesrv (verify has no credentials nor CA of your cluster)")
 	}
 	if cmd.Flags().Changed("topology") && len(cfg.NameSrv) > 0 {
 		return verify.Config{}, errors.New("--topology and --namesrv exclude each other: verify either starts a cluster or uses yours")

@@ -73,7 +73,10 @@ type verifyJSON struct {
 	Faults     []struct {
 		Kind string `json:"kind"`
 	} `json:"faults"`
-	History string `json:"history"`
+	History  string `json:"history"`
+	Auth     bool   `json:"auth"`
+	TLS      bool   `json:"tls"`
+	Security string `json:"security"`
 }
 
 // runVerifyProcess runs the binary's verify with args, in its own

@@ -82,6 +82,15 @@ type Config struct {
 	// the master's lease and the controller's session timeout, so that
 	// the controller elects another master meanwhile. Default 6s.
 	MasterFaultHold time.Duration
+	// Auth starts every process with --auth (init user AdminUser, a
+	// secret made for the run) and drives the workloads as the normal
+	// user ClientUser, whose ACL verify sets up on every master: every
+	// request is authenticated and authorized.
+	Auth bool
+	// TLS starts every process with --tls-mode enforcing and a
+	// certificate of a CA made for the run (in Dir/tls), which the
+	// clients verify.
+	TLS bool
 }
 
 // DefaultConfig is a one-minute queue workload on a single server with
@@ -158,6 +167,9 @@ func (c *Config) fill() error {
 				return setupErr("fault %q needs a cluster that verify starts itself; against --namesrv only partition (client-side) can be injected", k)
 			}
 		}
+		if c.Auth || c.TLS {
+			return setupErr("--auth and --tls set up the cluster verify starts; against an existing cluster (--namesrv) verify has no credentials nor CA of it")
+		}
 		if slices.Contains(c.Workloads, "grpc") && c.GRPC == "" {
 			return setupErr("the grpc workload against an existing cluster needs its gRPC endpoint (--grpc ip:port)")
 		}
@@ -188,13 +200,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	} else if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, setupErr("make the run's directory: %v", err)
 	}
-	r := &run{cfg: cfg, log: cfg.Logger}
+	sec, err := newSecurity(cfg)
+	if err != nil {
+		return nil, err
+	}
+	r := &run{cfg: cfg, log: cfg.Logger, sec: sec}
 	return r.run(ctx)
 }
 
 type run struct {
 	cfg   Config
 	log   *slog.Logger
+	sec   *security // the run's users and certificates
 	hist  *history.Writer
 	net   *proxy.Net
 	cl    clusterOps // nil against an existing cluster
@@ -239,6 +256,7 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 		BodyBytes:   cfg.BodyBytes,
 		SendTimeout: cfg.SendTimeout,
 	}
+	r.sec.apply(env)
 	if len(cfg.NameSrv) > 0 {
 		env.NameSrv, env.GRPC = cfg.NameSrv, cfg.GRPC
 		r.procs = []string{clientsTarget}
@@ -315,6 +333,16 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 		}
 	}
 
+	var authDetail string
+	if cfg.Auth {
+		if authDetail, err = r.setupAuth(ctx, env.RunID); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.recordSecurity(authDetail); err != nil {
+		return nil, err
+	}
+
 	for _, name := range cfg.Workloads {
 		w, err := workload.New(name)
 		if err != nil {
@@ -385,6 +413,7 @@ func (r *run) startCluster(ctx context.Context) error {
 	}
 	cl, err := cluster.Start(ctx, top, cluster.Options{
 		Bin: r.cfg.Bin, Dir: r.cfg.Dir, Flush: r.cfg.Flush, Args: args, Env: env, Logger: r.log,
+		Security: r.sec.cluster(),
 		// Every slave replicates through a proxy link of its own, so
 		// that partition-slave can cut exactly that link.
 		HALink: r.processLink,

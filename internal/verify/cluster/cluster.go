@@ -72,6 +72,9 @@ type Options struct {
 	// controller voters (addrs: their --controller-listen addresses)
 	// about the groups; nil: internal/controller/client's Client.
 	Controller func(addrs []string) ControllerClient
+	// Security, when not zero, starts every process with authentication
+	// and/or TLS (see Security); the zero value starts them without.
+	Security Security
 }
 
 // DefaultStopGrace is Options.StopGrace's default.
@@ -181,6 +184,16 @@ func Start(ctx context.Context, t Topology, o Options) (*Cluster, error) {
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
+	if err := o.Security.check(); err != nil {
+		return nil, err
+	}
+	if err := o.Security.writeInitUser(o.Dir); err != nil {
+		return nil, err
+	}
+	tlsConf, err := o.Security.clientTLS()
+	if err != nil {
+		return nil, err
+	}
 	c := &Cluster{
 		opts:   o,
 		log:    o.Logger.With("component", "verify_cluster"),
@@ -190,7 +203,7 @@ func Start(ctx context.Context, t Topology, o Options) (*Cluster, error) {
 			// A fresh connection per probe: a kept-alive one to a
 			// process that was since killed or paused would only
 			// mislead the next probe.
-			Transport: &http.Transport{DisableKeepAlives: true},
+			Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: tlsConf},
 		},
 	}
 	switch o.Replication {
@@ -208,7 +221,9 @@ func Start(ctx context.Context, t Topology, o Options) (*Cluster, error) {
 	if t.Controllers > 0 {
 		mk := o.Controller
 		if mk == nil {
-			mk = defaultController
+			if mk, err = defaultController(o.Security); err != nil {
+				return nil, err
+			}
 		}
 		c.ctl = mk(c.ControllerAddrs())
 	}
@@ -301,6 +316,7 @@ func (c *Cluster) serverProc(name string) (*proc, error) {
 		"--data-dir", info.DataDir,
 		"--flush", c.opts.Flush,
 	}
+	args = append(args, c.opts.Security.args(c.opts.Dir)...)
 	args = append(args, c.opts.Args...)
 	return &proc{info: info, args: args}, nil
 }
@@ -323,8 +339,10 @@ func (c *Cluster) namesrvProc(name string) (*proc, error) {
 	if err := os.MkdirAll(info.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	// Options.Args are broker flags, which a name server does not take.
-	return &proc{info: info, args: []string{"namesrv", "--namesrv-listen", info.Namesrv}}, nil
+	// Options.Args are broker flags, which a name server does not take;
+	// Security's flags it does.
+	args := append([]string{"namesrv", "--namesrv-listen", info.Namesrv}, c.opts.Security.args(c.opts.Dir)...)
+	return &proc{info: info, args: args}, nil
 }
 
 // brokerProc lays out broker id of group g (master is the group's master,
@@ -394,6 +412,7 @@ func (c *Cluster) brokerProc(g Group, id int, master *proc, nameServers []string
 		// A group of one: a plain master, no replication listener.
 		args = append(args, "--ha-listen=")
 	}
+	args = append(args, c.opts.Security.args(c.opts.Dir)...)
 	args = append(args, c.opts.Args...)
 	return &proc{info: info, args: args}, nil
 }
@@ -739,7 +758,7 @@ func (c *Cluster) readyProbe(p *proc) (func(context.Context) (bool, string), str
 			return true, ""
 		}, "connect to " + strings.Join(addrs, " and ")
 	}
-	url := "http://" + p.info.HTTP + "/readyz"
+	url := c.opts.Security.httpScheme() + "://" + p.info.HTTP + "/readyz"
 	return func(ctx context.Context) (bool, string) { return c.probe(ctx, url) }, "/readyz"
 }
 
@@ -804,7 +823,7 @@ func (c *Cluster) WaitReplicated(ctx context.Context, group string) error {
 	if done == nil {
 		return fmt.Errorf("cluster: %s: %w", master.info.Name, errNotRunning)
 	}
-	url := "http://" + master.info.HTTP + "/metrics"
+	url := c.opts.Security.httpScheme() + "://" + master.info.HTTP + "/metrics"
 	err := c.await(ctx, master, done, "slaves in sync on /metrics", func(ctx context.Context) (bool, string) {
 		in, err := c.inSync(ctx, url)
 		if err != nil {
@@ -848,6 +867,7 @@ func (c *Cluster) inSync(ctx context.Context, url string) (map[string]bool, erro
 	if err != nil {
 		return nil, err
 	}
+	c.opts.Security.authorize(req)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return nil, err
@@ -891,6 +911,7 @@ func (c *Cluster) probe(ctx context.Context, url string) (bool, string) {
 	if err != nil {
 		return false, err.Error()
 	}
+	c.opts.Security.authorize(req)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return false, err.Error()

@@ -32,8 +32,14 @@ type ControllerClient interface {
 // controllerCallTimeout bounds one call of the default controller client.
 const controllerCallTimeout = 2 * time.Second
 
-func defaultController(addrs []string) ControllerClient {
-	return client.New(addrs, client.Options{Timeout: controllerCallTimeout})
+// defaultController makes internal/controller/client's Client, dialing
+// and signing as sec says.
+func defaultController(sec Security) (func(addrs []string) ControllerClient, error) {
+	opts, err := sec.controllerOptions(client.Options{Timeout: controllerCallTimeout})
+	if err != nil {
+		return nil, err
+	}
+	return func(addrs []string) ControllerClient { return client.New(addrs, opts) }, nil
 }
 
 // layoutControllers lays out the voters (in the first t.Controllers name
@@ -121,6 +127,7 @@ func (c *Cluster) replicaProc(g Group, i int, nameServers []string) (*proc, erro
 		"--flush", c.opts.Flush,
 		"--replication", c.opts.Replication,
 	}
+	args = append(args, c.opts.Security.args(c.opts.Dir)...)
 	args = append(args, c.opts.Args...)
 	return &proc{info: info, args: args}, nil
 }

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"time"
 )
@@ -69,7 +70,35 @@ const (
 	// when a replica differs (the first differing offset) or the
 	// comparison could not be made.
 	Compare Func = "compare"
+	// Security says how the run's clients and processes were protected
+	// (Info, at most one, before the workloads start; none when neither
+	// authentication nor TLS was on). Value is SecurityValue's.
+	Security Func = "security"
 )
+
+// What a Security line names as on.
+const (
+	SecurityAuth = "auth" // --auth: every request signed and authorized
+	SecurityTLS  = "tls"  // --tls: every connection in TLS
+)
+
+// SecurityValue is a Security line's Value: the comma-separated names of
+// what was on (SecurityAuth, SecurityTLS), then ": " and detail.
+func SecurityValue(on []string, detail string) string {
+	return strings.Join(on, ",") + ": " + detail
+}
+
+// ParseSecurityValue splits a Security line's Value into the names of what
+// was on and the detail.
+func ParseSecurityValue(v string) (on []string, detail string) {
+	names, detail, _ := strings.Cut(v, ": ")
+	for _, n := range strings.Split(names, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			on = append(on, n)
+		}
+	}
+	return on, detail
+}
 
 // Phase names (Op.Value of a Phase line).
 const (

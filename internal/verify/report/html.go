@@ -61,6 +61,7 @@ type pageView struct {
 	Lateness    LatenessJSON
 	History     string
 	Seed        int64
+	Security    string // "" when neither auth nor TLS was on
 	Duration    string
 	Start       string
 	SVG         svgView
@@ -134,6 +135,9 @@ func newPageView(tl Timeline, s Summary) pageView {
 		Seed:        s.Seed,
 		Duration:    dur(time.Duration(s.DurationS * float64(time.Second))),
 		Start:       s.Start.UTC().Format(time.RFC3339),
+	}
+	if sec := s.security(); sec.On() {
+		v.Security = sec.Line()
 	}
 	for _, name := range s.workloadNames() {
 		c := s.Workloads[name]

@@ -101,6 +101,14 @@ type Summary struct {
 	// seconds from it to the latest.
 	Start     time.Time `json:"start"`
 	DurationS float64   `json:"duration_s"`
+	// Auth and TLS say that the run had authentication (every request
+	// signed by a normal user and authorized by its ACL) and TLS on every
+	// connection; SecurityDetail what the history's Security line adds.
+	// All three are left out of the JSON when off, as a run without
+	// --auth and --tls wrote it before they existed.
+	Auth           bool   `json:"auth,omitempty"`
+	TLS            bool   `json:"tls,omitempty"`
+	SecurityDetail string `json:"security,omitempty"`
 }
 
 // LatenessJSON is Lateness in milliseconds.
@@ -149,6 +157,8 @@ func Build(ops []history.Op, f Findings) Summary {
 	s.Unavailability = Unavailability(s.Faults)
 	s.Failover = Failovers(ops)
 	s.ReplicaLogs = ReplicaLogs(ops)
+	sec := SecurityOf(ops)
+	s.Auth, s.TLS, s.SecurityDetail = sec.Auth, sec.TLS, sec.Detail
 	if len(ops) > 0 {
 		start, end := span(ops)
 		s.Start = start

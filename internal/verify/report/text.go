@@ -176,6 +176,9 @@ func Text(w io.Writer, s Summary) error {
 		fmt.Fprintf(ew, "\nlateness of delayed messages (%s): median %s, p99 %s, max %s\n", thousands(s.Lateness.Count),
 			msText(s.Lateness.MedianMS), msText(s.Lateness.P99MS), msText(s.Lateness.MaxMS))
 	}
+	if sec := s.security(); sec.On() {
+		fmt.Fprintf(ew, "\nsecurity: %s", sec.Line())
+	}
 	fmt.Fprintf(ew, "\nduration: %s, seed: %d\n", dur(time.Duration(s.DurationS*float64(time.Second))), s.Seed)
 	if s.History != "" {
 		fmt.Fprintf(ew, "history: %s\n", s.History)

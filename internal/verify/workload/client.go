@@ -21,9 +21,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/petrelmq/petrel/internal/auth/authwire"
 	"github.com/petrelmq/petrel/internal/message"
 	"github.com/petrelmq/petrel/internal/remoting"
 	"github.com/petrelmq/petrel/internal/remoting/rmq"
+	"github.com/petrelmq/petrel/internal/tlsx"
 	"github.com/petrelmq/petrel/internal/verify/history"
 )
 
@@ -70,13 +72,31 @@ type Client struct {
 // NewClient returns the client named name (its Process in the history).
 // env must have its defaults set (as a workload's Setup has). Each opt
 // may change the remoting options (e.g. set a Handler for the broker's
-// transaction check-backs); Network is always env.Network(name).
+// transaction check-backs); Network is always env.Network(name) (in TLS
+// with Env.TLS), and with Env.Credentials every request is signed.
 func NewClient(env *Env, name string, opts ...func(*remoting.ClientOptions)) *Client {
+	return newClient(env, name, env.Credentials, opts)
+}
+
+// NewAdminClient is NewClient signing with Env.Admin (Env.Credentials
+// when it is nil): the client of a workload's setup, which creates its
+// topics.
+func NewAdminClient(env *Env, name string) *Client {
+	return newClient(env, name, cmp.Or(env.Admin, env.Credentials), nil)
+}
+
+func newClient(env *Env, name string, creds *Credentials, opts []func(*remoting.ClientOptions)) *Client {
 	o := remoting.ClientOptions{DialTimeout: env.SendTimeout, Logger: env.Logger.With("client", name)}
 	for _, f := range opts {
 		f(&o)
 	}
 	o.Network = env.Network(name)
+	if env.TLS != nil {
+		o.Network = tlsx.DialNetwork(o.Network, env.TLS)
+	}
+	if creds != nil {
+		o.Sign = authwire.Signer(creds.AccessKey, creds.SecretKey)
+	}
 	return &Client{env: env, name: name, rc: remoting.NewClient(o), routes: map[string]*Route{}}
 }
 

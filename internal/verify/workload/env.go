@@ -14,6 +14,7 @@ package workload
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -64,6 +65,23 @@ type Env struct {
 	Rate        int
 	BodyBytes   int           // 0: DefaultBodyBytes
 	SendTimeout time.Duration // bound of every request (0: DefaultSendTimeout)
+	// Credentials, when set, sign every request of the workloads'
+	// clients: the 4.x AccessKey/Signature fields and the 5.x
+	// authorization metadata. Nil: unsigned.
+	Credentials *Credentials
+	// Admin, when set, signs the setup's requests instead (topic
+	// creation, which a normal user may not do). Nil: Credentials.
+	Admin *Credentials
+	// TLS, when set, is the client TLS configuration of every connection
+	// (remoting and gRPC), which then verifies the servers as it says.
+	// Nil: remoting is plaintext, and gRPC accepts the front's
+	// self-signed certificate.
+	TLS *tls.Config
+}
+
+// Credentials are a user's access key (its name) and secret key.
+type Credentials struct {
+	AccessKey, SecretKey string
 }
 
 // withDefaults returns a copy of e with zero fields set to their defaults,

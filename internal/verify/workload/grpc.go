@@ -33,6 +33,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/petrelmq/petrel/internal/auth"
 	"github.com/petrelmq/petrel/internal/netx"
 	"github.com/petrelmq/petrel/internal/verify/history"
 )
@@ -59,23 +60,50 @@ type grpcClient struct {
 	cc   *grpc.ClientConn
 	stub v2.MessagingServiceClient
 	md   metadata.MD
+	sec  grpcSecurity
 
 	settings *v2.Settings
 	stop     context.CancelFunc
 	wg       sync.WaitGroup
 }
 
-// dialGRPC sets up a client of the front at addr over nw (TLS accepting
-// any certificate: the front's is self-signed). The connection is made on
-// the first call and made again after it broke.
+// grpcSecurity is how a gRPC client connects and signs.
+type grpcSecurity struct {
+	// TLS verifies the front as it says; nil accepts any certificate
+	// (the front's own is self-signed).
+	TLS *tls.Config
+	// Credentials, when set, sign every call (the authorization and
+	// x-mq-date-time metadata of the 5.x clients), with the time of Now.
+	Credentials *Credentials
+	Now         func() time.Time
+}
+
+// grpcSecurity is the env's security for a gRPC client.
+func (e *Env) grpcSecurity() grpcSecurity {
+	return grpcSecurity{TLS: e.TLS, Credentials: e.Credentials, Now: e.Clock.Now}
+}
+
+// dialGRPC sets up a client of the front at addr over nw, in TLS as sec
+// says (by default accepting any certificate: the front's is
+// self-signed). The connection is made on the first call and made again
+// after it broke.
 //
 // addr may list several endpoints, comma-separated (every replica's front
 // of a topology with controllers): the client connects to one, from a
 // place in the list its id picks, and moves to the next when that one
 // cannot be reached (gRPC's pick_first over the list), as a 5.x client
 // behind a list of endpoints does.
-func dialGRPC(nw netx.Network, addr, clientID string, st *v2.Settings) (*grpcClient, error) {
+func dialGRPC(nw netx.Network, addr, clientID string, st *v2.Settings, sec grpcSecurity) (*grpcClient, error) {
 	creds := credentials.NewTLS(&tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}) // the front's certificate is self-signed
+	if sec.TLS != nil {
+		cfg := sec.TLS.Clone()
+		if host, _, err := net.SplitHostPort(splitEndpoints(addr)[0]); err == nil && cfg.ServerName == "" {
+			// The name to verify: the endpoints' host (gRPC would take
+			// the target's, which for a list is no host at all).
+			cfg.ServerName = host
+		}
+		creds = credentials.NewTLS(cfg)
+	}
 	target, opts := "passthrough:///"+addr, []grpc.DialOption(nil)
 	if list := splitEndpoints(addr); len(list) > 1 {
 		list = rotate(list, clientID)
@@ -101,7 +129,7 @@ func dialGRPC(nw netx.Network, addr, clientID string, st *v2.Settings) (*grpcCli
 	if err != nil {
 		return nil, fmt.Errorf("workload: set up a gRPC connection to %s: %w", addr, err)
 	}
-	c := &grpcClient{id: clientID, addr: addr, cc: cc, stub: v2.NewMessagingServiceClient(cc), settings: st}
+	c := &grpcClient{id: clientID, addr: addr, cc: cc, stub: v2.NewMessagingServiceClient(cc), settings: st, sec: sec}
 	c.md = metadata.Pairs("x-mq-client-id", clientID, "x-mq-language", "GO", "x-mq-protocol", "v2",
 		"x-mq-client-version", "petrel-verify")
 	st.AccessPoint = grpcEndpoints(addr)
@@ -130,10 +158,24 @@ func rotate(list []string, id string) []string {
 	return append(append([]string(nil), list[k:]...), list[:k]...)
 }
 
-// ctx returns ctx carrying the client's headers.
+// ctx returns ctx carrying the client's headers, signed now when the
+// client has credentials.
 func (c *grpcClient) ctx(ctx context.Context) context.Context {
-	return metadata.NewOutgoingContext(ctx, c.md)
+	md := c.md
+	if cr := c.sec.Credentials; cr != nil {
+		dt := auth.GRPCDateTime(c.sec.Now())
+		md = md.Copy()
+		md.Set(grpcDateTimeKey, dt)
+		md.Set(grpcAuthorizationKey, auth.GRPCAuthorization(cr.AccessKey, cr.SecretKey, dt))
+	}
+	return metadata.NewOutgoingContext(ctx, md)
 }
+
+// The metadata keys of a signed 5.x call.
+const (
+	grpcDateTimeKey      = "x-mq-date-time"
+	grpcAuthorizationKey = "authorization"
+)
 
 // startSession keeps a Telemetry stream with the client's Settings open
 // until close, opening it again (after a pause on sleep) whenever it
@@ -340,7 +382,7 @@ func (w *grpcWorkload) Setup(ctx context.Context, env *Env) error {
 		return errors.New("workload: grpc: Env.GRPC names no gRPC endpoint")
 	}
 	w.env, w.topic, w.group = e, e.Topic(grpcName), e.Group(grpcName)
-	c := NewClient(e, grpcName+"-setup")
+	c := NewAdminClient(e, grpcName+"-setup")
 	defer c.Close()
 	return c.CreateTopic(ctx, w.topic, e.Queues, false)
 }
@@ -369,7 +411,7 @@ var grpcClientSeq atomic.Int64
 // client dials the front for the process name with st.
 func (w *grpcWorkload) client(name string, st *v2.Settings) (*grpcClient, error) {
 	id := fmt.Sprintf("verify@%s@%s@%d", w.env.RunID, name, grpcClientSeq.Add(1))
-	c, err := dialGRPC(w.env.Network(name), w.env.GRPC, id, st)
+	c, err := dialGRPC(w.env.Network(name), w.env.GRPC, id, st, w.env.grpcSecurity())
 	if err != nil {
 		return nil, err
 	}

@@ -240,7 +240,7 @@ func TestGRPCClientMovesToTheNextEndpoint(t *testing.T) {
 	if n < 10 {
 		t.Fatalf("only %d sends acked through a list whose first endpoint is dead", n)
 	}
-	c, err := dialGRPC(netx.TCP, deadAddr+","+live, id, &v2.Settings{})
+	c, err := dialGRPC(netx.TCP, deadAddr+","+live, id, &v2.Settings{}, grpcSecurity{})
 	if err != nil {
 		t.Fatal(err)
 	}

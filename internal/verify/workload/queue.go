@@ -57,7 +57,7 @@ func (w *pubsub) Setup(ctx context.Context, env *Env) error {
 		return err
 	}
 	w.env, w.topic, w.group = e, e.Topic(w.name), e.Group(w.name)
-	admin := NewClient(e, w.name+"-setup")
+	admin := NewAdminClient(e, w.name+"-setup")
 	defer admin.Close()
 	if err := admin.CreateTopic(ctx, w.topic, e.Queues, w.order); err != nil {
 		return fmt.Errorf("workload %s: %w", w.name, err)
