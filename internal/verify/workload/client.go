@@ -67,6 +67,11 @@ type Client struct {
 
 	mu     sync.Mutex
 	routes map[string]*Route
+
+	// refusedOnce keeps the warning of a NO_PERMISSION answer to one per
+	// client: a client the ACL refuses retries until the drain gives up,
+	// and the log should say why once, not a thousand times.
+	refusedOnce sync.Once
 }
 
 // NewClient returns the client named name (its Process in the history).
@@ -118,6 +123,12 @@ func (c *Client) Call(ctx context.Context, addr string, req *remoting.Command, e
 	resp, err := conn.Invoke(ctx, req)
 	if err != nil {
 		return nil, &OpError{Outcome: history.InDoubt, Code: -1, Err: err}
+	}
+	if resp.Code == rmq.RespNoPermission {
+		c.refusedOnce.Do(func() {
+			c.env.Logger.Warn("the broker refused a request of a verify client (NO_PERMISSION): its credentials or ACL do not allow it; it retries",
+				"client", c.name, "code", req.Code, "addr", addr, "remark", resp.Remark)
+		})
 	}
 	return resp, nil
 }
