@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/petrelmq/petrel/internal/auth"
+	"github.com/petrelmq/petrel/internal/message"
 	"github.com/petrelmq/petrel/internal/store"
 	"github.com/petrelmq/petrel/internal/store/meta"
 )
@@ -478,5 +479,40 @@ func TestAsyncReplicationDoesNotWaitForSlaves(t *testing.T) {
 	case end := <-f.polled:
 		t.Fatalf("an async group waited for end %d", end)
 	default:
+	}
+}
+
+// TestStateRecordsStayInside: the state topic's records carry secrets; a
+// read by commit-log offset (message id lookup, a consumer's send-back)
+// does not hand them out nor copy them into a topic clients read.
+func TestStateRecordsStayInside(t *testing.T) {
+	m := newEnv(t, stateMember(RoleMaster))
+	mustOK(t, m.b.CreateUser(bg, auth.User{Name: "root", Secret: "top-secret", Type: auth.Super}))
+	flushState(t, m)
+	mustOK(t, m.st.WaitDispatched(bg))
+	res, err := m.st.GetMessages(StateTopic, 0, 0, 64, 4<<20, nil)
+	if err != nil || res.Count == 0 {
+		t.Fatalf("state topic read: %v (%d records)", err, res.Count)
+	}
+	var offs []int64
+	res.Records(func(r message.Record) {
+		if strings.Contains(string(r.Body()), "top-secret") {
+			offs = append(offs, r.PhysicalOffset())
+		}
+	})
+	res.Release()
+	if len(offs) == 0 {
+		t.Fatal("no state record holds the user (the test would prove nothing)")
+	}
+	for _, off := range offs {
+		if r, err := m.b.ViewByOffset(off); err == nil {
+			t.Fatalf("ViewByOffset(%d) handed out a state record of %d bytes", off, len(r))
+		}
+		if _, err := m.b.SendBack(bg, &SendBackRequest{Offset: off, Group: "g"}); err == nil {
+			t.Fatalf("SendBack(%d) copied a state record", off)
+		}
+	}
+	if _, ok := m.b.Topic(RetryGroupTopicPrefix + "g"); ok {
+		t.Fatal("a refused send-back created the retry topic")
 	}
 }

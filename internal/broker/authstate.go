@@ -19,6 +19,7 @@ import (
 
 	"github.com/petrelmq/petrel/internal/auth"
 	"github.com/petrelmq/petrel/internal/broker/staterec"
+	"github.com/petrelmq/petrel/internal/message"
 	"github.com/petrelmq/petrel/internal/store/meta"
 )
 
@@ -80,6 +81,18 @@ func (b *Broker) rebuildAuthDir() {
 		snap.acls[a.Subject] = acl
 	}
 	b.auth.dir.Store(snap)
+}
+
+// refuseStateRecord keeps the state topic's records inside the broker:
+// they carry the users' secrets, so no read by commit-log offset (a
+// message id lookup, a consumer's send-back) may hand one out or copy it
+// into a topic clients read. The refusal says "no message", as for an
+// offset that holds none.
+func refuseStateRecord(rec message.Record, off int64) error {
+	if string(rec.Topic()) != StateTopic {
+		return nil
+	}
+	return errorf(KindSystemError, nil, "no message at commit-log offset %d", off)
 }
 
 // --- conversions --------------------------------------------------------
