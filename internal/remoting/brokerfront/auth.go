@@ -35,16 +35,6 @@ import (
 	"github.com/petrelmq/petrel/internal/remoting/rmq"
 )
 
-// authStore returns the broker's user and ACL store, or the answer
-// refusing req when the broker has none.
-func (f *Front) authStore(req *remoting.Command) (authAdmin, *remoting.Command) {
-	if f.authAdm == nil {
-		return nil, remoting.NewResponse(req, rmq.RespRequestCodeNotSupported,
-			fmt.Sprintf("request code %d: this broker keeps no users or ACLs, so it serves no user or ACL management; send it to a broker that does", req.Code))
-	}
-	return f.authAdm, nil
-}
-
 // invalid answers INVALID_PARAMETER with err's text (a *FieldError, a
 // *BodyError or a conversion error: each a sentence for the client).
 func invalid(req *remoting.Command, err error) *remoting.Command {
@@ -101,10 +91,7 @@ func (f *Front) authError(req *remoting.Command, err error, what string) *remoti
 }
 
 func (f *Front) createUser(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	adm, refused := f.authStore(req)
-	if refused != nil {
-		return refused
-	}
+	adm := f.authAdm
 	h, err := rmq.DecodeUserRequest(req)
 	if err != nil {
 		return invalid(req, err)
@@ -127,10 +114,7 @@ func (f *Front) createUser(ctx context.Context, _ *remoting.Conn, req *remoting.
 }
 
 func (f *Front) updateUser(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	adm, refused := f.authStore(req)
-	if refused != nil {
-		return refused
-	}
+	adm := f.authAdm
 	h, err := rmq.DecodeUserRequest(req)
 	if err != nil {
 		return invalid(req, err)
@@ -157,10 +141,7 @@ func (f *Front) updateUser(ctx context.Context, _ *remoting.Conn, req *remoting.
 }
 
 func (f *Front) deleteUser(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	adm, refused := f.authStore(req)
-	if refused != nil {
-		return refused
-	}
+	adm := f.authAdm
 	h, err := rmq.DecodeUserRequest(req)
 	if err != nil {
 		return invalid(req, err)
@@ -185,10 +166,7 @@ func (f *Front) deleteUser(ctx context.Context, _ *remoting.Conn, req *remoting.
 }
 
 func (f *Front) getUser(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	adm, refused := f.authStore(req)
-	if refused != nil {
-		return refused
-	}
+	adm := f.authAdm
 	h, err := rmq.DecodeUserRequest(req)
 	if err != nil {
 		return invalid(req, err)
@@ -208,10 +186,7 @@ func (f *Front) getUser(_ context.Context, _ *remoting.Conn, req *remoting.Comma
 }
 
 func (f *Front) listUsers(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	adm, refused := f.authStore(req)
-	if refused != nil {
-		return refused
-	}
+	adm := f.authAdm
 	h, _ := rmq.DecodeListUsersRequest(req)
 	users := adm.ListUsers(h.Filter)
 	infos := make([]rmq.UserInfo, 0, len(users))
@@ -225,10 +200,7 @@ func (f *Front) listUsers(_ context.Context, _ *remoting.Conn, req *remoting.Com
 
 // aclWrite is create (3006) or update (3007) ACL.
 func (f *Front) aclWrite(ctx context.Context, req *remoting.Command, write func(authAdmin, context.Context, auth.Acl) error) *remoting.Command {
-	adm, refused := f.authStore(req)
-	if refused != nil {
-		return refused
-	}
+	adm := f.authAdm
 	h, err := rmq.DecodeAclRequest(req)
 	if err != nil {
 		return invalid(req, err)
@@ -259,10 +231,7 @@ func (f *Front) updateACL(ctx context.Context, _ *remoting.Conn, req *remoting.C
 }
 
 func (f *Front) deleteACL(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	adm, refused := f.authStore(req)
-	if refused != nil {
-		return refused
-	}
+	adm := f.authAdm
 	h, err := rmq.DecodeDeleteAclRequest(req)
 	if err != nil {
 		return invalid(req, err)
@@ -293,10 +262,7 @@ func (f *Front) deleteACL(ctx context.Context, _ *remoting.Conn, req *remoting.C
 }
 
 func (f *Front) getACL(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	adm, refused := f.authStore(req)
-	if refused != nil {
-		return refused
-	}
+	adm := f.authAdm
 	h, err := rmq.DecodeAclRequest(req)
 	if err != nil {
 		return invalid(req, err)
@@ -318,10 +284,7 @@ func (f *Front) getACL(_ context.Context, _ *remoting.Conn, req *remoting.Comman
 }
 
 func (f *Front) listACLs(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	adm, refused := f.authStore(req)
-	if refused != nil {
-		return refused
-	}
+	adm := f.authAdm
 	h, _ := rmq.DecodeListAclsRequest(req)
 	acls := adm.ListAcls(h.SubjectFilter, h.ResourceFilter)
 	infos := make([]rmq.AclInfo, 0, len(acls))

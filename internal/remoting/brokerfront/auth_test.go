@@ -385,13 +385,3 @@ func TestAuthStoreFailureKeepsItsCauseInTheLog(t *testing.T) {
 		{Resource: "Topic:a", Actions: []string{"Pub"}, Decision: "Allow"}}}}}))
 	wantCode(t, "ACL the store finds invalid", resp, rmq.RespInvalidParameter, "invalid: store acl: resource names a topic longer than 127 bytes")
 }
-
-// TestAuthCodesWithoutAStore: a broker without a user and ACL store
-// answers every management code REQUEST_CODE_NOT_SUPPORTED, saying so.
-func TestAuthCodesWithoutAStore(t *testing.T) {
-	a := startAuthFront(t, nil, false)
-	for code := rmq.CodeAuthCreateUser; code <= rmq.CodeAuthListACL; code++ {
-		wantCode(t, fmt.Sprint("code ", code), a.do(t, remoting.NewRequest(code, map[string]string{rmq.FieldUsername: "u", rmq.FieldSubject: "User:u"}, []byte("{}"))),
-			rmq.RespRequestCodeNotSupported, "serves no user or ACL management")
-	}
-}

@@ -7,9 +7,8 @@ import (
 )
 
 // authAdmin is the broker's user and ACL store as issue 18's contract
-// (AUTH-API.md, "Broker API") gives it. The front finds it on the broker
-// with a type assertion (New); a broker without it answers the management
-// codes REQUEST_CODE_NOT_SUPPORTED.
+// (AUTH-API.md, "Broker API") gives it: *broker.Broker, or an in-memory
+// one in tests.
 type authAdmin interface {
 	CreateUser(ctx context.Context, u auth.User) error
 	UpdateUser(ctx context.Context, u auth.User) error

@@ -59,8 +59,8 @@ type Front struct {
 	awaitRoutes func(context.Context) error // nil: topic changes do not wait
 	routeWait   time.Duration
 
-	// authAdm is the broker's user and ACL store (auth.go); nil: the
-	// management codes are not supported.
+	// authAdm is the broker's user and ACL store (auth.go): the broker
+	// itself; tests put an in-memory one here.
 	authAdm       authAdmin
 	authenticated bool // Options.Authenticated
 }
@@ -76,7 +76,7 @@ func New(b *broker.Broker, opts Options) *Front {
 	bc := b.Config()
 	f := &Front{b: b, log: opts.Logger.With("component", "brokerfront"), name: bc.BrokerName, conns: make(map[uint64]*remoting.Conn),
 		authenticated: opts.Authenticated}
-	f.authAdm, _ = any(b).(authAdmin)
+	f.authAdm = b
 	if opts.Forward != nil && bc.MasterAddr != nil {
 		f.fwd = &forwarder{f: f, master: bc.MasterAddr, cl: opts.Forward,
 			timeout: cmp.Or(opts.ForwardTimeout, DefaultForwardTimeout) + bc.ReplicationTimeout}
