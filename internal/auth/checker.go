@@ -331,3 +331,23 @@ func GRPCAuthorization(accessKey, secretKey, dateTime string) string {
 	sig := hex.EncodeToString(s.mac(secretKey, s.buf))
 	return GRPCScheme + " Credential=" + accessKey + "//Rocketmq, SignedHeaders=" + dateTimeHeader + ", Signature=" + sig
 }
+
+// Forbid refuses u's request with msg (a sentence for the client naming
+// what is missing), calling the Refused hook (reason "forbidden") and
+// logging as Authorize does: for checks that are not policy look-ups,
+// such as a request the ACL table cannot read.
+func (c *Checker) Forbid(w Where, protocol string, u User, msg string) *Refusal {
+	return c.refuse(w, protocol, ReasonForbidden, Forbidden, u.Name, msg)
+}
+
+// RequireSuper refuses u unless u is an enabled super user; what says what
+// the request would do ("change the name server's routes").
+func (c *Checker) RequireSuper(w Where, protocol string, u User, what string) *Refusal {
+	if u.Status == Disabled {
+		return c.disabled(w, protocol, u.Name)
+	}
+	if u.Type == Super {
+		return nil
+	}
+	return c.Forbid(w, protocol, u, fmt.Sprintf("user %s may not %s: only super users may", quoteTrunc(u.Name), what))
+}

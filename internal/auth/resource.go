@@ -281,3 +281,8 @@ func quoteTrunc(s string) string {
 	}
 	return fmt.Sprintf("%q", s)
 }
+
+// Invalidf returns an error wrapping ErrInvalid whose text is the
+// formatted message alone (for operators and clients, without a package
+// prefix).
+func Invalidf(format string, args ...any) error { return invalidf(format, args...) }
