@@ -253,3 +253,29 @@ func nameServerCodes(t *testing.T) []int32 {
 	}
 	return served
 }
+
+// Whatever a peer sends, BrokerRequests answers requests (each with an
+// action) or an error, and never panics.
+func FuzzBrokerRequests(f *testing.F) {
+	f.Add(uint16(0), "topic=T\nconsumerGroup=g", []byte(`{"consumerDataSet":[{"groupName":"g","subscriptionDataSet":[{"topic":"T"}]}]}`))
+	f.Add(uint16(5), "b=%RETRY%g", []byte(`{"consumerGroup":"g","mqSet":[{"topic":""}]}`))
+	f.Add(uint16(17), "", []byte("{"))
+	codes := rmq.ACLCodes()
+	f.Fuzz(func(t *testing.T, pick uint16, raw string, body []byte) {
+		code := codes[int(pick)%len(codes)]
+		ext := map[string]string{}
+		for line := range strings.SplitSeq(raw, "\n") {
+			k, v, _ := strings.Cut(line, "=")
+			ext[k] = v
+		}
+		reqs, err := rmq.BrokerRequests(code, remoting.NewWideRequest(code, ext, body), body)
+		if err != nil {
+			return
+		}
+		for _, r := range reqs {
+			if len(r.Actions) == 0 {
+				t.Fatalf("code %d: request %+v with no action", code, r)
+			}
+		}
+	})
+}
