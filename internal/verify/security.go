@@ -22,7 +22,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -140,23 +139,9 @@ func clientACL(runID string) rmq.AclInfo {
 	}
 }
 
-// userRequest is a create (3001) or update (3002) of the normal user
-// name with secret.
-func userRequest(code int16, name, secret string) (*remoting.Command, error) {
-	body, err := json.Marshal(rmq.UserInfo{Username: name, Password: secret, UserType: "Normal", UserStatus: "enable"})
-	if err != nil {
-		return nil, err
-	}
-	return remoting.NewRequest(code, map[string]string{rmq.FieldUsername: name}, body), nil
-}
-
-// aclRequest is a create (3006) or update (3007) of acl.
-func aclRequest(code int16, acl rmq.AclInfo) (*remoting.Command, error) {
-	body, err := json.Marshal(acl)
-	if err != nil {
-		return nil, err
-	}
-	return remoting.NewRequest(code, map[string]string{rmq.FieldSubject: acl.Subject}, body), nil
+// clientUser is ClientUser with secret, as the 3001/3002 body has it.
+func clientUser(secret string) rmq.UserInfo {
+	return rmq.UserInfo{Username: ClientUser, Password: secret, UserType: "Normal", UserStatus: "enable"}
 }
 
 // master is a group's master as the name servers list it.
@@ -255,26 +240,11 @@ func clusterMasters(ctx context.Context, cl *remoting.Client, nameServers []stri
 // setupUser creates ClientUser with secret and acl on m, or updates them
 // when they are there already (a setup sent again).
 func setupUser(ctx context.Context, admin *remoting.Client, m master, secret string, acl rmq.AclInfo) error {
-	create, err := userRequest(rmq.CodeAuthCreateUser, ClientUser, secret)
-	if err != nil {
-		return err
-	}
-	update, err := userRequest(rmq.CodeAuthUpdateUser, ClientUser, secret)
-	if err != nil {
-		return err
-	}
-	if err := createOrUpdate(ctx, admin, m.addr, create, update); err != nil {
+	u := clientUser(secret)
+	if err := createOrUpdate(ctx, admin, m.addr, rmq.EncodeCreateUser(u), rmq.EncodeUpdateUser(u)); err != nil {
 		return fmt.Errorf("create user %s on %s (%s): %w; see the broker's log", ClientUser, m.group, m.addr, err)
 	}
-	create, err = aclRequest(rmq.CodeAuthCreateACL, acl)
-	if err != nil {
-		return err
-	}
-	update, err = aclRequest(rmq.CodeAuthUpdateACL, acl)
-	if err != nil {
-		return err
-	}
-	if err := createOrUpdate(ctx, admin, m.addr, create, update); err != nil {
+	if err := createOrUpdate(ctx, admin, m.addr, rmq.EncodeCreateACL(acl), rmq.EncodeUpdateACL(acl)); err != nil {
 		return fmt.Errorf("create the ACL of %s on %s (%s): %w; see the broker's log", acl.Subject, m.group, m.addr, err)
 	}
 	return nil

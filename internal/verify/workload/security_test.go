@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/petrelmq/petrel/internal/auth"
 	"github.com/petrelmq/petrel/internal/netx"
 	"github.com/petrelmq/petrel/internal/remoting"
 	"github.com/petrelmq/petrel/internal/remoting/rmq"
@@ -54,10 +55,14 @@ func TestRemotingClientsSignAndDialTLS(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var keys []string
+	checker := auth.NewChecker(auth.Static(
+		auth.User{Name: "verify-client", Secret: "c", Type: auth.Normal, Status: auth.Enabled},
+		auth.User{Name: "verify-admin", Secret: "a", Type: auth.Super, Status: auth.Enabled}), auth.CheckerOptions{})
 	srv := remoting.NewServer(remoting.ServerOptions{})
 	srv.HandleDefault(func(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+		u, ref := checker.AuthenticateRemoting(req, req.Body)
 		mu.Lock()
-		keys = append(keys, req.Ext(rmq.FieldAccessKey)+"/"+boolText(req.Ext(rmq.FieldSignature) != ""))
+		keys = append(keys, u.Name+"/"+boolText(ref == nil))
 		mu.Unlock()
 		return remoting.NewResponse(req, rmq.RespSuccess, "")
 	})
@@ -183,14 +188,15 @@ func TestGRPCClientSignsEveryCallOverVerifiedTLS(t *testing.T) {
 	if len(front.mds) != 4 {
 		t.Fatalf("%d calls arrived, want 4", len(front.mds))
 	}
+	checker := auth.NewChecker(auth.Static(auth.User{Name: "verify-client", Secret: "c", Type: auth.Normal, Status: auth.Enabled}), auth.CheckerOptions{})
 	var dates []string
 	for _, md := range front.mds {
 		dt, authz := md.Get(grpcDateTimeKey), md.Get(grpcAuthorizationKey)
 		if len(dt) != 1 || len(authz) != 1 {
 			t.Fatalf("metadata %v: want one %s and one %s", md, grpcDateTimeKey, grpcAuthorizationKey)
 		}
-		if !strings.HasPrefix(authz[0], "MQv2-HMAC-SHA1 Credential=verify-client") || !strings.Contains(authz[0], "Signature=") {
-			t.Fatalf("authorization %q", authz[0])
+		if u, ref := checker.AuthenticateGRPC(authz[0], dt[0]); ref != nil || u.Name != "verify-client" {
+			t.Fatalf("authorization %q over %q: the checker says %v", authz[0], dt[0], ref)
 		}
 		if strings.Contains(authz[0], "=c,") || strings.HasSuffix(authz[0], "=c") {
 			t.Fatalf("authorization %q carries the secret", authz[0])
