@@ -9,8 +9,9 @@ import (
 const (
 	// MaxSecretBytes bounds a user's secret.
 	MaxSecretBytes = 1024
-	// MaxPolicyEntries bounds the entries of one ACL (all policies).
-	MaxPolicyEntries = 4096
+	// MaxPolicyEntries bounds the entries of one ACL (all policies), as
+	// the broker's store does.
+	MaxPolicyEntries = 1024
 	// MaxSourceIPs bounds the source IPs of one entry.
 	MaxSourceIPs = 256
 )
@@ -54,8 +55,9 @@ func UserToInfo(u auth.User) rmq.UserInfo {
 // AclFromInfo reads an ACL of a create/update request: subject User:NAME,
 // at least one policy (type Custom when empty) of at least one entry,
 // each with a resource, at least one action (not Any), valid source IPs
-// and a decision. The error wraps auth.ErrInvalid and names the policy
-// and entry.
+// (ranges lose their host bits) and a decision; at most MaxPolicyEntries
+// entries, auth.MaxPolicyActions actions and MaxSourceIPs source IPs an
+// entry. The error wraps auth.ErrInvalid and names the policy and entry.
 func AclFromInfo(in rmq.AclInfo) (auth.Acl, error) {
 	name, err := auth.ParseSubject(in.Subject)
 	if err != nil {
@@ -76,7 +78,7 @@ func AclFromInfo(in rmq.AclInfo) (auth.Acl, error) {
 		}
 		total += len(p.Entries)
 		if total > MaxPolicyEntries {
-			return auth.Acl{}, auth.Invalidf("the ACL has more than %d entries", MaxPolicyEntries)
+			return auth.Acl{}, auth.Invalidf("the ACL has more than %d entries: give fewer, broader ones (Topic:PREFIX*, Topic:*)", MaxPolicyEntries)
 		}
 		pol := auth.Policy{Type: pt, Entries: make([]auth.PolicyEntry, 0, len(p.Entries))}
 		for j, e := range p.Entries {
@@ -101,7 +103,7 @@ func entryFromInfo(e rmq.PolicyEntryInfo) (auth.PolicyEntry, error) {
 		return auth.PolicyEntry{}, err
 	}
 	if len(e.SourceIps) > MaxSourceIPs {
-		return auth.PolicyEntry{}, auth.Invalidf("more than %d source IPs", MaxSourceIPs)
+		return auth.PolicyEntry{}, auth.Invalidf("the entry lists %d source IPs, more than the limit of %d: give CIDR ranges instead of single addresses", len(e.SourceIps), MaxSourceIPs)
 	}
 	pe := auth.PolicyEntry{Resource: res, Actions: acts}
 	for _, s := range e.SourceIps {
