@@ -251,6 +251,17 @@ func ParseSubject(s string) (string, error) {
 // Subject is the ACL subject of the user name: "User:NAME".
 func Subject(name string) string { return "User:" + name }
 
+// Bounds of users and ACLs, the same wherever they are checked (the
+// management requests, the broker's store).
+const (
+	// MaxSecretBytes bounds a user's secret.
+	MaxSecretBytes = 1024
+	// MaxPolicyEntries bounds the entries of one ACL, all policies.
+	MaxPolicyEntries = 1024
+	// MaxSourceIPs bounds the source IPs of one entry.
+	MaxSourceIPs = 64
+)
+
 // MaxUserNameBytes bounds a user name (the 4.x AccessKey).
 const MaxUserNameBytes = 128
 

@@ -2,6 +2,7 @@ package brokerfront
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -82,11 +83,11 @@ func TestSourceIPsReadAndWriteAsSent(t *testing.T) {
 			t.Errorf("source IP %q: %v, want a refusal naming the source IP", bad, err)
 		}
 	}
-	many := make([]string, authwire.MaxSourceIPs+1)
+	many := make([]string, auth.MaxSourceIPs+1)
 	for i := range many {
 		many[i] = "10.0.0.1"
 	}
-	if _, err := aclFromInfo("User:u", oneEntry(rmq.PolicyEntryInfo{Resource: "Topic:a", Actions: []string{"Sub"}, SourceIps: many, Decision: "Allow"})); err == nil || !strings.Contains(err.Error(), "more than the limit of 256") {
+	if _, err := aclFromInfo("User:u", oneEntry(rmq.PolicyEntryInfo{Resource: "Topic:a", Actions: []string{"Sub"}, SourceIps: many, Decision: "Allow"})); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("more than the limit of %d", auth.MaxSourceIPs)) {
 		t.Errorf("%d source IPs: %v", len(many), err)
 	}
 }
@@ -99,7 +100,7 @@ func TestACLConversionBounds(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(a.Policies[0].Entries[0].Actions, []auth.Action{auth.ActionPub, auth.ActionSub}) || a.Policies[0].Entries[0].Decision != auth.Allow {
 		t.Fatalf("%+v %v", a, err)
 	}
-	many := make([]rmq.PolicyEntryInfo, authwire.MaxPolicyEntries+1)
+	many := make([]rmq.PolicyEntryInfo, auth.MaxPolicyEntries+1)
 	for i := range many {
 		many[i] = entry
 	}
