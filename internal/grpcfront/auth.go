@@ -59,17 +59,21 @@ const retryPrefix = "%RETRY%"
 // authProtocol is the protocol the Checker's refusal hook is told.
 const authProtocol = "grpc"
 
-// authenticate finds the caller's user from the call's metadata.
-func (s *Server) authenticate(ctx context.Context) (auth.User, *auth.Refusal) {
-	return s.cfg.Auth.AuthenticateGRPC(header(ctx, headerAuthorization), header(ctx, headerDateTime))
+// authenticate finds the caller's user from the call's metadata; method
+// names the call in the Checker's refusal log.
+func (s *Server) authenticate(ctx context.Context, method string) (auth.User, *auth.Refusal) {
+	return s.cfg.Auth.AuthenticateGRPCAt(auth.Where{Remote: bornHost(ctx), Method: method},
+		header(ctx, headerAuthorization), header(ctx, headerDateTime))
 }
 
 // check authenticates the call and authorizes reqs; it returns the
 // refusing status, or nil when the call may go on.
-func (s *Server) check(ctx context.Context, reqs []auth.Request) *v2.Status {
-	u, ref := s.authenticate(ctx)
+func (s *Server) check(ctx context.Context, method string, reqs []auth.Request) *v2.Status {
+	peer := bornHost(ctx)
+	w := auth.Where{Remote: peer, Method: method}
+	u, ref := s.cfg.Auth.AuthenticateGRPCAt(w, header(ctx, headerAuthorization), header(ctx, headerDateTime))
 	if ref == nil {
-		ref = s.cfg.Auth.Authorize(authProtocol, u, reqs, bornHost(ctx).Addr().Unmap())
+		ref = s.cfg.Auth.AuthorizeAt(w, authProtocol, u, reqs, peer.Addr().Unmap())
 	}
 	if ref != nil {
 		return refusalStatus(ref)
@@ -92,7 +96,7 @@ func (s *Server) authUnary(ctx context.Context, req any, info *grpc.UnaryServerI
 		// unchecked (a method added to the service must be added here).
 		return nil, grpcstatus.Errorf(codes.PermissionDenied, "%s is not served with authentication on", info.FullMethod)
 	}
-	if st := s.check(ctx, reqs); st != nil {
+	if st := s.check(ctx, methodName(info.FullMethod), reqs); st != nil {
 		return refuse(st), nil
 	}
 	return handler(ctx, req)
@@ -175,7 +179,12 @@ func (s *Server) checkTelemetry(ctx context.Context, cmd *v2.TelemetryCommand) *
 	if c, ok := cmd.Command.(*v2.TelemetryCommand_Settings); ok && c.Settings != nil {
 		reqs = settingsNeeds(c.Settings)
 	}
-	return s.check(ctx, reqs)
+	return s.check(ctx, "Telemetry", reqs)
+}
+
+// methodName is a full gRPC method's last part ("SendMessage").
+func methodName(full string) string {
+	return full[strings.LastIndexByte(full, '/')+1:]
 }
 
 // settingsNeeds is what a client's Settings need: its publishing topics

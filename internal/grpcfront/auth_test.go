@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +21,7 @@ import (
 	"google.golang.org/grpc/peer"
 
 	"github.com/petrelmq/petrel/internal/auth"
+	"github.com/petrelmq/petrel/internal/message"
 )
 
 // fakeDir is a Directory the test edits.
@@ -87,6 +89,14 @@ func newAuthEnv(t *testing.T, dir auth.Directory) *env {
 	return e
 }
 
+func TestAuthSignatureIsTheClients(t *testing.T) {
+	// The test's signer (the Go client's format) and the auth package's
+	// agree, so the tests sign as the clients do.
+	if got, want := signature("alice", aliceSecret, testDateTime), auth.GRPCAuthorization("alice", aliceSecret, testDateTime); got != want {
+		t.Fatalf("test signature %q, auth.GRPCAuthorization %q", got, want)
+	}
+}
+
 // signature is the "authorization" value of the official clients for
 // accessKey/secretKey at dateTime, computed here independently of the
 // auth package.
@@ -120,13 +130,26 @@ func (e *env) sendAs(ctx context.Context, topic, id string) *v2.SendMessageRespo
 	return resp
 }
 
-// stored is how many records topic's queues hold.
-func (e *env) stored(topic string) int64 {
-	var n int64
-	for _, q := range e.st.QueueIDs(topic) {
-		n += e.st.MaxOffset(topic, q)
+// storedIDs sends a marker message to topic as the super user, waits
+// until the topic holds want messages besides it, and returns the ids of
+// them all: stores are dispatched in order, so a refused message that
+// had been stored would show before the marker.
+func (e *env) storedIDs(topic string, want int) []string {
+	e.t.Helper()
+	marker := "ID-MARKER-" + topic + "-" + strconv.Itoa(want)
+	if resp := e.sendAs(e.signed("marker", "root", rootSecret), topic, marker); code(resp.GetStatus()) != v2.Code_OK {
+		e.t.Fatalf("marker send to %s: %v", topic, resp.GetStatus())
 	}
-	return n
+	var ids []string
+	for _, rs := range e.awaitRecords(topic, want+1) {
+		for _, r := range rs {
+			if id := prop(r, message.PropertyUniqKey); id != marker {
+				ids = append(ids, id)
+			}
+		}
+	}
+	slices.Sort(ids)
+	return ids
 }
 
 func wantRefused(t *testing.T, what string, st *v2.Status, want v2.Code, contains ...string) {
@@ -154,8 +177,8 @@ func TestAuthUnsignedCallsAreRefusedUnauthorized(t *testing.T) {
 	ctx := metadata.AppendToOutgoingContext(e.ctx("p1"), headerDateTime, testDateTime, headerAuthorization, signature("", "", testDateTime))
 	resp = e.sendAs(ctx, "A", "ID-EMPTY-CREDENTIALS")
 	wantRefused(t, "send with empty credentials", resp.GetStatus(), v2.Code_UNAUTHORIZED)
-	if n := e.stored("A"); n != 0 {
-		t.Fatalf("%d messages stored from unauthenticated sends", n)
+	if ids := e.storedIDs("A", 0); len(ids) != 0 {
+		t.Fatalf("stored from unauthenticated sends: %v", ids)
 	}
 }
 
@@ -171,8 +194,8 @@ func TestAuthWrongSecretIsRefusedUnauthorized(t *testing.T) {
 	if len(route.GetMessageQueues()) != 0 {
 		t.Fatalf("refused route lists %d queues", len(route.GetMessageQueues()))
 	}
-	if n := e.stored("A"); n != 0 {
-		t.Fatalf("%d messages stored from a wrongly signed send", n)
+	if ids := e.storedIDs("A", 0); len(ids) != 0 {
+		t.Fatalf("stored from a wrongly signed send: %v", ids)
 	}
 }
 
@@ -187,8 +210,8 @@ func TestAuthDisabledUserIsRefusedUnauthorized(t *testing.T) {
 	dir.setUser(u)
 	resp := e.sendAs(e.signed("p1", "alice", aliceSecret), "A", "ID-AFTER")
 	wantRefused(t, "send of a disabled user", resp.GetStatus(), v2.Code_UNAUTHORIZED, "alice")
-	if n := e.stored("A"); n != 1 {
-		t.Fatalf("%d messages stored, want the one sent before the user was disabled", n)
+	if ids := e.storedIDs("A", 1); !slices.Equal(ids, []string{"ID-BEFORE"}) {
+		t.Fatalf("stored %v, want the one sent before the user was disabled", ids)
 	}
 }
 
@@ -198,20 +221,19 @@ func TestAuthNormalUserGetsOnlyItsPolicies(t *testing.T) {
 	if resp := e.sendAs(alice, "A", "ID-A"); code(resp.GetStatus()) != v2.Code_OK || code(resp.GetEntries()[0].GetStatus()) != v2.Code_OK {
 		t.Fatalf("alice's send to A: %v", resp)
 	}
-	e.awaitRecords("A", 1)
 	resp := e.sendAs(alice, "B", "ID-B")
 	wantRefused(t, "alice's send to B", resp.GetStatus(), v2.Code_FORBIDDEN, "alice", "Topic:B")
-	if n := e.stored("B"); n != 0 {
-		t.Fatalf("%d messages stored in B from a refused send", n)
-	}
 	// A batch naming a topic she may not publish to is refused whole.
 	batch, err := e.c.SendMessage(alice, &v2.SendMessageRequest{Messages: []*v2.Message{msg("A", "ID-A2", "x"), msg("B", "ID-B2", "x")}})
 	if err != nil {
 		t.Fatalf("batch: %v", err)
 	}
 	wantRefused(t, "alice's batch to A and B", batch.GetStatus(), v2.Code_FORBIDDEN, "Topic:B")
-	if n := e.stored("A") + e.stored("B"); n != 1 {
-		t.Fatalf("%d messages stored, want only the first send's", n)
+	if ids := e.storedIDs("B", 0); len(ids) != 0 {
+		t.Fatalf("stored in B from refused sends: %v", ids)
+	}
+	if ids := e.storedIDs("A", 1); !slices.Equal(ids, []string{"ID-A"}) {
+		t.Fatalf("stored in A %v, want only her allowed send's", ids)
 	}
 	// She may route A (Pub), not B.
 	route, err := e.c.QueryRoute(alice, &v2.QueryRouteRequest{Topic: &v2.Resource{Name: "A"}})
@@ -525,7 +547,7 @@ func BenchmarkAuthCheck(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		reqs, _ := unaryNeeds(req)
-		if st := s.check(ctx, reqs); st != nil {
+		if st := s.check(ctx, "SendMessage", reqs); st != nil {
 			b.Fatalf("refused: %v", st)
 		}
 	}

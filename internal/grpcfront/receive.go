@@ -60,7 +60,7 @@ func (s *Server) ReceiveMessage(req *v2.ReceiveMessageRequest, stream v2.Messagi
 		return stream.Send(&v2.ReceiveMessageResponse{Content: &v2.ReceiveMessageResponse_Status{Status: st}})
 	}
 	if s.cfg.Auth != nil {
-		if st := s.check(stream.Context(), receiveNeeds(req)); st != nil {
+		if st := s.check(stream.Context(), "ReceiveMessage", receiveNeeds(req)); st != nil {
 			return send(st)
 		}
 	}

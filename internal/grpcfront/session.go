@@ -343,7 +343,7 @@ func (s *Server) Telemetry(stream v2.MessagingService_TelemetryServer) error {
 		// A caller that is not a user gets nothing of the stream; one
 		// that is is checked again on every command (auth.go), as its
 		// user or policies may change while the stream is open.
-		if _, ref := s.authenticate(ctx); ref != nil {
+		if _, ref := s.authenticate(ctx, "Telemetry"); ref != nil {
 			return stream.Send(&v2.TelemetryCommand{Status: refusalStatus(ref)})
 		}
 	}
