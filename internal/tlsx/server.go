@@ -152,6 +152,9 @@ func (s *Server) config() *tls.Config {
 	return cfg
 }
 
+// peerConfig: the certificate presented is read per handshake (a Reload
+// applies to the next dial); the CA that verifies the peer is the one
+// loaded when peerConfig is called.
 func (s *Server) peerConfig() *tls.Config {
 	id := s.cur.Load()
 	cfg := &tls.Config{
