@@ -439,6 +439,7 @@ func TestAuthNormalUserOnlyPubOnA(t *testing.T) {
 	waitRoute(t, s.nsAddr, b)
 
 	// Pub on A, not on B: the 4.x client.
+	var err error
 	prod := newProducer(t, s.petrel, producer.WithCredentials(cred4(alice, aliceSecret)))
 	want := bodies(t, "m", 3)
 	for _, body := range want {
@@ -446,7 +447,7 @@ func TestAuthNormalUserOnlyPubOnA(t *testing.T) {
 			t.Fatalf("alice sends to A: %v", err)
 		}
 	}
-	err := send4(prod, b, "to B")
+	err = send4(prod, b, "to B")
 	if !mentionsNoPermission(err) || !strings.Contains(err.Error(), alice) {
 		t.Fatalf("alice sends to B: %v, want a refusal with code 16 naming her", err)
 	}
@@ -468,6 +469,19 @@ func TestAuthNormalUserOnlyPubOnA(t *testing.T) {
 	} else if !mentionsNoPermission(err) {
 		t.Fatalf("alice's push consumer of A: Start: %v, want a refusal with code 16", err)
 	}
+
+	// The 5.x client: alice sends to A, not to B, and cannot receive
+	// from A.
+	prod5, err := startProducer5(t, config5(s.petrel, "", alice, aliceSecret), a)
+	if err != nil {
+		t.Fatalf("alice's 5.x producer of A: %v", err)
+	}
+	if err := send5err(prod5, a, "5x to A"); err != nil {
+		t.Fatalf("alice sends to A with the 5.x client: %v", err)
+	}
+	refused5(t, "alice sends to B with the 5.x client", "40300", nil, func() error { return send5err(prod5, b, "5x to B") })
+	sc, err := startSimple5(t, config5(s.petrel, uniqueName(t, "g"), alice, aliceSecret), a)
+	refused5(t, "alice's 5.x simple consumer of A", "40300", err, func() error { return receive5err(sc) })
 
 	// No Delete on A, and nothing without credentials.
 	stderr := s.refusedCLI(t, nil, append([]string{"topic", "delete", a}, creds(alice, aliceSecret)...)...)
@@ -504,20 +518,4 @@ func TestAuthNormalUserOnlyPubOnA(t *testing.T) {
 		}
 		return !found, "the name server still routes A"
 	})
-
-	// The 5.x client: alice sends to A, not to B, and cannot receive
-	// from A.
-	c5 := uniqueName(t, "c5")
-	s.createTopicsAs(t, c5)
-	s.mustCLI(t, append([]string{"acl", "create", "--subject", "User:" + alice, "--resource", "Topic:" + c5, "--action", "Pub", "--decision", "allow"}, creds(adminUser, adminSecret)...)...)
-	prod5, err := startProducer5(t, config5(s.petrel, "", alice, aliceSecret), c5)
-	if err != nil {
-		t.Fatalf("alice's 5.x producer of C5: %v", err)
-	}
-	if err := send5err(prod5, c5, "5x to C5"); err != nil {
-		t.Fatalf("alice sends to C5 with the 5.x client: %v", err)
-	}
-	refused5(t, "alice sends to B with the 5.x client", "40300", nil, func() error { return send5err(prod5, b, "5x to B") })
-	sc, err := startSimple5(t, config5(s.petrel, uniqueName(t, "g"), alice, aliceSecret), c5)
-	refused5(t, "alice's 5.x simple consumer of C5", "40300", err, func() error { return receive5err(sc) })
 }
