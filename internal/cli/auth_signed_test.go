@@ -1,0 +1,81 @@
+package cli
+
+import (
+	"crypto/tls"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/petrelmq/petrel/internal/remoting/rmq"
+)
+
+// These tests need the real signer (authwire.Signer) and TLS dialer
+// (tlsx.ClientConfig, DialNetwork).
+
+func TestSignedCLISignsEveryRequest(t *testing.T) {
+	fc := startFakeCluster(t, func(r seenReq) (int16, string, []byte) {
+		if r.code == rmq.CodeGetAllTopicConfig {
+			return 0, "", []byte(`{"topicConfigTable":{}}`)
+		}
+		return 0, "", nil
+	}, "broker-a", "broker-b")
+	cfg := Config{AccessKey: "admin", SecretKey: "s3cret"}
+	fc.must(cfg, func(c *CLI) error { return c.UserCreate(bg, UserSpec{Name: "alice", Secret: "pw", Type: "super"}) })
+	fc.must(cfg, func(c *CLI) error {
+		return c.AclCreate(bg, AclSpec{Subject: "alice", Resources: []string{"Topic:a"}, Actions: []string{"Pub"}, Decision: "allow"})
+	})
+	fc.must(cfg, func(c *CLI) error { return c.AclDelete(bg, "alice", nil, "", "") })
+	fc.must(cfg, func(c *CLI) error { return c.TopicList(bg, true) })
+	rs := fc.allRequests()
+	if len(rs) < 10 {
+		t.Fatalf("only %d requests", len(rs))
+	}
+	for _, r := range rs {
+		wantSigned(t, r, "admin", "s3cret")
+	}
+	if len(fc.ns.requests()) == 0 {
+		t.Fatal("the name server was not asked")
+	}
+}
+
+func TestNoPermissionWithCredentialsNamesTheUser(t *testing.T) {
+	const msg = `user "bob" may not Create on Cluster (no policy allows it)`
+	fc := startFakeCluster(t, func(seenReq) (int16, string, []byte) { return rmq.RespNoPermission, msg, nil }, "broker-a")
+	_, err := fc.run(Config{AccessKey: "bob", SecretKey: "pw"}, func(c *CLI) error {
+		return c.UserCreate(bg, UserSpec{Name: "x", Secret: "y"})
+	})
+	wantErr(t, err, ErrRefused, msg, `user "bob"`, "petrel acl get --subject User:bob")
+	if strings.Contains(err.Error(), credentialsHint) {
+		t.Fatalf("error %q tells a signed CLI to pass credentials", err)
+	}
+}
+
+func TestTLSDialsVerifiesAndExplainsMismatches(t *testing.T) {
+	srvCfg, caFile := selfSigned(t)
+	wrap := func(ln net.Listener) net.Listener { return tls.NewListener(ln, srvCfg) }
+	fc := startFakeClusterOn(t, wrap, nil, "broker-a")
+	verified, err := TLSConfig(false, caFile, false) // --tls-ca implies --tls
+	if err != nil || verified == nil {
+		t.Fatalf("TLSConfig with a CA: %v, %v", verified, err)
+	}
+	fc.must(Config{TLS: verified}, func(c *CLI) error { return c.UserDelete(bg, "alice", "") })
+	if len(fc.brokers[0].only(rmq.CodeAuthDeleteUser)) != 1 {
+		t.Fatal("the delete did not reach the TLS broker")
+	}
+	insecure, err := TLSConfig(false, "", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc.must(Config{TLS: insecure}, func(c *CLI) error { return c.UserDelete(bg, "alice", "") })
+
+	system, err := TLSConfig(true, "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = fc.run(Config{TLS: system}, func(c *CLI) error { return c.UserDelete(bg, "alice", "") })
+	wantErr(t, err, ErrUnreachable, "--tls-ca", "--tls-insecure")
+
+	plain := startFakeCluster(t, nil, "broker-a")
+	_, err = plain.run(Config{TLS: insecure}, func(c *CLI) error { return c.UserDelete(bg, "alice", "") })
+	wantErr(t, err, ErrUnreachable, "drop --tls")
+}
