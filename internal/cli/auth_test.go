@@ -17,7 +17,6 @@ import (
 	"github.com/petrelmq/petrel/internal/remoting/rmq"
 )
 
-
 func TestResolveCredentialsFlagWinsOverEnvAndPairsAreChecked(t *testing.T) {
 	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 	both := env(map[string]string{AccessKeyEnv: "env-ak", SecretKeyEnv: "env-sk"})
