@@ -345,3 +345,7 @@ func ParseTime(s string, now time.Time) (time.Time, error) {
 	}
 	return time.Time{}, fmt.Errorf("%w: time %q: want RFC 3339 (2026-11-29T12:00:00Z), a UTC date and time (2026-11-29 12:00:00) or a duration ago (10m)", ErrUsage, s)
 }
+
+// ClientOptions are the remoting client options the CLI dials and signs
+// with (Config.ClientOptions), for the other clients of a command.
+func (c *CLI) ClientOptions() remoting.ClientOptions { return c.cfg.ClientOptions() }
