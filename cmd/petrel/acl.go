@@ -99,7 +99,7 @@ live master (or --broker), or, without --resource, the whole ACL. With
 	fl := cmd.Flags()
 	fl.StringVar(&subject, "subject", "", subjectHelp+" (required)")
 	fl.StringArrayVar(&resources, "resource", nil, "delete only the entries of this resource (repeatable or a comma list; default: the whole ACL)")
-	fl.StringVar(&policyType, "policy-type", "", "custom or default (default: either)")
+	fl.StringVar(&policyType, "policy-type", "", "delete only entries of this policy type: custom or default (not given: custom, as RocketMQ reads it)")
 	addBrokerFlag(cmd, &broker)
 	_ = cmd.MarkFlagRequired("subject")
 	return cmd

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/netip"
 	"sort"
@@ -217,28 +216,23 @@ func aclBody(spec AclSpec) (rmq.AclInfo, error) {
 // AclCreate adds spec's entries to the subject's ACL on every live master
 // (or spec.Broker).
 func (c *CLI) AclCreate(ctx context.Context, spec AclSpec) error {
-	return c.aclWrite(ctx, spec, rmq.CodeAuthCreateACL, "created")
+	return c.aclWrite(ctx, spec, rmq.EncodeCreateACL, "created")
 }
 
 // AclUpdate replaces the subject's entries of the same policy type and
 // resources on every live master (or spec.Broker).
 func (c *CLI) AclUpdate(ctx context.Context, spec AclSpec) error {
-	return c.aclWrite(ctx, spec, rmq.CodeAuthUpdateACL, "updated")
+	return c.aclWrite(ctx, spec, rmq.EncodeUpdateACL, "updated")
 }
 
-func (c *CLI) aclWrite(ctx context.Context, spec AclSpec, code int16, action string) error {
+func (c *CLI) aclWrite(ctx context.Context, spec AclSpec, encode func(rmq.AclInfo) *remoting.Command, action string) error {
 	info, err := aclBody(spec)
 	if err != nil {
 		return err
 	}
-	body, err := json.Marshal(info)
-	if err != nil {
-		return fmt.Errorf("encode the ACL of %s: %w", info.Subject, err)
-	}
 	res := AuthResult{Subject: info.Subject, Action: action}
-	werr := c.authWrite(ctx, spec.Broker, &res, func() *remoting.Command {
-		return remoting.NewRequest(code, map[string]string{rmq.FieldSubject: info.Subject}, body)
-	}, action[:len(action)-1]+" the ACL of "+info.Subject)
+	werr := c.authWrite(ctx, spec.Broker, &res, func() *remoting.Command { return encode(info) },
+		action[:len(action)-1]+" the ACL of "+info.Subject)
 	if err := c.writeAuthResult(res, "ACL of "+info.Subject); err != nil {
 		return err
 	}
@@ -246,7 +240,8 @@ func (c *CLI) aclWrite(ctx context.Context, spec AclSpec, code int16, action str
 }
 
 // AclDelete deletes the subject's entries for each of resources (none:
-// its whole ACL) of policyType ("" any) on every live master (or broker).
+// its whole ACL) of policyType ("": not sent, which RocketMQ reads as
+// custom) on every live master (or broker).
 func (c *CLI) AclDelete(ctx context.Context, subject string, resources []string, policyType, broker string) error {
 	subject, err := ParseSubject(subject)
 	if err != nil {
@@ -270,19 +265,13 @@ func (c *CLI) AclDelete(ctx context.Context, subject string, resources []string,
 	res := AuthResult{Subject: subject, Action: "deleted"}
 	var werr error
 	for _, r := range rs {
-		ext := map[string]string{rmq.FieldSubject: subject}
-		if pt != "" {
-			ext[rmq.FieldPolicyType] = pt
-		}
+		h := rmq.DeleteAclRequest{Subject: subject, PolicyType: pt, Resource: r}
 		what := "delete the ACL of " + subject
 		if r != "" {
-			ext[rmq.FieldResource] = r
 			what = "delete " + r + " from the ACL of " + subject
 		}
 		one := AuthResult{}
-		if err := c.authWrite(ctx, broker, &one, func() *remoting.Command {
-			return remoting.NewRequest(rmq.CodeAuthDeleteACL, copyExt(ext), nil)
-		}, what); err != nil {
+		if err := c.authWrite(ctx, broker, &one, func() *remoting.Command { return rmq.EncodeDeleteACL(h) }, what); err != nil {
 			werr = err
 		}
 		res.Failed = append(res.Failed, one.Failed...)
@@ -299,14 +288,6 @@ func (c *CLI) AclDelete(ctx context.Context, subject string, resources []string,
 		return err
 	}
 	return werr
-}
-
-func copyExt(m map[string]string) map[string]string {
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 func containsString(list []string, s string) bool {
@@ -331,15 +312,15 @@ func (c *CLI) AclGet(ctx context.Context, subject, broker string) error {
 	}
 	var out []AclView
 	for _, m := range ms {
-		resp, err := c.callOK(ctx, m.addr, "get the ACL of "+subject, remoting.NewRequest(rmq.CodeAuthGetACL, map[string]string{rmq.FieldSubject: subject}, nil))
+		resp, err := c.callOK(ctx, m.addr, "get the ACL of "+subject, rmq.EncodeGetACL(subject))
 		if err != nil {
 			return err
 		}
 		if emptyBody(resp.Body) {
 			continue // RocketMQ answers a subject without ACL with SUCCESS and no body
 		}
-		var a rmq.AclInfo
-		if err := json.Unmarshal(resp.Body, &a); err != nil {
+		a, err := rmq.DecodeAclInfo(resp.Body)
+		if err != nil {
 			return fmt.Errorf("%w: the ACL of %s from %s is not valid JSON: %w", ErrRefused, subject, m.addr, err)
 		}
 		out = append(out, aclView(m, a))
@@ -360,22 +341,13 @@ func (c *CLI) AclList(ctx context.Context, subjectFilter, resourceFilter, broker
 	}
 	out := []AclView{}
 	for _, m := range ms {
-		ext := map[string]string{}
-		if subjectFilter != "" {
-			ext[rmq.FieldSubjectFilter] = subjectFilter
-		}
-		if resourceFilter != "" {
-			ext[rmq.FieldResourceFilter] = resourceFilter
-		}
-		resp, err := c.callOK(ctx, m.addr, "list ACLs", remoting.NewRequest(rmq.CodeAuthListACL, ext, nil))
+		resp, err := c.callOK(ctx, m.addr, "list ACLs", rmq.EncodeListACLs(rmq.ListAclsRequest{SubjectFilter: subjectFilter, ResourceFilter: resourceFilter}))
 		if err != nil {
 			return err
 		}
-		var as []rmq.AclInfo
-		if !emptyBody(resp.Body) {
-			if err := json.Unmarshal(resp.Body, &as); err != nil {
-				return fmt.Errorf("%w: the ACLs of %s are not valid JSON: %w", ErrRefused, m.addr, err)
-			}
+		as, err := rmq.DecodeAclInfos(resp.Body)
+		if err != nil {
+			return fmt.Errorf("%w: the ACLs of %s are not valid JSON: %w", ErrRefused, m.addr, err)
 		}
 		for _, a := range as {
 			out = append(out, aclView(m, a))

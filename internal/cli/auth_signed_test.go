@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/petrelmq/petrel/internal/auth"
+	"github.com/petrelmq/petrel/internal/auth/authwire"
 	"github.com/petrelmq/petrel/internal/remoting/rmq"
 )
 
@@ -78,4 +80,43 @@ func TestTLSDialsVerifiesAndExplainsMismatches(t *testing.T) {
 	plain := startFakeCluster(t, nil, "broker-a")
 	_, err = plain.run(Config{TLS: insecure}, func(c *CLI) error { return c.UserDelete(bg, "alice", "") })
 	wantErr(t, err, ErrUnreachable, "drop --tls")
+}
+
+// TestTheBrokersGuardAcceptsTheCLIsSignature: against authwire's guard
+// (the broker's), a CLI with a super user's credentials gets through; a
+// wrong secret and no credentials are refused with the server's message
+// and the matching hint.
+func TestTheBrokersGuardAcceptsTheCLIsSignature(t *testing.T) {
+	checker := auth.NewChecker(auth.Static(
+		auth.User{Name: "admin", Secret: "s3cret", Type: auth.Super, Status: auth.Enabled},
+	), auth.CheckerOptions{})
+	guard := authwire.Guard(authwire.Options{Checker: checker, Role: authwire.Broker, Cluster: "DefaultCluster"})
+	b := startGuardedFake(t, "broker-a", func(r seenReq) (int16, string, []byte) {
+		return 0, "", []byte(`[{"username":"admin","userType":"Super","userStatus":"enable"}]`)
+	}, nil, guard)
+	run := func(cfg Config) (string, error) {
+		var out strings.Builder
+		cfg.Out, cfg.NameServers = &out, []string{"127.0.0.1:1"}
+		c, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		err = c.UserList(bg, "", b.addr)
+		return out.String(), err
+	}
+	out, err := run(Config{AccessKey: "admin", SecretKey: "s3cret"})
+	if err != nil || !strings.Contains(out, "admin") {
+		t.Fatalf("signed list: %v\n%s", err, out)
+	}
+	_, err = run(Config{})
+	wantErr(t, err, ErrRefused, "code 16", "not signed", credentialsHint)
+	_, err = run(Config{AccessKey: "admin", SecretKey: "wrong"})
+	wantErr(t, err, ErrRefused, "code 16", `"admin"`, "check the secret of user")
+	if strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "wrong") {
+		t.Fatalf("a refusal shows a secret: %v", err)
+	}
+	if n := len(b.requests()); n != 1 {
+		t.Fatalf("the handler saw %d requests, want only the signed one", n)
+	}
 }

@@ -53,8 +53,15 @@ type fakeServer struct {
 
 func startFake(t *testing.T, name string, answer answerFunc, wrap func(net.Listener) net.Listener) *fakeServer {
 	t.Helper()
+	return startGuardedFake(t, name, answer, wrap, nil)
+}
+
+// startGuardedFake is startFake with a server guard (authwire's), which
+// sees each request before the fake records it.
+func startGuardedFake(t *testing.T, name string, answer answerFunc, wrap func(net.Listener) net.Listener, guard remoting.Guard) *fakeServer {
+	t.Helper()
 	f := &fakeServer{name: name, answer: answer}
-	srv := remoting.NewServer(remoting.ServerOptions{})
+	srv := remoting.NewServer(remoting.ServerOptions{Guard: guard})
 	srv.HandleDefault(func(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 		r := seenReq{code: req.Code, ext: map[string]string{}, body: bytes.Clone(req.Body)}
 		req.EachExt(func(k, v string) { r.ext[k] = v })

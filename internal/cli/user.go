@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -134,7 +133,7 @@ func (c *CLI) UserCreate(ctx context.Context, spec UserSpec) error {
 	if info.UserStatus == "" {
 		info.UserStatus = "enable"
 	}
-	return c.userWrite(ctx, spec, rmq.CodeAuthCreateUser, "created", info)
+	return c.userWrite(ctx, spec, "created", func() *remoting.Command { return rmq.EncodeCreateUser(*info) })
 }
 
 // UserUpdate changes a user's secret, type or status on every live
@@ -147,7 +146,7 @@ func (c *CLI) UserUpdate(ctx context.Context, spec UserSpec) error {
 	if info.Password == "" && info.UserType == "" && info.UserStatus == "" {
 		return fmt.Errorf("%w: nothing to change: give --secret (or --secret-file), --type or --status", ErrUsage)
 	}
-	return c.userWrite(ctx, spec, rmq.CodeAuthUpdateUser, "updated", info)
+	return c.userWrite(ctx, spec, "updated", func() *remoting.Command { return rmq.EncodeUpdateUser(*info) })
 }
 
 // UserDelete deletes a user (and its ACL) on every live master (or
@@ -156,7 +155,7 @@ func (c *CLI) UserDelete(ctx context.Context, name, broker string) error {
 	if err := checkUserName(name); err != nil {
 		return err
 	}
-	return c.userWrite(ctx, UserSpec{Name: name, Broker: broker}, rmq.CodeAuthDeleteUser, "deleted", nil)
+	return c.userWrite(ctx, UserSpec{Name: name, Broker: broker}, "deleted", func() *remoting.Command { return rmq.EncodeDeleteUser(name) })
 }
 
 func userBody(spec UserSpec) (*rmq.UserInfo, error) {
@@ -174,18 +173,9 @@ func userBody(spec UserSpec) (*rmq.UserInfo, error) {
 	return &rmq.UserInfo{Username: spec.Name, Password: spec.Secret, UserType: typ, UserStatus: status}, nil
 }
 
-func (c *CLI) userWrite(ctx context.Context, spec UserSpec, code int16, action string, info *rmq.UserInfo) error {
-	var body []byte
-	if info != nil {
-		var err error
-		if body, err = json.Marshal(info); err != nil {
-			return fmt.Errorf("encode user %s: %w", spec.Name, err)
-		}
-	}
+func (c *CLI) userWrite(ctx context.Context, spec UserSpec, action string, mk func() *remoting.Command) error {
 	res := AuthResult{User: spec.Name, Action: action}
-	err := c.authWrite(ctx, spec.Broker, &res, func() *remoting.Command {
-		return remoting.NewRequest(code, map[string]string{rmq.FieldUsername: spec.Name}, body)
-	}, action[:len(action)-1]+" user "+spec.Name)
+	err := c.authWrite(ctx, spec.Broker, &res, mk, action[:len(action)-1]+" user "+spec.Name)
 	if werr := c.writeAuthResult(res, "user "+spec.Name); werr != nil {
 		return werr
 	}
@@ -263,15 +253,15 @@ func (c *CLI) UserGet(ctx context.Context, name, broker string) error {
 	}
 	var out []UserInfo
 	for _, m := range ms {
-		resp, err := c.callOK(ctx, m.addr, "get user "+name, remoting.NewRequest(rmq.CodeAuthGetUser, map[string]string{rmq.FieldUsername: name}, nil))
+		resp, err := c.callOK(ctx, m.addr, "get user "+name, rmq.EncodeGetUser(name))
 		if err != nil {
 			return err
 		}
 		if emptyBody(resp.Body) {
 			continue // RocketMQ answers an unknown user with SUCCESS and no body
 		}
-		var u rmq.UserInfo
-		if err := json.Unmarshal(resp.Body, &u); err != nil {
+		u, err := rmq.DecodeUserInfo(resp.Body)
+		if err != nil {
 			return fmt.Errorf("%w: user %s from %s is not valid JSON: %w", ErrRefused, name, m.addr, err)
 		}
 		out = append(out, userInfo(m, u, true))
@@ -291,19 +281,13 @@ func (c *CLI) UserList(ctx context.Context, filter, broker string) error {
 	}
 	out := []UserInfo{}
 	for _, m := range ms {
-		var ext map[string]string
-		if filter != "" {
-			ext = map[string]string{rmq.FieldFilter: filter}
-		}
-		resp, err := c.callOK(ctx, m.addr, "list users", remoting.NewRequest(rmq.CodeAuthListUser, ext, nil))
+		resp, err := c.callOK(ctx, m.addr, "list users", rmq.EncodeListUsers(rmq.ListUsersRequest{Filter: filter}))
 		if err != nil {
 			return err
 		}
-		var us []rmq.UserInfo
-		if !emptyBody(resp.Body) {
-			if err := json.Unmarshal(resp.Body, &us); err != nil {
-				return fmt.Errorf("%w: the users of %s are not valid JSON: %w", ErrRefused, m.addr, err)
-			}
+		us, err := rmq.DecodeUserInfos(resp.Body)
+		if err != nil {
+			return fmt.Errorf("%w: the users of %s are not valid JSON: %w", ErrRefused, m.addr, err)
 		}
 		for _, u := range us {
 			out = append(out, userInfo(m, u, false))
