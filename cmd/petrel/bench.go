@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -130,6 +131,7 @@ nor --mode oneway. The result line's scenario is then produce-grpc.`,
 			if cfg.Security, err = sec.bench(cfg.GRPCPlaintext); err != nil {
 				return err
 			}
+			out.signed = cfg.AccessKey != ""
 			if err := grpcProduceFlags(cmd, &cfg); err != nil {
 				return err
 			}
@@ -221,6 +223,7 @@ as the official clients do.`,
 			if cfg.Security, err = sec.bench(false); err != nil {
 				return err
 			}
+			out.signed = cfg.AccessKey != ""
 			countOrDuration(cmd, &cfg.Count)
 			return out.run(cmd, func(ctx context.Context, progress func(loadgen.Progress)) (*loadgen.Result, error) {
 				cfg.Progress = progress
@@ -263,6 +266,7 @@ func countOrDuration(cmd *cobra.Command, count *int64) {
 type benchOutput struct {
 	format   string // -o: table (the one result line; "text" is accepted too) or json
 	progress string // --progress: auto, on or off
+	signed   bool   // the run has credentials (no hint to pass them)
 }
 
 func (o *benchOutput) addFlags(fl *pflag.FlagSet) {
@@ -300,6 +304,14 @@ func (o *benchOutput) run(cmd *cobra.Command, run func(context.Context, func(loa
 	res, err := run(ctx, progress)
 	if pp != nil {
 		pp.end()
+	}
+	if !o.signed {
+		if err != nil && needsCredentials(err.Error()) {
+			err = fmt.Errorf("%w; %s", err, benchCredentialsHint)
+		}
+		if res != nil && needsCredentials(res.FirstError) {
+			res.FirstError += "; " + benchCredentialsHint
+		}
 	}
 	return printBenchResult(cmd, res, err, o.format == cli.OutputJSON)
 }
@@ -396,6 +408,7 @@ arrived for --idle. TLS accepting any certificate unless --grpc-plaintext.`,
 			if cfg.Security, err = sec.bench(cfg.GRPCPlaintext); err != nil {
 				return err
 			}
+			out.signed = cfg.AccessKey != ""
 			countOrDuration(cmd, &cfg.Count)
 			return out.run(cmd, func(ctx context.Context, progress func(loadgen.Progress)) (*loadgen.Result, error) {
 				cfg.Progress = progress
@@ -433,4 +446,14 @@ func (f *securityFlags) bench(grpcPlaintext bool) (loadgen.Security, error) {
 		return loadgen.Security{}, err
 	}
 	return loadgen.Security{AccessKey: ak, SecretKey: sk, TLS: tlsCfg}, nil
+}
+
+// benchCredentialsHint is added to a refusal of an unsigned run.
+const benchCredentialsHint = "the server requires credentials: pass --access-key and --secret-key (or set " + cli.AccessKeyEnv + " / " + cli.SecretKeyEnv + ")"
+
+// needsCredentials reports whether a failure's text is a refusal for want
+// of credentials: NO_PERMISSION (code 16) on remoting, UNAUTHORIZED on
+// gRPC.
+func needsCredentials(text string) bool {
+	return strings.Contains(text, "code 16:") || strings.Contains(text, "UNAUTHORIZED")
 }

@@ -56,3 +56,23 @@ func TestBenchCredentialsAndTLSFlags(t *testing.T) {
 		t.Fatalf("--grpc-plaintext with --tls-ca: %v", err)
 	}
 }
+
+func TestBenchRefusalsOfAnUnsignedRunSayToPassCredentials(t *testing.T) {
+	t.Setenv(cli.AccessKeyEnv, "")
+	t.Setenv(cli.SecretKeyEnv, "")
+	refused := "send to T queue 0: code 16: authentication failed: the request is not signed"
+	r := benchRunners{produce: func(context.Context, loadgen.ProduceConfig) (*loadgen.Result, error) {
+		return &loadgen.Result{Scenario: "produce", BodyBytes: 1, Errors: 3, FirstError: refused, Latency: loadgen.NewHistogram()},
+			errors.New("stopped after 3 errors; first: "+refused)
+	}}
+	var out, errOut bytes.Buffer
+	err := execBench(r, &out, &errOut, "produce")
+	if err == nil || !strings.Contains(err.Error(), "pass --access-key and --secret-key") {
+		t.Fatalf("unsigned refused run: %v", err)
+	}
+	errOut.Reset()
+	err = execBench(r, &out, &errOut, "produce", "--access-key", "a", "--secret-key", "b", "-o", "json")
+	if err == nil || strings.Contains(err.Error(), "--access-key") {
+		t.Fatalf("a signed run was told to pass credentials: %v", err)
+	}
+}
