@@ -63,7 +63,7 @@ func TestBenchRefusalsOfAnUnsignedRunSayToPassCredentials(t *testing.T) {
 	refused := "send to T queue 0: code 16: authentication failed: the request is not signed"
 	r := benchRunners{produce: func(context.Context, loadgen.ProduceConfig) (*loadgen.Result, error) {
 		return &loadgen.Result{Scenario: "produce", BodyBytes: 1, Errors: 3, FirstError: refused, Latency: loadgen.NewHistogram()},
-			errors.New("stopped after 3 errors; first: "+refused)
+			errors.New("stopped after 3 errors; first: " + refused)
 	}}
 	var out, errOut bytes.Buffer
 	err := execBench(r, &out, &errOut, "produce")
