@@ -11,6 +11,7 @@ import (
 	"net"
 	"regexp"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 
@@ -18,6 +19,9 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/petrelmq/petrel/internal/auth"
+	"github.com/petrelmq/petrel/internal/daemon"
+	"github.com/petrelmq/petrel/internal/daemon/daemontest"
 	"github.com/petrelmq/petrel/internal/remoting"
 )
 
@@ -150,4 +154,34 @@ func first(md metadata.MD, k string) string {
 		return v[0]
 	}
 	return ""
+}
+
+// TestGRPCProduceAgainstAnAuthenticatingFront: the gRPC front with a
+// Checker takes a signed run's sends and refuses an unsigned run's.
+func TestGRPCProduceAgainstAnAuthenticatingFront(t *testing.T) {
+	checker := auth.NewChecker(auth.Static(auth.User{Name: "bench", Secret: "s3cret", Type: auth.Super, Status: auth.Enabled}), auth.CheckerOptions{})
+	d := daemontest.Start(t, func(cfg *daemon.BrokerConfig) {
+		cfg.NameServers = nil
+		cfg.GRPCListen = "127.0.0.1:0"
+		cfg.GRPC.Plaintext = true
+		cfg.GRPC.Auth = checker
+	})
+	addr := d.Broker.GRPCAddr().String()
+	res, err := Produce(testContext(t), ProduceConfig{GRPC: addr, GRPCPlaintext: true, Topic: "AuthBench", BodyBytes: 64, InFlight: 4, Count: 50,
+		Security: Security{AccessKey: "bench", SecretKey: "s3cret"}})
+	if err != nil || res.Msgs != 50 || res.Errors != 0 {
+		t.Fatalf("signed produce: %v, %+v", err, res)
+	}
+	res, err = Produce(testContext(t), ProduceConfig{GRPC: addr, GRPCPlaintext: true, Topic: "AuthBench", BodyBytes: 64, InFlight: 4, Count: 50, MaxErrors: 5,
+		Security: Security{AccessKey: "bench", SecretKey: "wrong"}})
+	text := ""
+	if err != nil {
+		text = err.Error()
+	}
+	if res != nil {
+		text += " " + res.FirstError
+	}
+	if res != nil && res.Msgs != 0 || !strings.Contains(text, "UNAUTHORIZED") {
+		t.Fatalf("wrong secret: %v, %+v", err, res)
+	}
 }
