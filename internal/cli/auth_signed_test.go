@@ -9,10 +9,12 @@ import (
 	"github.com/petrelmq/petrel/internal/auth"
 	"github.com/petrelmq/petrel/internal/auth/authwire"
 	"github.com/petrelmq/petrel/internal/remoting/rmq"
+	"github.com/petrelmq/petrel/internal/tlsx"
+	"github.com/petrelmq/petrel/internal/tlsx/tlsxtest"
 )
 
-// These tests need the real signer (authwire.Signer) and TLS dialer
-// (tlsx.ClientConfig, DialNetwork).
+// Tests with the real signer (authwire.Signer), guard and TLS dialer
+// (tlsx.ClientConfig, DialNetwork) and listeners.
 
 func TestSignedCLISignsEveryRequest(t *testing.T) {
 	fc := startFakeCluster(t, func(r seenReq) (int16, string, []byte) {
@@ -118,5 +120,33 @@ func TestTheBrokersGuardAcceptsTheCLIsSignature(t *testing.T) {
 	}
 	if n := len(b.requests()); n != 1 {
 		t.Fatalf("the handler saw %d requests, want only the signed one", n)
+	}
+}
+
+// TestTLSModesOfPetrelsListeners: against tlsx's enforcing listener a
+// plaintext CLI is told to pass --tls and a CLI with the CA gets through;
+// a permissive one takes both.
+func TestTLSModesOfPetrelsListeners(t *testing.T) {
+	files, ca := tlsxtest.Files(t, t.TempDir())
+	srv, err := tlsx.NewServer(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	verified, err := TLSConfig(false, ca, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []tlsx.Mode{tlsx.Enforcing, tlsx.Permissive} {
+		fc := startFakeClusterOn(t, func(ln net.Listener) net.Listener { return srv.Listener(ln, mode) }, nil, "broker-a")
+		_, err := fc.run(Config{}, func(c *CLI) error { return c.UserDelete(bg, "alice", "") })
+		if mode == tlsx.Enforcing {
+			wantErr(t, err, ErrUnreachable, "--tls-mode enforcing", "pass --tls")
+		} else if err != nil {
+			t.Fatalf("plaintext against permissive: %v", err)
+		}
+		fc.must(Config{TLS: verified}, func(c *CLI) error { return c.UserDelete(bg, "alice", "") })
+		if n := len(fc.brokers[0].only(rmq.CodeAuthDeleteUser)); mode == tlsx.Enforcing && n != 1 || mode == tlsx.Permissive && n != 2 {
+			t.Fatalf("%s: %d deletes reached the broker", mode, n)
+		}
 	}
 }
