@@ -76,6 +76,9 @@ type Options struct {
 	// reachable, or must not be used), so it finds the leader among those.
 	// Operator tools follow every hint (one address is enough for them).
 	ConfiguredOnly bool
+	// Sign, if set, signs every request (authwire.Signer: a broker's
+	// credentials, for a controller port with --auth).
+	Sign func(*remoting.Command)
 }
 
 // Client calls the controller leader. It is safe for concurrent use.
@@ -106,7 +109,7 @@ func New(addrs []string, opts Options) *Client {
 		}
 	}
 	return &Client{
-		rc:      remoting.NewClient(remoting.ClientOptions{Network: opts.Network, Logger: lg}),
+		rc:      remoting.NewClient(remoting.ClientOptions{Network: opts.Network, Logger: lg, Sign: opts.Sign}),
 		addrs:   clean,
 		only:    opts.ConfiguredOnly,
 		timeout: opts.Timeout,
