@@ -9,13 +9,19 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/petrelmq/petrel/internal/auth"
+	"github.com/petrelmq/petrel/internal/auth/authwire"
 	"github.com/petrelmq/petrel/internal/daemon/daemontest"
+	"github.com/petrelmq/petrel/internal/netx"
+	"github.com/petrelmq/petrel/internal/remoting"
+	"github.com/petrelmq/petrel/internal/remoting/rmq"
 	"github.com/petrelmq/petrel/internal/tlsx"
 )
 
@@ -265,5 +271,68 @@ func TestReloadTLSCertificate(t *testing.T) {
 	}
 	if got := servedSerial(t, srv); got != want2 {
 		t.Fatalf("after a failed reload: served serial %s, want the previous certificate's %s", got, want2)
+	}
+}
+
+// petrel server --auth --auth-init-user ... --tls-mode enforcing: its
+// broker registers with its name server and heartbeats its embedded
+// controller over TLS, signed as the init user, and becomes the master:
+// the init user (a TLS client signing as it) creates a topic, an unsigned
+// TLS request is refused with NO_PERMISSION, a plaintext one is not
+// answered.
+func TestServerWithAuthAndEnforcedTLS(t *testing.T) {
+	files := daemontest.WriteTLSFiles(t)
+	o := testOptions(t.TempDir())
+	o.sec = securityOptions{auth: true, initUser: "admin:s3cret", tlsMode: "enforcing", tlsCert: files.Cert, tlsKey: files.Key}
+	_, out := startTestServer(t, o)
+	m := regexp.MustCompile(`broker broker-a listening on (\S+)`).FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("no broker address in the output:\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), "authentication on") || !strings.Contains(out.String(), "TLS enforcing") {
+		t.Fatalf("the startup lines do not state authentication and TLS:\n%s", out.String())
+	}
+	addr := m[1]
+	cfg, err := tlsx.ClientConfig(tlsx.ClientOptions{CAFile: files.CA})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsNet := tlsx.DialNetwork(netx.TCP, cfg)
+	signed := remoting.NewClient(remoting.ClientOptions{Network: tlsNet, Sign: authwire.Signer("admin", "s3cret")})
+	defer signed.Close()
+	unsigned := remoting.NewClient(remoting.ClientOptions{Network: tlsNet})
+	defer unsigned.Close()
+	plain := remoting.NewClient(remoting.ClientOptions{DialTimeout: 5 * time.Second})
+	defer plain.Close()
+	create := func() *remoting.Command {
+		return remoting.NewRequest(rmq.CodeUpdateAndCreateTopic, map[string]string{
+			"topic": "Orders", "defaultTopic": "TBW102", "readQueueNums": "4", "writeQueueNums": "4",
+			"perm": "6", "topicFilterType": "SINGLE_TAG", "topicSysFlag": "0", "order": "false",
+		}, nil)
+	}
+	call := func(c *remoting.Client) (*remoting.Command, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return c.Invoke(ctx, addr, create())
+	}
+	if resp, err := call(unsigned); err != nil || resp.Code != auth.RemotingCode {
+		t.Fatalf("unsigned topic create over TLS: %v, %v; want code %d", resp, err, auth.RemotingCode)
+	}
+	if resp, err := call(plain); err == nil {
+		t.Fatalf("a plaintext request was answered: code %d", resp.Code)
+	}
+	// The broker takes writes once the controller has made it master.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := call(signed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Code == remoting.CodeSuccess {
+			break
+		}
+		if resp.Code == auth.RemotingCode || time.Now().After(deadline) {
+			t.Fatalf("the init user's topic create: code %d %q", resp.Code, resp.Remark)
+		}
 	}
 }
