@@ -60,6 +60,7 @@ type Broker struct {
 	brokerID atomic.Int64 // BrokerID, replication.go
 	repl     *replWaiter  // nil: sends do not wait for slaves, replication.go
 	state    streamState  // the state stream, state.go
+	auth     authState    // users and ACLs, auth.go and authstate.go
 
 	leaseRefusals atomic.Uint64 // sends refused for an expired lease, lease.go
 	leaseLapsed   atomic.Bool   // the last lease check failed (logged once per lapse)

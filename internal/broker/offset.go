@@ -92,5 +92,8 @@ func (b *Broker) ViewByOffset(physOffset int64) (message.Record, error) {
 	if err != nil {
 		return nil, errorf(KindSystemError, err, "reading the message at commit-log offset %d failed; retry", physOffset)
 	}
+	if err := refuseStateRecord(r, physOffset); err != nil {
+		return nil, err
+	}
 	return r, nil
 }

@@ -66,6 +66,9 @@ func (b *Broker) SendBack(ctx context.Context, req *SendBackRequest) (SendBackRe
 	if err != nil {
 		return SendBackResult{}, errorf(KindSystemError, err, "no message at commit-log offset %d to send back; it may have expired", req.Offset)
 	}
+	if err := refuseStateRecord(rec, req.Offset); err != nil {
+		return SendBackResult{}, err
+	}
 	m, _, err := message.Decode(rec)
 	if err != nil {
 		return SendBackResult{}, errorf(KindSystemError, err, "the message at commit-log offset %d does not decode", req.Offset)

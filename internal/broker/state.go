@@ -251,6 +251,7 @@ func (b *Broker) initState() {
 	s.last = make(map[offKey]int64)
 	s.pending = make(map[offKey]pendingOffset)
 	b.registerMetaKinds()
+	b.registerAuthKinds()
 	b.registerStateKind(stateKindBarrier, stateKind{apply: func([]byte) error { return nil }})
 }
 

@@ -122,7 +122,7 @@ func TestImportsPointOneWay(t *testing.T) {
 func TestTimeComesFromTheClock(t *testing.T) {
 	banned := map[string]bool{"Now": true, "Sleep": true, "After": true, "AfterFunc": true,
 		"NewTimer": true, "NewTicker": true, "Tick": true, "Since": true, "Until": true}
-	scoped := []string{"internal/store", "internal/broker", "internal/namesrv", "internal/ha", "internal/controller"}
+	scoped := []string{"internal/store", "internal/broker", "internal/namesrv", "internal/ha", "internal/controller", "internal/auth"}
 	seen := 0
 	for pkg, files := range pkgFiles(t) {
 		in := false
@@ -216,5 +216,29 @@ func TestFrontsSpeakOnlyToTheBroker(t *testing.T) {
 		if checked[front] == 0 {
 			t.Errorf("no file of %s was checked", front)
 		}
+	}
+}
+
+// TestAuthCoreIsPure: the auth core (users, policies, signatures, the
+// decision) reads only its Directory and its clock, so it stays testable
+// without a broker or a network; the glue to the remoting layer lives in
+// internal/auth/authwire.
+func TestAuthCoreIsPure(t *testing.T) {
+	checked := 0
+	for pkg, files := range pkgFiles(t) {
+		if !under(pkg, "internal/auth") || under(pkg, "internal/auth/authwire") {
+			continue
+		}
+		for _, f := range files {
+			for _, imp := range imports(f) {
+				if imp != "internal/clock" {
+					t.Errorf("%s imports %s; the auth core may import only internal/clock of our packages", pkg, imp)
+				}
+			}
+			checked++
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no file of internal/auth was checked")
 	}
 }

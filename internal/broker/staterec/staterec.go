@@ -9,9 +9,9 @@
 //	version u8 (= Version)
 //	then, repeated to the end: kind u8, length u32 big-endian, payload
 //
-// The payload codecs of the kinds this package defines are below; a topic
-// or group put's payload is the JSON of the broker's config type (the
-// broker encodes it; this package only bounds it), the rest is binary,
+// The payload codecs of the kinds this package defines are below; a topic,
+// group, user or ACL put's payload is the JSON of the broker's config type
+// (the broker encodes it; this package only bounds it), the rest is binary,
 // big-endian, with strings as u16 length + bytes.
 //
 // The package is a leaf (standard library only). Decoders never allocate
@@ -44,6 +44,16 @@ const (
 	KindOffsetsDelete Kind = 6
 	// KindTopicOffsetsDelete: a topic name; every group's offsets on it.
 	KindTopicOffsetsDelete Kind = 7
+	// KindUserPut: JSON of a user of the access control (add or
+	// replace), at most MaxUserPayload bytes.
+	KindUserPut Kind = 8
+	// KindUserDelete: a user name.
+	KindUserDelete Kind = 9
+	// KindAclPut: JSON of a subject's whole ACL (add or replace), at most
+	// MaxAclPayload bytes.
+	KindAclPut Kind = 10
+	// KindAclDelete: a subject ("User:<name>"); its whole ACL.
+	KindAclDelete Kind = 11
 	// KindMark: no effect; an empty record whose storing marks a position
 	// of the stream (the broker's hand-back waits for one).
 	KindMark Kind = 31
@@ -73,6 +83,14 @@ func (k Kind) String() string {
 		return "offsets-delete"
 	case KindTopicOffsetsDelete:
 		return "topic-offsets-delete"
+	case KindUserPut:
+		return "user-put"
+	case KindUserDelete:
+		return "user-delete"
+	case KindAclPut:
+		return "acl-put"
+	case KindAclDelete:
+		return "acl-delete"
 	case KindMark:
 		return "mark"
 	case KindSnapshotBegin:
@@ -96,6 +114,32 @@ const RecordHeader = 5
 // MaxPayload bounds one record's payload (a batch message is at most a
 // few MiB; the length field alone could say 4 GiB).
 const MaxPayload = 16 << 20
+
+// Bounds of the access-control payloads: a user is four short strings;
+// an ACL holds at most a few thousand entries. The broker refuses larger
+// changes before storing them, and its applier refuses larger records.
+const (
+	MaxUserPayload = 8 << 10
+	MaxAclPayload  = 512 << 10
+)
+
+// CheckAuthPayload refuses (ErrTooLong) a user or ACL put's payload over
+// its bound; other kinds pass.
+func CheckAuthPayload(k Kind, p []byte) error {
+	limit := 0
+	switch k {
+	case KindUserPut:
+		limit = MaxUserPayload
+	case KindAclPut:
+		limit = MaxAclPayload
+	default:
+		return nil
+	}
+	if len(p) > limit {
+		return fmt.Errorf("%w: %v payload of %d bytes, limit %d", ErrTooLong, k, len(p), limit)
+	}
+	return nil
+}
 
 // Record is one state change.
 type Record struct {
@@ -193,8 +237,8 @@ func readStr(b []byte) (string, []byte, error) {
 	return string(b[2 : 2+n]), b[2+n:], nil
 }
 
-// AppendName appends the payload of KindTopicDelete, KindGroupDelete and
-// KindTopicOffsetsDelete: the name.
+// AppendName appends the payload of KindTopicDelete, KindGroupDelete,
+// KindTopicOffsetsDelete, KindUserDelete and KindAclDelete: the name.
 func AppendName(dst []byte, name string) []byte { return appendStr(dst, name) }
 
 // DecodeName decodes AppendName's payload.

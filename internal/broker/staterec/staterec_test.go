@@ -148,6 +148,30 @@ func TestKindString(t *testing.T) {
 	if KindOffsets.String() != "offsets" || Kind(200).String() != "kind(200)" {
 		t.Fatalf("%v %v", KindOffsets, Kind(200))
 	}
+	for k, want := range map[Kind]string{KindUserPut: "user-put", KindUserDelete: "user-delete", KindAclPut: "acl-put", KindAclDelete: "acl-delete"} {
+		if k.String() != want {
+			t.Errorf("%d: %q, want %q", uint8(k), k.String(), want)
+		}
+	}
+	// The numbers are on the wire: they must never change.
+	if KindUserPut != 8 || KindUserDelete != 9 || KindAclPut != 10 || KindAclDelete != 11 {
+		t.Fatal("the access-control kinds changed numbers")
+	}
+}
+
+func TestCheckAuthPayload(t *testing.T) {
+	if err := CheckAuthPayload(KindUserPut, make([]byte, MaxUserPayload)); err != nil {
+		t.Fatalf("a user payload at the bound: %v", err)
+	}
+	if err := CheckAuthPayload(KindUserPut, make([]byte, MaxUserPayload+1)); !errors.Is(err, ErrTooLong) {
+		t.Fatalf("a user payload over the bound: %v", err)
+	}
+	if err := CheckAuthPayload(KindAclPut, make([]byte, MaxAclPayload+1)); !errors.Is(err, ErrTooLong) {
+		t.Fatalf("an ACL payload over the bound: %v", err)
+	}
+	if err := CheckAuthPayload(KindTopicPut, make([]byte, MaxAclPayload+1)); err != nil {
+		t.Fatalf("other kinds are not the access control's: %v", err)
+	}
 }
 
 // FuzzDecodeBatch: no panic, a decoded batch re-encodes to the same bytes,
@@ -156,6 +180,9 @@ func FuzzDecodeBatch(f *testing.F) {
 	f.Add([]byte{1})
 	f.Add(AppendBatch(nil, Record{KindTopicDelete, AppendName(nil, "T")}, Record{KindOffsets, AppendOffsets(nil, []Offset{{"g", "t", 1, 2}})}))
 	f.Add([]byte{1, 5, 0xff, 0xff, 0xff, 0xff})
+	f.Add(AppendBatch(nil, Record{KindUserPut, []byte(`{"username":"u","password":"p","userType":"Normal","userStatus":"enable"}`)},
+		Record{KindAclPut, []byte(`{"subject":"User:u","policies":[]}`)}, Record{KindAclDelete, AppendName(nil, "User:u")},
+		Record{KindUserDelete, AppendName(nil, "u")}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var recs []Record
 		err := DecodeBatch(b, func(r Record) error {
@@ -202,7 +229,13 @@ func FuzzDecodePayloads(f *testing.F) {
 	f.Add(AppendName(nil, "T"))
 	f.Add(AppendGroupTopic(nil, "g", ""))
 	f.Add(AppendSnapshot(nil, Snapshot{ID: 1, Epoch: 2}))
+	f.Add(AppendName(nil, "User:alice"))
 	f.Fuzz(func(t *testing.T, p []byte) {
+		for _, k := range []Kind{KindUserPut, KindAclPut} {
+			if err := CheckAuthPayload(k, p); err == nil && len(p) > MaxAclPayload {
+				t.Fatalf("%v payload of %d bytes passed", k, len(p))
+			}
+		}
 		if n, err := DecodeName(p); err == nil && !bytes.Equal(AppendName(nil, n), p) {
 			t.Fatalf("name %q from %x", n, p)
 		}

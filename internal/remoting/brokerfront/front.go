@@ -34,6 +34,10 @@ type Options struct {
 	// ForwardTimeout bounds a forwarded send beyond the broker's
 	// ReplicationTimeout; 0 means DefaultForwardTimeout.
 	ForwardTimeout time.Duration
+	// Authenticated says the server's Guard authenticates every request
+	// (--auth), so a request's AccessKey names its verified user. Only
+	// then does get user (3004) answer a super user the password.
+	Authenticated bool
 }
 
 // defaultRouteWait bounds how long a topic change waits for the name
@@ -54,6 +58,11 @@ type Front struct {
 
 	awaitRoutes func(context.Context) error // nil: topic changes do not wait
 	routeWait   time.Duration
+
+	// authAdm is the broker's user and ACL store (auth.go): the broker
+	// itself; tests put an in-memory one here.
+	authAdm       authAdmin
+	authenticated bool // Options.Authenticated
 }
 
 type connIDKey struct{}
@@ -65,7 +74,9 @@ func New(b *broker.Broker, opts Options) *Front {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	bc := b.Config()
-	f := &Front{b: b, log: opts.Logger.With("component", "brokerfront"), name: bc.BrokerName, conns: make(map[uint64]*remoting.Conn)}
+	f := &Front{b: b, log: opts.Logger.With("component", "brokerfront"), name: bc.BrokerName, conns: make(map[uint64]*remoting.Conn),
+		authenticated: opts.Authenticated}
+	f.authAdm = b
 	if opts.Forward != nil && bc.MasterAddr != nil {
 		f.fwd = &forwarder{f: f, master: bc.MasterAddr, cl: opts.Forward,
 			timeout: cmp.Or(opts.ForwardTimeout, DefaultForwardTimeout) + bc.ReplicationTimeout}
@@ -111,6 +122,16 @@ func (f *Front) Register(s *remoting.Server) {
 	s.Handle(rmq.CodeGetConsumerConnectionList, f.consumerConnections)
 	s.Handle(rmq.CodeGetConsumeStats, f.consumeStats)
 	s.Handle(rmq.CodeInvokeBrokerToResetOffset, f.resetOffset)
+	s.Handle(rmq.CodeAuthCreateUser, f.createUser)
+	s.Handle(rmq.CodeAuthUpdateUser, f.updateUser)
+	s.Handle(rmq.CodeAuthDeleteUser, f.deleteUser)
+	s.Handle(rmq.CodeAuthGetUser, f.getUser)
+	s.Handle(rmq.CodeAuthListUser, f.listUsers)
+	s.Handle(rmq.CodeAuthCreateACL, f.createACL)
+	s.Handle(rmq.CodeAuthUpdateACL, f.updateACL)
+	s.Handle(rmq.CodeAuthDeleteACL, f.deleteACL)
+	s.Handle(rmq.CodeAuthGetACL, f.getACL)
+	s.Handle(rmq.CodeAuthListACL, f.listACLs)
 	f.registerPop(s)
 }
 

@@ -169,7 +169,7 @@ func (g Group) same(h Group) bool {
 		maps.Equal(g.Attributes, h.Attributes)
 }
 
-// config is what a configTable holds: Topic or Group.
+// config is what a configTable holds: Topic, Group, User or Acl.
 type config[T any] interface {
 	key() string
 	own() T
@@ -213,6 +213,8 @@ type configFile[T any] struct {
 	DataVersion *DataVersion `json:"dataVersion"`
 	Topics      map[string]T `json:"topicConfigTable"`
 	Groups      map[string]T `json:"subscriptionGroupTable"`
+	Users       map[string]T `json:"userTable"`
+	Acls        map[string]T `json:"aclTable"`
 }
 
 func decodeConfig[T config[T]](tableKey string, data []byte) (DataVersion, map[string]T, error) {
@@ -223,12 +225,16 @@ func decodeConfig[T config[T]](tableKey string, data []byte) (DataVersion, map[s
 	if f.DataVersion == nil {
 		return DataVersion{}, nil, fmt.Errorf("no dataVersion")
 	}
-	m, other := f.Topics, f.Groups
-	if tableKey != "topicConfigTable" {
-		m, other = f.Groups, f.Topics
-	}
-	if m == nil || other != nil {
+	tables := map[string]map[string]T{"topicConfigTable": f.Topics, "subscriptionGroupTable": f.Groups,
+		"userTable": f.Users, "aclTable": f.Acls}
+	m := tables[tableKey]
+	if m == nil {
 		return DataVersion{}, nil, fmt.Errorf("no %s", tableKey)
+	}
+	for k, other := range tables {
+		if k != tableKey && other != nil {
+			return DataVersion{}, nil, fmt.Errorf("%s holds %s", tableKey, k)
+		}
 	}
 	for k, v := range m {
 		if k == "" || v.key() != k {

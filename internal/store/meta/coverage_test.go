@@ -109,3 +109,23 @@ func (r *recorder) DeleteTopicOffsets(topic string) {
 func (r *recorder) SyncOffsets(ctx context.Context) error {
 	return r.note("SyncOffsets").SyncOffsets(ctx)
 }
+
+func (r *recorder) User(name string) (meta.User, bool) { return r.note("User").User(name) }
+
+func (r *recorder) Users() []meta.User { return r.note("Users").Users() }
+
+func (r *recorder) PutUser(u meta.User) error { return r.note("PutUser").PutUser(u) }
+
+func (r *recorder) RemoveUser(name string) (bool, error) {
+	return r.note("RemoveUser").RemoveUser(name)
+}
+
+func (r *recorder) Acl(subject string) (meta.Acl, bool) { return r.note("Acl").Acl(subject) }
+
+func (r *recorder) Acls() []meta.Acl { return r.note("Acls").Acls() }
+
+func (r *recorder) PutAcl(a meta.Acl) error { return r.note("PutAcl").PutAcl(a) }
+
+func (r *recorder) RemoveAcl(subject string) (bool, error) {
+	return r.note("RemoveAcl").RemoveAcl(subject)
+}

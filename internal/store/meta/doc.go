@@ -1,6 +1,8 @@
 // Package meta is the broker's metadata store: topic configs, subscription
-// group configs and consumer offsets, kept in memory and persisted as three
-// JSON files in one directory, plus a change log for each of the first two.
+// group configs, consumer offsets, and the users and ACLs of the access
+// control, kept in memory and persisted as JSON files in one directory,
+// plus a change log for each table but the offsets. (users.json and
+// acls.json are described in auth.go; they hold secrets and are mode 0600.)
 //
 // # Files
 //

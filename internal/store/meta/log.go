@@ -116,6 +116,7 @@ type tableFiles struct {
 	dir      string
 	name     string // snapshot file name; the log is name + logSuffix
 	minBytes int64  // Options.LogCompactBytes
+	private  bool   // the table holds secrets: its files get mode 0600
 
 	log       vfs.File // open log; nil until the first write creates it
 	logEntry  bool     // the log's directory entry is durable
@@ -199,7 +200,11 @@ func (f *tableFiles) appendChanges(recs []byte) error {
 // to compact again, and is returned as resetErr for the log.
 func (f *tableFiles) replaceSnapshot(data []byte) (resetErr, err error) {
 	f.compact = true
-	if err := vfs.WriteFileAtomic(f.fsys, f.dir, f.name, data); err != nil {
+	write := vfs.WriteFileAtomic
+	if f.private {
+		write = writePrivateAtomic
+	}
+	if err := write(f.fsys, f.dir, f.name, data); err != nil {
 		return nil, fmt.Errorf("meta: %w", err)
 	}
 	f.snapBytes = int64(len(data))
@@ -219,6 +224,12 @@ func (f *tableFiles) resetLog() error {
 		lf, err := f.fsys.Create(p)
 		if err != nil {
 			return fmt.Errorf("meta: create %s: %w", p, err)
+		}
+		if f.private {
+			if err := restrictMode(f.fsys, p); err != nil {
+				lf.Close()
+				return err
+			}
 		}
 		f.log, f.logEntry = lf, false
 	} else if err := f.log.Truncate(0); err != nil {

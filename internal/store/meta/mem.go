@@ -24,6 +24,8 @@ type Mem struct {
 	mu       sync.RWMutex
 	topics   map[string]Topic
 	groups   map[string]Group
+	users    map[string]User
+	acls     map[string]Acl
 	topicVer DataVersion
 	groupVer DataVersion
 
@@ -37,6 +39,7 @@ func NewMem(clk clock.Clock) *Mem {
 		clk = clock.Real
 	}
 	return &Mem{clk: clk, topics: make(map[string]Topic), groups: make(map[string]Group),
+		users: make(map[string]User), acls: make(map[string]Acl),
 		offsets: offsetMap{m: make(map[offsetKey]int64)}}
 }
 
@@ -220,3 +223,73 @@ func (m *Mem) DeleteTopicOffsets(topic string) {
 
 // SyncOffsets implements Tables: there is nothing to write.
 func (m *Mem) SyncOffsets(context.Context) error { return nil }
+
+// User implements Tables.
+func (m *Mem) User(name string) (User, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	u, ok := m.users[name]
+	return u, ok
+}
+
+// Users implements Tables.
+func (m *Mem) Users() []User {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return sortedCopies(m.users)
+}
+
+// PutUser implements Tables.
+func (m *Mem) PutUser(u User) error {
+	if u.Name == "" {
+		return fmt.Errorf("%w: empty user name", ErrInvalidName)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.users[u.Name] = u
+	return nil
+}
+
+// RemoveUser implements Tables.
+func (m *Mem) RemoveUser(name string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.users[name]
+	delete(m.users, name)
+	return ok, nil
+}
+
+// Acl implements Tables; the result is a copy.
+func (m *Mem) Acl(subject string) (Acl, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	a, ok := m.acls[subject]
+	return a.own(), ok
+}
+
+// Acls implements Tables.
+func (m *Mem) Acls() []Acl {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return sortedCopies(m.acls)
+}
+
+// PutAcl implements Tables.
+func (m *Mem) PutAcl(a Acl) error {
+	if a.Subject == "" {
+		return fmt.Errorf("%w: empty ACL subject", ErrInvalidName)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.acls[a.Subject] = a.own()
+	return nil
+}
+
+// RemoveAcl implements Tables.
+func (m *Mem) RemoveAcl(subject string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.acls[subject]
+	delete(m.acls, subject)
+	return ok, nil
+}

@@ -65,6 +65,8 @@ type Store struct {
 
 	topics  configTable[Topic]
 	groups  configTable[Group]
+	users   configTable[User]
+	acls    configTable[Acl]
 	offsets offsetTable
 
 	closed    atomic.Bool
@@ -109,6 +111,10 @@ func Open(fsys vfs.FS, dir string, opts Options) (*Store, error) {
 	}
 	s.topics.init(s, topicsFileName, "topicConfigTable", opts.LogCompactBytes)
 	s.groups.init(s, groupsFileName, "subscriptionGroupTable", opts.LogCompactBytes)
+	s.users.init(s, usersFileName, "userTable", opts.LogCompactBytes)
+	s.users.files.private = true
+	s.acls.init(s, aclsFileName, "aclTable", opts.LogCompactBytes)
+	s.acls.files.private = true
 	s.offsets.init(s)
 
 	if err := vfs.MkdirAllDurable(fsys, dir); err != nil {
@@ -125,6 +131,17 @@ func Open(fsys vfs.FS, dir string, opts Options) (*Store, error) {
 		s.topics.files.close()
 		return nil, err
 	}
+	if err := openPrivate(s, &s.users); err != nil {
+		s.topics.files.close()
+		s.groups.files.close()
+		return nil, err
+	}
+	if err := openPrivate(s, &s.acls); err != nil {
+		s.topics.files.close()
+		s.groups.files.close()
+		s.users.files.close()
+		return nil, err
+	}
 	p := path.Join(dir, offsetsFileName)
 	data, ok, err := vfs.ReadFile(fsys, p)
 	if err == nil && ok {
@@ -137,10 +154,13 @@ func Open(fsys vfs.FS, dir string, opts Options) (*Store, error) {
 	if err != nil {
 		s.topics.files.close()
 		s.groups.files.close()
+		s.users.files.close()
+		s.acls.files.close()
 		return nil, err
 	}
 	s.log.Info("meta store opened", "dir", dir,
 		"topics", len(s.topics.m), "groups", len(s.groups.m), "offsets", len(s.offsets.m),
+		"users", len(s.users.m), "acls", len(s.acls.m),
 		"took", s.clock.Now().Sub(start).Round(time.Millisecond))
 
 	s.timerMu.Lock()
@@ -149,10 +169,19 @@ func Open(fsys vfs.FS, dir string, opts Options) (*Store, error) {
 	return s, nil
 }
 
+// openPrivate opens a table that holds secrets after narrowing the mode
+// of its existing files.
+func openPrivate[T config[T]](s *Store, t *configTable[T]) error {
+	if err := restrictExisting(s.fsys, s.dir, t.files.name); err != nil {
+		return err
+	}
+	return t.open()
+}
+
 // removeTemps deletes the temporary files a crash may have left.
 func (s *Store) removeTemps() error {
 	removed := false
-	for _, name := range []string{topicsFileName, groupsFileName, offsetsFileName} {
+	for _, name := range []string{topicsFileName, groupsFileName, offsetsFileName, usersFileName, aclsFileName} {
 		p := path.Join(s.dir, name+tmpSuffix)
 		if _, err := s.fsys.Stat(p); errors.Is(err, fs.ErrNotExist) {
 			continue
@@ -222,7 +251,7 @@ func (s *Store) close() error {
 
 	ctx := context.Background()
 	var errs []error
-	errs = append(errs, s.topics.closeFiles(), s.groups.closeFiles())
+	errs = append(errs, s.topics.closeFiles(), s.groups.closeFiles(), s.users.closeFiles(), s.acls.closeFiles())
 	errs = append(errs, s.offsets.w.sync(ctx, s.offsets.current()))
 	s.log.Info("meta store closed")
 	return errors.Join(errs...)

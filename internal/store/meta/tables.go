@@ -2,8 +2,8 @@ package meta
 
 import "context"
 
-// Tables is what the broker uses of the metadata store: the topic and group
-// tables with their versions and durability, and the consumer offsets. The
+// Tables is what the broker uses of the metadata store: the topic, group,
+// user and ACL tables with their versions and durability, and the consumer offsets. The
 // file Store and the in-memory Mem implement it and pass the same
 // conformance suite (package metatest); a broker test that does not test
 // the disk can run on a Mem.
@@ -53,6 +53,26 @@ type Tables interface {
 	PutGroup(g Group) error
 	// DeleteGroup removes a group (not its offsets) durably.
 	DeleteGroup(name string) error
+
+	// User returns a user of the access control; false when none.
+	User(name string) (User, bool)
+	// Users returns every user sorted by name, in a new slice.
+	Users() []User
+	// PutUser adds or replaces u.Name and returns once that is durable.
+	PutUser(u User) error
+	// RemoveUser removes a user (not its ACL) durably and reports whether
+	// it was there.
+	RemoveUser(name string) (existed bool, err error)
+	// Acl returns a subject's ACL; its slices must not be modified.
+	Acl(subject string) (Acl, bool)
+	// Acls returns every ACL sorted by subject, in a new slice.
+	Acls() []Acl
+	// PutAcl adds or replaces the ACL of a.Subject and returns once that
+	// is durable.
+	PutAcl(a Acl) error
+	// RemoveAcl removes a subject's ACL durably and reports whether it was
+	// there.
+	RemoveAcl(subject string) (existed bool, err error)
 
 	// CommitOffset sets group's next offset to consume on a queue; memory
 	// only, durable with the next SyncOffsets (or the store's own flush).

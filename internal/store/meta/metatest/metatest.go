@@ -46,6 +46,8 @@ func Run(t *testing.T, open Open) {
 		{"GroupsPutGetDelete", testGroupsPutGetDelete},
 		{"GroupRocketMQ5FieldsAreOwned", testGroupFieldsOwned},
 		{"Durability", testDurability},
+		{"UsersPutGetRemove", testUsers},
+		{"AclsPutGetRemoveOwned", testAcls},
 		{"Offsets", testOffsets},
 		{"ConcurrentOffsets", testConcurrentOffsets},
 	}
@@ -705,5 +707,77 @@ func testConcurrentOffsets(t *testing.T, s meta.Tables, _ *clock.Manual) {
 	}
 	if n := len(s.AllOffsets()); n != writers*4 {
 		t.Fatalf("%d offsets, want %d", n, writers*4)
+	}
+}
+
+func testUsers(t *testing.T, s meta.Tables, _ *clock.Manual) {
+	if us := s.Users(); len(us) != 0 {
+		t.Fatalf("fresh Users() = %+v", us)
+	}
+	if err := s.PutUser(meta.User{Secret: "x"}); !errors.Is(err, meta.ErrInvalidName) {
+		t.Fatalf("PutUser without a name: %v, want ErrInvalidName", err)
+	}
+	bob := meta.User{Name: "bob", Secret: "b-secret", Type: "Normal", Status: "enable"}
+	alice := meta.User{Name: "alice", Secret: "a-secret", Type: "Super", Status: "enable"}
+	must(t, s.PutUser(bob))
+	must(t, s.PutUser(alice))
+	if got := s.Users(); !reflect.DeepEqual(got, []meta.User{alice, bob}) {
+		t.Fatalf("Users() = %+v, want alice then bob", got)
+	}
+	bob.Status = "disable"
+	must(t, s.PutUser(bob))
+	if got, ok := s.User("bob"); !ok || got != bob {
+		t.Fatalf("User(bob) after replace = %+v %v", got, ok)
+	}
+	if existed, err := s.RemoveUser("bob"); err != nil || !existed {
+		t.Fatalf("RemoveUser(bob) = %v %v", existed, err)
+	}
+	if existed, err := s.RemoveUser("bob"); err != nil || existed {
+		t.Fatalf("RemoveUser(bob) again = %v %v", existed, err)
+	}
+	if _, ok := s.User("bob"); ok {
+		t.Fatal("bob is still there")
+	}
+}
+
+func testAcl(subject string) meta.Acl {
+	return meta.Acl{Subject: subject, Policies: []meta.AclPolicy{{Type: "Custom", Entries: []meta.AclEntry{
+		{Resource: "Topic:orders", Actions: []string{"Pub", "Sub"}, SourceIPs: []string{"10.0.0.0/8"}, Decision: "Allow"},
+		{Resource: "Group:*", Actions: []string{"All"}, Decision: "Deny"},
+	}}}}
+}
+
+func testAcls(t *testing.T, s meta.Tables, _ *clock.Manual) {
+	if as := s.Acls(); len(as) != 0 {
+		t.Fatalf("fresh Acls() = %+v", as)
+	}
+	if err := s.PutAcl(meta.Acl{}); !errors.Is(err, meta.ErrInvalidName) {
+		t.Fatalf("PutAcl without a subject: %v, want ErrInvalidName", err)
+	}
+	a, b := testAcl("User:a"), testAcl("User:b")
+	must(t, s.PutAcl(b))
+	must(t, s.PutAcl(a))
+	// The caller's slices are not the store's.
+	a.Policies[0].Entries[0].Actions[0] = "Get"
+	a.Policies[0].Entries[0].SourceIPs[0] = "1.2.3.4"
+	if got, _ := s.Acl("User:a"); !reflect.DeepEqual(got, testAcl("User:a")) {
+		t.Fatalf("the store shares the caller's slices: %+v", got)
+	}
+	if got := s.Acls(); !reflect.DeepEqual(got, []meta.Acl{testAcl("User:a"), testAcl("User:b")}) {
+		t.Fatalf("Acls() = %+v", got)
+	}
+	repl := meta.Acl{Subject: "User:b", Policies: []meta.AclPolicy{{Type: "Default", Entries: []meta.AclEntry{{Resource: "*", Actions: []string{"Get"}, Decision: "Allow"}}}}}
+	must(t, s.PutAcl(repl))
+	if got, ok := s.Acl("User:b"); !ok || !reflect.DeepEqual(got, repl) {
+		t.Fatalf("Acl(User:b) after replace = %+v %v", got, ok)
+	}
+	if existed, err := s.RemoveAcl("User:a"); err != nil || !existed {
+		t.Fatalf("RemoveAcl = %v %v", existed, err)
+	}
+	if existed, err := s.RemoveAcl("User:a"); err != nil || existed {
+		t.Fatalf("RemoveAcl again = %v %v", existed, err)
+	}
+	if got := s.Acls(); len(got) != 1 || got[0].Subject != "User:b" {
+		t.Fatalf("Acls() after remove = %+v", got)
 	}
 }
