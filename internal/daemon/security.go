@@ -183,7 +183,7 @@ func (a *Auth) UserCount() int {
 
 // attachBroker makes the checker read b's users and ACLs.
 func (a *Auth) attachBroker(b *broker.Broker) {
-	a.dir.broker.Store(&brokerDirectory{dir: authDirectory(b), count: func() int { return userCount(b) }})
+	a.dir.broker.Store(&brokerDirectory{dir: b.AuthDirectory(), count: func() int { return len(b.ListUsers("")) }})
 }
 
 // clusterGet is what the HTTP listener needs: Get on the cluster.
@@ -196,15 +196,16 @@ func clusterGet(cluster string) []auth.Request {
 func (a *Auth) httpAuthorize(cluster string) func(r *http.Request, user, secret string) bool {
 	reqs := clusterGet(cluster)
 	return func(r *http.Request, user, secret string) bool {
-		u, ref := a.checker.AuthenticateBasic(user, secret)
+		var w auth.Where
+		if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+			w.Remote = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+			w.Method = r.Method + " " + r.URL.Path
+		}
+		u, ref := a.checker.AuthenticateBasicAt(w, user, secret)
 		if ref != nil {
 			return false
 		}
-		var src netip.Addr
-		if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
-			src = ap.Addr().Unmap()
-		}
-		return a.checker.Authorize("http", u, reqs, src) == nil
+		return a.checker.AuthorizeAt(w, "http", u, reqs, w.Remote.Addr()) == nil
 	}
 }
 
@@ -213,15 +214,13 @@ func (a *Auth) httpAuthorize(cluster string) func(r *http.Request, user, secret 
 // exist it warns if the init user is not among them as a super user with
 // that secret, since the process signs its own requests with it.
 func ensureInit(ctx context.Context, b *broker.Broker, name, secret string, log *slog.Logger) {
-	created, err := ensureInitUser(ctx, b, name, secret)
+	created, err := b.EnsureInitUser(ctx, name, secret)
 	switch {
 	case err != nil && ctx.Err() != nil:
 	case err != nil:
 		log.Error("cannot create the init user (--auth-init-user); it is accepted as a super user while the store has no user", "user", name, "err", err)
-	case created:
-		log.Info("created the init user as a super user", "user", name)
-	default:
-		checkInitUser(authDirectory(b), name, secret, log)
+	case !created && b.Role() != broker.RoleSlave: // the broker logs a creation
+		checkInitUser(b.AuthDirectory(), name, secret, log)
 	}
 }
 

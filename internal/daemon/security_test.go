@@ -428,3 +428,58 @@ func TestReplicationAndForwardsOverMutualTLSWithAuth(t *testing.T) {
 		t.Fatalf("send to the slave: queue offset %q, want the master's next (1)", fwd.Ext("queueOffset"))
 	}
 }
+
+// The init user is created in the master's store when it has none; a
+// normal user made there is known to the name server that shares the
+// broker's users (petrel server's arrangement) but may not register a
+// broker (a write: super users only), and is let into the HTTP listener
+// once a policy allows it Get on the cluster.
+func TestInitUserIsStoredAndTheNameServerSharesTheBrokersUsers(t *testing.T) {
+	c := daemontest.StartWith(t, authSecurity(), func(cfg *daemon.BrokerConfig) { cfg.HTTPListen = "127.0.0.1:0" })
+	awaitReady(t, c.Broker)
+	core := c.Broker.Core()
+	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if u, ok := core.GetUser(initUser); ok {
+			if u.Type != auth.Super || u.Secret != initSecret {
+				t.Fatalf("stored init user %+v, want a super user with the flag's secret", u)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the init user was not created in the store within 10 s")
+		}
+		<-tick.C
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := core.CreateUser(ctx, auth.User{Name: "app", Secret: "app-secret", Type: auth.Normal, Status: auth.Enabled}); err != nil {
+		t.Fatal(err)
+	}
+	app := newClient(t, remoting.ClientOptions{Sign: authwire.Signer("app", "app-secret")})
+	reg := remoting.NewRequest(rmq.CodeRegisterBroker, map[string]string{
+		"brokerName": "intruder", "brokerAddr": "127.0.0.1:1", "clusterName": "DefaultCluster", "brokerId": "0",
+	}, nil)
+	resp := mustInvoke(t, app, c.NameServerAddr(), reg)
+	if resp.Code != auth.RemotingCode || !strings.Contains(resp.Remark, "app") || strings.Contains(resp.Remark, "unknown") {
+		t.Fatalf("a normal user's registration: code %d %q, want a refusal of the known user app", resp.Code, resp.Remark)
+	}
+
+	hc := &http.Client{Timeout: 10 * time.Second}
+	url := "http://" + c.Broker.HTTPAddr().String() + "/metrics"
+	if resp, _ := get(t, hc, url, "app", "app-secret"); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("/metrics as app without a policy: %d, want 401", resp.StatusCode)
+	}
+	acl := auth.Acl{Subject: "User:app", Policies: []auth.Policy{{Type: auth.Custom, Entries: []auth.PolicyEntry{{
+		Resource: auth.Resource{Type: auth.ResourceCluster, Pattern: auth.Literal},
+		Actions:  []auth.Action{auth.ActionGet}, Decision: auth.Allow,
+	}}}}}
+	if err := core.CreateAcl(ctx, acl); err != nil {
+		t.Fatal(err)
+	}
+	if resp, body := get(t, hc, url, "app", "app-secret"); resp.StatusCode != 200 || !strings.Contains(body, `petrel_auth_refusals_total{protocol="http",reason="forbidden"} 1`) {
+		t.Fatalf("/metrics as app allowed Get on the cluster: %d\n%s", resp.StatusCode, grep(body, "petrel_auth_refusals_total"))
+	}
+}
