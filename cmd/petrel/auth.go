@@ -103,5 +103,5 @@ func describeAuth(sec daemon.Security) string {
 	if sec.Auth == nil {
 		return "authentication off"
 	}
-	return fmt.Sprintf("authentication on (%d users)", sec.Auth.UserCount())
+	return fmt.Sprintf("authentication on (users: %d)", sec.Auth.UserCount())
 }

@@ -254,6 +254,7 @@ func StartBroker(cfg BrokerConfig) (_ *Broker, err error) {
 	} else {
 		cfg.Logger.Info("authentication is off: anyone who can reach the broker can send, read and delete; start with --auth --auth-init-user NAME:SECRET to require credentials")
 	}
+	checkInitUser(b, cfg.Security.AccessKey, cfg.Security.SecretKey, cfg.Logger)
 	d.client = remoting.NewClient(remoting.ClientOptions{Logger: cfg.Logger, Network: cfg.Network, Sign: cfg.Security.Sign()})
 	d.front = brokerfront.New(b, brokerfront.Options{Logger: cfg.Logger, AwaitRoutes: d.awaitRoutes, RouteWait: cfg.RouteWait, Forward: d.client})
 	d.srv = remoting.NewServer(remoting.ServerOptions{Logger: cfg.Logger, OnConnClose: d.front.ConnClosed, Limits: cfg.Remoting, Guard: guard})

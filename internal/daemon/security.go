@@ -210,25 +210,25 @@ func (a *Auth) httpAuthorize(cluster string) func(r *http.Request, user, secret 
 }
 
 // ensureInit creates the init user (name, secret) in b's store when it
-// has no user yet (b must be a master), logging the outcome; when users
-// exist it warns if the init user is not among them as a super user with
-// that secret, since the process signs its own requests with it.
+// has no user yet (b must be a master), logging a failure.
 func ensureInit(ctx context.Context, b *broker.Broker, name, secret string, log *slog.Logger) {
 	created, err := b.EnsureInitUser(ctx, name, secret)
 	switch {
 	case err != nil && ctx.Err() != nil:
 	case err != nil:
 		log.Error("cannot create the init user (--auth-init-user); it is accepted as a super user while the store has no user", "user", name, "err", err)
-	case !created && b.Role() != broker.RoleSlave: // the broker logs a creation
-		checkInitUser(b.AuthDirectory(), name, secret, log)
+	case created: // the broker logs it
 	}
 }
 
-// checkInitUser warns when the init user is not dir's super user with
-// that secret: ports with --auth then refuse the requests the process
-// signs with it.
-func checkInitUser(dir auth.Directory, name, secret string, log *slog.Logger) {
-	u, ok := dir.User(name)
+// checkInitUser warns, when b's store has users, if the init user is not
+// among them as a super user with that secret: ports with --auth then
+// refuse the requests the process signs with it.
+func checkInitUser(b *broker.Broker, name, secret string, log *slog.Logger) {
+	if name == "" || len(b.ListUsers("")) == 0 {
+		return
+	}
+	u, ok := b.AuthDirectory().User(name)
 	switch {
 	case !ok:
 		log.Warn("the init user (--auth-init-user) is not among the broker's users, and was not created because users exist; this broker signs its registrations, forwards and controller heartbeats with it, which ports with --auth refuse: create it with petrel user create, or give an existing super user", "user", name)

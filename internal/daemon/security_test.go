@@ -9,6 +9,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/petrelmq/petrel/internal/broker"
 	"github.com/petrelmq/petrel/internal/daemon"
 	"github.com/petrelmq/petrel/internal/daemon/daemontest"
+	"github.com/petrelmq/petrel/internal/logtest"
 	"github.com/petrelmq/petrel/internal/namesrv"
 	"github.com/petrelmq/petrel/internal/netx"
 	"github.com/petrelmq/petrel/internal/remoting"
@@ -481,5 +483,55 @@ func TestInitUserIsStoredAndTheNameServerSharesTheBrokersUsers(t *testing.T) {
 	}
 	if resp, body := get(t, hc, url, "app", "app-secret"); resp.StatusCode != 200 || !strings.Contains(body, `petrel_auth_refusals_total{protocol="http",reason="forbidden"} 1`) {
 		t.Fatalf("/metrics as app allowed Get on the cluster: %d\n%s", resp.StatusCode, grep(body, "petrel_auth_refusals_total"))
+	}
+}
+
+// awaitUser waits until b's store has the user name.
+func awaitUser(t *testing.T, b *daemon.Broker, name string) auth.User {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if u, ok := b.Core().GetUser(name); ok {
+			return u
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("user %s not in the store within 10 s", name)
+		}
+		<-tick.C
+	}
+}
+
+// A restart whose --auth-init-user secret differs from the stored one
+// creates nothing and warns (the broker signs its own requests with the
+// flag's secret, which other ports would refuse); the stored user stays.
+func TestRestartWithAnotherInitSecretWarns(t *testing.T) {
+	cfg := daemontest.Config()
+	cfg.Security = authSecurity()
+	b, err := daemon.StartBroker(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	awaitUser(t, b, initUser)
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	logs := &logtest.Buffer{}
+	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	cfg.Security = daemon.Security{Auth: daemon.NewAuth(daemon.AuthConfig{InitUser: initUser, InitSecret: "rotated"}), AccessKey: initUser, SecretKey: "rotated"}
+	b, err = daemon.StartBroker(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if len(logs.Lines("differs from the one in the broker's store")) != 1 {
+		t.Fatalf("no warning about the init user's secret:\n%s", logs.String())
+	}
+	if u := awaitUser(t, b, initUser); u.Secret != initSecret {
+		t.Fatalf("the restart changed the stored secret to %q", u.Secret)
+	}
+	if strings.Contains(logs.String(), "rotated") || strings.Contains(logs.String(), initSecret) {
+		t.Fatalf("a secret is in the log:\n%s", logs.String())
 	}
 }
