@@ -133,8 +133,14 @@ func TestParseHelpers(t *testing.T) {
 	if d, err := ParseDecision("ALLOW"); err != nil || d != Allow {
 		t.Errorf("ParseDecision(ALLOW) = %q, %v", d, err)
 	}
-	if _, err := ParseDecision(""); !errors.Is(err, ErrInvalid) {
+	if _, err := ParseDecision(""); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "decision is missing") {
 		t.Errorf("ParseDecision(\"\"): %v", err)
+	}
+	if _, err := ParsePolicyActions(make([]string, MaxPolicyActions+1)); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "more than the limit of 16") {
+		t.Errorf("ParsePolicyActions of %d actions: %v", MaxPolicyActions+1, err)
+	}
+	if _, err := ParseResource(" "); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "the resource is empty") {
+		t.Errorf("ParseResource(blank): %v", err)
 	}
 	if ut, err := ParseUserType("super"); err != nil || ut != Super {
 		t.Errorf("ParseUserType(super) = %q, %v", ut, err)

@@ -22,6 +22,9 @@ func ParseResource(s string) (Resource, error) {
 	if s == "*" {
 		return Resource{Type: ResourceAny, Pattern: AnyName}, nil
 	}
+	if s == "" {
+		return Resource{}, invalidf("the resource is empty: write *, Cluster, Cluster:NAME, Topic:NAME, Topic:PREFIX*, Topic:*, Group:NAME, Group:PREFIX* or Group:*")
+	}
 	typ, name, hasName := strings.Cut(s, ":")
 	var rt ResourceType
 	switch {
@@ -108,12 +111,19 @@ func ParseAction(s string) (Action, error) {
 	return "", invalidf("action %s is unknown: use All, Pub, Sub, Create, Update, Delete, Get or List", quoteTrunc(s))
 }
 
-// ParsePolicyActions reads a policy entry's actions: at least one, none
-// of them Any (a request's wildcard, not a permission); duplicates are
-// dropped, the order kept.
+// MaxPolicyActions bounds the actions of one policy entry as written,
+// duplicates included (there are eight distinct ones).
+const MaxPolicyActions = 16
+
+// ParsePolicyActions reads a policy entry's actions: at least one and at
+// most MaxPolicyActions, none of them Any (a request's wildcard, not a
+// permission); duplicates are dropped, the order kept.
 func ParsePolicyActions(ss []string) ([]Action, error) {
 	if len(ss) == 0 {
 		return nil, invalidf("a policy entry names no action: give at least one of All, Pub, Sub, Create, Update, Delete, Get, List")
+	}
+	if len(ss) > MaxPolicyActions {
+		return nil, invalidf("a policy entry lists %d actions, more than the limit of %d: name each action once", len(ss), MaxPolicyActions)
 	}
 	out := make([]Action, 0, len(ss))
 	for _, s := range ss {
@@ -135,7 +145,7 @@ func ParsePolicyActions(ss []string) ([]Action, error) {
 	return out, nil
 }
 
-// ParseDecision reads "Allow" or "Deny" whatever the case.
+// ParseDecision reads "Allow" or "Deny" whatever the case (required).
 func ParseDecision(s string) (Decision, error) {
 	s = strings.TrimSpace(s)
 	switch {
@@ -143,6 +153,8 @@ func ParseDecision(s string) (Decision, error) {
 		return Allow, nil
 	case strings.EqualFold(s, string(Deny)):
 		return Deny, nil
+	case s == "":
+		return "", invalidf("the decision is missing: give Allow or Deny")
 	}
 	return "", invalidf("decision %s is unknown: use Allow or Deny", quoteTrunc(s))
 }
@@ -238,6 +250,17 @@ func ParseSubject(s string) (string, error) {
 
 // Subject is the ACL subject of the user name: "User:NAME".
 func Subject(name string) string { return "User:" + name }
+
+// Bounds of users and ACLs, the same wherever they are checked (the
+// management requests, the broker's store).
+const (
+	// MaxSecretBytes bounds a user's secret.
+	MaxSecretBytes = 1024
+	// MaxPolicyEntries bounds the entries of one ACL, all policies.
+	MaxPolicyEntries = 1024
+	// MaxSourceIPs bounds the source IPs of one entry.
+	MaxSourceIPs = 64
+)
 
 // MaxUserNameBytes bounds a user name (the 4.x AccessKey).
 const MaxUserNameBytes = 128

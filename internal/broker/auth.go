@@ -38,11 +38,11 @@ import (
 // Limits of users and ACLs (the state stream's payloads stay within
 // staterec's bounds).
 const (
-	maxUserName      = 255
-	maxUserSecret    = 1024
-	maxAclEntries    = 1024 // entries of one subject's ACL, all policies
-	maxEntryActions  = 16
-	maxEntrySources  = 64
+	maxUserName      = auth.MaxUserNameBytes
+	maxUserSecret    = auth.MaxSecretBytes
+	maxAclEntries    = auth.MaxPolicyEntries // entries of one subject's ACL, all policies
+	maxEntryActions  = auth.MaxPolicyActions
+	maxEntrySources  = auth.MaxSourceIPs
 	maxResourceBytes = staterec.MaxName
 )
 

@@ -29,6 +29,19 @@
 //	convert.go  stored record -> gRPC message
 //	validate.go message id, tag, key, group and property checks
 //	codes.go    broker error kinds -> status codes
+//	auth.go     authentication and authorization (Config.Auth)
+//
+// # Authentication
+//
+// With Config.Auth every call is authenticated by the client's signature
+// (the "authorization" metadata, an HMAC-SHA1 of "x-mq-date-time") and
+// authorized by its user's policies as RocketMQ's proxy authorizes it
+// (auth.go has the table: Pub on the topics sent to, Sub on the group and
+// topic consumed, ...). A refusal is the call's response with status
+// UNAUTHORIZED (40100) or FORBIDDEN (40300); a Telemetry stream without a
+// valid signature gets that status and ends, and refused Settings are
+// answered with a status alone and not applied. Without Config.Auth the
+// signature the clients always send is ignored.
 //
 // # Sessions
 //

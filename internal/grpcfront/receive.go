@@ -59,6 +59,11 @@ func (s *Server) ReceiveMessage(req *v2.ReceiveMessageRequest, stream v2.Messagi
 	send := func(st *v2.Status) error {
 		return stream.Send(&v2.ReceiveMessageResponse{Content: &v2.ReceiveMessageResponse_Status{Status: st}})
 	}
+	if s.cfg.Auth != nil {
+		if st := s.check(stream.Context(), "ReceiveMessage", receiveNeeds(req)); st != nil {
+			return send(st)
+		}
+	}
 	pr, topic, st := s.popRequest(stream.Context(), req)
 	if st != nil {
 		return send(st)

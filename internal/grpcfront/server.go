@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/petrelmq/petrel/internal/auth"
 	"github.com/petrelmq/petrel/internal/broker"
 	"github.com/petrelmq/petrel/internal/clock"
 	"github.com/petrelmq/petrel/internal/grpcfront/pbcodec"
@@ -72,6 +73,12 @@ type Config struct {
 	// (a receive: beyond its long-poll wait). Default
 	// DefaultForwardTimeout.
 	ForwardTimeout time.Duration
+	// Auth, when set, authenticates every call by its signature (the
+	// "authorization" and "x-mq-date-time" metadata) and authorizes it
+	// by the user's policies (auth.go); refusals are answered in-band,
+	// UNAUTHORIZED or FORBIDDEN. Nil: no check, and the authorization
+	// metadata the clients always send is ignored.
+	Auth *auth.Checker
 }
 
 // DefaultClientExpiry is Config.ClientExpiry's default.
@@ -186,6 +193,9 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 			MinVersion:   tls.VersionTLS12,
 		})))
 	}
+	if cfg.Auth != nil {
+		opts = append(opts, grpc.UnaryInterceptor(s.authUnary))
+	}
 	s.gs = grpc.NewServer(opts...)
 	v2.RegisterMessagingServiceServer(s.gs, s)
 	s.sessions.init(s)
@@ -210,7 +220,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.served = true
 	s.listener = ln.Addr()
 	s.mu.Unlock()
-	s.log.Info("gRPC front serving", "addr", ln.Addr().String(), "tls", !s.cfg.Plaintext)
+	s.log.Info("gRPC front serving", "addr", ln.Addr().String(), "tls", !s.cfg.Plaintext, "auth", s.cfg.Auth != nil)
 	err := s.gs.Serve(ln)
 	if errors.Is(err, grpc.ErrServerStopped) || s.stop.Err() != nil {
 		return nil

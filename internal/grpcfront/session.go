@@ -339,6 +339,14 @@ func (s *Server) NotifyClientTermination(ctx context.Context, req *v2.NotifyClie
 // server shuts down; its end drops the client.
 func (s *Server) Telemetry(stream v2.MessagingService_TelemetryServer) error {
 	ctx := stream.Context()
+	if s.cfg.Auth != nil {
+		// A caller that is not a user gets nothing of the stream; one
+		// that is is checked again on every command (auth.go), as its
+		// user or policies may change while the stream is open.
+		if _, ref := s.authenticate(ctx, "Telemetry"); ref != nil {
+			return stream.Send(&v2.TelemetryCommand{Status: refusalStatus(ref)})
+		}
+	}
 	id := header(ctx, headerClientID)
 	if id == "" {
 		return stream.Send(&v2.TelemetryCommand{Status: status(v2.Code_CLIENT_ID_REQUIRED, "the stream has no %s header; send the client id", headerClientID),
@@ -383,7 +391,14 @@ func (s *Server) Telemetry(stream v2.MessagingService_TelemetryServer) error {
 	for {
 		select {
 		case cmd := <-in:
-			reply := s.onTelemetry(id, ns, cmd, ts)
+			var reply *v2.TelemetryCommand
+			if st := s.checkTelemetry(ctx, cmd); st != nil {
+				// Refused as RocketMQ's proxy refuses a command: a status
+				// alone; Settings refused are not applied.
+				reply = &v2.TelemetryCommand{Status: st}
+			} else {
+				reply = s.onTelemetry(id, ns, cmd, ts)
+			}
 			if reply == nil {
 				continue
 			}

@@ -264,7 +264,7 @@ func TestConversions(t *testing.T) {
 		t.Errorf("partial user: %+v, %v", u, err)
 	}
 	for _, bad := range []rmq.UserInfo{{}, {Username: "a b"}, {Username: "a", UserType: "root"}, {Username: "a", UserStatus: "on"},
-		{Username: "a", Password: strings.Repeat("x", MaxSecretBytes+1)}} {
+		{Username: "a", Password: strings.Repeat("x", auth.MaxSecretBytes+1)}} {
 		if _, err := UserFromInfo(bad); !errors.Is(err, auth.ErrInvalid) {
 			t.Errorf("UserFromInfo(%+v): %v", bad, err)
 		}

@@ -5,15 +5,9 @@ import (
 	"github.com/petrelmq/petrel/internal/remoting/rmq"
 )
 
-// Bounds of what a management request may carry.
-const (
-	// MaxSecretBytes bounds a user's secret.
-	MaxSecretBytes = 1024
-	// MaxPolicyEntries bounds the entries of one ACL (all policies).
-	MaxPolicyEntries = 4096
-	// MaxSourceIPs bounds the source IPs of one entry.
-	MaxSourceIPs = 256
-)
+// The bounds of what a management request may carry are auth's
+// (auth.MaxSecretBytes, auth.MaxPolicyEntries, auth.MaxSourceIPs), which the broker's
+// store applies too.
 
 // UserFromInfo reads a user of a create/update request. Name is required;
 // Password, UserType and UserStatus may be empty (a create takes the
@@ -25,8 +19,8 @@ func UserFromInfo(in rmq.UserInfo) (auth.User, error) {
 		return auth.User{}, err
 	}
 	u := auth.User{Name: in.Username, Secret: in.Password}
-	if len(in.Password) > MaxSecretBytes {
-		return auth.User{}, auth.Invalidf("the password of user %q is longer than %d bytes", in.Username, MaxSecretBytes)
+	if len(in.Password) > auth.MaxSecretBytes {
+		return auth.User{}, auth.Invalidf("the password of user %q is longer than %d bytes", in.Username, auth.MaxSecretBytes)
 	}
 	if in.UserType != "" {
 		t, err := auth.ParseUserType(in.UserType)
@@ -54,8 +48,9 @@ func UserToInfo(u auth.User) rmq.UserInfo {
 // AclFromInfo reads an ACL of a create/update request: subject User:NAME,
 // at least one policy (type Custom when empty) of at least one entry,
 // each with a resource, at least one action (not Any), valid source IPs
-// and a decision. The error wraps auth.ErrInvalid and names the policy
-// and entry.
+// (ranges lose their host bits) and a decision; at most auth.MaxPolicyEntries
+// entries, auth.MaxPolicyActions actions and auth.MaxSourceIPs source IPs an
+// entry. The error wraps auth.ErrInvalid and names the policy and entry.
 func AclFromInfo(in rmq.AclInfo) (auth.Acl, error) {
 	name, err := auth.ParseSubject(in.Subject)
 	if err != nil {
@@ -75,8 +70,8 @@ func AclFromInfo(in rmq.AclInfo) (auth.Acl, error) {
 			return auth.Acl{}, auth.Invalidf("policy %d has no entry: give at least one (resource, actions, decision)", i+1)
 		}
 		total += len(p.Entries)
-		if total > MaxPolicyEntries {
-			return auth.Acl{}, auth.Invalidf("the ACL has more than %d entries", MaxPolicyEntries)
+		if total > auth.MaxPolicyEntries {
+			return auth.Acl{}, auth.Invalidf("the ACL has more than %d entries: give fewer, broader ones (Topic:PREFIX*, Topic:*)", auth.MaxPolicyEntries)
 		}
 		pol := auth.Policy{Type: pt, Entries: make([]auth.PolicyEntry, 0, len(p.Entries))}
 		for j, e := range p.Entries {
@@ -100,8 +95,8 @@ func entryFromInfo(e rmq.PolicyEntryInfo) (auth.PolicyEntry, error) {
 	if err != nil {
 		return auth.PolicyEntry{}, err
 	}
-	if len(e.SourceIps) > MaxSourceIPs {
-		return auth.PolicyEntry{}, auth.Invalidf("more than %d source IPs", MaxSourceIPs)
+	if len(e.SourceIps) > auth.MaxSourceIPs {
+		return auth.PolicyEntry{}, auth.Invalidf("the entry lists %d source IPs, more than the limit of %d: give CIDR ranges instead of single addresses", len(e.SourceIps), auth.MaxSourceIPs)
 	}
 	pe := auth.PolicyEntry{Resource: res, Actions: acts}
 	for _, s := range e.SourceIps {

@@ -30,6 +30,7 @@ import (
 	"strings"
 
 	"github.com/petrelmq/petrel/internal/auth"
+	"github.com/petrelmq/petrel/internal/auth/authwire"
 	"github.com/petrelmq/petrel/internal/broker"
 	"github.com/petrelmq/petrel/internal/remoting"
 	"github.com/petrelmq/petrel/internal/remoting/rmq"
@@ -72,7 +73,7 @@ func (f *Front) authError(req *remoting.Command, err error, what string) *remoti
 	case errors.Is(err, auth.ErrUserExists):
 		return noPermission(req, "user %q exists already; change it with update user, or delete it first", what)
 	case errors.Is(err, auth.ErrUserNotFound):
-		return noPermission(req, "user %q does not exist; create it first", strings.TrimPrefix(what, subjectUserPrefix))
+		return noPermission(req, "user %q does not exist; create it first", userOfSubject(what))
 	case errors.Is(err, auth.ErrAclExists):
 		return noPermission(req, "subject %s has an ACL already; change it with update ACL", what)
 	case errors.Is(err, auth.ErrAclNotFound):
@@ -146,7 +147,7 @@ func (f *Front) deleteUser(ctx context.Context, _ *remoting.Conn, req *remoting.
 	if err != nil {
 		return invalid(req, err)
 	}
-	if err := checkAuthName("the username", h.Username); err != nil {
+	if err := auth.ValidUserName(h.Username); err != nil {
 		return invalid(req, err)
 	}
 	old, ok := adm.GetUser(h.Username)
@@ -171,7 +172,7 @@ func (f *Front) getUser(_ context.Context, _ *remoting.Conn, req *remoting.Comma
 	if err != nil {
 		return invalid(req, err)
 	}
-	if err := checkAuthName("the username", h.Username); err != nil {
+	if err := auth.ValidUserName(h.Username); err != nil {
 		return invalid(req, err)
 	}
 	u, ok := adm.GetUser(h.Username)
@@ -213,7 +214,7 @@ func (f *Front) aclWrite(ctx context.Context, req *remoting.Command, write func(
 	if err != nil {
 		return invalid(req, err)
 	}
-	if _, ok := adm.GetUser(strings.TrimPrefix(acl.Subject, subjectUserPrefix)); !ok {
+	if _, ok := adm.GetUser(userOfSubject(acl.Subject)); !ok {
 		return f.authError(req, auth.ErrUserNotFound, acl.Subject)
 	}
 	if err := write(adm, ctx, acl); err != nil {
@@ -236,21 +237,22 @@ func (f *Front) deleteACL(ctx context.Context, _ *remoting.Conn, req *remoting.C
 	if err != nil {
 		return invalid(req, err)
 	}
-	subject, name, err := parseSubject(h.Subject)
+	name, err := auth.ParseSubject(h.Subject)
 	if err != nil {
 		return invalid(req, err)
 	}
-	pt, err := parsePolicyType(h.PolicyType)
+	subject := auth.Subject(name)
+	pt, err := auth.ParsePolicyType(h.PolicyType)
 	if err != nil {
 		return invalid(req, err)
 	}
 	resource := ""
 	if h.Resource != "" {
-		r, err := parseResource(h.Resource)
+		r, err := auth.ParseResource(h.Resource)
 		if err != nil {
 			return invalid(req, err)
 		}
-		resource = resourceString(r)
+		resource = r.String()
 	}
 	if _, ok := adm.GetUser(name); !ok {
 		return f.authError(req, auth.ErrUserNotFound, subject)
@@ -267,10 +269,11 @@ func (f *Front) getACL(_ context.Context, _ *remoting.Conn, req *remoting.Comman
 	if err != nil {
 		return invalid(req, err)
 	}
-	subject, name, err := parseSubject(h.Subject)
+	name, err := auth.ParseSubject(h.Subject)
 	if err != nil {
 		return invalid(req, err)
 	}
+	subject := auth.Subject(name)
 	if _, ok := adm.GetUser(name); !ok {
 		return f.authError(req, auth.ErrUserNotFound, subject)
 	}
@@ -279,7 +282,7 @@ func (f *Front) getACL(_ context.Context, _ *remoting.Conn, req *remoting.Comman
 		return remoting.NewResponse(req, rmq.RespSuccess, fmt.Sprintf("subject %s has no ACL", subject))
 	}
 	resp := remoting.NewResponse(req, rmq.RespSuccess, "")
-	resp.Body = rmq.EncodeAclInfo(aclToInfo(acl))
+	resp.Body = rmq.EncodeAclInfo(authwire.AclToInfo(acl))
 	return resp
 }
 
@@ -289,7 +292,7 @@ func (f *Front) listACLs(_ context.Context, _ *remoting.Conn, req *remoting.Comm
 	acls := adm.ListAcls(h.SubjectFilter, h.ResourceFilter)
 	infos := make([]rmq.AclInfo, 0, len(acls))
 	for _, a := range acls {
-		infos = append(infos, aclToInfo(a))
+		infos = append(infos, authwire.AclToInfo(a))
 	}
 	resp := remoting.NewResponse(req, rmq.RespSuccess, "")
 	resp.Body = rmq.EncodeAclInfos(infos)

@@ -163,7 +163,7 @@ func (s *fakeAuth) DeleteAcl(_ context.Context, subject string, pt auth.PolicyTy
 			continue
 		}
 		old.Policies[i].Entries = slices.DeleteFunc(p.Entries, func(e auth.PolicyEntry) bool {
-			match := resourceString(e.Resource) == resource
+			match := e.Resource.String() == resource
 			found = found || match
 			return match
 		})
@@ -193,7 +193,7 @@ func (s *fakeAuth) ListAcls(subjectFilter, resourceFilter string) []auth.Acl {
 		hit := resourceFilter == ""
 		for _, p := range a.Policies {
 			for _, e := range p.Entries {
-				hit = hit || strings.Contains(resourceString(e.Resource), resourceFilter)
+				hit = hit || strings.Contains(e.Resource.String(), resourceFilter)
 			}
 		}
 		if hit {
