@@ -18,6 +18,7 @@ import (
 
 	"github.com/petrelmq/petrel/internal/auth"
 	"github.com/petrelmq/petrel/internal/auth/authwire"
+	"github.com/petrelmq/petrel/internal/daemon"
 	"github.com/petrelmq/petrel/internal/daemon/daemontest"
 	"github.com/petrelmq/petrel/internal/netx"
 	"github.com/petrelmq/petrel/internal/remoting"
@@ -333,6 +334,32 @@ func TestServerWithAuthAndEnforcedTLS(t *testing.T) {
 		}
 		if resp.Code == auth.RemotingCode || time.Now().After(deadline) {
 			t.Fatalf("the init user's topic create: code %d %q", resp.Code, resp.Remark)
+		}
+	}
+}
+
+// The gRPC endpoint serves --tls-cert/--tls-key unless its own certificate
+// flags or --grpc-plaintext are given.
+func TestGRPCUsesTheSharedCertificate(t *testing.T) {
+	sec := &securityOptions{tlsCert: "/etc/petrel/tls.pem", tlsKey: "/etc/petrel/tls-key.pem"}
+	for _, c := range []struct {
+		o                  grpcOptions
+		wantCert, wantKey  string
+		wantDescribePrefix string
+	}{
+		{grpcOptions{listen: ":8081"}, sec.tlsCert, sec.tlsKey, "TLS, certificate /etc/petrel/tls.pem (--tls-cert)"},
+		{grpcOptions{listen: ":8081", tlsCert: "/g.pem", tlsKey: "/g-key.pem"}, "/g.pem", "/g-key.pem", "TLS, certificate /g.pem"},
+		{grpcOptions{listen: ":8081", plaintext: true}, "", "", "plaintext"},
+	} {
+		var cfg daemon.BrokerConfig
+		if err := c.o.apply(&cfg, sec); err != nil {
+			t.Fatal(err)
+		}
+		if cfg.GRPC.TLSCert != c.wantCert || cfg.GRPC.TLSKey != c.wantKey {
+			t.Errorf("%+v: gRPC certificate %q / %q, want %q / %q", c.o, cfg.GRPC.TLSCert, cfg.GRPC.TLSKey, c.wantCert, c.wantKey)
+		}
+		if got := c.o.describe("/data"); got != c.wantDescribePrefix {
+			t.Errorf("%+v: describe %q, want %q", c.o, got, c.wantDescribePrefix)
 		}
 	}
 }

@@ -396,7 +396,7 @@ func (d *Broker) startGRPC(cfg BrokerConfig, nw netx.Network) error {
 		gc.Logger = cfg.Logger
 	}
 	if a := cfg.Security.Auth; a != nil {
-		setGRPCAuth(&gc, a.Checker())
+		gc.Auth = a.Checker()
 	}
 	if gc.Master == nil && cfg.replicated() {
 		// A slave forwards what only its master does to the master the

@@ -16,6 +16,11 @@ import (
 	"testing"
 	"time"
 
+	v2 "github.com/apache/rocketmq-clients/golang/v5/protocol/v2"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+
 	"github.com/petrelmq/petrel/internal/auth"
 	"github.com/petrelmq/petrel/internal/auth/authwire"
 	"github.com/petrelmq/petrel/internal/broker"
@@ -533,5 +538,38 @@ func TestRestartWithAnotherInitSecretWarns(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "rotated") || strings.Contains(logs.String(), initSecret) {
 		t.Fatalf("a secret is in the log:\n%s", logs.String())
+	}
+}
+
+// With --auth the gRPC front gets the process's checker: an unsigned 5.x
+// send is refused in-band with UNAUTHORIZED (40100), one signed as the
+// init user is stored.
+func TestAuthReachesTheGRPCFront(t *testing.T) {
+	c := daemontest.StartWith(t, authSecurity(), func(cfg *daemon.BrokerConfig) { cfg.GRPCListen = "127.0.0.1:0" })
+	conn, err := grpc.NewClient(c.Broker.GRPCAddr().String(), grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{InsecureSkipVerify: true})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ms := v2.NewMessagingServiceClient(conn)
+	send := func(ctx context.Context, id string) *v2.SendMessageResponse {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		resp, err := ms.SendMessage(ctx, &v2.SendMessageRequest{Messages: []*v2.Message{{Topic: &v2.Resource{Name: "T1"}, Body: []byte("hi"),
+			SystemProperties: &v2.SystemProperties{MessageId: id, MessageType: v2.MessageType_NORMAL}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	base := metadata.AppendToOutgoingContext(context.Background(), "x-mq-client-id", "c1")
+	if resp := send(base, "ID-1"); resp.GetStatus().GetCode() != v2.Code_UNAUTHORIZED {
+		t.Fatalf("unsigned 5.x send: %v, want UNAUTHORIZED", resp.GetStatus())
+	}
+	now := auth.GRPCDateTime(time.Now())
+	signed := metadata.AppendToOutgoingContext(base, "x-mq-date-time", now, "authorization", auth.GRPCAuthorization(initUser, initSecret, now))
+	if resp := send(signed, "ID-2"); resp.GetStatus().GetCode() != v2.Code_OK {
+		t.Fatalf("signed 5.x send: %v, want OK", resp.GetStatus())
 	}
 }
