@@ -5,11 +5,14 @@
 // wrappers so that a listener or a dialer becomes TLS without the code
 // above it knowing.
 //
-// This file is the contract the other packages are written against.
+// This file is the contract the other packages are written against;
+// server.go holds the reloadable identity, listen.go the listeners of
+// the three modes and dial.go the client side.
 package tlsx
 
 import (
 	"crypto/tls"
+	"fmt"
 	"net"
 
 	"github.com/petrelmq/petrel/internal/netx"
@@ -25,7 +28,13 @@ const (
 )
 
 // ParseMode parses a --tls-mode value, with an error naming the choices.
-func ParseMode(s string) (Mode, error) { panic("tlsx: not implemented yet") }
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(s); m {
+	case Disabled, Permissive, Enforcing:
+		return m, nil
+	}
+	return "", fmt.Errorf("tlsx: unknown TLS mode %q: use disabled, permissive (TLS and plaintext on one port) or enforcing (TLS only)", s)
+}
 
 // Files are the server's certificate, key and, for mutual TLS, the CA
 // that client certificates must chain to.
@@ -33,27 +42,24 @@ type Files struct {
 	Cert, Key, ClientCA string
 }
 
-// Server is a reloadable server identity.
-type Server struct{ _ int }
-
 // NewServer loads f (Cert and Key required), with errors that name the
 // file and say what to do.
-func NewServer(f Files) (*Server, error) { panic("tlsx: not implemented yet") }
+func NewServer(f Files) (*Server, error) { return newServer(f) }
 
 // Reload reads the files again; on error the old ones stay in use.
-func (s *Server) Reload() error { panic("tlsx: not implemented yet") }
+func (s *Server) Reload() error { return s.reload() }
 
 // Config is the server-side tls.Config: the current certificate (read per
 // handshake, so Reload applies to new connections), TLS 1.2+, and with a
 // ClientCA RequireAndVerifyClientCert.
-func (s *Server) Config() *tls.Config { panic("tlsx: not implemented yet") }
+func (s *Server) Config() *tls.Config { return s.config() }
 
 // PeerConfig is the client-side config for links between Petrel processes
 // (broker to name server, slave to master, controller peers): it presents
 // the current certificate (mutual TLS) and verifies the peer against
 // ClientCA when one is given; without one it encrypts but does not verify
 // (stated in docs/security.md).
-func (s *Server) PeerConfig() *tls.Config { panic("tlsx: not implemented yet") }
+func (s *Server) PeerConfig() *tls.Config { return s.peerConfig() }
 
 // Listener wraps ln: Disabled returns ln; Enforcing makes every accepted
 // connection a TLS server connection; Permissive looks at each
@@ -61,13 +67,17 @@ func (s *Server) PeerConfig() *tls.Config { panic("tlsx: not implemented yet") }
 // RocketMQ frame nor HTTP request starts with) on its first Read, so
 // Accept never waits on a peer.
 func (s *Server) Listener(ln net.Listener, mode Mode) net.Listener {
-	panic("tlsx: not implemented yet")
+	return s.listener(ln, mode)
 }
 
 // ListenNetwork returns nw with Listen wrapped by Listener(mode); Dial is
 // unchanged.
 func (s *Server) ListenNetwork(nw netx.Network, mode Mode) netx.Network {
-	panic("tlsx: not implemented yet")
+	if mode == Disabled {
+		return nw
+	}
+	s.checkMode(mode)
+	return listenNetwork{nw: nw, s: s, mode: mode}
 }
 
 // ClientOptions are a client's TLS settings (the CLI's --tls, --tls-ca,
@@ -80,9 +90,11 @@ type ClientOptions struct {
 }
 
 // ClientConfig builds the client tls.Config.
-func ClientConfig(o ClientOptions) (*tls.Config, error) { panic("tlsx: not implemented yet") }
+func ClientConfig(o ClientOptions) (*tls.Config, error) { return clientConfig(o) }
 
 // DialNetwork returns nw with Dial wrapped in a TLS client handshake
 // (bounded by the dial's ctx; ServerName defaults to the dialed host);
 // Listen is unchanged.
-func DialNetwork(nw netx.Network, cfg *tls.Config) netx.Network { panic("tlsx: not implemented yet") }
+func DialNetwork(nw netx.Network, cfg *tls.Config) netx.Network {
+	return dialNetwork{nw: netx.Or(nw), cfg: cfg}
+}
