@@ -51,7 +51,8 @@ func TestOperatorHelpReadsAsAManual(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s --help: %v", c.CommandPath(), err)
 		}
-		for _, want := range []string{"Usage:", "Examples:", "--namesrv string", `(default "127.0.0.1:9876")`, `-o, --output string`, "(default 5s)"} {
+		for _, want := range []string{"Usage:", "Examples:", "--namesrv string", `(default "127.0.0.1:9876")`, `-o, --output string`, "(default 5s)",
+			"--access-key string", "--secret-key string", "--tls ", "--tls-ca string", "--tls-insecure", "PETREL_ACCESS_KEY", "visible in ps"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("%s --help lacks %q:\n%s", c.CommandPath(), want, out)
 			}
@@ -62,7 +63,7 @@ func TestOperatorHelpReadsAsAManual(t *testing.T) {
 		t.Fatalf("checked %d operator commands, want the 20 or more there are", seen)
 	}
 	out, _ := execute(t, "", "--help")
-	for _, cmd := range []string{"cluster", "topic", "group", "send", "consume", "message", "dlq", "completion"} {
+	for _, cmd := range []string{"cluster", "topic", "group", "send", "consume", "message", "dlq", "user", "acl", "completion"} {
 		if !strings.Contains(out, "\n  "+cmd+" ") {
 			t.Errorf("petrel --help does not list %s:\n%s", cmd, out)
 		}
@@ -80,7 +81,7 @@ func isAdmin(c *cobra.Command) bool {
 		top = top.Parent()
 	}
 	switch top.Name() {
-	case "cluster", "topic", "group", "send", "consume", "message", "dlq":
+	case "cluster", "topic", "group", "send", "consume", "message", "dlq", "user", "acl":
 		return true
 	}
 	return false

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -57,7 +58,14 @@ once a second on stderr when it is a terminal (--progress).
 
 A run stops after --count messages, after --duration (given alone, it runs
 for that long), or on SIGINT/SIGTERM (printing what it measured). Only
-loopback addresses are used unless --allow-remote is given.`,
+loopback addresses are used unless --allow-remote is given.
+
+Against a server run with --auth, give a user's credentials
+(--access-key/--secret-key or PETREL_ACCESS_KEY/PETREL_SECRET_KEY): every
+remoting request is signed, every gRPC call carries the 5.x clients'
+authorization metadata. --tls (or --tls-ca / --tls-insecure) dials the
+remoting servers over TLS; for --grpc, --tls-ca verifies the front's
+certificate instead of accepting any.`,
 		Example: `  petrel server &
   petrel bench produce --size 1024 --count 1000000 --concurrency 128
   petrel bench consume --count 1000000
@@ -73,11 +81,13 @@ loopback addresses are used unless --allow-remote is given.`,
 		return err
 	}
 	cmd.PersistentPostRun = func(*cobra.Command, []string) { stopProfile() }
-	cmd.AddCommand(newBenchProduceCmd(r), newBenchConsumeCmd(r), newBenchReceiveCmd(r))
+	sec := &securityFlags{}
+	addSecurityFlags(cmd.PersistentFlags(), sec)
+	cmd.AddCommand(newBenchProduceCmd(r, sec), newBenchConsumeCmd(r, sec), newBenchReceiveCmd(r, sec))
 	return cmd
 }
 
-func newBenchProduceCmd(r benchRunners) *cobra.Command {
+func newBenchProduceCmd(r benchRunners, sec *securityFlags) *cobra.Command {
 	var cfg loadgen.ProduceConfig
 	var namesrv, mode string
 	var out benchOutput
@@ -118,6 +128,10 @@ nor --mode oneway. The result line's scenario is then produce-grpc.`,
 			}
 			cfg.Mode = m
 			cfg.NameServers = splitNameServers(namesrv)
+			if cfg.Security, err = sec.bench(cfg.GRPCPlaintext); err != nil {
+				return err
+			}
+			out.signed = cfg.AccessKey != ""
 			if err := grpcProduceFlags(cmd, &cfg); err != nil {
 				return err
 			}
@@ -174,7 +188,7 @@ func grpcProduceFlags(cmd *cobra.Command, cfg *loadgen.ProduceConfig) error {
 	return nil
 }
 
-func newBenchConsumeCmd(r benchRunners) *cobra.Command {
+func newBenchConsumeCmd(r benchRunners, sec *securityFlags) *cobra.Command {
 	var cfg loadgen.ConsumeConfig
 	var namesrv string
 	var out benchOutput
@@ -205,6 +219,11 @@ as the official clients do.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.NameServers = splitNameServers(namesrv)
+			var err error
+			if cfg.Security, err = sec.bench(false); err != nil {
+				return err
+			}
+			out.signed = cfg.AccessKey != ""
 			countOrDuration(cmd, &cfg.Count)
 			return out.run(cmd, func(ctx context.Context, progress func(loadgen.Progress)) (*loadgen.Result, error) {
 				cfg.Progress = progress
@@ -247,6 +266,7 @@ func countOrDuration(cmd *cobra.Command, count *int64) {
 type benchOutput struct {
 	format   string // -o: table (the one result line; "text" is accepted too) or json
 	progress string // --progress: auto, on or off
+	signed   bool   // the run has credentials (no hint to pass them)
 }
 
 func (o *benchOutput) addFlags(fl *pflag.FlagSet) {
@@ -284,6 +304,14 @@ func (o *benchOutput) run(cmd *cobra.Command, run func(context.Context, func(loa
 	res, err := run(ctx, progress)
 	if pp != nil {
 		pp.end()
+	}
+	if !o.signed {
+		if err != nil && needsCredentials(err.Error()) {
+			err = fmt.Errorf("%w; %s", err, benchCredentialsHint)
+		}
+		if res != nil && needsCredentials(res.FirstError) {
+			res.FirstError += "; " + benchCredentialsHint
+		}
 	}
 	return printBenchResult(cmd, res, err, o.format == cli.OutputJSON)
 }
@@ -348,7 +376,7 @@ func printBenchResult(cmd *cobra.Command, res *loadgen.Result, err error, asJSON
 	return err
 }
 
-func newBenchReceiveCmd(r benchRunners) *cobra.Command {
+func newBenchReceiveCmd(r benchRunners, sec *securityFlags) *cobra.Command {
 	var cfg loadgen.ReceiveConfig
 	var out benchOutput
 	cmd := &cobra.Command{
@@ -376,6 +404,11 @@ arrived for --idle. TLS accepting any certificate unless --grpc-plaintext.`,
 			if cfg.Group == "" {
 				return fmt.Errorf("--group is required: name the consumer group to receive as")
 			}
+			var err error
+			if cfg.Security, err = sec.bench(cfg.GRPCPlaintext); err != nil {
+				return err
+			}
+			out.signed = cfg.AccessKey != ""
 			countOrDuration(cmd, &cfg.Count)
 			return out.run(cmd, func(ctx context.Context, progress func(loadgen.Progress)) (*loadgen.Result, error) {
 				cfg.Progress = progress
@@ -400,4 +433,27 @@ arrived for --idle. TLS accepting any certificate unless --grpc-plaintext.`,
 	fl.BoolVar(&cfg.AllowRemote, "allow-remote", false, "allow a non-local --grpc address")
 	fl.StringVar(&cfg.Scenario, "scenario", "receive", "scenario name printed in the result line")
 	return cmd
+}
+
+// bench is the load generator's Security of the flags; TLS flags with
+// --grpc-plaintext contradict each other.
+func (f *securityFlags) bench(grpcPlaintext bool) (loadgen.Security, error) {
+	if grpcPlaintext && (f.tls || f.tlsCA != "" || f.tlsInsecure) {
+		return loadgen.Security{}, fmt.Errorf("%w: --grpc-plaintext dials without TLS and --tls/--tls-ca/--tls-insecure with it: drop one of them", cli.ErrUsage)
+	}
+	ak, sk, tlsCfg, err := f.resolve()
+	if err != nil {
+		return loadgen.Security{}, err
+	}
+	return loadgen.Security{AccessKey: ak, SecretKey: sk, TLS: tlsCfg}, nil
+}
+
+// benchCredentialsHint is added to a refusal of an unsigned run.
+const benchCredentialsHint = "the server requires credentials: pass --access-key and --secret-key (or set " + cli.AccessKeyEnv + " / " + cli.SecretKeyEnv + ")"
+
+// needsCredentials reports whether a failure's text is a refusal for want
+// of credentials: NO_PERMISSION (code 16) on remoting, UNAUTHORIZED on
+// gRPC.
+func needsCredentials(text string) bool {
+	return strings.Contains(text, "code 16:") || strings.Contains(text, "UNAUTHORIZED")
 }

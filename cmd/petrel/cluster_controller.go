@@ -10,6 +10,7 @@ import (
 
 	"github.com/petrelmq/petrel/internal/cli"
 	"github.com/petrelmq/petrel/internal/controller/client"
+	"github.com/petrelmq/petrel/internal/remoting"
 )
 
 // controllerEnv names the environment variable that sets --controller's
@@ -34,7 +35,7 @@ func controllerRun(af *adminFlags, f *controllerFlags, fn func(context.Context, 
 		if err != nil {
 			return err
 		}
-		ctl := newControllerClient(addrs, cmp.Or(af.timeout, cli.DefaultTimeout))
+		ctl := newControllerClient(addrs, cmp.Or(af.timeout, cli.DefaultTimeout), c.ClientOptions())
 		defer ctl.Close()
 		return fn(ctx, c, ctl)
 	})
@@ -46,10 +47,12 @@ type controllerClient interface {
 	Close() error
 }
 
-func newControllerClient(addrs []string, timeout time.Duration) controllerClient {
+func newControllerClient(addrs []string, timeout time.Duration, ro remoting.ClientOptions) controllerClient {
 	// An operator election waits out the old master's lease (3.35 s by
-	// default): a call may take that much longer than one answer.
-	return client.New(addrs, client.Options{Timeout: timeout + cli.ElectionWait})
+	// default): a call may take that much longer than one answer. The
+	// controller is dialed and signed to as the CLI's other servers
+	// (--tls, --access-key).
+	return client.New(addrs, client.Options{Timeout: timeout + cli.ElectionWait, Network: ro.Network, Sign: ro.Sign})
 }
 
 func newClusterGroupsCmd(af *adminFlags) *cobra.Command {

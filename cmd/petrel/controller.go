@@ -20,8 +20,11 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/petrelmq/petrel/internal/auth/authwire"
 	"github.com/petrelmq/petrel/internal/controller"
+	"github.com/petrelmq/petrel/internal/daemon"
 	"github.com/petrelmq/petrel/internal/remoting"
+	"github.com/petrelmq/petrel/internal/tlsx"
 )
 
 // controllerOptions are the flags of a controller voter.
@@ -164,8 +167,10 @@ func (c *controllerOptions) tlsConfig() (*tls.Config, error) {
 }
 
 // startController starts the voter of o's flags and prints its startup
-// line.
-func startController(o *options, logger *slog.Logger, out io.Writer) (*controller.Node, error) {
+// line. sec is the process's --tls-* (its listener and its dials to the
+// other voters) and --auth (every remoting request of the port needs a
+// super user).
+func startController(o *options, logger *slog.Logger, out io.Writer, sec daemon.Security) (*controller.Node, error) {
 	dir, err := filepath.Abs(o.dataDir)
 	if err != nil {
 		return nil, fmt.Errorf("--data-dir %q: %w", o.dataDir, err)
@@ -178,6 +183,15 @@ func startController(o *options, logger *slog.Logger, out io.Writer) (*controlle
 	if err != nil {
 		return nil, err
 	}
+	if sec.TLS != nil && sec.TLSMode != tlsx.Disabled {
+		if cfg.TLS != nil {
+			return nil, fmt.Errorf("--controller-tls-cert and --tls-mode %s both set the controller port's TLS; give one (--tls-mode covers every port of the process)", sec.TLSMode)
+		}
+		cfg.Network = sec.Network(nil)
+	}
+	if sec.Auth != nil {
+		cfg.Guard = sec.Auth.Guard(authwire.Internal, "")
+	}
 	if err := checkListen(listenFlag{"controller-listen", cfg.Listen}); err != nil {
 		return nil, err
 	}
@@ -188,6 +202,8 @@ func startController(o *options, logger *slog.Logger, out io.Writer) (*controlle
 	tlsNote := ""
 	if cfg.TLS != nil {
 		tlsNote = ", TLS"
+	} else if cfg.Network != nil {
+		tlsNote = ", TLS " + string(sec.TLSMode)
 	}
 	fmt.Fprintf(out, "petrel: controller voter %d listening on %s (advertised %s%s), peers %s\n", cfg.ID, n.ListenAddr(), n.Addr(), tlsNote, controller.FormatPeers(cfg.Peers))
 	fmt.Fprintf(out, "petrel: controller data in %s\n", filepath.Join(dir, "controller"))
@@ -227,6 +243,7 @@ A name server can embed a voter instead: petrel namesrv --controller-id N
 	addCommonFlags(cmd.Flags(), o)
 	addControllerFlags(cmd.Flags(), &o.ctl, &o.dataDir, false)
 	addRemotingFlags(cmd.Flags(), &o.remoting)
+	addTLSFlags(cmd.Flags(), &o.sec)
 	return cmd
 }
 
@@ -244,7 +261,12 @@ func runController(ctx context.Context, o *options, out io.Writer, started func(
 		return err
 	}
 	defer stopProfile()
-	n, err := startController(o, logger, out)
+	sec, err := o.sec.security(logger)
+	if err != nil {
+		return err
+	}
+	reloadOnSIGHUP(ctx, sec.TLS, logger)
+	n, err := startController(o, logger, out, sec)
 	if err != nil {
 		return err
 	}

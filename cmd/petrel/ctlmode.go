@@ -18,8 +18,10 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/petrelmq/petrel/internal/auth/authwire"
 	"github.com/petrelmq/petrel/internal/controller"
 	"github.com/petrelmq/petrel/internal/daemon"
+	"github.com/petrelmq/petrel/internal/remoting"
 )
 
 // ctlOptions are the controller-mode flags.
@@ -49,7 +51,10 @@ const embeddedRaftTimeout = 100 * time.Millisecond
 // startEmbeddedController starts petrel server's controller: one voter
 // (no fault tolerance: the same code as a 3-voter deployment), its raft
 // data in <data-dir>/controller, and points the broker at it.
-func startEmbeddedController(o *options, logger *slog.Logger, out io.Writer) (*controller.Node, error) {
+// sec is the process's: the port serves its TLS and, with --auth, needs a
+// super user on every remoting request (the broker signs as the init
+// user).
+func startEmbeddedController(o *options, logger *slog.Logger, out io.Writer, sec daemon.Security) (*controller.Node, error) {
 	dir, err := filepath.Abs(o.dataDir)
 	if err != nil {
 		return nil, fmt.Errorf("--data-dir %q: %w", o.dataDir, err)
@@ -58,8 +63,12 @@ func startEmbeddedController(o *options, logger *slog.Logger, out io.Writer) (*c
 		return nil, fmt.Errorf("--data-dir %s: %w", dir, err)
 	}
 	listen := cmp.Or(strings.TrimSpace(o.ctlMode.listen), "127.0.0.1:0")
+	var guard remoting.Guard
+	if sec.Auth != nil {
+		guard = sec.Auth.Guard(authwire.Internal, "")
+	}
 	node, err := controller.StartNode(controller.NodeConfig{ID: 1, Listen: listen, DataDir: dir,
-		Service: controller.DefaultServiceConfig(), Logger: logger,
+		Service: controller.DefaultServiceConfig(), Logger: logger, Network: sec.Network(nil), Guard: guard,
 		// One voter elects itself: nobody to split a vote with, so short
 		// raft timeouts only make the start quicker.
 		HeartbeatTimeout: embeddedRaftTimeout, ElectionTimeout: embeddedRaftTimeout, LeaderLeaseTimeout: embeddedRaftTimeout / 2})

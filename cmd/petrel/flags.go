@@ -54,6 +54,7 @@ type options struct {
 	repl          replOptions       // replication.go
 	ctl           controllerOptions // controller.go
 	ctlMode       ctlOptions        // ctlmode.go
+	sec           securityOptions   // auth.go, tls.go
 }
 
 func addCommonFlags(fl *pflag.FlagSet, o *options) {

@@ -17,6 +17,8 @@ type grpcOptions struct {
 	tlsCert   string
 	tlsKey    string
 	plaintext bool
+	// sharedCert: the --tls-cert apply gave the front (for describe).
+	sharedCert string
 }
 
 func addGRPCFlags(fl *pflag.FlagSet, o *grpcOptions) {
@@ -27,8 +29,10 @@ func addGRPCFlags(fl *pflag.FlagSet, o *grpcOptions) {
 }
 
 // apply puts the gRPC settings into the daemon's config; the front is off
-// when --grpc-listen is "" or "off".
-func (o *grpcOptions) apply(cfg *daemon.BrokerConfig) error {
+// when --grpc-listen is "" or "off". It serves the certificate of
+// --tls-cert/--tls-key (sec) unless --grpc-tls-cert/--grpc-tls-key or
+// --grpc-plaintext are given.
+func (o *grpcOptions) apply(cfg *daemon.BrokerConfig, sec *securityOptions) error {
 	listen := strings.TrimSpace(o.listen)
 	if listen == "" || strings.EqualFold(listen, "off") {
 		if o.tlsCert != "" || o.tlsKey != "" || o.plaintext {
@@ -44,6 +48,10 @@ func (o *grpcOptions) apply(cfg *daemon.BrokerConfig) error {
 	}
 	cfg.GRPCListen = listen
 	cfg.GRPC.TLSCert, cfg.GRPC.TLSKey, cfg.GRPC.Plaintext = o.tlsCert, o.tlsKey, o.plaintext
+	if o.tlsCert == "" && !o.plaintext && sec != nil && sec.tlsCert != "" && sec.tlsKey != "" {
+		cfg.GRPC.TLSCert, cfg.GRPC.TLSKey = sec.tlsCert, sec.tlsKey
+		o.sharedCert = sec.tlsCert
+	}
 	return nil
 }
 
@@ -54,6 +62,8 @@ func (o *grpcOptions) describe(dataDir string) string {
 		return "plaintext"
 	case o.tlsCert != "":
 		return "TLS, certificate " + o.tlsCert
+	case o.sharedCert != "":
+		return "TLS, certificate " + o.sharedCert + " (--tls-cert)"
 	}
 	return "TLS, self-signed certificate " + filepath.Join(dataDir, grpcfront.CertFileName)
 }

@@ -35,7 +35,7 @@ func TestGRPCFlags(t *testing.T) {
 		{grpcOptions{listen: ":1", plaintext: true}, ":1", ""},
 	} {
 		var cfg daemon.BrokerConfig
-		err := c.o.apply(&cfg)
+		err := c.o.apply(&cfg, nil)
 		switch {
 		case c.bad != "" && (err == nil || !strings.Contains(err.Error(), c.bad)):
 			t.Errorf("%+v: %v, want an error saying %q", c.o, err, c.bad)

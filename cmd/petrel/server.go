@@ -52,6 +52,8 @@ without its fault tolerance; the broker is replica 1 and master of its group.`,
 	addReplicationFlags(cmd.Flags(), &o.repl, true)
 	addControllerModeFlags(cmd.Flags(), &o.ctlMode, true)
 	addRemotingFlags(cmd.Flags(), &o.remoting)
+	addAuthFlags(cmd.Flags(), &o.sec)
+	addTLSFlags(cmd.Flags(), &o.sec)
 	return cmd
 }
 
@@ -88,14 +90,20 @@ servers then make a three-voter controller without more processes.`,
 			if err != nil {
 				return err
 			}
-			ns, err := daemon.StartNameServer(o.namesrvListen, namesrv.Options{Logger: logger, Limits: limits})
+			sec, err := o.sec.security(logger)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "petrel: name server listening on %s\n", ns.Addr())
+			reloadOnSIGHUP(ctx, sec.TLS, logger)
+			ns, err := daemon.StartNameServerWith(o.namesrvListen, namesrv.Options{Logger: logger, Limits: limits}, sec)
+			if err != nil {
+				return err
+			}
+			logNameServerAuth(logger, sec)
+			fmt.Fprintf(cmd.OutOrStdout(), "petrel: name server listening on %s (%s)\n", ns.Addr(), o.sec.describeTLS(sec.TLSMode))
 			stopVoter := func() error { return nil }
 			if o.ctl.enabled() { // controller.go: an embedded controller voter
-				n, err := startController(o, logger, cmd.OutOrStdout())
+				n, err := startController(o, logger, cmd.OutOrStdout(), sec)
 				if err != nil {
 					ns.Close()
 					return err
@@ -111,6 +119,8 @@ servers then make a three-voter controller without more processes.`,
 	addNamesrvFlags(cmd.Flags(), o)
 	addRemotingFlags(cmd.Flags(), &o.remoting)
 	addControllerFlags(cmd.Flags(), &o.ctl, &o.dataDir, true)
+	addAuthFlags(cmd.Flags(), &o.sec)
+	addTLSFlags(cmd.Flags(), &o.sec)
 	return cmd
 }
 
@@ -142,7 +152,7 @@ acknowledges sends only while its heartbeats renew its lease.`,
 			if err := checkListen(o.brokerListens()...); err != nil {
 				return err
 			}
-			return runBroker(cmd.Context(), o, splitNameServers(o.namesrv), cmd.OutOrStdout(), nil)
+			return runBroker(cmd.Context(), o, splitNameServers(o.namesrv), cmd.OutOrStdout(), nil, nil)
 		},
 	}
 	addCommonFlags(cmd.Flags(), o)
@@ -150,6 +160,8 @@ acknowledges sends only while its heartbeats renew its lease.`,
 	addReplicationFlags(cmd.Flags(), &o.repl, false)
 	addControllerModeFlags(cmd.Flags(), &o.ctlMode, false)
 	addRemotingFlags(cmd.Flags(), &o.remoting)
+	addAuthFlags(cmd.Flags(), &o.sec)
+	addTLSFlags(cmd.Flags(), &o.sec)
 	cmd.Flags().StringVar(&o.namesrv, "namesrv", "", "name servers to register with, semicolon-separated ip:port")
 	return cmd
 }
@@ -178,28 +190,45 @@ func runServer(ctx context.Context, o *options, out io.Writer, started func()) e
 	if err != nil {
 		return err
 	}
-	ns, err := daemon.StartNameServer(o.namesrvListen, namesrv.Options{Logger: logger, Limits: limits})
+	sec, err := o.sec.security(logger)
+	if err != nil {
+		return err
+	}
+	if sec.Auth != nil && sec.AccessKey == "" {
+		return errors.New("--auth needs --auth-init-user NAME:SECRET (or --auth-init-user-file) on petrel server: its broker signs its registrations with the name server and its controller heartbeats as that super user (created on first start), and the name server and the controller check them")
+	}
+	ns, err := daemon.StartNameServerWith(o.namesrvListen, namesrv.Options{Logger: logger, Limits: limits}, sec)
 	if err != nil {
 		return err
 	}
 	defer ns.Close()
 	fmt.Fprintf(out, "petrel: name server listening on %s\n", ns.Addr())
-	node, err := startEmbeddedController(o, logger, out)
+	node, err := startEmbeddedController(o, logger, out, sec)
 	if err != nil {
 		return err
 	}
 	defer node.Close()
-	return runBroker(ctx, o, []string{dialable(ns.Addr())}, out, started)
+	return runBroker(ctx, o, []string{dialable(ns.Addr())}, out, started, &sec)
 }
 
-// runBroker runs a broker until ctx ends or a signal arrives.
-func runBroker(ctx context.Context, o *options, nameServers []string, out io.Writer, started func()) error {
+// runBroker runs a broker until ctx ends or a signal arrives. sec is the
+// process's security when the caller built it (petrel server: shared with
+// its name server and controller); nil: built from o's flags.
+func runBroker(ctx context.Context, o *options, nameServers []string, out io.Writer, started func(), sec *daemon.Security) error {
 	ctx, stop := stopSignals(ctx)
 	defer stop()
 	logger, err := newLogger(o)
 	if err != nil {
 		return err
 	}
+	if sec == nil {
+		s, err := o.sec.security(logger)
+		if err != nil {
+			return err
+		}
+		sec = &s
+	}
+	reloadOnSIGHUP(ctx, sec.TLS, logger)
 	stopProfile, err := startProfile(o)
 	if err != nil {
 		return err
@@ -231,8 +260,9 @@ func runBroker(ctx context.Context, o *options, nameServers []string, out io.Wri
 		HTTPListen:  o.httpListen,
 		Logger:      logger,
 		Remoting:    limits,
+		Security:    *sec,
 	}
-	if err := o.grpc.apply(&dcfg); err != nil {
+	if err := o.grpc.apply(&dcfg, &o.sec); err != nil {
 		return err
 	}
 	if err := o.repl.apply(&dcfg); err != nil {
@@ -256,6 +286,7 @@ func runBroker(ctx context.Context, o *options, nameServers []string, out io.Wri
 		fmt.Fprintf(out, "petrel: gRPC (RocketMQ 5.x) listening on %s (%s)\n", a, o.grpc.describe(dir))
 	}
 	fmt.Fprintf(out, "petrel: data dir %s (flush %s)\n", dir, o.flush)
+	fmt.Fprintf(out, "petrel: %s, %s\n", describeAuth(*sec), o.sec.describeTLS(sec.TLSMode))
 	if o.repl.fl != nil && dcfg.Controller.Addrs == nil && (!o.repl.server || dcfg.HA.Listen != "" || dcfg.HA.SyncReplicas > 0) {
 		fmt.Fprintf(out, "petrel: %s\n", o.repl.describe(dcfg))
 	}

@@ -162,7 +162,7 @@ func TestBrokerWritesItsCPUProfile(t *testing.T) {
 	o.cpuProfile = t.TempDir() + "/cpu.pprof"
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- runBroker(ctx, o, nil, &bytes.Buffer{}, cancel) }()
+	go func() { done <- runBroker(ctx, o, nil, &bytes.Buffer{}, cancel, nil) }()
 	if err := <-done; err != nil {
 		t.Fatalf("broker: %v", err)
 	}

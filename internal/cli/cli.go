@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,7 +14,10 @@ import (
 
 	"github.com/petrelmq/petrel/internal/remoting/rmq"
 
+	"github.com/petrelmq/petrel/internal/auth/authwire"
+	"github.com/petrelmq/petrel/internal/netx"
 	"github.com/petrelmq/petrel/internal/remoting"
+	"github.com/petrelmq/petrel/internal/tlsx"
 )
 
 // Sentinel errors. Every error a command returns wraps one of them; the
@@ -58,6 +62,17 @@ type Config struct {
 	// Now is the clock for uptimes and default time ranges; default
 	// time.Now.
 	Now func() time.Time
+	// AccessKey and SecretKey, when set, sign every request
+	// (authwire.Signer) for a server that runs with --auth; both or
+	// neither (ResolveCredentials reads the flags and the environment).
+	AccessKey, SecretKey string
+	// TLS, when set, dials every name server and broker over TLS with it
+	// (TLSConfig builds it from --tls, --tls-ca, --tls-insecure); nil
+	// dials plaintext.
+	TLS *tls.Config
+	// Network is what the CLI dials on, under TLS when that is set;
+	// default the real network (tests pass a netx.Mem host).
+	Network netx.Network
 }
 
 // CLI runs the operator commands against name servers and brokers over the
@@ -94,7 +109,25 @@ func New(cfg Config) (*CLI, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &CLI{cfg: cfg, rc: remoting.NewClient(remoting.ClientOptions{DialTimeout: cfg.Timeout})}, nil
+	if (cfg.AccessKey == "") != (cfg.SecretKey == "") {
+		return nil, fmt.Errorf("%w: give both an access key and a secret key (--access-key and --secret-key, or %s and %s), or neither", ErrUsage, AccessKeyEnv, SecretKeyEnv)
+	}
+	return &CLI{cfg: cfg, rc: remoting.NewClient(cfg.ClientOptions())}, nil
+}
+
+// ClientOptions are the remoting client options of cfg: its dial timeout,
+// network (TLS when cfg.TLS is set) and request signer (when credentials
+// are set). Other clients of an operator command (the controller's) use
+// them too, so they sign and dial as the CLI does.
+func (cfg Config) ClientOptions() remoting.ClientOptions {
+	o := remoting.ClientOptions{DialTimeout: cfg.Timeout, Network: netx.Or(cfg.Network)}
+	if cfg.TLS != nil {
+		o.Network = tlsx.DialNetwork(o.Network, cfg.TLS)
+	}
+	if cfg.AccessKey != "" {
+		o.Sign = authwire.Signer(cfg.AccessKey, cfg.SecretKey)
+	}
+	return o
 }
 
 // ParseNameServers splits a semicolon- or comma-separated address list.
@@ -140,6 +173,9 @@ func (c *CLI) call(ctx context.Context, addr string, req *remoting.Command) (*re
 		if ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
 			return nil, fmt.Errorf("%w: broker %s did not answer within %v (request code %d); check that it is running or raise --timeout: %w", ErrUnreachable, addr, c.cfg.Timeout, req.Code, err)
 		}
+		if h := c.transportHint(err); h != "" {
+			return nil, fmt.Errorf("%w: broker %s: %w; %s", ErrUnreachable, addr, err, h)
+		}
 		return nil, fmt.Errorf("%w: cannot reach broker %s: %w; check that it is running and that the name server lists its current address", ErrUnreachable, addr, err)
 	}
 	return resp, nil
@@ -152,13 +188,9 @@ func (c *CLI) callOK(ctx context.Context, addr, what string, req *remoting.Comma
 		return nil, err
 	}
 	if resp.Code != rmq.RespSuccess {
-		return nil, refused(addr, what, resp)
+		return nil, c.refused(addr, what, resp)
 	}
 	return resp, nil
-}
-
-func refused(addr, what string, resp *remoting.Command) error {
-	return fmt.Errorf("%w: %s: %s answered code %d: %s", ErrRefused, what, addr, resp.Code, resp.Remark)
 }
 
 // askNameServers sends a request to the name servers in turn and returns
@@ -166,6 +198,7 @@ func refused(addr, what string, resp *remoting.Command) error {
 // names them and says how to start one.
 func (c *CLI) askNameServers(ctx context.Context, mk func() *remoting.Command) (*remoting.Command, string, error) {
 	var errs []string
+	hint := ""
 	for _, ns := range c.cfg.NameServers {
 		cctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 		resp, err := c.rc.Invoke(cctx, ns, mk())
@@ -174,6 +207,12 @@ func (c *CLI) askNameServers(ctx context.Context, mk func() *remoting.Command) (
 			return resp, ns, nil
 		}
 		errs = append(errs, fmt.Sprintf("%s (%v)", ns, rootCause(err)))
+		if hint == "" {
+			hint = c.transportHint(err)
+		}
+	}
+	if hint != "" {
+		return nil, "", fmt.Errorf("%w: the name server at %s did not answer; %s", ErrUnreachable, strings.Join(errs, ", "), hint)
 	}
 	return nil, "", fmt.Errorf("%w: cannot reach the name server at %s; start Petrel with `petrel server`, or point --namesrv (or PETREL_NAMESRV) at a running name server",
 		ErrUnreachable, strings.Join(errs, ", "))
@@ -199,7 +238,7 @@ func (c *CLI) clusterInfo(ctx context.Context) (*rmq.ClusterInfo, error) {
 		return nil, err
 	}
 	if resp.Code != rmq.RespSuccess {
-		return nil, refused(ns, "cluster info", resp)
+		return nil, c.refused(ns, "cluster info", resp)
 	}
 	ci, err := rmq.DecodeClusterInfoBody(resp.Body)
 	if err != nil {
@@ -253,7 +292,7 @@ func (c *CLI) route(ctx context.Context, topic string) ([]routeBroker, error) {
 	case rmq.RespTopicNotExist:
 		return nil, fmt.Errorf("%w: topic %q does not exist; list topics with `petrel topic list` or create it with `petrel topic create %s`", ErrNotFound, topic, topic)
 	default:
-		return nil, refused(ns, "route of topic "+topic, resp)
+		return nil, c.refused(ns, "route of topic "+topic, resp)
 	}
 	rt, err := rmq.DecodeTopicRouteDataBody(resp.Body)
 	if err != nil {
@@ -306,3 +345,7 @@ func ParseTime(s string, now time.Time) (time.Time, error) {
 	}
 	return time.Time{}, fmt.Errorf("%w: time %q: want RFC 3339 (2026-11-29T12:00:00Z), a UTC date and time (2026-11-29 12:00:00) or a duration ago (10m)", ErrUsage, s)
 }
+
+// ClientOptions are the remoting client options the CLI dials and signs
+// with (Config.ClientOptions), for the other clients of a command.
+func (c *CLI) ClientOptions() remoting.ClientOptions { return c.cfg.ClientOptions() }

@@ -253,7 +253,7 @@ func (c *CLI) startOffset(ctx context.Context, spec ConsumeSpec, from time.Time,
 	case rmq.RespQueryNotFound:
 		return c.offsetCall(ctx, q, rmq.EncodeGetMaxOffsetRequest(q.offsetRequest(spec.Topic)))
 	}
-	return 0, refused(q.addr, "offset of group "+spec.Group, resp)
+	return 0, c.refused(q.addr, "offset of group "+spec.Group, resp)
 }
 
 func (c *CLI) commit(ctx context.Context, spec ConsumeSpec, q queueRef, off int64) error {
@@ -348,7 +348,7 @@ func (c *CLI) pullLoop(ctx context.Context, spec ConsumeSpec, q queueRef, off, e
 			// it is beyond the end): go where the broker says.
 			off = next
 		default:
-			send(pulledBatch{err: refused(q.addr, fmt.Sprintf("pull %s queue %d", spec.Topic, q.queue), resp)})
+			send(pulledBatch{err: c.refused(q.addr, fmt.Sprintf("pull %s queue %d", spec.Topic, q.queue), resp)})
 			return
 		}
 	}

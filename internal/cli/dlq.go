@@ -73,7 +73,7 @@ func (c *CLI) readTopic(ctx context.Context, topic string, limit int) ([]Message
 					next = end
 				case rmq.RespPullRetryImmediately, rmq.RespPullOffsetMoved:
 				default:
-					return nil, refused(b.addr, "read "+topic, resp)
+					return nil, c.refused(b.addr, "read "+topic, resp)
 				}
 				if next <= off {
 					break

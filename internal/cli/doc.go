@@ -1,5 +1,5 @@
 // Package cli implements Petrel's operator commands (cluster, topic,
-// group, send, consume, message, dlq): each asks the name servers for
+// group, send, consume, message, dlq, user, acl): each asks the name servers for
 // brokers and routes and talks to the brokers over the RocketMQ 4.x
 // remoting protocol, with RocketMQ's admin request codes where they exist,
 // so the commands also work against RocketMQ brokers for what those serve.
@@ -15,6 +15,15 @@
 // Errors wrap ErrUsage, ErrUnreachable, ErrNotFound or ErrRefused and say
 // what failed and what to do; an unreachable name server names the address
 // and suggests `petrel server`.
+//
+// With Config.AccessKey and SecretKey every request is signed as the
+// official clients sign (authwire.Signer), for servers run with --auth; a
+// NO_PERMISSION answer adds what to do (pass credentials, or check the
+// user's secret and ACL). With Config.TLS every connection is TLS; a
+// handshake that fails, or a connection a TLS-enforcing server closes,
+// says which of --tls, --tls-ca, --tls-insecure to change (security.go).
+// The user and ACL commands (user.go, acl.go) send RocketMQ 5.3's
+// management requests 3001-3010 to every live master, or to one broker.
 //
 // Maps keyed by message queue (topic stats 202, consume stats 208, reset
 // offset 222) come in fastjson's form, {{"brokerName":..}:value,...},

@@ -88,7 +88,7 @@ func (c *CLI) describeGroup(ctx context.Context, ms []masterBroker, group string
 			}
 		case rmq.RespConsumerNotOnline:
 		default:
-			return d, false, refused(m.addr, "members of group "+group, resp)
+			return d, false, c.refused(m.addr, "members of group "+group, resp)
 		}
 		resp, err = c.call(ctx, m.addr, rmq.EncodeConsumeStatsRequest(rmq.ConsumeStatsRequest{ConsumerGroup: group}))
 		if err != nil {
@@ -111,7 +111,7 @@ func (c *CLI) describeGroup(ctx context.Context, ms []masterBroker, group string
 			}
 		case rmq.RespSubscriptionGroupNotExist:
 		default:
-			return d, false, refused(m.addr, "consume stats of group "+group, resp)
+			return d, false, c.refused(m.addr, "consume stats of group "+group, resp)
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(subs)) {
@@ -346,7 +346,7 @@ func (c *CLI) GroupResetOffset(ctx context.Context, group, topic string, to Rese
 			unknown++
 			continue
 		default:
-			return refused(b.addr, "reset offsets of group "+group, resp)
+			return c.refused(b.addr, "reset offsets of group "+group, resp)
 		}
 		table, err := rmq.DecodeResetOffsetResponse(resp)
 		if err != nil {

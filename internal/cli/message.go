@@ -170,7 +170,7 @@ func (c *CLI) queryKey(ctx context.Context, topic, key string, sinceMS int64, li
 			out = append(out, ms...)
 		case rmq.RespQueryNotFound:
 		default:
-			return nil, refused(b.addr, "query topic "+topic+" by key", resp)
+			return nil, c.refused(b.addr, "query topic "+topic+" by key", resp)
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].StoreTimestamp > out[j].StoreTimestamp })

@@ -227,7 +227,7 @@ func (c *CLI) sendOne(ctx context.Context, spec SendSpec, broker, addr string, q
 	case rmq.RespTopicNotExist:
 		return SendResult{}, fmt.Errorf("%w: topic %q does not exist on broker %s and it does not create topics on first send (--auto-create-topics=false); create it with `petrel topic create %s`", ErrNotFound, spec.Topic, broker, spec.Topic)
 	default:
-		return SendResult{}, refused(addr, "send to "+spec.Topic, resp)
+		return SendResult{}, c.refused(addr, "send to "+spec.Topic, resp)
 	}
 	r, err := rmq.DecodeSendResponse(resp)
 	if err != nil {

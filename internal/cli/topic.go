@@ -421,7 +421,7 @@ func (c *CLI) TopicDescribe(ctx context.Context, name string) error {
 			continue
 		}
 		if resp.Code != rmq.RespSuccess {
-			return refused(b.addr, "topic stats of "+name, resp)
+			return c.refused(b.addr, "topic stats of "+name, resp)
 		}
 		stats, err := rmq.DecodeTopicStatsBody(resp.Body)
 		if err != nil {

@@ -47,6 +47,10 @@ type NodeConfig struct {
 	// Remoting bounds what the controller's remoting clients can make it
 	// hold (zero fields: remoting's defaults).
 	Remoting remoting.Limits
+	// Guard, if set, checks every remoting request of the port before its
+	// handler (authwire.Guard with Role Internal under --auth); raft
+	// streams are not remoting and are protected by TLS only.
+	Guard remoting.Guard
 	// Logger: nil discards. Clock: nil is clock.Real (the service's time;
 	// raft and sockets always run on real time).
 	Logger *slog.Logger
@@ -133,7 +137,7 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 		_ = mux.Close()
 		return nil, err
 	}
-	srv := remoting.NewServer(remoting.ServerOptions{Logger: lg, Limits: cfg.Remoting})
+	srv := remoting.NewServer(remoting.ServerOptions{Logger: lg, Limits: cfg.Remoting, Guard: cfg.Guard})
 	svc := NewService(scfg, r)
 	svc.Register(srv)
 	n := &Node{cfg: cfg, addr: self.Addr, mux: mux, raft: r, svc: svc, srv: srv, log: lg.With("component", "controller", "voter", cfg.ID)}

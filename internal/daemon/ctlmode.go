@@ -513,5 +513,5 @@ func without(ids []int64, id int64) []int64 {
 
 // newControllerClient is the client of the controller addresses.
 func newControllerClient(cfg *BrokerConfig, cc ControllerConfig) ctlClient {
-	return client.New(cc.Addrs, client.Options{Network: cfg.Network, Timeout: cc.CallTimeout, Logger: cfg.Logger, ConfiguredOnly: true})
+	return client.New(cc.Addrs, client.Options{Network: cfg.Network, Timeout: cc.CallTimeout, Logger: cfg.Logger, ConfiguredOnly: true, Sign: cfg.Security.Sign()})
 }

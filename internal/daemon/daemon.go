@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/petrelmq/petrel/internal/auth/authwire"
 	"github.com/petrelmq/petrel/internal/broker"
 	"github.com/petrelmq/petrel/internal/grpcfront"
 	"github.com/petrelmq/petrel/internal/metrics"
@@ -34,10 +36,27 @@ type NameServer struct {
 
 // StartNameServer listens on addr (on opts.Network) and serves.
 func StartNameServer(addr string, opts namesrv.Options) (*NameServer, error) {
+	return StartNameServerWith(addr, opts, Security{})
+}
+
+// StartNameServerWith is StartNameServer with sec: the listener serves
+// TLS in sec's mode and, with sec.Auth, every request passes the name
+// server's guard (reads open, writes need a super user). Without a broker
+// attached to sec.Auth (a standalone name server) its only user is the
+// init user, so --auth needs one.
+func StartNameServerWith(addr string, opts namesrv.Options, sec Security) (*NameServer, error) {
 	if err := opts.Limits.Validate(opts.MaxFrameBytes); err != nil {
 		return nil, fmt.Errorf("name server: %w", err)
 	}
-	ln, err := netx.Or(opts.Network).Listen(addr)
+	if sec.Auth != nil {
+		if sec.Auth.UserCount() == 0 {
+			return nil, errors.New("name server: --auth needs --auth-init-user NAME:SECRET (or --auth-init-user-file): a name server keeps no users, and the brokers register as that super user (give them the same --auth-init-user)")
+		}
+		if opts.Guard == nil {
+			opts.Guard = sec.Auth.Guard(authwire.NameServer, "")
+		}
+	}
+	ln, err := sec.ListenNetwork(opts.Network).Listen(addr)
 	if err != nil {
 		return nil, fmt.Errorf("name server: listen on %s: %w", addr, err)
 	}
@@ -103,6 +122,11 @@ type BrokerConfig struct {
 	// Controller puts the broker in controller mode (ctlmode.go): the
 	// controller assigns its replica id and role; zero: the flags' role.
 	Controller ControllerConfig
+	// Security is the authentication, signing and TLS of the remoting,
+	// replication and HTTP ports and of the broker's own links
+	// (security.go); zero: none. The gRPC listener keeps its own TLS
+	// (GRPC); with Security.Auth its clients are authenticated too.
+	Security Security
 }
 
 // Broker is a running broker.
@@ -131,6 +155,14 @@ type Broker struct {
 
 	handBack atomic.Pointer[handBackPeer] // a slave's way to its master, handback.go
 	ctl      *controlMode                 // nil unless in controller mode
+
+	sec        Security
+	log        *slog.Logger
+	authCtx    context.Context // ends at Close: the init user's creation
+	authCancel context.CancelFunc
+	authMu     sync.Mutex // guards authClosed and authWG.Add
+	authClosed bool
+	authWG     sync.WaitGroup
 }
 
 // StartBroker opens the store (recovering it), listens and registers with
@@ -142,7 +174,10 @@ func StartBroker(cfg BrokerConfig) (_ *Broker, err error) {
 	if err := cfg.Remoting.Validate(0); err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
-	cfg.Network = netx.Or(cfg.Network)
+	// The remoting, replication and controller links get the TLS of
+	// Security; the gRPC listener serves its own TLS on the plain network.
+	plainNet := netx.Or(cfg.Network)
+	cfg.Network = cfg.Security.Network(plainNet)
 	ln, err := cfg.Network.Listen(cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("broker: listen on %s: %w", cfg.Listen, err)
@@ -152,7 +187,8 @@ func StartBroker(cfg BrokerConfig) (_ *Broker, err error) {
 			ln.Close()
 		}
 	}()
-	d := &Broker{ln: ln, done: make(chan error, 1)}
+	d := &Broker{ln: ln, done: make(chan error, 1), sec: cfg.Security, log: cfg.Logger}
+	d.authCtx, d.authCancel = context.WithCancel(context.Background())
 	if cfg.HTTPListen != "" {
 		if err := d.startHTTP(&cfg); err != nil {
 			return nil, err
@@ -204,9 +240,24 @@ func StartBroker(cfg BrokerConfig) (_ *Broker, err error) {
 		return nil, err
 	}
 	d.st, d.b, d.advertise = st, b, adv
-	d.client = remoting.NewClient(remoting.ClientOptions{Logger: cfg.Logger, Network: cfg.Network})
+	var guard remoting.Guard
+	if a := cfg.Security.Auth; a != nil {
+		a.attachBroker(b)
+		if a.UserCount() == 0 {
+			b.Close()
+			d.closeReplication()
+			st.Close()
+			return nil, errors.New("broker: --auth, but the broker has no users and no --auth-init-user: start it with --auth-init-user NAME:SECRET (or --auth-init-user-file) to create the first super user")
+		}
+		guard = a.Guard(authwire.Broker, cfg.Broker.ClusterName)
+		cfg.Logger.Info("authentication is on", "users", a.UserCount(), "init_user", a.InitUser())
+	} else {
+		cfg.Logger.Info("authentication is off: anyone who can reach the broker can send, read and delete; start with --auth --auth-init-user NAME:SECRET to require credentials")
+	}
+	checkInitUser(b, cfg.Security.AccessKey, cfg.Security.SecretKey, cfg.Logger)
+	d.client = remoting.NewClient(remoting.ClientOptions{Logger: cfg.Logger, Network: cfg.Network, Sign: cfg.Security.Sign()})
 	d.front = brokerfront.New(b, brokerfront.Options{Logger: cfg.Logger, AwaitRoutes: d.awaitRoutes, RouteWait: cfg.RouteWait, Forward: d.client})
-	d.srv = remoting.NewServer(remoting.ServerOptions{Logger: cfg.Logger, OnConnClose: d.front.ConnClosed, Limits: cfg.Remoting})
+	d.srv = remoting.NewServer(remoting.ServerOptions{Logger: cfg.Logger, OnConnClose: d.front.ConnClosed, Limits: cfg.Remoting, Guard: guard})
 	d.front.Register(d.srv)
 	bc := cfg.Broker
 	if cfg.Registrar.Snapshot == nil {
@@ -227,7 +278,7 @@ func StartBroker(cfg BrokerConfig) (_ *Broker, err error) {
 		}
 	}
 	if cfg.GRPCListen != "" {
-		if err := d.startGRPC(cfg); err != nil {
+		if err := d.startGRPC(cfg, plainNet); err != nil {
 			b.Close()
 			d.client.Close()
 			d.closeReplication()
@@ -237,6 +288,9 @@ func StartBroker(cfg BrokerConfig) (_ *Broker, err error) {
 	}
 	b.OnTopicChanged(d.publishTopic)
 	d.reg.Update(d.topicTable())
+	if !cfg.controlled() && cfg.Broker.Role != broker.RoleSlave {
+		d.masterAuth() // controller mode: once promoted
+	}
 	if d.ctl != nil {
 		d.ctl.start(d, newControllerClient(&cfg, d.ctl.cfg))
 	} else {
@@ -265,10 +319,16 @@ func StartBroker(cfg BrokerConfig) (_ *Broker, err error) {
 // registration.
 const defaultRegisterWait = 5 * time.Second
 
-// startHTTP starts the operator HTTP listener and hooks the metrics'
+// startHTTP starts the operator HTTP listener (HTTPS in the TLS mode of
+// Security, HTTP Basic with Security.Auth) and hooks the metrics'
 // histograms into the store and broker configurations.
 func (d *Broker) startHTTP(cfg *BrokerConfig) error {
 	d.metrics = metrics.New(metrics.Options{Ready: d.ready.Err, Logger: cfg.Logger})
+	var h http.Handler = d.metrics.Handler()
+	if a := cfg.Security.Auth; a != nil {
+		a.OnRefused(d.metrics.AuthRefused)
+		h = metrics.BasicAuth(h, a.httpAuthorize(cfg.Broker.ClusterName))
+	}
 	onCommit, onSend := cfg.Store.OnGroupCommit, cfg.Broker.ObserveSend
 	observe := func(c commitlog.GroupCommit) { d.metrics.ObserveGroupCommit(c.Messages, c.Synced, c.Sync) }
 	cfg.Store.OnGroupCommit = observe
@@ -279,7 +339,7 @@ func (d *Broker) startHTTP(cfg *BrokerConfig) error {
 	if onSend != nil {
 		cfg.Broker.ObserveSend = func(took time.Duration) { onSend(took); d.metrics.ObserveSend(took) }
 	}
-	srv, err := metrics.Listen(cfg.HTTPListen, d.metrics.Handler())
+	srv, err := metrics.ListenWith(cfg.HTTPListen, h, cfg.Security.Listener)
 	if err != nil {
 		return fmt.Errorf("broker: HTTP listener (--http-listen): %w", err)
 	}
@@ -306,9 +366,10 @@ func (d *Broker) watchReadiness(hasNameServers bool) {
 	}()
 }
 
-// startGRPC listens on cfg.GRPCListen and serves the gRPC front.
-func (d *Broker) startGRPC(cfg BrokerConfig) error {
-	ln, err := cfg.Network.Listen(cfg.GRPCListen)
+// startGRPC listens on cfg.GRPCListen (on nw, without Security's TLS:
+// the front serves its own) and serves the gRPC front.
+func (d *Broker) startGRPC(cfg BrokerConfig, nw netx.Network) error {
+	ln, err := nw.Listen(cfg.GRPCListen)
 	if err != nil {
 		return fmt.Errorf("broker: gRPC listen on %s: %w", cfg.GRPCListen, err)
 	}
@@ -333,6 +394,9 @@ func (d *Broker) startGRPC(cfg BrokerConfig) error {
 	}
 	if gc.Logger == nil {
 		gc.Logger = cfg.Logger
+	}
+	if a := cfg.Security.Auth; a != nil {
+		gc.Auth = a.Checker()
 	}
 	if gc.Master == nil && cfg.replicated() {
 		// A slave forwards what only its master does to the master the
@@ -421,6 +485,11 @@ func (d *Broker) Close() error {
 		}
 		d.stopReady()
 		<-d.readyDone
+		d.authMu.Lock()
+		d.authClosed = true
+		d.authMu.Unlock()
+		d.authCancel()
+		d.authWG.Wait()
 		if d.grpc != nil {
 			// First, while the broker still serves its calls: parked
 			// receives are answered, clients leave the client table.

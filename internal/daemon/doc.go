@@ -5,4 +5,13 @@
 // GRPCListen, the RocketMQ 5.x gRPC front) and the registrar that keeps
 // every name server informed. With BrokerConfig.Controller (ctlmode.go) the
 // controller, not the configuration, owns a broker's role.
+//
+// Security (security.go) is what issue 18 adds to every port: with an
+// Auth, the broker's, name server's and controller's remoting servers get
+// authwire's guard and the HTTP listener HTTP Basic, over one directory
+// per process (the init user until a broker's store is attached, then the
+// broker's users); the init user's credentials sign the process's own
+// requests; a tlsx.Server wraps the listeners in the TLS mode and, when
+// enforcing, the dials of the links between Petrel processes. The gRPC
+// listener keeps its own TLS.
 package daemon

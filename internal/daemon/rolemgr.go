@@ -130,6 +130,7 @@ func (c *controlMode) promote(v api.GroupView, id int64) bool {
 	c.setIdentity(0, v.Epoch)
 	c.heartbeatNow() // the lease: writes are acked from its grant on
 	log.Info("controller mode: promoted to master", "leo", c.st.Written(), "isr", v.ISR)
+	c.d.masterAuth()
 	return true
 }
 

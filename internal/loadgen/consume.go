@@ -29,6 +29,8 @@ const (
 type ConsumeConfig struct {
 	// NameServers to ask for the route (host:port); required.
 	NameServers []string
+	// Security: credentials and TLS (see Security).
+	Security
 	// Topic to consume; default DefaultTopic. It must exist.
 	Topic string
 	// Group is the consumer group; default DefaultConsumerGroup.
@@ -77,6 +79,9 @@ type ConsumeConfig struct {
 }
 
 func (c *ConsumeConfig) fill() error {
+	if err := c.Security.check(); err != nil {
+		return err
+	}
 	if len(c.NameServers) == 0 {
 		return fmt.Errorf("%w: no name server given", ErrConfig)
 	}
@@ -111,7 +116,7 @@ func Consume(ctx context.Context, cfg ConsumeConfig) (*Result, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
-	cl := remoting.NewClient(remoting.ClientOptions{Handler: ignoreRequests})
+	cl := remoting.NewClient(cfg.Security.clientOptions(remoting.ClientOptions{Handler: ignoreRequests}))
 	defer cl.Close()
 	rt, err := resolve(ctx, cl, resolveConfig{
 		nameServers: cfg.NameServers, topic: cfg.Topic, allowRemote: cfg.AllowRemote, wait: cfg.RouteWait, brokerID: cfg.BrokerID,

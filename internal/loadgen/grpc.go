@@ -5,8 +5,9 @@ package loadgen
 // the official Go client v5.1.2 sends — the x-mq-* headers on every call,
 // QueryRoute first, Settings on a Telemetry stream (kept open for the
 // run), a Heartbeat every 10 s — and nothing more: no per-call request
-// id, date or signature (the server needs none), so the client costs as
-// little as it can.
+// id, and the date and signature (x-mq-date-time, authorization) only
+// when the run has credentials (a server run with --auth), so the client
+// costs as little as it can.
 
 import (
 	"context"
@@ -62,10 +63,21 @@ type grpcClient struct {
 
 // dialGRPC opens n connections to addr (TLS that accepts any certificate,
 // or plaintext). grpc.NewClient connects lazily; the first call connects.
-func dialGRPC(addr string, n int, plaintext bool) (*grpcClient, error) {
+//
+// sec.TLS replaces the accept-any TLS config; with sec's credentials every
+// call carries the 5.x clients' authorization metadata.
+func dialGRPC(addr string, n int, plaintext bool, sec Security) (*grpcClient, error) {
 	creds := credentials.NewTLS(&tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}) // the front's certificate is self-signed
-	if plaintext {
+	switch {
+	case plaintext:
 		creds = insecure.NewCredentials()
+	case sec.TLS != nil:
+		creds = credentials.NewTLS(sec.TLS.Clone())
+	}
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxBodyBytes + 1<<20))}
+	if sec.AccessKey != "" {
+		opts = append(opts, grpc.WithPerRPCCredentials(grpcSigner{accessKey: sec.AccessKey, secretKey: sec.SecretKey, now: time.Now}))
 	}
 	host, _ := os.Hostname()
 	c := &grpcClient{
@@ -79,8 +91,7 @@ func dialGRPC(addr string, n int, plaintext bool) (*grpcClient, error) {
 		"x-mq-client-version", grpcClientVersion,
 	)
 	for range n {
-		cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds),
-			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxBodyBytes+1<<20)))
+		cc, err := grpc.NewClient(addr, opts...)
 		if err != nil {
 			c.close()
 			return nil, fmt.Errorf("set up a gRPC connection to %s: %w", addr, err)
@@ -318,11 +329,11 @@ func mergeLatencies(h *Histogram, ws []*latencyWorker) *Histogram {
 // returns a client with conns connections to the endpoint the route names
 // (normally addr itself), its queues, and the endpoint. With unknownOK an
 // unknown topic is no error (see route). Close the client.
-func connectGRPC(ctx context.Context, addr, topic string, conns int, plaintext, allowRemote, unknownOK bool) (*grpcClient, []*v2.MessageQueue, string, error) {
+func connectGRPC(ctx context.Context, addr, topic string, conns int, plaintext bool, sec Security, allowRemote, unknownOK bool) (*grpcClient, []*v2.MessageQueue, string, error) {
 	if err := checkAddr(addr, allowRemote); err != nil {
 		return nil, nil, "", err
 	}
-	ctl, err := dialGRPC(addr, 1, plaintext)
+	ctl, err := dialGRPC(addr, 1, plaintext, sec)
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -335,7 +346,7 @@ func connectGRPC(ctx context.Context, addr, topic string, conns int, plaintext, 
 		return ctl, queues, ep, nil
 	}
 	ctl.close()
-	cl, err := dialGRPC(ep, max(conns, 1), plaintext)
+	cl, err := dialGRPC(ep, max(conns, 1), plaintext, sec)
 	if err != nil {
 		return nil, nil, "", err
 	}

@@ -41,7 +41,7 @@ type grpcProducer struct {
 
 // produceGRPC runs Produce over the gRPC front at cfg.GRPC (cfg filled).
 func produceGRPC(ctx context.Context, cfg *ProduceConfig) (*Result, error) {
-	cl, _, ep, err := connectGRPC(ctx, cfg.GRPC, cfg.Topic, cfg.Conns, cfg.GRPCPlaintext, cfg.AllowRemote, true)
+	cl, _, ep, err := connectGRPC(ctx, cfg.GRPC, cfg.Topic, cfg.Conns, cfg.GRPCPlaintext, cfg.Security, cfg.AllowRemote, true)
 	if err != nil {
 		return nil, err
 	}

@@ -42,6 +42,8 @@ type ReceiveConfig struct {
 	// GRPCPlaintext dials without TLS (default: TLS accepting any
 	// certificate).
 	GRPCPlaintext bool
+	// Security: credentials and TLS (see Security).
+	Security
 	// Topic to receive from; default DefaultTopic.
 	Topic string
 	// Group is the consumer group; required.
@@ -87,6 +89,9 @@ type ReceiveConfig struct {
 }
 
 func (c *ReceiveConfig) fill() error {
+	if err := c.Security.check(); err != nil {
+		return err
+	}
 	switch {
 	case c.GRPC == "":
 		return fmt.Errorf("%w: no gRPC front address given", ErrConfig)
@@ -130,7 +135,7 @@ func Receive(ctx context.Context, cfg ReceiveConfig) (*Result, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
-	cl, queues, ep, err := connectGRPC(ctx, cfg.GRPC, cfg.Topic, 1, cfg.GRPCPlaintext, cfg.AllowRemote, false)
+	cl, queues, ep, err := connectGRPC(ctx, cfg.GRPC, cfg.Topic, 1, cfg.GRPCPlaintext, cfg.Security, cfg.AllowRemote, false)
 	if err != nil {
 		return nil, err
 	}

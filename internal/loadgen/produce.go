@@ -84,6 +84,8 @@ type ProduceConfig struct {
 	// GRPCPlaintext dials GRPC without TLS (default: TLS accepting any
 	// certificate).
 	GRPCPlaintext bool
+	// Security: credentials and TLS (see Security).
+	Security
 	// Topic to send to; default DefaultTopic. Created with Queues read and
 	// write queues on every master when the name servers have no route.
 	Topic  string
@@ -137,6 +139,9 @@ type ProduceConfig struct {
 }
 
 func (c *ProduceConfig) fill() error {
+	if err := c.Security.check(); err != nil {
+		return err
+	}
 	if len(c.NameServers) == 0 && c.GRPC == "" {
 		return fmt.Errorf("%w: no name server given", ErrConfig)
 	}
@@ -219,7 +224,7 @@ func Produce(ctx context.Context, cfg ProduceConfig) (*Result, error) {
 	clients := make([]*remoting.Client, cfg.Conns)
 	for i := range clients {
 		// Sends read only the code and remark of their answers.
-		clients[i] = remoting.NewClient(remoting.ClientOptions{Handler: ignoreRequests, LazyResponses: true})
+		clients[i] = remoting.NewClient(cfg.Security.clientOptions(remoting.ClientOptions{Handler: ignoreRequests, LazyResponses: true}))
 	}
 	defer func() {
 		for _, cl := range clients {

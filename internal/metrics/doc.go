@@ -5,6 +5,10 @@
 //	/healthz  200 "ok" while the process serves HTTP
 //	/readyz   200 "ready" once Options.Ready returns nil, else 503 and why
 //
+// With --auth the daemon wraps the handler in BasicAuth: /metrics (and any
+// other path) needs HTTP Basic credentials, the probes stay open. ListenWith
+// serves it over TLS (the process's --tls-mode).
+//
 // # Two kinds of series
 //
 // Hot-path series are histograms fed by hooks the daemon installs in the
@@ -49,6 +53,7 @@
 //	petrel_dlq_messages{group}                  gauge    messages in %DLQ%<group>
 //	petrel_broker_start_time_seconds            gauge    Unix time the broker started
 //	petrel_broker_lease_refusals_total          counter  sends refused or not acked for an expired master lease (controller mode)
+//	petrel_auth_refusals_total{protocol,reason} counter  requests refused by --auth (remoting, grpc, http; unsigned, unknown-user, disabled, bad-signature, forbidden)
 //
 // plus the Go runtime (go_*) and process (process_*) collectors.
 //

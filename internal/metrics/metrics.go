@@ -47,6 +47,7 @@ type Metrics struct {
 	sendDuration prometheus.Histogram
 	flushSync    prometheus.Histogram
 	groupCommit  prometheus.Histogram
+	authRefusals *prometheus.CounterVec
 	src          atomic.Pointer[Source]
 }
 
@@ -80,7 +81,8 @@ func New(opts Options) *Metrics {
 		Help:    "Messages acknowledged by one commit-log group commit.",
 		Buckets: prometheus.ExponentialBuckets(1, 2, 14), // 1 .. 8192
 	})
-	m.reg.MustRegister(m.sendDuration, m.flushSync, m.groupCommit, &brokerCollector{m: m},
+	m.authRefusals = newAuthRefusals()
+	m.reg.MustRegister(m.sendDuration, m.flushSync, m.groupCommit, m.authRefusals, &brokerCollector{m: m},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -20,10 +20,17 @@ type Server struct {
 
 // Listen listens on addr (":8080", "127.0.0.1:0") and serves h until
 // Close.
-func Listen(addr string, h http.Handler) (*Server, error) {
+func Listen(addr string, h http.Handler) (*Server, error) { return ListenWith(addr, h, nil) }
+
+// ListenWith is Listen with the TCP listener wrapped by wrap (TLS:
+// tlsx.Server.Listener in the process's mode); nil wraps nothing.
+func ListenWith(addr string, h http.Handler, wrap func(net.Listener) net.Listener) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: listen on %s: %w", addr, err)
+	}
+	if wrap != nil {
+		ln = wrap(ln)
 	}
 	s := &Server{
 		srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,

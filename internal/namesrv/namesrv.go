@@ -45,6 +45,9 @@ type Options struct {
 	// Network is the network daemon.StartNameServer listens on; default
 	// the real one (netx.TCP). Serve takes a listener of any network.
 	Network netx.Network
+	// Guard, if set, checks every request before its handler
+	// (authwire.Guard with Role NameServer under --auth).
+	Guard remoting.Guard
 }
 
 func (o *Options) setDefaults() {
@@ -96,6 +99,7 @@ func New(opts Options) *Server {
 		Logger:        opts.Logger,
 		OnConnClose:   s.connClosed,
 		Limits:        opts.Limits,
+		Guard:         opts.Guard,
 	})
 	s.rs.Handle(rmq.CodeRegisterBroker, s.registerBroker)
 	s.rs.Handle(rmq.CodeUnregisterBroker, s.unregisterBroker)

@@ -76,9 +76,8 @@ type Options struct {
 	// reachable, or must not be used), so it finds the leader among those.
 	// Operator tools follow every hint (one address is enough for them).
 	ConfiguredOnly bool
-	// Sign, if set, signs every request (remoting.ClientOptions.Sign,
-	// auth/authwire.Signer): the controller port takes super users'
-	// requests only when it runs with --auth.
+	// Sign, if set, signs every request (remoting.ClientOptions.Sign): a
+	// controller port that runs with --auth needs a super user's.
 	Sign func(*remoting.Command)
 }
 

@@ -41,12 +41,24 @@ func Config() daemon.BrokerConfig {
 // changed by edit, and stops both when the test ends.
 func Start(t testing.TB, edit ...func(*daemon.BrokerConfig)) *Cluster {
 	t.Helper()
-	ns, err := daemon.StartNameServer("127.0.0.1:0", namesrv.Options{})
+	return StartWith(t, daemon.Security{}, edit...)
+}
+
+// StartWith is Start with sec on both the name server and the broker
+// (petrel server's arrangement: with sec.Auth the name server checks the
+// broker's users). For --auth give an init user, e.g.
+//
+//	a := daemon.NewAuth(daemon.AuthConfig{InitUser: "admin", InitSecret: "s3cret"})
+//	c := daemontest.StartWith(t, daemon.Security{Auth: a, AccessKey: "admin", SecretKey: "s3cret"})
+func StartWith(t testing.TB, sec daemon.Security, edit ...func(*daemon.BrokerConfig)) *Cluster {
+	t.Helper()
+	ns, err := daemon.StartNameServerWith("127.0.0.1:0", namesrv.Options{}, sec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := Config()
 	cfg.NameServers = []string{ns.Addr().String()}
+	cfg.Security = sec
 	for _, e := range edit {
 		e(&cfg)
 	}
