@@ -16,6 +16,11 @@
 // ready (a broker's /readyz, a name server's port) and every slave is in
 // sync with its master.
 //
+// Options.Security starts every process with --auth and an init user
+// (in a 0600 file, not on the command line) and/or --tls-mode enforcing
+// with a certificate GenerateCerts made; the cluster's own probes and
+// controller queries then sign as that user and verify the CA.
+//
 // Driving it:
 //
 //	c, err := cluster.Start(ctx, topo, cluster.Options{Bin: bin, Dir: dir})
