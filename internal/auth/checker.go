@@ -23,8 +23,9 @@ type CheckerOptions struct {
 	// Clock paces that rate limit. Default clock.Real.
 	Clock clock.Clock
 	// Refused, if set, is called on every refusal (metrics): protocol is
-	// "remoting", "grpc", "http" or "ha" (replication); reason "unsigned", "unknown-user",
-	// "disabled", "bad-signature" or "forbidden".
+	// "remoting", "grpc", "http" or "ha" (replication); reason
+	// "unsigned", "unknown-user", "disabled", "bad-signature" or
+	// "forbidden".
 	Refused func(protocol, reason string)
 }
 
