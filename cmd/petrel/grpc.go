@@ -49,7 +49,12 @@ func (o *grpcOptions) apply(cfg *daemon.BrokerConfig, sec *securityOptions) erro
 	cfg.GRPCListen = listen
 	cfg.GRPC.TLSCert, cfg.GRPC.TLSKey, cfg.GRPC.Plaintext = o.tlsCert, o.tlsKey, o.plaintext
 	if o.tlsCert == "" && !o.plaintext && sec != nil && sec.tlsCert != "" && sec.tlsKey != "" {
-		cfg.GRPC.TLSCert, cfg.GRPC.TLSKey = sec.tlsCert, sec.tlsKey
+		// With the process's tlsx.Server (a TLS mode) the daemon serves
+		// its certificate, reloaded on SIGHUP; without one (--tls-mode
+		// disabled) the files are loaded at start.
+		if cfg.Security.TLS == nil {
+			cfg.GRPC.TLSCert, cfg.GRPC.TLSKey = sec.tlsCert, sec.tlsKey
+		}
 		o.sharedCert = sec.tlsCert
 	}
 	return nil

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/petrelmq/petrel/internal/daemon"
+	"github.com/petrelmq/petrel/internal/tlsx"
+	"github.com/petrelmq/petrel/internal/tlsx/tlsxtest"
 )
 
 func TestServerPrintsTheGRPCListener(t *testing.T) {
@@ -61,5 +63,28 @@ func TestGRPCConfigFileKeys(t *testing.T) {
 		if got := cmd.Flags().Lookup(k).Value.String(); got != want {
 			t.Errorf("%s = %q from the config file, want %q", k, got, want)
 		}
+	}
+}
+
+// With a TLS mode (the process's tlsx.Server) the shared certificate is
+// left to the daemon, which serves it reloadably, instead of being loaded
+// once from its files; the startup line still names it.
+func TestGRPCSharedCertificateWithATLSModeIsTheDaemons(t *testing.T) {
+	files, _ := tlsxtest.Files(t, t.TempDir())
+	srv, err := tlsx.NewServer(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := &securityOptions{tlsMode: "permissive", tlsCert: files.Cert, tlsKey: files.Key}
+	o := grpcOptions{listen: ":8081"}
+	cfg := daemon.BrokerConfig{Security: daemon.Security{TLS: srv, TLSMode: tlsx.Permissive}}
+	if err := o.apply(&cfg, sec); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.GRPC.TLSCert != "" || cfg.GRPC.TLSKey != "" || cfg.GRPC.Plaintext {
+		t.Fatalf("gRPC certificate files %q / %q, plaintext %v; want none (the daemon serves the process's)", cfg.GRPC.TLSCert, cfg.GRPC.TLSKey, cfg.GRPC.Plaintext)
+	}
+	if got, want := o.describe("/data"), "TLS, certificate "+files.Cert+" (--tls-cert)"; got != want {
+		t.Fatalf("describe %q, want %q", got, want)
 	}
 }

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"crypto/hmac"
+	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -22,8 +23,9 @@ type CheckerOptions struct {
 	// Clock paces that rate limit. Default clock.Real.
 	Clock clock.Clock
 	// Refused, if set, is called on every refusal (metrics): protocol is
-	// "remoting", "grpc" or "http"; reason "unsigned", "unknown-user",
-	// "disabled", "bad-signature" or "forbidden".
+	// "remoting", "grpc", "http" or "ha" (replication); reason
+	// "unsigned", "unknown-user", "disabled", "bad-signature" or
+	// "forbidden".
 	Refused func(protocol, reason string)
 }
 
@@ -169,6 +171,33 @@ func (c *Checker) AuthenticateBasicAt(w Where, user, secret string) (User, *Refu
 	case !match:
 		return User{}, c.refuse(w, protoHTTP, ReasonBadSignature, Unauthenticated, user,
 			fmt.Sprintf("authentication failed: the secret does not match user %s's", quoteTrunc(user)))
+	}
+	return u, nil
+}
+
+// AuthenticateHMAC checks sig, a raw HMAC-SHA1 of content with
+// accessKey's secret (the replication port's Auth frame, protocol "ha"),
+// comparing in constant time. An empty accessKey is refused as unsigned
+// (and counted), so a caller may use it to report a peer that sent no
+// credentials at all.
+func (c *Checker) AuthenticateHMAC(protocol, accessKey string, content, sig []byte) (User, *Refusal) {
+	w := Where{}
+	if accessKey == "" {
+		return User{}, c.refuse(w, protocol, ReasonUnsigned, Unauthenticated, "",
+			"authentication failed: no credentials were sent: configure the AccessKey and SecretKey")
+	}
+	u, r := c.lookup(w, protocol, accessKey)
+	if r != nil {
+		return User{}, r
+	}
+	if len(sig) == 0 {
+		return User{}, c.refuse(w, protocol, ReasonUnsigned, Unauthenticated, accessKey,
+			fmt.Sprintf("authentication failed: the request of user %s carries no signature: configure the SecretKey", quoteTrunc(accessKey)))
+	}
+	m := hmac.New(sha1.New, []byte(u.Secret))
+	m.Write(content)
+	if !hmac.Equal(m.Sum(nil), sig) {
+		return User{}, c.badSignature(w, protocol, accessKey)
 	}
 	return u, nil
 }

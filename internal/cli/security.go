@@ -80,15 +80,24 @@ func (c *CLI) refused(addr, what string, resp *remoting.Command) error {
 	if resp.Code != rmq.RespNoPermission {
 		return err
 	}
-	return fmt.Errorf("%w; %s", err, c.permissionHint())
+	if hint := c.permissionHint(resp.Remark); hint != "" {
+		return fmt.Errorf("%w; %s", err, hint)
+	}
+	return err
 }
 
-// permissionHint says what to do about a NO_PERMISSION answer.
-func (c *CLI) permissionHint() string {
+// permissionHint says what to do about a NO_PERMISSION answer: pass
+// credentials when none were given; nothing more when the server's remark
+// is an authentication failure (it says already what to check); else look
+// at the user's policies.
+func (c *CLI) permissionHint(remark string) string {
 	if !c.signed() {
 		return credentialsHint
 	}
-	return fmt.Sprintf("check the secret of user %q, and its policies with `petrel acl get --subject User:%s` (run as a super user)", c.cfg.AccessKey, c.cfg.AccessKey)
+	if strings.HasPrefix(remark, "authentication failed") {
+		return ""
+	}
+	return fmt.Sprintf("check the policies of user %q with `petrel acl get --subject User:%s` (run as a super user)", c.cfg.AccessKey, c.cfg.AccessKey)
 }
 
 // transportHint says what to do about a failed dial or a connection

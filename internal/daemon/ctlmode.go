@@ -106,6 +106,10 @@ type controlMode struct {
 	network    netx.Network
 	asyncFlush bool
 	linger     time.Duration
+	// haAuthn and haCreds: the replication port's authentication of
+	// slaves (--auth) and the credentials this replica sends as a slave.
+	haAuthn func(accessKey string, content, sig []byte) error
+	haCreds ha.Credentials
 	// syncReplicas >= 0: --sync-replicas given explicitly
 	// (SyncReplicasSet); -1: the rule of minSlaves.
 	syncReplicas int
@@ -178,6 +182,7 @@ func newControlMode(cfg *BrokerConfig, st *store.Store) (_ *controlMode, err err
 		cfg: cc, log: cfg.Logger.With("component", "controller_mode", "group", bcfg.BrokerName), clk: clk,
 		fsys: fsys, idPath: path.Join(dir, replicaIDFile), cluster: bcfg.ClusterName, group: bcfg.BrokerName, st: st,
 		network: cfg.Network, asyncFlush: cfg.Store.FlushMode == commitlog.FlushAsync, linger: asyncLinger(bcfg),
+		haAuthn: cfg.Security.haAuthenticate(), haCreds: cfg.Security.haCredentials(),
 		syncReplicas: -1, rep: &swapReplicator{}, lease: newGroupLease(clk),
 		kick: make(chan struct{}, 1), hbNow: make(chan struct{}, 1), role: broker.RoleSlave,
 	}

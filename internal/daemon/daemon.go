@@ -124,8 +124,11 @@ type BrokerConfig struct {
 	Controller ControllerConfig
 	// Security is the authentication, signing and TLS of the remoting,
 	// replication and HTTP ports and of the broker's own links
-	// (security.go); zero: none. The gRPC listener keeps its own TLS
-	// (GRPC); with Security.Auth its clients are authenticated too.
+	// (security.go); zero: none. The gRPC listener serves Security.TLS's
+	// certificate (reloaded with it) unless GRPC names its own
+	// certificate or plaintext; it is always TLS, in every mode. With
+	// Security.Auth its clients are authenticated too, and its own
+	// connections to a master sign with AccessKey/SecretKey.
 	Security Security
 }
 
@@ -403,6 +406,16 @@ func (d *Broker) startGRPC(cfg BrokerConfig, nw netx.Network) error {
 		// name servers name (RocketMQ's registration result masterAddr).
 		gc.Master = d.masterAddr
 		gc.Remoting, gc.Network = d.client, cfg.Network
+	}
+	if gc.Sign == nil {
+		// The front's own connections to the master (forwarded
+		// receives, the check relay) sign as the process does.
+		gc.Sign = cfg.Security.Sign()
+	}
+	if gc.GetCertificate == nil && gc.TLSCert == "" && !gc.Plaintext && cfg.Security.tlsOn() {
+		// The process's certificate, reloaded on SIGHUP, unless the
+		// front was given its own or plaintext.
+		gc.GetCertificate = cfg.Security.TLS.Config().GetCertificate
 	}
 	s, err := grpcfront.New(d.b, gc)
 	if err != nil {

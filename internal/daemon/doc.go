@@ -13,5 +13,6 @@
 // broker's users); the init user's credentials sign the process's own
 // requests; a tlsx.Server wraps the listeners in the TLS mode and, when
 // enforcing, the dials of the links between Petrel processes. The gRPC
-// listener keeps its own TLS.
+// listener is always TLS (or plaintext when asked): it serves that
+// tlsx.Server's certificate, reloaded with it, unless given its own.
 package daemon

@@ -84,7 +84,8 @@ func newReplication(cfg *BrokerConfig, st *store.Store, bcfg *broker.Config) (*r
 	r := &replication{log: log, epochs: epochs, st: st, stop: make(chan struct{})}
 	if bcfg.Role == broker.RoleSlave {
 		st.SetReplica(true) // its log takes only the master's bytes
-		r.slaveCfg = ha.SlaveConfig{Group: bcfg.BrokerName, ID: bcfg.BrokerID, Network: cfg.Network, Epochs: epochs, Logger: log, Clock: clk}
+		r.slaveCfg = ha.SlaveConfig{Group: bcfg.BrokerName, ID: bcfg.BrokerID, Network: cfg.Network, Epochs: epochs, Logger: log, Clock: clk,
+			Credentials: cfg.Security.haCredentials()}
 		if bcfg.ReplicationStatus == nil {
 			bcfg.ReplicationStatus = r.slaveStatus
 		}
@@ -108,7 +109,7 @@ func newReplication(cfg *BrokerConfig, st *store.Store, bcfg *broker.Config) (*r
 	m, err := ha.StartMaster(ha.MasterConfig{
 		Group: bcfg.BrokerName, Listen: cfg.HA.Listen, Network: netx.Or(cfg.Network), Tracker: r.tracker,
 		Epochs: epochs, OnCommit: st.SetCommitPoint, Logger: log, Clock: clk, Linger: asyncLinger(bcfg),
-		HWPushDelay: hwPushDelay,
+		HWPushDelay: hwPushDelay, Authenticate: cfg.Security.haAuthenticate(),
 	}, storeSource{st})
 	if err != nil {
 		return nil, fmt.Errorf("broker: replication listener (--ha-listen %s): %w", cfg.HA.Listen, err)

@@ -162,7 +162,7 @@ func (c *controlMode) startMaster(v api.GroupView, id int64) bool {
 	m, err := ha.StartMaster(ha.MasterConfig{
 		Group: c.group, Listen: c.ha.Addr().String(), Network: haNetwork{Network: netx.Or(c.network), h: c.ha},
 		Tracker: tr, Epochs: c.epochs, OnCommit: c.st.SetCommitPoint, Logger: c.log, Clock: c.clk,
-		Linger: c.linger, HWPushDelay: hwPushDelay, OnStale: c.stale,
+		Linger: c.linger, HWPushDelay: hwPushDelay, OnStale: c.stale, Authenticate: c.haAuthn,
 	}, storeSource{c.st})
 	if err != nil {
 		c.promoteFailed(c.log, v.Epoch, "controller mode: cannot serve replication; staying a fenced slave", err)
@@ -240,7 +240,7 @@ func (c *controlMode) follow(v api.GroupView, id int64) {
 		return
 	}
 	s, err := ha.StartSlave(ha.SlaveConfig{Group: c.group, ID: id, Master: func() string { return addr },
-		Network: netx.Or(c.network), Epochs: c.epochs, Logger: c.log, Clock: c.clk}, truncSink{c.st})
+		Network: netx.Or(c.network), Epochs: c.epochs, Logger: c.log, Clock: c.clk, Credentials: c.haCreds}, truncSink{c.st})
 	if err != nil {
 		c.log.Error("controller mode: cannot start replicating from the master", "master", v.Master, "err", err)
 		return

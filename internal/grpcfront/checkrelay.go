@@ -65,7 +65,7 @@ type checkRelay struct {
 func newCheckRelay(s *Server, cfg Config) *checkRelay {
 	r := &checkRelay{s: s, master: cfg.Master, clk: s.clk, log: s.log,
 		id: fmt.Sprintf("petrel-slave-grpc@%s-%d", s.b.Config().BrokerName, s.b.Config().BrokerID)}
-	r.cl = remoting.NewClient(remoting.ClientOptions{Network: cfg.Network, Logger: cfg.Logger, Handler: r.handle})
+	r.cl = remoting.NewClient(remoting.ClientOptions{Network: cfg.Network, Logger: cfg.Logger, Handler: r.handle, Sign: cfg.Sign})
 	r.mu.Lock()
 	r.timer = r.clk.AfterFunc(relayAnnounceEvery, r.renew)
 	r.mu.Unlock()

@@ -33,6 +33,11 @@ type Config struct {
 	// or neither; when neither, a self-signed certificate is used (see
 	// CertDir).
 	TLSCert, TLSKey string
+	// GetCertificate, when set, gives the certificate of each handshake
+	// instead of TLSCert/TLSKey or the self-signed one (tlsx.Server's
+	// Config().GetCertificate, so that its Reload applies to the front's
+	// new connections). It excludes TLSCert and Plaintext.
+	GetCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
 	// Plaintext serves gRPC without TLS. The official Go client v5.1.2
 	// cannot speak plaintext; only clients that can should use it.
 	Plaintext bool
@@ -69,6 +74,11 @@ type Config struct {
 	// Network is what those connections are dialled on; default the real
 	// network.
 	Network netx.Network
+	// Sign signs the requests of the connections the front makes itself
+	// (the forwarded receives and the check relay's registration), as
+	// remoting.ClientOptions.Sign: a master with --auth refuses them
+	// unsigned. Remoting signs with its own options. Nil: unsigned.
+	Sign func(*remoting.Command)
 	// ForwardTimeout bounds the wait for the master's answer to a forward
 	// (a receive: beyond its long-poll wait). Default
 	// DefaultForwardTimeout.
@@ -146,6 +156,9 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 	if cfg.Plaintext && cfg.TLSCert != "" {
 		return nil, fmt.Errorf("%w: plaintext was asked for together with a TLS certificate; choose one", ErrConfig)
 	}
+	if cfg.GetCertificate != nil && (cfg.TLSCert != "" || cfg.Plaintext) {
+		return nil, fmt.Errorf("%w: a certificate source (GetCertificate) was given together with a certificate file or plaintext; choose one", ErrConfig)
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real
 	}
@@ -165,7 +178,7 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 	s.stop, s.cancelStop = context.WithCancel(context.Background())
 	if cfg.Master != nil {
 		s.fwd = &forwarder{b: b, master: cfg.Master, cl: cfg.Remoting, timeout: cfg.ForwardTimeout, stop: s.stop, log: s.log,
-			polls: remoting.NewClient(remoting.ClientOptions{Network: cfg.Network, Logger: cfg.Logger}), maxPolls: maxForwardedPolls}
+			polls: remoting.NewClient(remoting.ClientOptions{Network: cfg.Network, Logger: cfg.Logger, Sign: cfg.Sign}), maxPolls: maxForwardedPolls}
 		s.pop = &routedPop{b: b, fwd: s.fwd}
 		s.fwd.relay = newCheckRelay(s, cfg)
 	}
@@ -183,7 +196,13 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 		// encoded by hand (byte-compatible; see package pbcodec).
 		grpc.ForceServerCodecV2(pbcodec.New()),
 	}
-	if !cfg.Plaintext {
+	switch {
+	case cfg.GetCertificate != nil:
+		opts = append(opts, grpc.Creds(credentials.NewTLS(&tls.Config{
+			GetCertificate: cfg.GetCertificate,
+			MinVersion:     tls.VersionTLS12,
+		})))
+	case !cfg.Plaintext:
 		cert, err := loadOrCreateCert(cfg.TLSCert, cfg.TLSKey, cfg.CertDir, s.clk.Now())
 		if err != nil {
 			return nil, err

@@ -5,14 +5,18 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"math/big"
 	"net"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	v2 "github.com/apache/rocketmq-clients/golang/v5/protocol/v2"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+
+	"github.com/petrelmq/petrel/internal/tlsx/tlsxtest"
 )
 
 // TestTLSWithGeneratedCertificate: without a certificate the front makes
@@ -121,5 +125,70 @@ func TestTLSGenerationCutShortIsRedone(t *testing.T) {
 	}
 	if _, err := tls.LoadX509KeyPair(filepath.Join(dir, CertFileName), filepath.Join(dir, KeyFileName)); err != nil {
 		t.Fatalf("the regenerated pair does not load: %v", err)
+	}
+}
+
+// TestTLSGetCertificateServesTheCurrentCertificate: with GetCertificate
+// the front asks it on every handshake, so a new connection after a swap
+// (a tlsx.Server's Reload) gets the new certificate; one certificate
+// source excludes the others.
+func TestTLSGetCertificateServesTheCurrentCertificate(t *testing.T) {
+	dir := t.TempDir()
+	load := func() *tls.Certificate {
+		t.Helper()
+		f, _ := tlsxtest.Files(t, dir) // a new serial on each call
+		c, err := tls.LoadX509KeyPair(f.Cert, f.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &c
+	}
+	var cur atomic.Pointer[tls.Certificate]
+	cur.Store(load())
+	e := newEnv(t, func(o *envOptions) {
+		o.front = func(c *Config) {
+			c.Plaintext = false
+			c.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return cur.Load(), nil }
+		}
+	})
+	served := func() *big.Int {
+		t.Helper()
+		conn, err := tls.Dial("tcp", e.addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
+		if err != nil {
+			t.Fatalf("TLS handshake with the front: %v", err)
+		}
+		defer conn.Close()
+		return conn.ConnectionState().PeerCertificates[0].SerialNumber
+	}
+	first := cur.Load().Leaf.SerialNumber
+	if got := served(); got.Cmp(first) != 0 {
+		t.Fatalf("served serial %v, want the current certificate's %v", got, first)
+	}
+	cur.Store(load())
+	second := cur.Load().Leaf.SerialNumber
+	if second.Cmp(first) == 0 {
+		t.Fatal("the test's two certificates have one serial")
+	}
+	if got := served(); got.Cmp(second) != 0 {
+		t.Fatalf("after the swap a new connection got serial %v, want the new certificate's %v (the old was %v)", got, second, first)
+	}
+
+	// Still a working gRPC endpoint.
+	conn, err := grpc.NewClient(e.addr, grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{InsecureSkipVerify: true})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	e.createTopic("T1", 1)
+	resp, err := v2.NewMessagingServiceClient(conn).QueryRoute(e.ctx("c1"), &v2.QueryRouteRequest{Topic: &v2.Resource{Name: "T1"}})
+	if err != nil || code(resp.Status) != v2.Code_OK {
+		t.Fatalf("route over TLS with GetCertificate: %v %v", resp, err)
+	}
+
+	get := func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return cur.Load(), nil }
+	for _, cfg := range []Config{{GetCertificate: get, TLSCert: "a", TLSKey: "b"}, {GetCertificate: get, Plaintext: true}} {
+		if _, err := New(e.b, cfg); !errors.Is(err, ErrConfig) {
+			t.Errorf("GetCertificate with TLSCert %q / plaintext %v: %v, want ErrConfig", cfg.TLSCert, cfg.Plaintext, err)
+		}
 	}
 }

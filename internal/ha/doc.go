@@ -8,7 +8,11 @@
 // # The fetch protocol
 //
 // The slave dials the master and sends Fetch frames; the master answers
-// each with one FetchResp, in order. The first Fetch of a connection is the
+// each with one FetchResp, in order. A slave with Credentials sends a
+// signed Auth frame before them; a master with Authenticate (the daemon's
+// --auth) refuses, Unauthorized, a connection that does not open with a
+// valid one of a super user, and the slave retries after its back-off
+// (ErrUnauthorized is not final). The first Fetch of a connection is the
 // handshake: a slave that knows a newer epoch than the master's (Epoch) is
 // answered NewerEpoch before anything else — this master is stale, and
 // MasterConfig.OnStale tells the daemon so it can fence itself; a stale

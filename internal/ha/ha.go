@@ -100,6 +100,10 @@ var (
 	// ErrTruncate: the slave's store failed to cut its divergent tail;
 	// what it holds is unknown until it is reopened.
 	ErrTruncate = errors.New("ha: truncating the slave's log failed")
+	// ErrUnauthorized: the master requires credentials (--auth) and
+	// refused the slave's (none, or not a super user's). Not final: the
+	// slave retries after its back-off, as the users may change.
+	ErrUnauthorized = errors.New("ha: the master refused replication")
 	// ErrProtocol: the master broke the fetch protocol (the slave drops
 	// the connection and re-syncs from its end).
 	ErrProtocol = errors.New("ha: protocol violation")
@@ -139,6 +143,17 @@ type MasterConfig struct {
 	// this master is stale, and the daemon fences it. It runs on the
 	// connection's goroutine and must not block.
 	OnStale func(slaveEpoch uint32)
+	// Authenticate, when set, makes every connection open with a valid
+	// wire.Auth frame: it is called with the frame's access key, the
+	// content its signature covers (wire.AuthContent of this master's
+	// Group, the frame's time and nonce) and the signature, and returns
+	// nil when the user may replicate (the daemon: a super user), else an
+	// error whose text goes to the slave (it names the user and what is
+	// missing, never a secret). A connection whose first frame is no Auth
+	// is refused too, after Authenticate("", nil, nil) (which must refuse:
+	// it counts the attempt). Refusals answer wire.Unauthorized and close.
+	// Nil: no authentication, and an Auth frame is accepted and ignored.
+	Authenticate func(accessKey string, content, sig []byte) error
 	// MaxBytes caps the Data of one response (default 1 MiB; at most
 	// wire.MaxFrame minus room for the header).
 	MaxBytes int32
@@ -236,6 +251,10 @@ type SlaveConfig struct {
 	Network netx.Network
 	// Epochs is the slave's epoch history; required.
 	Epochs *epoch.History
+	// Credentials, when set, are sent (signed) in a wire.Auth frame first
+	// on every connection: a master with authentication on wants those of
+	// a super user (the cluster's --auth-init-user).
+	Credentials Credentials
 	// MaxBytes asks for at most this much Data per response (default 1 MiB).
 	MaxBytes int32
 	// MaxWait is the long poll asked of the master (default 500 ms).
@@ -296,9 +315,23 @@ func (c *SlaveConfig) Validate() error {
 		return errors.New("ha: SlaveConfig.MaxWait and ResponseTimeout must not be negative")
 	case c.BackoffMin <= 0 || c.BackoffMax < c.BackoffMin:
 		return fmt.Errorf("ha: SlaveConfig back-off [%v, %v] is not a range", c.BackoffMin, c.BackoffMax)
+	case c.Credentials.AccessKey == "" && c.Credentials.SecretKey != "":
+		return errors.New("ha: SlaveConfig.Credentials has a SecretKey but no AccessKey")
+	case len(c.Credentials.AccessKey) > wire.MaxAccessKey:
+		return fmt.Errorf("ha: SlaveConfig.Credentials.AccessKey is %d bytes, at most %d", len(c.Credentials.AccessKey), wire.MaxAccessKey)
 	}
 	return nil
 }
+
+// Credentials are a user's access key (name) and secret.
+type Credentials struct {
+	AccessKey, SecretKey string
+}
+
+// maxAuthSkew bounds how far an Auth frame's time may be from the
+// master's clock: a captured frame replays on a plaintext connection
+// for at most this long.
+const maxAuthSkew = 5 * time.Minute
 
 // epochOf returns the entry whose range holds off in es (sorted by Start):
 // the last entry starting at or before off.

@@ -49,11 +49,13 @@ type cluster struct {
 
 	mu        sync.Mutex
 	violation []string
-	linger    time.Duration // MasterConfig.Linger
-	hwDelay   time.Duration // MasterConfig.HWPushDelay
-	onStale   func(uint32)  // MasterConfig.OnStale
-	prevHW    int64         // the HW of the masters before a restart
-	acked     []int64       // ends of the records whose Wait returned nil
+	linger    time.Duration                      // MasterConfig.Linger
+	hwDelay   time.Duration                      // MasterConfig.HWPushDelay
+	onStale   func(uint32)                       // MasterConfig.OnStale
+	authn     func(string, []byte, []byte) error // MasterConfig.Authenticate
+	creds     Credentials                        // SlaveConfig.Credentials of the slaves started next
+	prevHW    int64                              // the HW of the masters before a restart
+	acked     []int64                            // ends of the records whose Wait returned nil
 }
 
 type node struct {
@@ -66,7 +68,7 @@ type node struct {
 	cfg  SlaveConfig
 }
 
-func newCluster(t *testing.T, trCfg track.Config, start int64) *cluster {
+func newCluster(t *testing.T, trCfg track.Config, start int64, opts ...func(*cluster)) *cluster {
 	// track keeps its waiters (with their channels) in a sync.Pool: one
 	// made in an earlier test's bubble cannot be used in this one, so empty
 	// the pool (and its victim cache) first.
@@ -74,6 +76,9 @@ func newCluster(t *testing.T, trCfg track.Config, start int64) *cluster {
 	runtime.GC()
 	c := &cluster{t: t, net: netx.NewMem(), logs: &logtest.Buffer{}, trCfg: trCfg, slaves: map[int64]*node{},
 		mfs: vfs.NewMem(), mlog: newMemLog(start, true)}
+	for _, o := range opts {
+		o(c)
+	}
 	c.startMaster()
 	t.Cleanup(c.stop)
 	return c
@@ -113,7 +118,7 @@ func (c *cluster) startMaster() {
 	c.mu.Unlock()
 	ml.onCP = nil
 	m, err := StartMaster(MasterConfig{Group: "g", Listen: masterAddr, Network: c.net.Host("master"), Tracker: tr,
-		Epochs: hist, Logger: c.logger(), MaxBytes: 300, MaxWait: time.Second, IdleTimeout: 5 * time.Second, Linger: c.linger, HWPushDelay: c.hwDelay, OnStale: c.onStale,
+		Epochs: hist, Logger: c.logger(), MaxBytes: 300, MaxWait: time.Second, IdleTimeout: 5 * time.Second, Linger: c.linger, HWPushDelay: c.hwDelay, OnStale: c.onStale, Authenticate: c.authn,
 		OnCommit: func(hw int64) {
 			// Invariant: the master's store never gets a commit point above
 			// the tracker's HW or its own durable end.
@@ -156,7 +161,7 @@ func (c *cluster) startSlave(n *node, sink Sink) {
 	}
 	n.cfg = SlaveConfig{Group: "g", ID: n.id, Master: func() string { return masterAddr }, Network: c.net.Host(n.host),
 		Epochs: hist, MaxBytes: 200, MaxWait: time.Second, ResponseTimeout: 2 * time.Second,
-		BackoffMin: 100 * time.Millisecond, BackoffMax: time.Second, Logger: c.logger()}
+		BackoffMin: 100 * time.Millisecond, BackoffMax: time.Second, Logger: c.logger(), Credentials: c.creds}
 	s, err := StartSlave(n.cfg, sink)
 	if err != nil {
 		c.t.Fatal(err)

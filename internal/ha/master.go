@@ -49,6 +49,11 @@ type Master struct {
 
 	tickMu sync.Mutex
 	tick   clock.Timer
+
+	// authLogMu rate-limits the log lines of refused credentials.
+	authLogMu   sync.Mutex
+	authLogged  time.Time
+	authSkipped int
 }
 
 type hwWatcher struct {
@@ -317,6 +322,7 @@ type mconn struct {
 	// set by readLoop; read by serve after the first item
 	id    int64
 	group string
+	user  string // the authenticated user ("" without authentication)
 	ackW  int64
 	ackD  int64
 	sent  atomic.Int64 // end of the bytes sent (or being sent): the cursor
@@ -346,6 +352,7 @@ func (c *mconn) readLoop() {
 	// Buffered: a fetch and the acks behind it arrive in one read.
 	rd := bufio.NewReaderSize(c.nc, maxFetchFrame)
 	first := true
+	authSeen := false // an Auth frame came (and was accepted)
 	for {
 		c.resetIdle()
 		p, err := readFrameMax(rd, buf, maxFetchFrame)
@@ -360,7 +367,25 @@ func (c *mconn) readLoop() {
 			}
 			return
 		}
-		if k, _ := wire.KindOf(p); k == wire.KindAck && !first {
+		k, _ := wire.KindOf(p)
+		if k == wire.KindAuth {
+			if !first || authSeen {
+				c.push(item{fail: c.errResp(wire.InvalidRequest, "credentials (an Auth frame) may only open a connection")})
+				return
+			}
+			authSeen = true
+			if r := c.authenticate(p); r != nil {
+				c.push(item{fail: r})
+				return
+			}
+			continue
+		}
+		if first && !authSeen && c.m.cfg.Authenticate != nil {
+			_ = c.m.cfg.Authenticate("", nil, nil) // counts the attempt; refused whatever it says
+			c.push(item{fail: c.authResp("", "this master requires authentication (--auth) and the slave sent no credentials")})
+			return
+		}
+		if k == wire.KindAck && !first {
 			// An ack between fetches: applied at once, answered by nothing.
 			a, err := wire.DecodeAck(p)
 			if err != nil {
@@ -429,10 +454,64 @@ func (c *mconn) push(it item) bool {
 // slave's log, so it says what happened and what to do, with offsets and
 // epochs but no internal causes.
 func (c *mconn) errResp(code wire.Code, msg string) *wire.FetchResp {
-	last, _ := c.m.cfg.Epochs.Last()
-	r := &wire.FetchResp{Err: code, Epoch: last.Epoch, EpochStart: last.Start, HW: c.m.HW(),
-		LEO: c.m.src.Written(), LogStart: c.m.src.MinOffset(), Base: max(c.sent.Load(), 0), Message: clip(msg, maxMessage)}
+	r := c.resp(code, msg)
 	c.m.log.Warn("slave fetch refused", "remote", c.remote(), "replica_id", c.id, "code", code.String(), "reason", msg)
+	return r
+}
+
+// resp builds an error response without logging it.
+func (c *mconn) resp(code wire.Code, msg string) *wire.FetchResp {
+	last, _ := c.m.cfg.Epochs.Last()
+	return &wire.FetchResp{Err: code, Epoch: last.Epoch, EpochStart: last.Start, HW: c.m.HW(),
+		LEO: c.m.src.Written(), LogStart: c.m.src.MinOffset(), Base: max(c.sent.Load(), 0), Message: clip(msg, maxMessage)}
+}
+
+// authenticate checks the Auth frame p that opens a connection (nothing
+// when the master has no Authenticate).
+func (c *mconn) authenticate(p []byte) *wire.FetchResp {
+	m := c.m
+	a, err := wire.DecodeAuth(p)
+	if err != nil {
+		return c.errResp(wire.InvalidRequest, "bad credentials frame: "+err.Error())
+	}
+	if m.cfg.Authenticate == nil {
+		return nil
+	}
+	if a.Group != m.cfg.Group {
+		return c.errResp(wire.WrongGroup, fmt.Sprintf("this is the master of group %q, not %q: check --broker-name and --ha-master", m.cfg.Group, a.Group))
+	}
+	now := m.cfg.Clock.Now()
+	if skew := now.Sub(time.UnixMilli(a.TimeMs)); skew > maxAuthSkew || skew < -maxAuthSkew {
+		return c.authResp(a.AccessKey, fmt.Sprintf("the credentials of user %q are dated %s, %v off this master's clock (%s; at most %v allowed): synchronise the brokers' clocks",
+			clip(a.AccessKey, 64), time.UnixMilli(a.TimeMs).UTC().Format(time.RFC3339), skew.Abs().Round(time.Second), now.UTC().Format(time.RFC3339), maxAuthSkew))
+	}
+	content := wire.AuthContent(make([]byte, 0, 64+len(m.cfg.Group)), m.cfg.Group, a.TimeMs, a.Nonce)
+	if err := m.cfg.Authenticate(a.AccessKey, content, a.Sig); err != nil {
+		return c.authResp(a.AccessKey, err.Error())
+	}
+	c.user = a.AccessKey
+	return nil
+}
+
+// authResp is an Unauthorized answer, logged at most once a second (a
+// peer that dials in a loop cannot flood the log).
+func (c *mconn) authResp(user, msg string) *wire.FetchResp {
+	r := c.resp(wire.Unauthorized, msg)
+	m := c.m
+	now := m.cfg.Clock.Now()
+	m.authLogMu.Lock()
+	log := m.authLogged.IsZero() || now.Sub(m.authLogged) >= time.Second
+	skipped := m.authSkipped
+	if log {
+		m.authLogged, m.authSkipped = now, 0
+	} else {
+		m.authSkipped++
+	}
+	m.authLogMu.Unlock()
+	if log {
+		m.log.Warn("slave connection refused: authentication", "remote", c.remote(), "user", clip(user, 128),
+			"reason", msg, "refusals_not_logged", skipped)
+	}
 	return r
 }
 
@@ -497,7 +576,7 @@ func (c *mconn) handshake(f wire.Fetch) *wire.FetchResp {
 		m.log.Warn("slave reconnected; dropping its previous connection", "replica_id", f.ReplicaID, "remote", c.remote())
 		old.nc.Close()
 	}
-	m.log.Info("slave connected", "replica_id", f.ReplicaID, "remote", c.remote(), "offset", f.Offset,
+	m.log.Info("slave connected", "replica_id", f.ReplicaID, "remote", c.remote(), "user", c.user, "offset", f.Offset,
 		"durable", f.Durable, "last_epoch", f.LastEpoch, "leo", leo)
 	return nil
 }

@@ -3,6 +3,7 @@ package ha
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -160,7 +161,11 @@ func (s *Slave) run() {
 		if progressed {
 			backoff = s.cfg.BackoffMin
 		}
-		s.log.Warn("replication interrupted; reconnecting", "master", addr, "err", err, "backoff", backoff)
+		if errors.Is(err, ErrUnauthorized) {
+			s.log.Error(err.Error(), "master", addr, "user", s.cfg.Credentials.AccessKey, "backoff", backoff)
+		} else {
+			s.log.Warn("replication interrupted; reconnecting", "master", addr, "err", err, "backoff", backoff)
+		}
 		if !s.sleep(backoff) {
 			return
 		}
@@ -326,6 +331,9 @@ func (s *Slave) session(nc net.Conn) (progressed bool, err error) {
 		stopAcks()
 		<-ackDone
 	}()
+	if err := ss.sendAuth(); err != nil {
+		return false, err
+	}
 	// Two fetches in flight: the master parks the second while the first
 	// answer is appended here.
 	for range 2 {
@@ -496,6 +504,24 @@ func (ss *session) send(fetch bool) error {
 	return wire.WriteFrame(ss.nc, ss.wbuf)
 }
 
+// sendAuth writes the Auth frame of the slave's credentials (nothing
+// without).
+func (ss *session) sendAuth() error {
+	cr := ss.s.cfg.Credentials
+	if cr.AccessKey == "" {
+		return nil
+	}
+	var nonce [wire.NonceLen]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return fmt.Errorf("credentials for the master: random nonce: %w", err)
+	}
+	ms := max(ss.s.cfg.Clock.Now().UnixMilli(), 0)
+	a := wire.SignAuth(ss.s.cfg.Group, cr.AccessKey, cr.SecretKey, ms, nonce)
+	ss.wmu.Lock()
+	defer ss.wmu.Unlock()
+	return wire.WriteFrame(ss.nc, wire.AppendAuth(nil, a))
+}
+
 // recordEpoch appends the epoch of r's bytes to the local history before
 // they are appended, so the history always covers the log.
 func (s *Slave) recordEpoch(r wire.FetchResp) error {
@@ -559,6 +585,8 @@ func (s *Slave) refused(r wire.FetchResp) error {
 		return s.startOver(r.LogStart, r.Message)
 	case wire.Diverging:
 		return s.truncate(r)
+	case wire.Unauthorized:
+		return fmt.Errorf("%w: %s; give this broker the cluster's --auth-init-user (a super user)", ErrUnauthorized, r.Message)
 	}
 	return fmt.Errorf("the master answered %s: %s", r.Err, r.Message)
 }

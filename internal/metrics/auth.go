@@ -9,14 +9,14 @@ import (
 // Labels of petrel_auth_refusals_total that exist at zero from the start
 // (auth.CheckerOptions.Refused's protocols and reasons).
 var (
-	refusalProtocols = []string{"remoting", "grpc", "http"}
+	refusalProtocols = []string{"remoting", "grpc", "http", "ha"}
 	refusalReasons   = []string{"unsigned", "unknown-user", "disabled", "bad-signature", "forbidden"}
 )
 
 func newAuthRefusals() *prometheus.CounterVec {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "petrel_auth_refusals_total",
-		Help: "Requests refused by authentication or authorization (--auth), by protocol (remoting, grpc, http) and reason " +
+		Help: "Requests refused by authentication or authorization (--auth), by protocol (remoting, grpc, http, ha: the replication port) and reason " +
 			"(unsigned, unknown-user, disabled, bad-signature, forbidden).",
 	}, []string{"protocol", "reason"})
 	for _, p := range refusalProtocols {

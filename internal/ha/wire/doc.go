@@ -63,6 +63,27 @@
 //	  2     8  Offset      int64    ≥ 0
 //	 10     8  Durable     int64    ≥ 0
 //
+// Auth (kind 4), 32 bytes + group + access key + signature, slave to
+// master, the first frame of a connection when the slave has credentials:
+//
+//	off    size  field
+//	  0       1  version = 1
+//	  1       1  kind = 4
+//	  2       2  len(Group)           ≤ MaxGroup
+//	  4       g  Group
+//	4+g       2  len(AccessKey)       1..MaxAccessKey
+//	6+g       a  AccessKey
+//	6+g+a     8  TimeMs      int64    unix milliseconds ≥ 0
+//	14+g+a   16  Nonce                random
+//	30+g+a    2  len(Sig)             1..MaxSig
+//	32+g+a    s  Sig = HMAC-SHA1(secret, "petrel-ha" 0 Group 0 decimal(TimeMs) 0 Nonce)
+//
+// A master with authentication on refuses a connection whose first frame
+// is not a valid Auth of a super user, or whose TimeMs is more than a few
+// minutes off its clock, with an Unauthorized FetchResp; one without
+// accepts and ignores it. Nothing answers an accepted Auth: the slave's
+// Fetch follows at once.
+//
 // A slave sends an Ack when its fsync has made more bytes durable, between
 // its fetches, so the commit point moves without waiting for the next fetch.
 //

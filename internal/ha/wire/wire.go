@@ -111,7 +111,7 @@ func DecodeAck(b []byte) (Ack, error) {
 }
 
 // KindOf returns the kind byte of a payload of this Version (KindFetch,
-// KindFetchResp, KindAck or an unknown value the caller refuses), so that a
+// KindFetchResp, KindAck, KindAuth or an unknown value the caller refuses), so that a
 // receiver that takes several kinds picks the decoder; a payload shorter
 // than two bytes or of another version is an error.
 func KindOf(b []byte) (byte, error) {
@@ -166,6 +166,11 @@ const (
 	// log — lower still where its own history ends Epoch earlier — before it
 	// fetches again (epoch.DivergencePoint, replication.md §2.7).
 	Diverging
+	// Unauthorized: the master requires credentials (--auth) and the
+	// connection's first frame was no valid Auth of a super user: Message
+	// names the user and what is missing. The slave retries after a
+	// back-off (an operator may fix the users meanwhile).
+	Unauthorized
 )
 
 var codeNames = [...]string{
@@ -180,6 +185,7 @@ var codeNames = [...]string{
 	InvalidRequest:   "InvalidRequest",
 	Unavailable:      "Unavailable",
 	Diverging:        "Diverging",
+	Unauthorized:     "Unauthorized",
 }
 
 func (c Code) String() string {
