@@ -950,11 +950,14 @@ func (c *Cluster) close() error {
 		proc, paused := p.cmd.Process, p.paused
 		dones[i] = p.done
 		p.mu.Unlock()
-		if paused {
-			_ = proc.Signal(syscall.SIGCONT)
-		}
+		// SIGKILL ends a stopped process too; it goes first, so a paused
+		// one never runs again (resumed first, it could still answer a
+		// request a WaitReady had queued, which then reads it as ready).
 		if err := proc.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
 			errs = append(errs, fmt.Errorf("cluster: close: kill %s (pid %d): %w", p.info.Name, proc.Pid, err))
+		}
+		if paused {
+			_ = proc.Signal(syscall.SIGCONT)
 		}
 	}
 	all := true
