@@ -3,6 +3,7 @@ package auth
 import (
 	"crypto/hmac"
 	"crypto/sha1"
+	"encoding"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -30,21 +31,39 @@ const (
 type extPair struct{ key, value string }
 
 // macState is the scratch space of one signature computation, pooled so
-// that checking a request allocates nothing.
+// that checking a request allocates nothing. It keeps the HMAC key
+// schedule of the last secret it served (the SHA-1 states after the
+// ipad and opad blocks): a pooled state mostly serves the same one or few
+// users, so the two pad blocks are hashed once per secret, not per
+// request. The states are keyed by the secret itself, so a rotated secret
+// never meets the old one's states.
 type macState struct {
-	pairs []extPair
-	buf   []byte
-	h     hash.Hash
-	pad   [sha1.BlockSize]byte
-	key   [sha1.Size]byte
-	inner [sha1.Size]byte
-	out   [sha1.Size]byte
-	b64   [28]byte
-	add   func(k, v string)
+	pairs  []extPair
+	buf    []byte
+	h      hash.Hash
+	hm     stateHash
+	secret string // whose states ist and ost are; valid when keyed
+	keyed  bool
+	ist    []byte // marshalled state after the ipad block
+	ost    []byte // marshalled state after the opad block
+	pad    [sha1.BlockSize]byte
+	inner  [sha1.Size]byte
+	out    [sha1.Size]byte
+	b64    [28]byte
+	add    func(k, v string)
+}
+
+// stateHash is what crypto/sha1's digest offers for saving and restoring
+// its state.
+type stateHash interface {
+	hash.Hash
+	encoding.BinaryAppender
+	encoding.BinaryUnmarshaler
 }
 
 var macPool = sync.Pool{New: func() any {
 	s := &macState{h: sha1.New()}
+	s.hm, _ = s.h.(stateHash)
 	s.add = func(k, v string) { s.pairs = append(s.pairs, extPair{k, v}) }
 	return s
 }}
@@ -66,7 +85,7 @@ func putMac(s *macState) {
 func (s *macState) collect(f Fields) {
 	s.pairs = s.pairs[:0]
 	f.EachExt(s.add)
-	slices.SortStableFunc(s.pairs, func(a, b extPair) int { return strings.Compare(a.key, b.key) })
+	sortPairs(s.pairs)
 	out := s.pairs[:0]
 	for i, p := range s.pairs {
 		if i+1 < len(s.pairs) && s.pairs[i+1].key == p.key {
@@ -75,6 +94,25 @@ func (s *macState) collect(f Fields) {
 		out = append(out, p)
 	}
 	s.pairs = out
+}
+
+// sortPairs sorts ps by key, stably (equal keys keep EachExt's order, so
+// the last one still wins): an insertion sort for the usual dozen or two
+// fields, the library's stable sort beyond.
+func sortPairs(ps []extPair) {
+	if len(ps) > 48 {
+		slices.SortStableFunc(ps, func(a, b extPair) int { return strings.Compare(a.key, b.key) })
+		return
+	}
+	for i := 1; i < len(ps); i++ {
+		p := ps[i]
+		j := i
+		for j > 0 && ps[j-1].key > p.key {
+			ps[j] = ps[j-1]
+			j--
+		}
+		ps[j] = p
+	}
 }
 
 // content writes the signed content's header part into s.buf, leaving
@@ -95,36 +133,73 @@ func (s *macState) content(skipToken, skipUnique bool) {
 // mac computes HMAC-SHA1(secret, parts...) into s.out.
 func (s *macState) mac(secret string, parts ...[]byte) []byte {
 	h := s.h
-	key := s.key[:0]
-	if len(secret) > sha1.BlockSize {
-		h.Reset()
-		s.buf2(secret)
-		key = h.Sum(key)
+	if !s.restore(secret, &s.ist) {
+		s.padBlock(secret, 0x36)
 	}
-	fill := func(x byte) {
-		for i := range s.pad {
-			var k byte
-			switch {
-			case len(key) > 0 && i < len(key):
-				k = key[i]
-			case len(key) == 0 && i < len(secret):
-				k = secret[i]
-			}
-			s.pad[i] = k ^ x
-		}
-	}
-	fill(0x36)
-	h.Reset()
-	h.Write(s.pad[:])
 	for _, p := range parts {
 		h.Write(p)
 	}
 	inner := h.Sum(s.inner[:0])
-	fill(0x5c)
-	h.Reset()
-	h.Write(s.pad[:])
+	if !s.restore(secret, &s.ost) {
+		s.padBlock(secret, 0x5c)
+	}
 	h.Write(inner)
 	return h.Sum(s.out[:0])
+}
+
+// restore puts h in the state after secret's pad block, saved in *st, and
+// reports whether it could; when it cannot (another secret, first use) it
+// makes secret the saved one and leaves the pad block to padBlock.
+func (s *macState) restore(secret string, st *[]byte) bool {
+	if s.hm == nil {
+		return false
+	}
+	if !s.keyed || s.secret != secret {
+		s.keyed, s.secret = false, secret
+		s.ist, s.ost = s.ist[:0], s.ost[:0]
+		return false
+	}
+	if len(*st) == 0 {
+		return false
+	}
+	return s.hm.UnmarshalBinary(*st) == nil
+}
+
+// padBlock resets h and feeds it secret's key XOR x (one block), saving
+// the state for the next request under the same secret.
+func (s *macState) padBlock(secret string, x byte) {
+	h := s.h
+	var key []byte
+	var kb [sha1.Size]byte
+	if len(secret) > sha1.BlockSize {
+		h.Reset()
+		s.buf2(secret)
+		key = h.Sum(kb[:0])
+	}
+	for i := range s.pad {
+		var k byte
+		switch {
+		case key != nil && i < len(key):
+			k = key[i]
+		case key == nil && i < len(secret):
+			k = secret[i]
+		}
+		s.pad[i] = k ^ x
+	}
+	h.Reset()
+	h.Write(s.pad[:])
+	if s.hm == nil {
+		return
+	}
+	st := &s.ist
+	if x == 0x5c {
+		st = &s.ost
+	}
+	var err error
+	if *st, err = s.hm.AppendBinary((*st)[:0]); err != nil {
+		*st = (*st)[:0]
+	}
+	s.keyed = s.secret == secret
 }
 
 // buf2 writes a long secret into the hash through the pad (no

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -746,7 +747,7 @@ func (c *Conn) readLoop() {
 			}
 			continue
 		}
-		if c.own.guard != nil {
+		if c.own.guard != nil && reg == nil { // a batch's requests are checked in runBatch
 			if resp := c.own.guard(c, cmd); resp != nil {
 				c.unreserveCmd(cmd)
 				if err := c.Respond(cmd, resp); err != nil {
@@ -1021,6 +1022,10 @@ type batch struct {
 	reg   *batchReg
 	reqs  []*Command
 	bytes int
+	// refused and pass are runBatch's scratch for the guard's answers and
+	// the requests it let through.
+	refused []*Command
+	pass    []*Command
 }
 
 func (b *batch) add(reg *batchReg, cmd *Command) {
@@ -1043,6 +1048,9 @@ func (c *Conn) runBatch(b *batch) {
 	}
 	reply := func(i int, build func() *Command) { calls[i].reply(build) }
 	h, reqs := b.reg.h, b.reqs
+	if c.own.guard != nil {
+		reqs, reply = c.guardBatch(b, calls)
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			c.log.Error("handler panicked", "code", calls[0].req.Code, "requests", len(calls), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
@@ -1054,9 +1062,75 @@ func (c *Conn) runBatch(b *batch) {
 			}
 		}
 		clear(b.reqs)
-		b.reqs, b.reg, b.bytes = b.reqs[:0], nil, 0
+		clear(b.pass)
+		b.reqs, b.reg, b.bytes, b.pass = b.reqs[:0], nil, 0, b.pass[:0]
 	}()
-	h(c.ctx, c, reqs, reply)
+	if len(reqs) > 0 {
+		h(c.ctx, c, reqs, reply)
+	}
+}
+
+// maxGuardWorkers bounds the goroutines that check one batch's requests.
+const maxGuardWorkers = 4
+
+// minParallelGuard is the smallest batch whose checks are spread.
+const minParallelGuard = 4
+
+// guardBatch runs the guard on b's requests, in parallel for larger
+// batches (the reader takes one share itself): the reader carries all of
+// a connection's requests, and checking a signature costs about as much
+// as the rest of a send's work on it. Refused requests are answered in
+// place; it returns the others, in order, and the reply their handler
+// calls.
+func (c *Conn) guardBatch(b *batch, calls []replyOnce) ([]*Command, func(int, func() *Command)) {
+	n := len(b.reqs)
+	if cap(b.refused) < n {
+		b.refused = make([]*Command, n)
+	}
+	refused := b.refused[:n]
+	check := func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			refused[i] = c.own.guard(c, b.reqs[i])
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), maxGuardWorkers, n)
+	if n < minParallelGuard || workers < 2 {
+		check(0, n)
+	} else {
+		var wg sync.WaitGroup
+		per := (n + workers - 1) / workers
+		for lo := per; lo < n; lo += per {
+			wg.Go(func() { check(lo, min(lo+per, n)) })
+		}
+		check(0, min(per, n))
+		wg.Wait()
+	}
+	var idx []int // the pass index's request in calls, when some are refused
+	for i, resp := range refused {
+		if resp == nil {
+			if idx != nil {
+				idx = append(idx, i)
+			}
+			continue
+		}
+		if idx == nil {
+			idx = make([]int, 0, n)
+			for j := range i {
+				idx = append(idx, j)
+			}
+		}
+		refused[i] = nil
+		calls[i].reply(func() *Command { return resp })
+	}
+	if idx == nil {
+		return b.reqs, func(i int, build func() *Command) { calls[i].reply(build) }
+	}
+	pass := b.pass[:0]
+	for _, i := range idx {
+		pass = append(pass, b.reqs[i])
+	}
+	b.pass = pass
+	return pass, func(i int, build func() *Command) { calls[idx[i]].reply(build) }
 }
 
 // replyOnce is one request given to a BatchHandler.

@@ -31,11 +31,14 @@ type ServerOptions struct {
 	// fields take the defaults (see Limits). NewServer does not check
 	// them: call Limits.Validate first.
 	Limits Limits
-	// Guard, if set, sees every request before it is dispatched (batched
-	// ones included, whose ext fields it reads with Ext/EachExt), on the
+	// Guard, if set, sees every request before it is dispatched, on the
 	// connection's reader goroutine: a non-nil answer is sent instead of
 	// running the handler (authentication and authorization refusals).
-	// It must not block.
+	// Requests of HandleBatch codes (whose ext fields it reads with
+	// Ext/EachExt) are checked when their batch is handed on, a larger
+	// batch's on up to 4 goroutines at once, so it must be safe for
+	// concurrent use; the handler gets only those it let through, in
+	// order. It must not block.
 	Guard Guard
 }
 

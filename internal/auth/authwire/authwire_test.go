@@ -353,3 +353,14 @@ func BenchmarkGuardSend(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSignerSend: the client's signing of one 1 KiB send.
+func BenchmarkSignerSend(b *testing.B) {
+	req := sendReq("orders", bytes.Repeat([]byte("x"), 1024))
+	sign := Signer("root", "s3cret-s3cret")
+	b.ReportAllocs()
+	b.SetBytes(1024)
+	for b.Loop() {
+		sign(req)
+	}
+}
