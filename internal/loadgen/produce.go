@@ -251,7 +251,8 @@ func Produce(ctx context.Context, cfg ProduceConfig) (*Result, error) {
 			conns[i] = append(conns[i], c)
 		}
 	}
-	p := &producer{cfg: &cfg, rt: rt, clients: clients, uniqPrefix: uniqPrefix()}
+	p := &producer{cfg: &cfg, rt: rt, clients: clients, uniqPrefix: uniqPrefix(),
+		offReader: cfg.Security.AccessKey != "" && cfg.Rate == 0 && cfg.Mode == ModeAsync}
 	return p.run(ctx, conns)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,6 +36,12 @@ type producer struct {
 	first     string
 	start     time.Time
 	all       []*slot
+	// offReader: the next request is not sent from the connection's
+	// reader (answered) but by the issuers, one per CPU: signing costs
+	// as much as the rest of a send, and on the reader it would make one
+	// goroutine do all of it, which no real client does (they sign in
+	// the goroutines that send).
+	offReader bool
 }
 
 func (p *producer) run(ctx context.Context, conns [][]*remoting.Conn) (*Result, error) {
@@ -49,9 +56,16 @@ func (p *producer) run(ctx context.Context, conns [][]*remoting.Conn) (*Result, 
 	p.ctx, p.issueCtx, p.stopIssue, p.conns = ctx, issueCtx, stopIssue, conns
 	p.start = time.Now()
 	stopProgress := reportProgress(p.cfg.Progress, p.cfg.ProgressInterval, p.progress)
-	if p.cfg.Mode == ModeSync {
+	switch {
+	case p.cfg.Mode == ModeSync:
 		p.runSync(issueCtx)
-	} else {
+	case p.offReader:
+		var wg sync.WaitGroup
+		for range runtime.GOMAXPROCS(0) {
+			wg.Go(func() { p.issue(issueCtx) })
+		}
+		wg.Wait()
+	default:
 		p.issue(issueCtx)
 	}
 	// Wait for the answers still due, a grace period at most.
@@ -389,7 +403,7 @@ func (p *producer) record(s *slot, resp *remoting.Command, err error) bool {
 // reader.
 func (s *slot) answered(resp *remoting.Command, err error) {
 	p := s.p
-	if p.record(s, resp, err) && p.cfg.Rate == 0 && p.send(s) {
+	if p.record(s, resp, err) && p.cfg.Rate == 0 && !p.offReader && p.send(s) {
 		return
 	}
 	p.slots <- s // never blocks: the channel holds every slot
