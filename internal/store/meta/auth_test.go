@@ -128,7 +128,7 @@ func TestAuthTablesCrashAtEveryOperation(t *testing.T) {
 	}
 }
 
-func authCrashRun(t *testing.T, compactBytes int64, crashAt, failAt int, r *rand.Rand) (ops int) {
+func authCrashRun(t *testing.T, compactBytes int64, crashAt, failAt int, r *rand.Rand) int {
 	t.Helper()
 	mem := vfs.NewMem()
 	h := &hookFS{FS: mem}
@@ -139,17 +139,8 @@ func authCrashRun(t *testing.T, compactBytes int64, crashAt, failAt int, r *rand
 		Acls  []Acl
 	}
 	stateOf := func(s *Store) state { return state{s.Users(), s.Acls()} }
-	l := newCrashLedger(func() state { return stateOf(s) })
-	h.setHook(func(op vfs.Op, name string) error {
-		ops++
-		if ops == crashAt {
-			l.crash(mem, r)
-		}
-		if ops == failAt {
-			return fmt.Errorf("injected at %s %s", op, name)
-		}
-		return nil
-	})
+	l := newCrashLedger(mem, r, crashAt, failAt, func() state { return stateOf(s) })
+	h.setHook(l.op)
 	do := l.do
 	for i := range 24 {
 		name := fmt.Sprintf("u%d", i%4)
@@ -166,7 +157,7 @@ func authCrashRun(t *testing.T, compactBytes int64, crashAt, failAt int, r *rand
 			do(err)
 		}
 	}
-	l.end(t, mem, r, crashAt, failAt, ops, func() error {
+	l.end(t, func() error {
 		err := s.Close()
 		h.setHook(nil)
 		return err
@@ -186,5 +177,5 @@ func authCrashRun(t *testing.T, compactBytes int64, crashAt, failAt int, r *rand
 	if !okUsers || !okAcls {
 		t.Fatalf("%s: crashed copy holds %+v\nwant one of %+v", what, got, allowed)
 	}
-	return ops
+	return l.ops
 }
