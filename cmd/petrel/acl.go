@@ -37,8 +37,11 @@ or to --broker alone. Managing ACLs needs a super user's credentials.`,
 	return cmd
 }
 
-// subjectHelp describes --subject.
-const subjectHelp = "the user, as User:NAME or NAME"
+// addSubjectFlag adds the required --subject of the ACL commands.
+func addSubjectFlag(cmd *cobra.Command, subject *string) {
+	cmd.Flags().StringVar(subject, "subject", "", "the user, as User:NAME or NAME (required)")
+	_ = cmd.MarkFlagRequired("subject")
+}
 
 func newACLWriteCmd(f *adminFlags, verb string) *cobra.Command {
 	var spec cli.AclSpec
@@ -67,14 +70,14 @@ the --action list, the --source-ip ranges (none: from anywhere) and the
 --decision.`
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&spec.Subject, "subject", "", subjectHelp+" (required)")
+	addSubjectFlag(cmd, &spec.Subject)
 	fl.StringArrayVar(&spec.Resources, "resource", nil, "resource: *, Cluster, Topic:NAME, Topic:PREFIX*, Topic:*, Group:NAME, Group:PREFIX*, Group:* (repeatable or a comma list; required)")
 	fl.StringArrayVar(&spec.Actions, "action", nil, "actions: Pub, Sub, Create, Update, Delete, Get, List or All (repeatable or a comma list; required)")
 	fl.StringVar(&spec.Decision, "decision", "", "allow or deny (required; deny wins over allow)")
 	fl.StringArrayVar(&spec.SourceIPs, "source-ip", nil, "apply only to requests from this address or CIDR range (repeatable or a comma list; default: from anywhere)")
 	fl.StringVar(&spec.PolicyType, "policy-type", "custom", "custom or default")
 	addBrokerFlag(cmd, &spec.Broker)
-	for _, name := range []string{"subject", "resource", "action", "decision"} {
+	for _, name := range []string{"resource", "action", "decision"} {
 		_ = cmd.MarkFlagRequired(name)
 	}
 	return cmd
@@ -97,11 +100,10 @@ live master (or --broker), or, without --resource, the whole ACL. With
 		}),
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&subject, "subject", "", subjectHelp+" (required)")
+	addSubjectFlag(cmd, &subject)
 	fl.StringArrayVar(&resources, "resource", nil, "delete only the entries of this resource (repeatable or a comma list; default: the whole ACL)")
 	fl.StringVar(&policyType, "policy-type", "", "delete only entries of this policy type: custom or default (not given: custom, as RocketMQ reads it)")
 	addBrokerFlag(cmd, &broker)
-	_ = cmd.MarkFlagRequired("subject")
 	return cmd
 }
 
@@ -117,9 +119,8 @@ func newACLGetCmd(f *adminFlags) *cobra.Command {
 			return c.AclGet(ctx, subject, broker)
 		}),
 	}
-	cmd.Flags().StringVar(&subject, "subject", "", subjectHelp+" (required)")
+	addSubjectFlag(cmd, &subject)
 	addBrokerFlag(cmd, &broker)
-	_ = cmd.MarkFlagRequired("subject")
 	return cmd
 }
 

@@ -57,6 +57,19 @@ func (s *userSecretFlags) read() (string, error) {
 	return s.secret, nil
 }
 
+// run is the RunE of user create and update: spec named by the NAME
+// argument, with the secret read from the flags, sent by send.
+func (s *userSecretFlags) run(f *adminFlags, spec *cli.UserSpec, send func(*cli.CLI, context.Context, cli.UserSpec) error) func(*cobra.Command, []string) error {
+	return adminRun(f, func(ctx context.Context, c *cli.CLI, args []string) error {
+		var err error
+		if spec.Secret, err = s.read(); err != nil {
+			return err
+		}
+		spec.Name = args[0]
+		return send(c, ctx, *spec)
+	})
+}
+
 func newUserCreateCmd(f *adminFlags) *cobra.Command {
 	var spec cli.UserSpec
 	var sec userSecretFlags
@@ -71,14 +84,7 @@ that has the user already: change it with 'petrel user update'.`,
 		Example: `  petrel user create alice --secret-file alice.secret
   petrel user create ops --type super --secret-file ops.secret`,
 		Args: cobra.ExactArgs(1),
-		RunE: adminRun(f, func(ctx context.Context, c *cli.CLI, args []string) error {
-			var err error
-			if spec.Secret, err = sec.read(); err != nil {
-				return err
-			}
-			spec.Name = args[0]
-			return c.UserCreate(ctx, spec)
-		}),
+		RunE: sec.run(f, &spec, (*cli.CLI).UserCreate),
 	}
 	sec.add(cmd)
 	cmd.Flags().StringVar(&spec.Type, "type", "normal", "normal (what its ACL allows) or super (everything)")
@@ -99,14 +105,7 @@ keep their current value.`,
 		Example: `  petrel user update alice --secret-file alice.new
   petrel user update alice --status disable`,
 		Args: cobra.ExactArgs(1),
-		RunE: adminRun(f, func(ctx context.Context, c *cli.CLI, args []string) error {
-			var err error
-			if spec.Secret, err = sec.read(); err != nil {
-				return err
-			}
-			spec.Name = args[0]
-			return c.UserUpdate(ctx, spec)
-		}),
+		RunE: sec.run(f, &spec, (*cli.CLI).UserUpdate),
 	}
 	sec.add(cmd)
 	cmd.Flags().StringVar(&spec.Type, "type", "", "normal or super (default: keep)")

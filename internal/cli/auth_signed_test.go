@@ -55,7 +55,7 @@ func TestNoPermissionWithCredentialsNamesTheUser(t *testing.T) {
 }
 
 func TestTLSDialsVerifiesAndExplainsMismatches(t *testing.T) {
-	srvCfg, caFile := selfSigned(t)
+	srvCfg, caFile := serverTLS(t)
 	wrap := func(ln net.Listener) net.Listener { return tls.NewListener(ln, srvCfg) }
 	fc := startFakeClusterOn(t, wrap, nil, "broker-a")
 	verified, err := TLSConfig(false, caFile, false) // --tls-ca implies --tls

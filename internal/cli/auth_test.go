@@ -348,7 +348,7 @@ func TestNoPermissionSaysToPassCredentials(t *testing.T) {
 }
 
 func TestPlaintextAgainstATLSServerSuggestsTLS(t *testing.T) {
-	srvCfg, _ := selfSigned(t)
+	srvCfg, _ := serverTLS(t)
 	ns := startFake(t, "namesrv", nil, func(ln net.Listener) net.Listener { return tls.NewListener(ln, srvCfg) })
 	var out strings.Builder
 	c, err := New(Config{NameServers: []string{ns.addr}, Out: &out})

@@ -3,21 +3,12 @@ package cli
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha1"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
-	"math/big"
 	"net"
-	"os"
-	"path/filepath"
 	"reflect"
 	"sort"
 	"sync"
@@ -26,6 +17,7 @@ import (
 
 	"github.com/petrelmq/petrel/internal/remoting"
 	"github.com/petrelmq/petrel/internal/remoting/rmq"
+	"github.com/petrelmq/petrel/internal/tlsx/tlsxtest"
 )
 
 // seenReq is a request a fake server received: its code, ext fields and
@@ -247,34 +239,15 @@ func wantSigned(t *testing.T, r seenReq, accessKey, secret string) {
 	}
 }
 
-// selfSigned writes a self-signed certificate for 127.0.0.1 into dir and
-// returns the server's tls.Config and the certificate file (the CA a
-// client verifies it with).
-func selfSigned(t *testing.T) (*tls.Config, string) {
+// serverTLS writes a test CA and a server certificate for 127.0.0.1 it
+// signed (tlsxtest's) into a temporary directory and returns the server's
+// tls.Config and the CA's file (what a client verifies it with).
+func serverTLS(t *testing.T) (*tls.Config, string) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	f, caFile := tlsxtest.Files(t, t.TempDir())
+	cert, err := tls.LoadX509KeyPair(f.Cert, f.Key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "petrel test"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1")},
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "ca.pem")
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cert := tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
-	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, path
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, caFile
 }

@@ -18,10 +18,7 @@ import (
 
 	"github.com/petrelmq/petrel/internal/auth"
 	"github.com/petrelmq/petrel/internal/auth/authwire"
-	"github.com/petrelmq/petrel/internal/broker"
 	"github.com/petrelmq/petrel/internal/daemon"
-	"github.com/petrelmq/petrel/internal/daemon/daemontest"
-	"github.com/petrelmq/petrel/internal/namesrv"
 	"github.com/petrelmq/petrel/internal/netx"
 	"github.com/petrelmq/petrel/internal/remoting"
 	"github.com/petrelmq/petrel/internal/tlsx"
@@ -46,30 +43,7 @@ func TestSlaveGRPCReceiveForwardsSignedAndServesTheReloadedCertificate(t *testin
 		s.TLS, s.TLSMode = srv, tlsx.Enforcing
 		return s
 	}
-	ns, err := daemon.StartNameServerWith("127.0.0.1:0", namesrv.Options{}, sec())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ns.Close() })
-	mcfg := daemontest.Config()
-	mcfg.NameServers, mcfg.Security = []string{ns.Addr().String()}, sec()
-	mcfg.HA = daemon.HAConfig{Listen: "127.0.0.1:0"}
-	master, err := daemon.StartBroker(mcfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { master.Close() })
-	scfg := daemontest.Config()
-	scfg.NameServers, scfg.Security = []string{ns.Addr().String()}, sec()
-	scfg.Broker.BrokerID, scfg.Broker.Role = 1, broker.RoleSlave
-	scfg.GRPCListen = "127.0.0.1:0"
-	slave, err := daemon.StartBroker(scfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { slave.Close() })
-	awaitReady(t, master)
-	awaitReady(t, slave)
+	master, slave := startSecuredPair(t, sec, nil, func(cfg *daemon.BrokerConfig) { cfg.GRPCListen = "127.0.0.1:0" })
 
 	cfg, err := tlsx.ClientConfig(tlsx.ClientOptions{CAFile: filepath.Join(dir, tlsxtest.CAFile)})
 	if err != nil {

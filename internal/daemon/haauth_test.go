@@ -8,11 +8,8 @@ import (
 	"time"
 
 	"github.com/petrelmq/petrel/internal/auth/authwire"
-	"github.com/petrelmq/petrel/internal/broker"
 	"github.com/petrelmq/petrel/internal/daemon"
-	"github.com/petrelmq/petrel/internal/daemon/daemontest"
 	"github.com/petrelmq/petrel/internal/ha/wire"
-	"github.com/petrelmq/petrel/internal/namesrv"
 	"github.com/petrelmq/petrel/internal/remoting"
 )
 
@@ -23,31 +20,10 @@ import (
 // Unauthorized, gets none of the log, and is counted in
 // petrel_auth_refusals_total{protocol="ha"}.
 func TestReplicationPortRequiresCredentialsWithAuth(t *testing.T) {
-	ns, err := daemon.StartNameServerWith("127.0.0.1:0", namesrv.Options{}, authSecurity())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ns.Close() })
-	mcfg := daemontest.Config()
-	mcfg.NameServers, mcfg.Security = []string{ns.Addr().String()}, authSecurity()
-	mcfg.HA = daemon.HAConfig{Listen: "127.0.0.1:0", SyncReplicas: 1}
-	mcfg.Broker.ReplicationTimeout = 5 * time.Second
-	mcfg.HTTPListen = "127.0.0.1:0"
-	master, err := daemon.StartBroker(mcfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { master.Close() })
-	scfg := daemontest.Config()
-	scfg.NameServers, scfg.Security = []string{ns.Addr().String()}, authSecurity()
-	scfg.Broker.BrokerID, scfg.Broker.Role = 1, broker.RoleSlave
-	slave, err := daemon.StartBroker(scfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { slave.Close() })
-	awaitReady(t, master)
-	awaitReady(t, slave)
+	master, slave := startSecuredPair(t, authSecurity, func(cfg *daemon.BrokerConfig) {
+		syncReplication(cfg)
+		cfg.HTTPListen = "127.0.0.1:0"
+	}, nil)
 
 	signed := newClient(t, remoting.ClientOptions{Sign: authwire.Signer(initUser, initSecret)})
 	sendUntil(t, signed, master.Advertised(), func() *remoting.Command { return send("Orders", "FIRST", []byte("hello")) })

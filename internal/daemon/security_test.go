@@ -89,6 +89,52 @@ func authSecurity() daemon.Security {
 	return daemon.Security{Auth: a, AccessKey: initUser, SecretKey: initSecret}
 }
 
+// startSecuredPair starts a name server, a master serving replication on
+// 127.0.0.1 and its slave (broker id 1), each with its own sec() (so its
+// own Auth). tuneMaster and tuneSlave, when not nil, adjust each broker's
+// config before it starts. It returns once both brokers are ready; all
+// three close when the test ends.
+func startSecuredPair(t *testing.T, sec func() daemon.Security, tuneMaster, tuneSlave func(*daemon.BrokerConfig)) (master, slave *daemon.Broker) {
+	t.Helper()
+	ns, err := daemon.StartNameServerWith("127.0.0.1:0", namesrv.Options{}, sec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ns.Close() })
+	mcfg := daemontest.Config()
+	mcfg.NameServers, mcfg.Security = []string{ns.Addr().String()}, sec()
+	mcfg.HA = daemon.HAConfig{Listen: "127.0.0.1:0"}
+	if tuneMaster != nil {
+		tuneMaster(&mcfg)
+	}
+	master, err = daemon.StartBroker(mcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { master.Close() })
+	scfg := daemontest.Config()
+	scfg.NameServers, scfg.Security = []string{ns.Addr().String()}, sec()
+	scfg.Broker.BrokerID, scfg.Broker.Role = 1, broker.RoleSlave
+	if tuneSlave != nil {
+		tuneSlave(&scfg)
+	}
+	slave, err = daemon.StartBroker(scfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { slave.Close() })
+	awaitReady(t, master)
+	awaitReady(t, slave)
+	return master, slave
+}
+
+// syncReplication makes a master acknowledge a send only once its slave
+// holds it.
+func syncReplication(cfg *daemon.BrokerConfig) {
+	cfg.HA.SyncReplicas = 1
+	cfg.Broker.ReplicationTimeout = 5 * time.Second
+}
+
 func get(t *testing.T, c *http.Client, url, user, secret string) (*http.Response, string) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, url, nil)
@@ -387,30 +433,7 @@ func TestReplicationAndForwardsOverMutualTLSWithAuth(t *testing.T) {
 		s.TLS, s.TLSMode = srv, tlsx.Enforcing
 		return s
 	}
-	ns, err := daemon.StartNameServerWith("127.0.0.1:0", namesrv.Options{}, sec())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ns.Close() })
-	mcfg := daemontest.Config()
-	mcfg.NameServers, mcfg.Security = []string{ns.Addr().String()}, sec()
-	mcfg.HA = daemon.HAConfig{Listen: "127.0.0.1:0", SyncReplicas: 1}
-	mcfg.Broker.ReplicationTimeout = 5 * time.Second
-	master, err := daemon.StartBroker(mcfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { master.Close() })
-	scfg := daemontest.Config()
-	scfg.NameServers, scfg.Security = []string{ns.Addr().String()}, sec()
-	scfg.Broker.BrokerID, scfg.Broker.Role = 1, broker.RoleSlave
-	slave, err := daemon.StartBroker(scfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { slave.Close() })
-	awaitReady(t, master)
-	awaitReady(t, slave)
+	master, slave := startSecuredPair(t, sec, syncReplication, nil)
 
 	rc, _ := tlsClients(t, files, true)
 	if resp := mustInvoke(t, rc, master.Advertised(), send("Orders", "UNSIGNED", []byte("x"))); resp.Code != auth.RemotingCode {

@@ -32,16 +32,7 @@ func TestTLSWithGeneratedCertificate(t *testing.T) {
 	if fi, err := os.Stat(filepath.Join(dir, KeyFileName)); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("key file: %v %v, want mode 0600", fi, err)
 	}
-	conn, err := grpc.NewClient(e.addr, grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{InsecureSkipVerify: true})))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	e.createTopic("T1", 1)
-	resp, err := v2.NewMessagingServiceClient(conn).QueryRoute(e.ctx("c1"), &v2.QueryRouteRequest{Topic: &v2.Resource{Name: "T1"}})
-	if err != nil || code(resp.Status) != v2.Code_OK {
-		t.Fatalf("route over TLS: %v %v", resp, err)
-	}
+	routeOverTLS(t, e, "route over TLS")
 	// A second start reuses the certificate.
 	if _, err := loadOrCreateCert("", "", dir, t0); err != nil {
 		t.Fatal(err)
@@ -174,6 +165,20 @@ func TestTLSGetCertificateServesTheCurrentCertificate(t *testing.T) {
 	}
 
 	// Still a working gRPC endpoint.
+	routeOverTLS(t, e, "route over TLS with GetCertificate")
+
+	get := func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return cur.Load(), nil }
+	for _, cfg := range []Config{{GetCertificate: get, TLSCert: "a", TLSKey: "b"}, {GetCertificate: get, Plaintext: true}} {
+		if _, err := New(e.b, cfg); !errors.Is(err, ErrConfig) {
+			t.Errorf("GetCertificate with TLSCert %q / plaintext %v: %v, want ErrConfig", cfg.TLSCert, cfg.Plaintext, err)
+		}
+	}
+}
+
+// routeOverTLS creates topic T1 and asks the front for its route over
+// TLS (not verifying the certificate); what names the step on failure.
+func routeOverTLS(t *testing.T, e *env, what string) {
+	t.Helper()
 	conn, err := grpc.NewClient(e.addr, grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{InsecureSkipVerify: true})))
 	if err != nil {
 		t.Fatal(err)
@@ -182,13 +187,6 @@ func TestTLSGetCertificateServesTheCurrentCertificate(t *testing.T) {
 	e.createTopic("T1", 1)
 	resp, err := v2.NewMessagingServiceClient(conn).QueryRoute(e.ctx("c1"), &v2.QueryRouteRequest{Topic: &v2.Resource{Name: "T1"}})
 	if err != nil || code(resp.Status) != v2.Code_OK {
-		t.Fatalf("route over TLS with GetCertificate: %v %v", resp, err)
-	}
-
-	get := func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return cur.Load(), nil }
-	for _, cfg := range []Config{{GetCertificate: get, TLSCert: "a", TLSKey: "b"}, {GetCertificate: get, Plaintext: true}} {
-		if _, err := New(e.b, cfg); !errors.Is(err, ErrConfig) {
-			t.Errorf("GetCertificate with TLSCert %q / plaintext %v: %v, want ErrConfig", cfg.TLSCert, cfg.Plaintext, err)
-		}
+		t.Fatalf("%s: %v %v", what, resp, err)
 	}
 }

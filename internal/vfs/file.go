@@ -16,7 +16,15 @@ const TmpSuffix = ".tmp"
 // the old or the new file: it writes dir/name.tmp, syncs it, renames it
 // over dir/name and syncs dir. On error the temporary file is removed
 // (best effort). Errors name the step and the file.
-func WriteFileAtomic(fsys FS, dir, name string, data []byte) (err error) {
+func WriteFileAtomic(fsys FS, dir, name string, data []byte) error {
+	return WriteFileAtomicPrepared(fsys, dir, name, data, nil)
+}
+
+// WriteFileAtomicPrepared is WriteFileAtomic that runs prepare (when not
+// nil) on the temporary file's path once it is created, before the data
+// goes in (to narrow its mode, say); prepare's error aborts the write and
+// is returned as it is.
+func WriteFileAtomicPrepared(fsys FS, dir, name string, data []byte, prepare func(tmp string) error) (err error) {
 	final := path.Join(dir, name)
 	tmp := final + TmpSuffix
 	f, err := fsys.Create(tmp)
@@ -28,6 +36,12 @@ func WriteFileAtomic(fsys FS, dir, name string, data []byte) (err error) {
 			_ = fsys.Remove(tmp)
 		}
 	}()
+	if prepare != nil {
+		if err := prepare(tmp); err != nil {
+			_ = f.Close()
+			return err
+		}
+	}
 	if _, err := f.WriteAt(data, 0); err != nil {
 		_ = f.Close()
 		return fmt.Errorf("write %s: %w", tmp, err)

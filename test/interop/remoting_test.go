@@ -233,6 +233,12 @@ func queryRoute(nsAddr, topic string) (route *topicRoute, found bool, err error)
 	if err != nil {
 		return nil, false, err
 	}
+	return routeFromAnswer(topic, resp)
+}
+
+// routeFromAnswer reads a name server's answer to a route request for
+// topic; found is false when it is TOPIC_NOT_EXIST.
+func routeFromAnswer(topic string, resp *remotingCommand) (route *topicRoute, found bool, err error) {
 	switch resp.Code {
 	case codeSuccess:
 	case codeTopicNotExist:

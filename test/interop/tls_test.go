@@ -25,7 +25,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"math/big"
@@ -143,18 +142,7 @@ func queryRouteTLS(nsAddr, caFile, topic string) (route *topicRoute, found bool,
 	if err != nil {
 		return nil, false, err
 	}
-	switch resp.Code {
-	case codeSuccess:
-	case codeTopicNotExist:
-		return nil, false, nil
-	default:
-		return nil, false, fmt.Errorf("route of %s: code %d remark %q", topic, resp.Code, resp.Remark)
-	}
-	route = &topicRoute{}
-	if err := json.Unmarshal(unquotedIntKey.ReplaceAll(resp.Body, []byte(`$1"$2":`)), route); err != nil {
-		return nil, true, fmt.Errorf("route body of %s %q: %w", topic, resp.Body, err)
-	}
-	return route, true, nil
+	return routeFromAnswer(topic, resp)
 }
 
 func waitRouteTLS(t *testing.T, s *secured, f tlsFiles, topic string) {

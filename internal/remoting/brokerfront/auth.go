@@ -91,19 +91,43 @@ func (f *Front) authError(req *remoting.Command, err error, what string) *remoti
 	return f.errorResponse(req, err)
 }
 
-func (f *Front) createUser(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	adm := f.authAdm
+// userOfRequest reads the user of a create (3001, creating) or update
+// (3002) user request: its header's name and its UserInfo body. A
+// non-nil answer is the INVALID_PARAMETER refusal to send instead.
+func userOfRequest(req *remoting.Command, creating bool) (auth.User, *remoting.Command) {
 	h, err := rmq.DecodeUserRequest(req)
 	if err != nil {
-		return invalid(req, err)
+		return auth.User{}, invalid(req, err)
 	}
 	info, err := rmq.DecodeUserInfo(req.Body)
 	if err != nil {
-		return invalid(req, err)
+		return auth.User{}, invalid(req, err)
 	}
-	u, err := userFromInfo(h.Username, info, true)
+	u, err := userFromInfo(h.Username, info, creating)
 	if err != nil {
-		return invalid(req, err)
+		return auth.User{}, invalid(req, err)
+	}
+	return u, nil
+}
+
+// userNameOfRequest reads the valid user name of a delete (3003) or get
+// (3004) user request; a non-nil answer is the refusal to send instead.
+func userNameOfRequest(req *remoting.Command) (string, *remoting.Command) {
+	h, err := rmq.DecodeUserRequest(req)
+	if err != nil {
+		return "", invalid(req, err)
+	}
+	if err := auth.ValidUserName(h.Username); err != nil {
+		return "", invalid(req, err)
+	}
+	return h.Username, nil
+}
+
+func (f *Front) createUser(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	adm := f.authAdm
+	u, refused := userOfRequest(req, true)
+	if refused != nil {
+		return refused
 	}
 	if caller, ok := callerIsSuper(adm, req); !ok && u.Type == auth.Super {
 		return superOnly(req, caller, "create", u.Name)
@@ -116,17 +140,9 @@ func (f *Front) createUser(ctx context.Context, _ *remoting.Conn, req *remoting.
 
 func (f *Front) updateUser(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	adm := f.authAdm
-	h, err := rmq.DecodeUserRequest(req)
-	if err != nil {
-		return invalid(req, err)
-	}
-	info, err := rmq.DecodeUserInfo(req.Body)
-	if err != nil {
-		return invalid(req, err)
-	}
-	u, err := userFromInfo(h.Username, info, false)
-	if err != nil {
-		return invalid(req, err)
+	u, refused := userOfRequest(req, false)
+	if refused != nil {
+		return refused
 	}
 	old, ok := adm.GetUser(u.Name)
 	if !ok {
@@ -143,41 +159,35 @@ func (f *Front) updateUser(ctx context.Context, _ *remoting.Conn, req *remoting.
 
 func (f *Front) deleteUser(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	adm := f.authAdm
-	h, err := rmq.DecodeUserRequest(req)
-	if err != nil {
-		return invalid(req, err)
+	name, refused := userNameOfRequest(req)
+	if refused != nil {
+		return refused
 	}
-	if err := auth.ValidUserName(h.Username); err != nil {
-		return invalid(req, err)
-	}
-	old, ok := adm.GetUser(h.Username)
+	old, ok := adm.GetUser(name)
 	if !ok {
-		return remoting.NewResponse(req, rmq.RespSuccess, fmt.Sprintf("user %q does not exist; nothing was deleted", h.Username))
+		return remoting.NewResponse(req, rmq.RespSuccess, fmt.Sprintf("user %q does not exist; nothing was deleted", name))
 	}
 	if caller, ok := callerIsSuper(adm, req); !ok && old.Type == auth.Super {
-		return superOnly(req, caller, "delete", h.Username)
+		return superOnly(req, caller, "delete", name)
 	}
-	if err := adm.DeleteUser(ctx, h.Username); err != nil {
+	if err := adm.DeleteUser(ctx, name); err != nil {
 		if errors.Is(err, auth.ErrUserNotFound) {
-			return remoting.NewResponse(req, rmq.RespSuccess, fmt.Sprintf("user %q does not exist; nothing was deleted", h.Username))
+			return remoting.NewResponse(req, rmq.RespSuccess, fmt.Sprintf("user %q does not exist; nothing was deleted", name))
 		}
-		return f.authError(req, err, h.Username)
+		return f.authError(req, err, name)
 	}
 	return remoting.NewResponse(req, rmq.RespSuccess, "")
 }
 
 func (f *Front) getUser(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	adm := f.authAdm
-	h, err := rmq.DecodeUserRequest(req)
-	if err != nil {
-		return invalid(req, err)
+	name, refused := userNameOfRequest(req)
+	if refused != nil {
+		return refused
 	}
-	if err := auth.ValidUserName(h.Username); err != nil {
-		return invalid(req, err)
-	}
-	u, ok := adm.GetUser(h.Username)
+	u, ok := adm.GetUser(name)
 	if !ok {
-		return remoting.NewResponse(req, rmq.RespSuccess, fmt.Sprintf("user %q does not exist", h.Username))
+		return remoting.NewResponse(req, rmq.RespSuccess, fmt.Sprintf("user %q does not exist", name))
 	}
 	_, super := callerIsSuper(adm, req)
 	withSecret := f.authenticated && req.Ext(rmq.FieldAccessKey) != "" && super

@@ -145,40 +145,8 @@ func restrictExisting(fsys vfs.FS, dir, name string) error {
 // writePrivateAtomic is vfs.WriteFileAtomic for a file that holds secrets:
 // the temporary file gets mode 0600 before the data goes in, and the
 // rename keeps it.
-func writePrivateAtomic(fsys vfs.FS, dir, name string, data []byte) (err error) {
-	final := path.Join(dir, name)
-	tmp := final + tmpSuffix
-	f, err := fsys.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("create %s: %w", tmp, err)
-	}
-	defer func() {
-		if err != nil {
-			_ = fsys.Remove(tmp)
-		}
-	}()
-	if err := restrictMode(fsys, tmp); err != nil {
-		_ = f.Close()
-		return err
-	}
-	if _, err := f.WriteAt(data, 0); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("sync %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", tmp, err)
-	}
-	if err := fsys.Rename(tmp, final); err != nil {
-		return fmt.Errorf("rename %s to %s: %w", tmp, final, err)
-	}
-	if err := fsys.SyncDir(dir); err != nil {
-		return fmt.Errorf("sync dir of %s: %w", final, err)
-	}
-	return nil
+func writePrivateAtomic(fsys vfs.FS, dir, name string, data []byte) error {
+	return vfs.WriteFileAtomicPrepared(fsys, dir, name, data, func(tmp string) error { return restrictMode(fsys, tmp) })
 }
 
 // User returns a user; false when there is none. Safe for concurrent use;

@@ -128,7 +128,7 @@ func TestAuthTablesCrashAtEveryOperation(t *testing.T) {
 	}
 }
 
-func authCrashRun(t *testing.T, compactBytes int64, crashAt, failAt int, r *rand.Rand) (ops int) {
+func authCrashRun(t *testing.T, compactBytes int64, crashAt, failAt int, r *rand.Rand) int {
 	t.Helper()
 	mem := vfs.NewMem()
 	h := &hookFS{FS: mem}
@@ -139,29 +139,9 @@ func authCrashRun(t *testing.T, compactBytes int64, crashAt, failAt int, r *rand
 		Acls  []Acl
 	}
 	stateOf := func(s *Store) state { return state{s.Users(), s.Acls()} }
-	states := []state{stateOf(s)}
-	acked := 0
-	var (
-		crashed *vfs.MemFS
-		allowed []state
-	)
-	h.setHook(func(op vfs.Op, name string) error {
-		ops++
-		if ops == crashAt {
-			crashed = mem.CrashClone(vfs.CrashOptions{Rand: r})
-			allowed = append(slices.Clone(states[acked:]), stateOf(s))
-		}
-		if ops == failAt {
-			return fmt.Errorf("injected at %s %s", op, name)
-		}
-		return nil
-	})
-	do := func(err error) {
-		states = append(states, stateOf(s))
-		if err == nil {
-			acked = len(states) - 1
-		}
-	}
+	l := newCrashLedger(mem, r, crashAt, failAt, func() state { return stateOf(s) })
+	h.setHook(l.op)
+	do := l.do
 	for i := range 24 {
 		name := fmt.Sprintf("u%d", i%4)
 		switch i % 4 {
@@ -177,22 +157,12 @@ func authCrashRun(t *testing.T, compactBytes int64, crashAt, failAt int, r *rand
 			do(err)
 		}
 	}
-	final := stateOf(s)
-	closeErr := s.Close()
-	h.setHook(nil)
-	if crashAt == 0 {
-		if failAt == 0 {
-			must(t, closeErr)
-		}
-		crashed = mem.CrashClone(vfs.CrashOptions{Rand: r})
-		allowed = []state{final}
-		if closeErr != nil {
-			allowed = append(slices.Clone(states[acked:]), final)
-		}
-	}
-	if crashed == nil {
-		t.Fatalf("crash at %d: the run made only %d operations", crashAt, ops)
-	}
+	l.end(t, func() error {
+		err := s.Close()
+		h.setHook(nil)
+		return err
+	})
+	crashed, allowed := l.crashed, l.allowed
 	what := fmt.Sprintf("LogCompactBytes %d, crash at %d, fail at %d", compactBytes, crashAt, failAt)
 	c, err := Open(crashed, testDir, opts)
 	if err != nil {
@@ -207,5 +177,5 @@ func authCrashRun(t *testing.T, compactBytes int64, crashAt, failAt int, r *rand
 	if !okUsers || !okAcls {
 		t.Fatalf("%s: crashed copy holds %+v\nwant one of %+v", what, got, allowed)
 	}
-	return ops
+	return l.ops
 }

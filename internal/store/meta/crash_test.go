@@ -462,6 +462,72 @@ func TestCrashAtEveryOperation(t *testing.T) {
 	}
 }
 
+// crashLedger keeps the bookkeeping of a crash run on mem: it counts the
+// file operations, crash-clones mem at operation crashAt and fails
+// operation failAt (0: neither), and records the store's state after each
+// change, which of them was acknowledged last and the states the crashed
+// copy may hold.
+type crashLedger[S any] struct {
+	mem             *vfs.MemFS
+	r               *rand.Rand
+	crashAt, failAt int
+	stateOf         func() S // the running store's state
+	ops             int      // file operations so far
+	states          []S      // after each change
+	acked           int      // index in states of the last acked one
+	crashed         *vfs.MemFS
+	allowed         []S // states the crashed copy may hold
+}
+
+func newCrashLedger[S any](mem *vfs.MemFS, r *rand.Rand, crashAt, failAt int, stateOf func() S) *crashLedger[S] {
+	return &crashLedger[S]{mem: mem, r: r, crashAt: crashAt, failAt: failAt, stateOf: stateOf, states: []S{stateOf()}}
+}
+
+// op is the hook's part for one file operation: it crash-clones at
+// crashAt and fails at failAt.
+func (l *crashLedger[S]) op(op vfs.Op, name string) error {
+	l.ops++
+	if l.ops == l.crashAt {
+		l.crashed = l.mem.CrashClone(vfs.CrashOptions{Rand: l.r})
+		// The change being written is in memory already.
+		l.allowed = append(slices.Clone(l.states[l.acked:]), l.stateOf())
+	}
+	if l.ops == l.failAt {
+		return fmt.Errorf("injected at %s %s", op, name)
+	}
+	return nil
+}
+
+// do records the state after a change that returned err.
+func (l *crashLedger[S]) do(err error) {
+	l.states = append(l.states, l.stateOf())
+	if err == nil {
+		l.acked = len(l.states) - 1
+	}
+}
+
+// end closes the store by closeStore (which also removes the hook) and,
+// when the run did not crash (crashAt 0), clones the closed files; it
+// fails t when the run made fewer than crashAt operations.
+func (l *crashLedger[S]) end(t *testing.T, closeStore func() error) {
+	t.Helper()
+	final := l.stateOf()
+	closeErr := closeStore()
+	if l.crashAt == 0 {
+		if l.failAt == 0 {
+			must(t, closeErr)
+		}
+		l.crashed = l.mem.CrashClone(vfs.CrashOptions{Rand: l.r})
+		l.allowed = []S{final}
+		if closeErr != nil { // Close's fold failed: the log still has everything
+			l.allowed = append(slices.Clone(l.states[l.acked:]), final)
+		}
+	}
+	if l.crashed == nil {
+		t.Fatalf("crash at %d: the run made only %d operations", l.crashAt, l.ops)
+	}
+}
+
 // crashRun makes a fixed series of topic changes on a fresh store. It
 // crash-clones at file operation crashAt and fails operation failAt (0:
 // neither), checks the crashed copy (after Close when crashAt is 0) and
@@ -479,33 +545,14 @@ func crashRun(t *testing.T, compactBytes int64, crashAt, failAt int, r *rand.Ran
 		version DataVersion
 	}
 	stateOf := func(s *Store) state { return state{s.Topics(), s.TopicsVersion()} }
-	states := []state{stateOf(s)} // after each change
-	acked := 0                    // index in states of the last acked one
-	var (
-		crashed *vfs.MemFS
-		allowed []state // states the crashed copy may hold
-	)
+	l := newCrashLedger(mem, r, crashAt, failAt, func() state { return stateOf(s) })
 	h.setHook(func(op vfs.Op, name string) error {
-		ops++
 		if op == vfs.OpRename && path.Base(name) == topicsFileName+tmpSuffix {
 			compactions++
 		}
-		if ops == crashAt {
-			crashed = mem.CrashClone(vfs.CrashOptions{Rand: r})
-			// The change being written is in memory already.
-			allowed = append(slices.Clone(states[acked:]), stateOf(s))
-		}
-		if ops == failAt {
-			return fmt.Errorf("injected at %s %s", op, name)
-		}
-		return nil
+		return l.op(op, name)
 	})
-	do := func(err error) {
-		states = append(states, stateOf(s))
-		if err == nil {
-			acked = len(states) - 1
-		}
-	}
+	do := l.do
 	for i := range 40 {
 		name := fmt.Sprintf("topic-%d", i%7)
 		switch i % 5 {
@@ -521,22 +568,12 @@ func crashRun(t *testing.T, compactBytes int64, crashAt, failAt int, r *rand.Ran
 			do(s.PutTopic(tp))
 		}
 	}
-	final := stateOf(s)
-	closeErr := s.Close()
-	h.setHook(nil)
-	if crashAt == 0 {
-		if failAt == 0 {
-			must(t, closeErr)
-		}
-		crashed = mem.CrashClone(vfs.CrashOptions{Rand: r})
-		allowed = []state{final}
-		if closeErr != nil { // Close's fold failed: the log still has everything
-			allowed = append(slices.Clone(states[acked:]), final)
-		}
-	}
-	if crashed == nil {
-		t.Fatalf("crash at %d: the run made only %d operations", crashAt, ops)
-	}
+	l.end(t, func() error {
+		err := s.Close()
+		h.setHook(nil)
+		return err
+	})
+	crashed, allowed := l.crashed, l.allowed
 	what := fmt.Sprintf("LogCompactBytes %d, crash at %d, fail at %d", compactBytes, crashAt, failAt)
 	c, err := Open(crashed, testDir, opts)
 	if err != nil {
@@ -563,5 +600,5 @@ func crashRun(t *testing.T, compactBytes int64, crashAt, failAt int, r *rand.Ran
 	}
 	must(t, again.Close())
 	must(t, c.Close())
-	return ops, compactions
+	return l.ops, compactions
 }
