@@ -633,10 +633,6 @@ func TestRefusalLogIsRateLimited(t *testing.T) {
 	}
 }
 
-func itoa(i int) string {
-	return strings.TrimSpace(strings.Repeat(" ", 0) + string(rune('0'+i%10)) + string(rune('0'+(i/10)%10)) + string(rune('0'+(i/100)%10)) + string(rune('0'+(i/1000)%10)))
-}
-
 type lockedWriter struct {
 	mu *sync.Mutex
 	b  *bytes.Buffer

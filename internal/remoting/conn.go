@@ -162,11 +162,16 @@ type Conn struct {
 	// wio is held by whoever takes wq and writes it: the writer goroutine,
 	// or the reader writing the replies queued while it was busy
 	// (writeOut).
-	wio     sync.Mutex
-	wbatch  []outFrame  // guarded by wio
-	wbufs   net.Buffers // guarded by wio
-	wfailed bool        // guarded by wio: a write failed, drop the rest
-	wdlAt   time.Time   // guarded by wio: when armWrite last set the write deadline
+	wio    sync.Mutex
+	wbatch []outFrame  // guarded by wio
+	wbufs  net.Buffers // guarded by wio
+	// coalesce: nc has no writev (a TLS or in-memory connection), so the
+	// frames are copied into wjoin and written in few large Writes: written
+	// one by one each would be a TLS record and a system call of its own.
+	coalesce bool
+	wjoin    []byte    // guarded by wio
+	wfailed  bool      // guarded by wio: a write failed, drop the rest
+	wdlAt    time.Time // guarded by wio: when armWrite last set the write deadline
 	// readerWrites is set (owner.readerWrites only) while the reader
 	// handles what it read, up to and including its batch handler call:
 	// frames queued meanwhile do not wake the writer, because the reader
@@ -209,7 +214,51 @@ func newConn(parent context.Context, nc net.Conn, own *owner) *Conn {
 	if own.limits != nil && own.limits.ConnReadBudgetBytes > 0 {
 		c.rbudget = &budget{limit: own.limits.ConnReadBudgetBytes}
 	}
+	switch nc.(type) {
+	case *net.TCPConn, *net.UnixConn:
+	default:
+		c.coalesce = true
+	}
 	return c
+}
+
+// joinChunk is how much writeJoined gathers before a Write; a part at
+// least this large is written from where it is.
+const joinChunk = 64 << 10
+
+// writeJoined writes bufs as few Writes of up to about joinChunk bytes.
+func (c *Conn) writeJoined(bufs net.Buffers) error {
+	j := c.wjoin[:0]
+	flush := func() error {
+		if len(j) == 0 {
+			return nil
+		}
+		_, err := c.nc.Write(j)
+		j = j[:0]
+		return err
+	}
+	for _, b := range bufs {
+		if len(b) >= joinChunk {
+			if err := flush(); err != nil {
+				return err
+			}
+			if _, err := c.nc.Write(b); err != nil {
+				return err
+			}
+			continue
+		}
+		if len(j)+len(b) > joinChunk {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		j = append(j, b...)
+	}
+	err := flush()
+	if cap(j) <= 2*joinChunk {
+		c.wjoin = j[:0]
+	}
+	return err
 }
 
 // start runs the reader and the writer. The owner calls it under its lock,
@@ -591,7 +640,13 @@ func (c *Conn) writeOut(closing bool) {
 		}
 		w := bufs
 		c.armWrite()
-		if _, err := w.WriteTo(c.nc); err != nil {
+		var err error
+		if c.coalesce {
+			err = c.writeJoined(w)
+		} else {
+			_, err = w.WriteTo(c.nc)
+		}
+		if err != nil {
 			c.wfailed = true
 			switch {
 			case closing:
