@@ -45,9 +45,15 @@ func TestPopStateReachesThePromotedSlave(t *testing.T) {
 	}
 	t.Logf("sends answered after %v", time.Since(start))
 	ctx := context.Background()
-	got, err := master.b.Pop(ctx, &broker.PopRequest{Group: "G", Topic: "Orders", MaxMsgs: 4, Invisible: time.Minute})
-	if err != nil || len(got) != 4 {
-		t.Fatalf("pop on the master: %d messages, %v", len(got), err)
+	// The sends are answered once stored; their consume queue entries
+	// come a moment later, so pop until the four are there.
+	var got []broker.PoppedMessage
+	for len(got) < 4 {
+		more, err := master.b.Pop(ctx, &broker.PopRequest{Group: "G", Topic: "Orders", MaxMsgs: 4 - len(got), Invisible: time.Minute, Wait: time.Second})
+		if err != nil || time.Now().After(deadline) {
+			t.Fatalf("pop on the master: %d messages, %v", len(got)+len(more), err)
+		}
+		got = append(got, more...)
 	}
 	if err := master.b.AckPop("G", "Orders", got[0].Handle); err != nil {
 		t.Fatal(err)
