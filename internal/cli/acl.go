@@ -3,10 +3,10 @@ package cli
 import (
 	"context"
 	"fmt"
-	"net/netip"
 	"sort"
 	"strings"
 
+	"github.com/petrelmq/petrel/internal/auth"
 	"github.com/petrelmq/petrel/internal/remoting"
 	"github.com/petrelmq/petrel/internal/remoting/rmq"
 )
@@ -105,24 +105,17 @@ func ParseResource(s string) (string, error) {
 	return canon + ":" + name, nil
 }
 
-// actionNames are the actions as RocketMQ spells them.
-var actionNames = []string{"All", "Any", "Pub", "Sub", "Create", "Update", "Delete", "Get", "List"}
-
 // ParseActions reads --action values (comma lists, any case) and returns
 // them as RocketMQ spells them, without repeats.
 func ParseActions(in []string) ([]string, error) {
 	var out []string
 	seen := map[string]bool{}
 	for _, a := range splitList(in) {
-		canon := ""
-		for _, n := range actionNames {
-			if strings.EqualFold(a, n) {
-				canon = n
-			}
-		}
-		if canon == "" {
+		act, err := auth.ParseAction(a)
+		if err != nil {
 			return nil, fmt.Errorf("%w: --action %q: want Pub, Sub, Create, Update, Delete, Get, List or All", ErrUsage, a)
 		}
+		canon := string(act)
 		if !seen[canon] {
 			seen[canon] = true
 			out = append(out, canon)
@@ -159,16 +152,14 @@ func parsePolicyType(s, def string) (string, error) {
 	return "", fmt.Errorf("%w: --policy-type %q: want custom or default", ErrUsage, s)
 }
 
+// parseSourceIPs checks --source-ip values as the broker reads them and
+// returns them as given.
 func parseSourceIPs(in []string) ([]string, error) {
 	out := splitList(in)
 	for _, s := range out {
-		if _, err := netip.ParsePrefix(s); err == nil {
-			continue
+		if _, err := auth.ParseSourceIP(s); err != nil {
+			return nil, fmt.Errorf("%w: --source-ip %q: want an IP address (10.0.0.5) or a CIDR range (10.0.0.0/24)", ErrUsage, s)
 		}
-		if _, err := netip.ParseAddr(s); err == nil {
-			continue
-		}
-		return nil, fmt.Errorf("%w: --source-ip %q: want an IP address (10.0.0.5) or a CIDR range (10.0.0.0/24)", ErrUsage, s)
 	}
 	return out, nil
 }
