@@ -335,10 +335,13 @@ func (s *Slave) session(nc net.Conn) (progressed bool, err error) {
 		return false, err
 	}
 	// Two fetches in flight: the master parks the second while the first
-	// answer is appended here.
+	// answer is appended here. A master that refuses the session answers
+	// and closes, maybe before the fetches are written: a failed write is
+	// reported only if no answer saying why can be read.
+	var sendErr error
 	for range 2 {
-		if err := ss.send(true); err != nil {
-			return false, err
+		if sendErr = ss.send(true); sendErr != nil {
+			break
 		}
 	}
 	limit := int(s.cfg.MaxBytes) + respHeadroom
@@ -351,6 +354,9 @@ func (s *Slave) session(nc net.Conn) (progressed bool, err error) {
 		t := s.cfg.Clock.AfterFunc(s.cfg.MaxWait+s.cfg.ResponseTimeout, func() { nc.Close() })
 		p, err := readFrameMax(rd, buf, limit)
 		timedOut := !t.Stop()
+		if err != nil && sendErr != nil {
+			return progressed, sendErr
+		}
 		if err != nil {
 			if timedOut && s.ctx.Err() == nil {
 				return progressed, fmt.Errorf("no answer from the master within %v: %w", s.cfg.MaxWait+s.cfg.ResponseTimeout, err)
@@ -368,6 +374,9 @@ func (s *Slave) session(nc net.Conn) (progressed bool, err error) {
 				return progressed, err
 			}
 			return progressed, s.refused(r)
+		}
+		if sendErr != nil {
+			return progressed, sendErr
 		}
 		if !progressed {
 			progressed = true
