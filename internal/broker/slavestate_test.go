@@ -60,7 +60,7 @@ func TestSlaveRunsNoTransactionCheckBacks(t *testing.T) {
 	s.waitMax(txn.HalfTopic, 0, 1)
 	end := s.file.Written()
 	for range 40 {
-		s.clk.Advance(5 * time.Second)
+		s.advance(5 * time.Second)
 	}
 	if c, _ := tc.handler(1).state(); len(c) != 0 {
 		t.Fatalf("the slave sent %d check-backs: %+v", len(c), c[0])
@@ -99,6 +99,19 @@ func (p *ssPair) sync() {
 	}
 }
 
+// advance moves e's clock by d once every state record e emitted so far
+// is stored (nothing, on a slave). The commit log measures how long an
+// append waits for its sync on this clock: a jump while a state record's
+// append waits would age it by d, answer it as a flush timeout and mark
+// the log busy until the next sweep, which a manual clock never reaches.
+func (e *env) advance(d time.Duration) {
+	e.t.Helper()
+	if err := e.b.emitStateSync(e.t.Context(), stateKindBarrier, nil); err != nil {
+		e.t.Fatalf("state barrier: %v", err)
+	}
+	e.clk.Advance(d)
+}
+
 func popOn(t *testing.T, e *env, req *PopRequest) []PoppedMessage {
 	t.Helper()
 	got, err := e.b.Pop(context.Background(), req)
@@ -133,8 +146,8 @@ func TestSlavePopStateFollowsTheMaster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.m.clk.Advance(time.Second)
-	p.s.clk.Advance(time.Second)
+	p.m.advance(time.Second)
+	p.s.advance(time.Second)
 	p.sync()
 	want, got := p.m.b.pops.st.Queues(), p.s.b.pops.st.Queues()
 	if len(want) == 0 || !reflect.DeepEqual(got, want) {
@@ -203,8 +216,8 @@ func TestPromotedSlaveFiresOnlyTheTimersTheMasterDidNot(t *testing.T) {
 
 	// Both clocks reach the first timers; the master fires them, the
 	// slave waits for the master's word and then passes them.
-	p.m.clk.Advance(3 * time.Second)
-	p.s.clk.Advance(3 * time.Second)
+	p.m.advance(3 * time.Second)
+	p.s.advance(3 * time.Second)
 	p.m.waitMax("T", 0, 2)
 	p.m.waitPending(4)
 	if got := p.s.b.PendingTimers(); got != 6 {
@@ -214,7 +227,7 @@ func TestPromotedSlaveFiresOnlyTheTimersTheMasterDidNot(t *testing.T) {
 	p.s.waitPending(4)
 
 	// The master fires the mid timers; the slave's clock lags behind.
-	p.m.clk.Advance(6 * time.Second)
+	p.m.advance(6 * time.Second)
 	p.m.waitMax("T", 0, 4)
 	p.m.waitPending(2)
 	p.sync()
@@ -224,13 +237,13 @@ func TestPromotedSlaveFiresOnlyTheTimersTheMasterDidNot(t *testing.T) {
 
 	// The master is gone; the slave takes over.
 	p.s.b.SetRole(RoleMaster)
-	p.s.clk.Advance(10 * time.Second)
+	p.s.advance(10 * time.Second)
 	p.s.waitPending(2) // the mid timers skipped: the master fired them
-	p.s.clk.Advance(40 * time.Second)
+	p.s.advance(40 * time.Second)
 	if got := p.s.st.MaxOffset("T", 0); got != 4 {
 		t.Fatalf("the promoted slave delivered %d messages before their time", got-4)
 	}
-	p.s.clk.Advance(10 * time.Second)
+	p.s.advance(10 * time.Second)
 	p.s.waitMax("T", 0, 6)
 	p.s.waitPending(0)
 	got := p.s.mustPull(pullReq("g", "T", 0, 0).withSub("*")).bodies
@@ -303,7 +316,7 @@ func TestPromotedSlaveKnowsWhichHalvesAreResolved(t *testing.T) {
 	p.s.b.Heartbeat(tc.id(1), Heartbeat{ClientID: "producer", Producers: []string{"pg"}})
 	p.s.b.SetRole(RoleMaster)
 	for range 4 {
-		p.s.clk.Advance(5 * time.Second)
+		p.s.advance(5 * time.Second)
 	}
 	checks, _ := tc.handler(1).state()
 	if len(checks) == 0 {
@@ -394,7 +407,7 @@ func TestSlaveStateSurvivesARestart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p.m.clk.Advance(10 * time.Second)
+	p.m.advance(10 * time.Second)
 	p.m.waitMax("D", 0, 1)
 	p.m.waitPending(1)
 	p.sync()
@@ -404,7 +417,7 @@ func TestSlaveStateSurvivesARestart(t *testing.T) {
 	}
 
 	p.s.b.SetRole(RoleMaster)
-	p.s.clk.Advance(time.Minute) // past every invisible time and timer
+	p.s.advance(time.Minute) // past every invisible time and timer
 	p.s.waitMax("D", 0, 2)
 	p.s.waitPending(0)
 	if d := p.s.mustPull(pullReq("g", "D", 0, 0).withSub("*")).bodies; !slices.Equal(d, []string{"due", "later"}) {
