@@ -59,7 +59,12 @@
 // passed to MasterConfig.OnCommit (the daemon: Store.SetCommitPoint), from
 // one goroutine, strictly increasing, and wakes the parked long polls.
 // Master.WaitReplicated is what a sync send waits on (the broker's
-// Replicator): nil, track.ErrTimeout or track.ErrNotEnoughReplicas.
+// Replicator): nil, track.ErrTimeout or track.ErrNotEnoughReplicas. It
+// answers nil only once every connected slave that holds the send's bytes
+// has been written a response whose commit point covers them (a waiting
+// send ends a long poll's HWPushDelay at once): a master that dies right
+// after answering leaves the send readable on such a slave, not held
+// there above the commit point it knew.
 //
 // # The slave
 //
@@ -67,7 +72,9 @@
 // has appended (otherwise it drops the connection and re-syncs from its
 // end); with an AsyncSink it hands the bytes over without waiting for
 // their fsync (at most maxPendingAppends chunks unanswered) and sends its
-// next fetch at once, and an Ack once each append is durable. It applies
+// next fetch at once, and an Ack once each append is durable. A write that
+// fails ends nothing at once: the slave reads on until the connection
+// fails, so the last commit point a dead master wrote is applied. It applies
 // SetCommitPoint(min(HW, Durable())) — never above the master's commit
 // point, never backwards. It reconnects with a bounded exponential back-off
 // (on the injected clock). NotPrefix and UnknownReplica stop it: Err says

@@ -16,6 +16,7 @@ import (
 
 	"github.com/petrelmq/petrel/internal/clock"
 	"github.com/petrelmq/petrel/internal/ha/epoch"
+	"github.com/petrelmq/petrel/internal/ha/track"
 	"github.com/petrelmq/petrel/internal/ha/wire"
 )
 
@@ -46,6 +47,15 @@ type Master struct {
 	hw       int64 // last value handed to OnCommit; slaves are told this one
 	watchers map[*hwWatcher]struct{}
 	kick     chan struct{} // cap 1: the tracker may have moved the HW
+
+	// annMu guards annCh, closed (and dropped) when a connection has sent
+	// a higher commit point while a send waits for that (awaitAnnounced).
+	annMu      sync.Mutex
+	annCh      chan struct{}
+	annWaiters atomic.Int32 // sends in awaitAnnounced
+	// delayed holds the wakes of the long polls in their HWPushDelay: a
+	// send waiting for its commit point to reach the slaves ends them.
+	delayed map[*hwWatcher]struct{}
 
 	tickMu sync.Mutex
 	tick   clock.Timer
@@ -87,6 +97,7 @@ func StartMaster(cfg MasterConfig, src Source) (*Master, error) {
 		owners:   map[int64]*mconn{},
 		conns:    map[*mconn]struct{}{},
 		watchers: map[*hwWatcher]struct{}{},
+		delayed:  map[*hwWatcher]struct{}{},
 		kick:     make(chan struct{}, 1),
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
@@ -126,17 +137,136 @@ func (m *Master) Progress() {
 }
 
 // WaitReplicated waits until the commit point covers end (a send whose
-// bytes end there and are durable locally): nil, or track.ErrTimeout when
-// ctx ends first, or track.ErrNotEnoughReplicas at once when fewer slaves
-// than required are in sync.
+// bytes end there and are durable locally) and every connected slave that
+// holds those bytes has been sent a commit point that covers them: nil, or
+// track.ErrTimeout when ctx ends first, or track.ErrNotEnoughReplicas at
+// once when fewer slaves than required are in sync.
+//
+// The second wait is what lets a slave serve every acknowledged send when
+// its master dies right after answering it: a slave dispatches only up to
+// the commit point it was told (nothing a failover could take away is
+// visible), and without it the master could answer a send, then die before
+// its next response carried the commit point, leaving the send on the
+// slave's disk but unreadable there.
 func (m *Master) WaitReplicated(ctx context.Context, end int64) error {
 	m.Progress()
-	return m.cfg.Tracker.Wait(ctx, end)
+	if err := m.cfg.Tracker.Wait(ctx, end); err != nil {
+		return err
+	}
+	return m.awaitAnnounced(ctx, end)
 }
 
-// Covered is the tracker's commit point now: every offset below it is
-// held by the master and the slaves it needs, as WaitReplicated would say.
-func (m *Master) Covered() int64 { return m.cfg.Tracker.HW() }
+// awaitAnnounced waits until announced(end), or returns track.ErrTimeout
+// when ctx ends (or the master closes) first: the send is committed but a
+// slave holding it may not know, so it is in doubt.
+func (m *Master) awaitAnnounced(ctx context.Context, end int64) error {
+	if m.announced(end) {
+		return nil
+	}
+	m.annWaiters.Add(1)
+	defer m.annWaiters.Add(-1)
+	m.wakeDelayed()
+	for {
+		m.annMu.Lock()
+		if m.annCh == nil {
+			m.annCh = make(chan struct{})
+		}
+		ch := m.annCh
+		m.annMu.Unlock()
+		if m.announced(end) {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return track.ErrTimeout
+		case <-m.ctx.Done():
+			return track.ErrTimeout
+		}
+	}
+}
+
+// announced reports whether every slave connection whose acked written end
+// reaches end has been sent a commit point of at least end.
+func (m *Master) announced(end int64) bool {
+	m.trackMu.Lock()
+	defer m.trackMu.Unlock()
+	for _, c := range m.owners {
+		if c.ackedW.Load() >= end && c.sentHW.Load() < end {
+			return false
+		}
+	}
+	return true
+}
+
+// sentCommitPoint records that c wrote a response carrying hw and wakes
+// the sends waiting for that.
+func (m *Master) sentCommitPoint(c *mconn, hw int64) {
+	if hw <= c.sentHW.Load() {
+		return
+	}
+	c.sentHW.Store(hw)
+	if m.annWaiters.Load() == 0 {
+		return
+	}
+	m.annMu.Lock()
+	if m.annCh != nil {
+		close(m.annCh)
+		m.annCh = nil
+	}
+	m.annMu.Unlock()
+}
+
+// wakeDelayed ends every long poll's HWPushDelay now.
+func (m *Master) wakeDelayed() {
+	m.hwMu.Lock()
+	var wake []func()
+	for w := range m.delayed {
+		wake = append(wake, w.wake)
+		delete(m.delayed, w)
+	}
+	m.hwMu.Unlock()
+	for _, f := range wake {
+		f()
+	}
+}
+
+// holdForBytes registers wake to end a long poll's HWPushDelay early (at
+// once when a send waits for a commit point to reach the slaves); the
+// returned func unregisters.
+func (m *Master) holdForBytes(wake func()) func() {
+	w := &hwWatcher{wake: wake}
+	if m.annWaiters.Load() > 0 {
+		wake()
+		return func() {}
+	}
+	m.hwMu.Lock()
+	m.delayed[w] = struct{}{}
+	m.hwMu.Unlock()
+	if m.annWaiters.Load() > 0 {
+		m.wakeDelayed()
+	}
+	return func() {
+		m.hwMu.Lock()
+		delete(m.delayed, w)
+		m.hwMu.Unlock()
+	}
+}
+
+// Covered is how far WaitReplicated would answer nil now: the tracker's
+// commit point, lowered to the commit point last sent to any slave that
+// holds bytes above what it was told.
+func (m *Master) Covered() int64 {
+	m.trackMu.Lock()
+	defer m.trackMu.Unlock()
+	hw := m.cfg.Tracker.HW()
+	for _, c := range m.owners {
+		if sent := c.sentHW.Load(); c.ackedW.Load() > sent {
+			hw = min(hw, sent)
+		}
+	}
+	return hw
+}
 
 // Close stops listening, drops every slave connection and waits for the
 // master's goroutines. It is idempotent.
@@ -294,6 +424,7 @@ func (m *Master) acceptLoop() {
 			return
 		}
 		c := &mconn{m: m, nc: nc, items: make(chan item, 2), done: make(chan struct{})}
+		c.sentHW.Store(-1)
 		c.ctx, c.cancel = context.WithCancel(m.ctx)
 		m.trackMu.Lock()
 		if m.closed {
@@ -326,7 +457,12 @@ type mconn struct {
 	ackW  int64
 	ackD  int64
 	sent  atomic.Int64 // end of the bytes sent (or being sent): the cursor
-	idle  clock.Timer
+	// ackedW is ackW for other goroutines, stored before the tracker sees
+	// the ack; sentHW is the commit point of the last response written
+	// (-1: none yet). announced compares them.
+	ackedW atomic.Int64
+	sentHW atomic.Int64
+	idle   clock.Timer
 
 	rbuf []byte // serve's: the log bytes of the response being sent (RawReaderInto)
 }
@@ -624,6 +760,9 @@ func (c *mconn) ack(f wire.Fetch) *wire.FetchResp {
 		return c.errResp(wire.Unavailable, "another connection of this replica took over")
 	}
 	m.cfg.Tracker.MasterProgress(m.src.Written(), m.src.Durable())
+	// Before the tracker: a send its ack commits must find the bytes held
+	// here (announced). A refused ack ends the connection.
+	c.ackedW.Store(f.Offset)
 	err := m.cfg.Tracker.SlaveProgress(c.id, f.Offset, f.Durable)
 	m.trackMu.Unlock()
 	if err != nil {
@@ -663,6 +802,7 @@ func (c *mconn) serve() {
 		if r.Err != wire.OK {
 			return
 		}
+		m.sentCommitPoint(c, r.HW)
 	}
 }
 
@@ -684,9 +824,12 @@ func (c *mconn) answer(f wire.Fetch, sentHW int64) (wire.FetchResp, bool) {
 		if d := m.cfg.HWPushDelay; d > 0 && byHW.Load() && m.src.Written() <= cursor {
 			// Only the commit point moved: give the bytes that usually
 			// follow a moment to come, so one response carries both.
+			// A send waiting for the move to reach the slaves ends it.
 			ctx, cancel := context.WithCancel(c.ctx)
 			t := m.cfg.Clock.AfterFunc(d, cancel)
+			release := m.holdForBytes(cancel)
 			_ = m.src.WaitWritten(ctx, cursor)
+			release()
 			t.Stop()
 			cancel()
 		}

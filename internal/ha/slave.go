@@ -246,6 +246,7 @@ type session struct {
 	f          wire.Fetch // the next fetch, its acks aside
 	wbuf       []byte
 	ackW, ackD int64 // the acks of the last frame sent
+	werr       error // the first failed write: every later send returns it
 
 	mu        sync.Mutex
 	cond      sync.Cond // pending or appendErr changed
@@ -375,9 +376,6 @@ func (s *Slave) session(nc net.Conn) (progressed bool, err error) {
 			}
 			return progressed, s.refused(r)
 		}
-		if sendErr != nil {
-			return progressed, sendErr
-		}
 		if !progressed {
 			progressed = true
 			s.mu.Lock()
@@ -410,8 +408,12 @@ func (s *Slave) session(nc net.Conn) (progressed bool, err error) {
 		ss.wmu.Unlock()
 		ss.masterHW.Store(r.HW)
 		s.applyHW(r, expect)
-		if err := ss.send(true); err != nil {
-			return progressed, err
+		if sendErr == nil {
+			// A failed write ends nothing yet: what the master wrote
+			// before it went away is still read (its last commit point
+			// makes acknowledged sends readable here) until the read
+			// fails too.
+			sendErr = ss.send(true)
 		}
 	}
 }
@@ -481,7 +483,8 @@ func (ss *session) acker(ctx context.Context, done chan<- struct{}) {
 		case <-ss.answered:
 		}
 		if err := ss.send(false); err != nil {
-			ss.nc.Close() // the session goroutine sees it and ends
+			// The session goroutine reads on until the connection fails
+			// and its own next write returns this error.
 			return
 		}
 		ss.s.raiseCP(ss.masterHW.Load())
@@ -496,6 +499,9 @@ func (ss *session) acker(ctx context.Context, done chan<- struct{}) {
 func (ss *session) send(fetch bool) error {
 	ss.wmu.Lock()
 	defer ss.wmu.Unlock()
+	if ss.werr != nil {
+		return ss.werr
+	}
 	w, d := ss.s.sink.Written(), ss.s.sink.Durable()
 	off := max(w, ss.ackW)
 	dur := max(min(d, off), ss.ackD)
@@ -510,7 +516,8 @@ func (ss *session) send(fetch bool) error {
 	} else {
 		ss.wbuf = wire.AppendAck(ss.wbuf[:0], wire.Ack{Offset: off, Durable: dur})
 	}
-	return wire.WriteFrame(ss.nc, ss.wbuf)
+	ss.werr = wire.WriteFrame(ss.nc, ss.wbuf)
+	return ss.werr
 }
 
 // sendAuth writes the Auth frame of the slave's credentials (nothing
