@@ -357,6 +357,7 @@ func (d *Broker) watchReadiness(hasNameServers bool) {
 	if d.metrics != nil {
 		d.metrics.Attach(metrics.Source{Broker: d.b, Conns: d.srv.ConnCount})
 		d.metrics.AttachRemoting(d.srv.Stats)
+		d.metrics.AttachRequestCounts(d.srv.RequestCounts, d.srv.Codes)
 	}
 	d.ready.SetRecovered()
 	ctx, cancel := context.WithCancel(context.Background())

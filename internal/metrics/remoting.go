@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"strconv"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/petrelmq/petrel/internal/remoting"
@@ -46,4 +48,37 @@ func (c remotingCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descRemotingHits, prometheus.CounterValue, float64(h.n), h.limit)
 	}
 	ch <- prometheus.MustNewConstMetric(descRemotingBudget, prometheus.GaugeValue, float64(s.ReadBudgetBytes))
+}
+
+var descRemotingRequests = prometheus.NewDesc("petrel_remoting_requests_total",
+	"Remoting requests read, by RocketMQ request code (\"other\": codes beyond the 64 distinct ones of 1024 and up that are counted apart) "+
+		"and whether the broker serves that code (served=\"false\": answered REQUEST_CODE_NOT_SUPPORTED).",
+	[]string{"code", "served"}, nil)
+
+// AttachRequestCounts adds petrel_remoting_requests_total, read from
+// counts (remoting.Server.RequestCounts) and served (Server.Codes) at
+// every scrape. Call it once.
+func (m *Metrics) AttachRequestCounts(counts func() map[int32]uint64, served func() []int32) {
+	m.reg.MustRegister(requestCollector{counts, served})
+}
+
+type requestCollector struct {
+	counts func() map[int32]uint64
+	served func() []int32
+}
+
+func (requestCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descRemotingRequests }
+
+func (c requestCollector) Collect(ch chan<- prometheus.Metric) {
+	served := map[int32]bool{}
+	for _, code := range c.served() {
+		served[code] = true
+	}
+	for code, n := range c.counts() {
+		label, ok := strconv.Itoa(int(code)), served[code]
+		if code == remoting.OtherRequestCode {
+			label = "other"
+		}
+		ch <- prometheus.MustNewConstMetric(descRemotingRequests, prometheus.CounterValue, float64(n), label, strconv.FormatBool(ok))
+	}
 }

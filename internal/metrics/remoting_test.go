@@ -45,3 +45,38 @@ func TestRemotingLimitSeries(t *testing.T) {
 		t.Fatalf("after hits: %v, budget %v", hits, budget)
 	}
 }
+
+// TestRequestCountSeries: one series per code read, labelled with whether
+// a handler serves it; the lumped codes as "other".
+func TestRequestCountSeries(t *testing.T) {
+	m := New(Options{})
+	m.AttachRequestCounts(func() map[int32]uint64 {
+		return map[int32]uint64{10: 5, 318: 2, remoting.OtherRequestCode: 7}
+	}, func() []int32 { return []int32{10, 11} })
+	mfs, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "petrel_remoting_requests_total" {
+			continue
+		}
+		for _, s := range mf.GetMetric() {
+			l := map[string]string{}
+			for _, p := range s.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			got[l["code"]+"/"+l["served"]] = s.GetCounter().GetValue()
+		}
+	}
+	want := map[string]float64{"10/true": 5, "318/false": 2, "other/false": 7}
+	if len(got) != len(want) {
+		t.Fatalf("series %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Fatalf("series %v, want %v", got, want)
+		}
+	}
+}

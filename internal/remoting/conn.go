@@ -115,6 +115,8 @@ type owner struct {
 	guard Guard
 	// sign: ClientOptions.Sign (a Client's connections), or nil.
 	sign func(*Command)
+	// reqs counts the requests read (server connections), or nil.
+	reqs *requestCounts
 }
 
 // outFrame is one encoded frame waiting for the writer, or a response the
@@ -801,6 +803,9 @@ func (c *Conn) readLoop() {
 				p.ch <- cmd
 			}
 			continue
+		}
+		if c.own.reqs != nil {
+			c.own.reqs.add(cmd.FullCode())
 		}
 		if c.own.guard != nil && reg == nil { // a batch's requests are checked in runBatch
 			if resp := c.own.guard(c, cmd); resp != nil {

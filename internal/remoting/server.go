@@ -70,6 +70,7 @@ type Server struct {
 	closeErr  error
 
 	limits *limitState
+	reqs   requestCounts
 }
 
 // NewServer returns a Server; register handlers, then call Serve.
@@ -117,6 +118,7 @@ func NewServer(opts ServerOptions) *Server {
 		readerWrites: true,
 		limits:       s.limits,
 		guard:        opts.Guard,
+		reqs:         &s.reqs,
 	}
 	return s
 }
