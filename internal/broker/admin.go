@@ -218,3 +218,44 @@ func (b *Broker) DiskUsage() (vfs.Usage, error) {
 	}
 	return u, nil
 }
+
+// GroupsConsuming returns, sorted, the consumer groups that consume topic
+// on this broker: those with a live member subscribed to it and those with
+// a committed offset on it (RocketMQ's QUERY_TOPIC_CONSUME_BY_WHO).
+func (b *Broker) GroupsConsuming(topic string) []string {
+	seen := map[string]bool{}
+	for _, o := range b.meta.AllOffsets() {
+		if o.Topic == topic {
+			seen[o.Group] = true
+		}
+	}
+	c := &b.clients
+	c.mu.Lock()
+	for name, g := range c.groups {
+		for _, m := range g.members {
+			for _, s := range m.data.Subscriptions {
+				if s.Topic == topic {
+					seen[name] = true
+				}
+			}
+		}
+	}
+	c.mu.Unlock()
+	out := make([]string, 0, len(seen))
+	for g := range seen {
+		out = append(out, g)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TopicsConsumedBy returns, sorted, the topics group has committed
+// offsets on here (RocketMQ's QUERY_TOPICS_BY_CONSUMER).
+func (b *Broker) TopicsConsumedBy(group string) []string {
+	out := make([]string, 0, 4)
+	for t := range b.meta.GroupOffsets(group) {
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -133,6 +133,7 @@ func (f *Front) Register(s *remoting.Server) {
 	s.Handle(rmq.CodeAuthGetACL, f.getACL)
 	s.Handle(rmq.CodeAuthListACL, f.listACLs)
 	f.registerPop(s)
+	f.registerConsumeBy(s)
 }
 
 // id returns the connection's id, registering it with the broker on first
