@@ -160,6 +160,9 @@ func testRawReplica(t *testing.T, s *suite) {
 	if err := st2.WaitDispatched(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// The master's puts returned once durable; its queues may still be
+	// behind them until its dispatcher catches up.
+	s.sync()
 	for _, topic := range []string{"T0", "T1"} {
 		for q := range int32(3) {
 			mo, so := s.st().MaxOffset(topic, q), st2.MaxOffset(topic, q)

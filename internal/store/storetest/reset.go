@@ -91,7 +91,12 @@ func testReset(t *testing.T, s *suite) {
 	slave.SetCommitPoint(slave.Durable())
 	check := func(st store.MessageStore) {
 		t.Helper()
+		// Both sides must have made readable what they hold before they
+		// are compared: the slave what its commit point covers, and the
+		// master its own puts, which return once durable while its
+		// dispatcher puts them into their queues afterwards.
 		waitAll(t, st)
+		waitAll(t, s.st())
 		for q := range int32(2) {
 			lo, hi := st.MinOffset("T", q), st.MaxOffset("T", q)
 			if lo != s.st().MinOffset("T", q) || hi != s.st().MaxOffset("T", q) || lo < 50 || hi != lo+30 {
