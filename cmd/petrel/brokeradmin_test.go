@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/petrelmq/petrel/internal/daemon/daemontest"
+	"github.com/petrelmq/petrel/internal/remoting/brokerfront"
 )
 
 // TestBrokerAdminCommandsEndToEnd: `petrel broker config get|set`,
@@ -45,5 +46,18 @@ func TestBrokerAdminCommandsEndToEnd(t *testing.T) {
 	}
 	if _, err = execute(t, "", "broker", "drian"); err == nil {
 		t.Fatal("an unknown broker subcommand was taken")
+	}
+}
+
+// TestBrokerConfigRefusalsNameFlagsThatExist: every flag a refused
+// UPDATE_BROKER_CONFIG key points at is a flag of `petrel broker`.
+func TestBrokerConfigRefusalsNameFlagsThatExist(t *testing.T) {
+	fl := newBrokerCmd().Flags()
+	for key, flags := range brokerfront.RestartFlags() {
+		for _, f := range strings.Split(flags, " and ") {
+			if fl.Lookup(strings.TrimPrefix(f, "--")) == nil {
+				t.Errorf("the refusal of %s names %s, which petrel broker does not have", key, f)
+			}
+		}
 	}
 }

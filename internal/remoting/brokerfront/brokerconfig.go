@@ -26,6 +26,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,9 +57,12 @@ const (
 	keyBrokerPermission = "brokerPermission"
 )
 
-// restartFlags names the petrel flag that sets each fixed key, for the
-// refusal's remedy. A key answered without a flag here is refused with a
-// plain "restart the broker".
+// RestartFlags returns, for each key GET_BROKER_CONFIG may answer that
+// UPDATE_BROKER_CONFIG refuses, the flags of `petrel broker` that set it
+// (the refusal's remedy; a test checks that they exist). A key answered
+// without an entry is one no flag sets.
+func RestartFlags() map[string]string { return maps.Clone(restartFlags) }
+
 var restartFlags = map[string]string{
 	"brokerName":                    "--broker-name",
 	"brokerClusterName":             "--cluster",
@@ -203,7 +207,7 @@ func planConfigUpdate(props []rmq.Property, known map[string]bool) (u configUpda
 			case ok:
 				refusals = append(refusals, fmt.Sprintf("cannot change %s at run time: restart the broker with %s", p.Key, flag))
 			case known[p.Key]:
-				refusals = append(refusals, fmt.Sprintf("cannot change %s at run time: restart the broker with a new setting", p.Key))
+				refusals = append(refusals, fmt.Sprintf("cannot change %s: Petrel fixes it (no flag sets it)", p.Key))
 			default:
 				refusals = append(refusals, fmt.Sprintf("Petrel has no broker setting %s (petrel broker config get lists them)", clipValue(p.Key)))
 			}
@@ -233,12 +237,15 @@ func (f *Front) updateBrokerConfig(ctx context.Context, c *remoting.Conn, req *r
 	if len(refusals) > 0 {
 		return remoting.NewResponse(req, rmq.RespInvalidParameter, "nothing was changed: "+strings.Join(refusals, "; "))
 	}
+	// Updates apply one at a time (RocketMQ's is synchronized); the wait
+	// for the name servers below is outside the lock, and each
+	// PermissionChanged registers the permission current when it runs.
 	f.cfgMu.Lock()
-	defer f.cfgMu.Unlock()
 	changed := false
 	if u.autoCreate != nil {
 		before := f.b.AutoCreateTopics()
 		if err := f.b.SetAutoCreateTopics(*u.autoCreate); err != nil {
+			f.cfgMu.Unlock()
 			f.log.Warn("auto-create setting not applied", "err", err)
 			return remoting.NewResponse(req, rmq.RespSystemError, "the broker could not create its template topic "+broker.TemplateTopic+" for auto-creation, so nothing was changed; retry")
 		}
@@ -247,6 +254,7 @@ func (f *Front) updateBrokerConfig(ctx context.Context, c *remoting.Conn, req *r
 	permChanged := false
 	if u.perm != nil {
 		if permChanged, err = f.b.SetPermission(*u.perm); err != nil {
+			f.cfgMu.Unlock()
 			return remoting.NewResponse(req, rmq.RespInvalidParameter, "brokerPermission must be 6, 4 or 2")
 		}
 		changed = changed || permChanged
@@ -255,6 +263,7 @@ func (f *Front) updateBrokerConfig(ctx context.Context, c *remoting.Conn, req *r
 		f.cfgVersion.Counter++
 		f.cfgVersion.Timestamp = f.b.Config().Clock.Now().UnixMilli()
 	}
+	f.cfgMu.Unlock()
 	f.log.Info("broker config updated", "keys", len(props), "changed", changed, "remote", remoteAddr(c))
 	if !permChanged || f.cfgOpts.PermissionChanged == nil {
 		return remoting.NewResponse(req, rmq.RespSuccess, "")

@@ -134,3 +134,37 @@ func FuzzDecodeProperties(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeWritePermRequest covers 205 and 327: no panic, refusals are
+// *FieldErrors, an accepted name round-trips and is at most 255 bytes.
+func FuzzDecodeWritePermRequest(f *testing.F) {
+	f.Fuzz(func(t *testing.T, name string, present, add bool) {
+		ext := map[string]string{}
+		if present {
+			ext["brokerName"] = name
+		}
+		code := CodeWipeWritePermOfBroker
+		if add {
+			code = CodeAddWritePermOfBroker
+		}
+		h, err := DecodeWritePermRequest(remoting.NewRequest(code, ext, nil))
+		if err != nil {
+			checkRefusal(t, err)
+			return
+		}
+		if h.BrokerName != name || len(name) > 255 || name == "" {
+			t.Fatalf("accepted %q as %q", name, h.BrokerName)
+		}
+		enc := EncodeWipeWritePerm(h)
+		if add {
+			enc = EncodeAddWritePerm(h)
+		}
+		if again, err := DecodeWritePermRequest(enc); err != nil || again != h {
+			t.Fatalf("round trip %+v became %+v %v", h, again, err)
+		}
+		n, err := DecodeWritePermResponse(EncodeWritePermResponse(enc, len(name)), !add)
+		if err != nil || int(n) != len(name) {
+			t.Fatalf("answer count %d %v, want %d", n, err, len(name))
+		}
+	})
+}
