@@ -83,6 +83,8 @@ func isAdmin(c *cobra.Command) bool {
 	switch top.Name() {
 	case "cluster", "topic", "group", "send", "consume", "message", "dlq", "user", "acl":
 		return true
+	case "broker": // its subcommands; itself runs a broker
+		return c != top
 	}
 	return false
 }

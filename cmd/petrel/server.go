@@ -163,6 +163,7 @@ acknowledges sends only while its heartbeats renew its lease.`,
 	addAuthFlags(cmd.Flags(), &o.sec)
 	addTLSFlags(cmd.Flags(), &o.sec)
 	cmd.Flags().StringVar(&o.namesrv, "namesrv", "", "name servers to register with, semicolon-separated ip:port")
+	cmd.AddCommand(newBrokerAdminCmds()...) // brokeradmin.go
 	return cmd
 }
 

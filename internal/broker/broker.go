@@ -26,6 +26,7 @@ type Broker struct {
 	closed    atomic.Bool
 	closeOnce sync.Once
 
+	settings    runtimeSettings // settings.go
 	topicHooks  hookList[func()]
 	changeHooks hookList[func(TopicChange)]
 	groupHooks  hookList[func(group string)]
@@ -100,6 +101,7 @@ func New(st store.MessageStore, md meta.Tables, cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.initState()
+	b.settings.init(cfg)
 	b.polls.init(cfg.Clock, cfg.LongPollMaxTotal, cfg.LongPollMaxPerConn)
 	b.clients.init()
 	b.conns.init()

@@ -15,7 +15,9 @@ import (
 
 // Config configures a Broker. DefaultConfig gives every default; New fills
 // zero numeric fields, a nil Clock and a nil Logger with them (booleans are
-// taken as given). None of the fields can be changed after New.
+// taken as given). None of the fields can be changed after New; the
+// settings of settings.go (AutoCreateTopics and the broker's permission)
+// start from them and change at run time.
 type Config struct {
 	// BrokerName names this broker in routes and message queues.
 	// Default "broker-a".
@@ -97,7 +99,8 @@ type Config struct {
 	// template named by the send's defaultTopic (TBW102), with
 	// min(4-or-the-request's defaultTopicQueueNums, template write queues)
 	// queues and the template's permission without the inherit bit (6).
-	// New creates TBW102 when it is on. Default true.
+	// New creates TBW102 when it is on. Default true. This is the value at
+	// start; SetAutoCreateTopics changes it at run time.
 	AutoCreateTopics bool
 	// DefaultTopicQueueNums is the queue count of the TBW102 template.
 	// Default 8.

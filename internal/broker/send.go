@@ -180,6 +180,9 @@ func (b *Broker) prepareSend(ctx context.Context, req *SendRequest, create bool)
 	if err := b.refuseOnLease(KindServiceUnavailable, "sends"); err != nil {
 		return nil, 0, err
 	}
+	if err := b.refuseWithoutWritePermission(); err != nil {
+		return nil, 0, err
+	}
 	if err := checkTopicName(req.Topic); err != nil {
 		return nil, 0, err
 	}
@@ -341,7 +344,7 @@ func (b *Broker) topicForSend(req *SendRequest) (meta.Topic, error) {
 	if t, ok := b.meta.Topic(req.Topic); ok {
 		return t, nil
 	}
-	if !b.cfg.AutoCreateTopics {
+	if !b.AutoCreateTopics() {
 		return meta.Topic{}, errorf(KindTopicNotExist, nil, "topic %q does not exist on broker %s and auto-creation is off; create the topic first", req.Topic, b.cfg.BrokerName)
 	}
 	if req.NoGroupTopicCreate && isGroupTopic(req.Topic) {

@@ -259,7 +259,8 @@ func StartBroker(cfg BrokerConfig) (_ *Broker, err error) {
 	}
 	checkInitUser(b, cfg.Security.AccessKey, cfg.Security.SecretKey, cfg.Logger)
 	d.client = remoting.NewClient(remoting.ClientOptions{Logger: cfg.Logger, Network: cfg.Network, Sign: cfg.Security.Sign()})
-	d.front = brokerfront.New(b, brokerfront.Options{Logger: cfg.Logger, AwaitRoutes: d.awaitRoutes, RouteWait: cfg.RouteWait, Forward: d.client})
+	d.front = brokerfront.New(b, brokerfront.Options{Logger: cfg.Logger, AwaitRoutes: d.awaitRoutes, RouteWait: cfg.RouteWait, Forward: d.client,
+		BrokerConfig: d.configOptions(&cfg)})
 	d.srv = remoting.NewServer(remoting.ServerOptions{Logger: cfg.Logger, OnConnClose: d.front.ConnClosed, Limits: cfg.Remoting, Guard: guard})
 	d.front.Register(d.srv)
 	bc := cfg.Broker
@@ -444,8 +445,11 @@ const grpcStopWait = 5 * time.Second
 func (d *Broker) topicTable() (map[string]namesrv.TopicConfig, namesrv.DataVersion) {
 	topics, v := d.b.TopicsAt()
 	table := make(map[string]namesrv.TopicConfig, len(topics))
+	perm := d.b.Permission()
 	for _, t := range topics {
-		table[t.Name] = topicConfig(t)
+		tc := topicConfig(t)
+		tc.Perm = maskPerm(tc.Perm, perm)
+		table[t.Name] = tc
 	}
 	return table, namesrv.DataVersion{Timestamp: v.Timestamp, Counter: v.Counter}
 }
@@ -453,7 +457,9 @@ func (d *Broker) topicTable() (map[string]namesrv.TopicConfig, namesrv.DataVersi
 // publishTopic hands one topic change to the registrar (O(1): the
 // registrar sends the changed topics, not the table).
 func (d *Broker) publishTopic(c broker.TopicChange) {
-	d.reg.Apply(namesrv.TopicChange{Name: c.Name, Config: topicConfig(c.Topic), Deleted: c.Deleted,
+	tc := topicConfig(c.Topic)
+	tc.Perm = maskPerm(tc.Perm, d.b.Permission())
+	d.reg.Apply(namesrv.TopicChange{Name: c.Name, Config: tc, Deleted: c.Deleted,
 		Version: namesrv.DataVersion{Timestamp: c.Version.Timestamp, Counter: c.Version.Counter}})
 }
 

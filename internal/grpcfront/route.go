@@ -148,7 +148,9 @@ func parseEndpoint(hostPort string) *v2.Endpoints {
 // queue is one route entry.
 func (s *Server) queue(topic *v2.Resource, id int32, t broker.TopicConfig, ep *v2.Endpoints) *v2.MessageQueue {
 	perm := v2.Permission_READ_WRITE
-	if s.fwd == nil && s.b.Role() == broker.RoleSlave {
+	if (s.fwd == nil && s.b.Role() == broker.RoleSlave) || s.b.Permission()&broker.PermWrite == 0 {
+		// A slave that cannot forward, or a drained broker
+		// (brokerPermission 4, which refuses sends).
 		perm = v2.Permission_READ
 	}
 	return &v2.MessageQueue{

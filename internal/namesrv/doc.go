@@ -23,9 +23,11 @@
 //	105 GET_ROUTEINFO_BY_TOPIC ext topic -> route JSON; 17 TOPIC_NOT_EXIST if none
 //	106 GET_BROKER_CLUSTER_INFO -> {"brokerAddrTable":{..},"clusterAddrTable":{..}}
 //	206 GET_ALL_TOPIC_LIST_FROM_NAMESERVER -> {"topicList":[..]}
+//	205 WIPE_WRITE_PERM_OF_BROKER ext brokerName -> ext wipeTopicCount (a drain, writeperm.go)
 //	216 DELETE_TOPIC_IN_NAMESRV ext topic
 //	219 GET_KVLIST_BY_NAMESPACE ext namespace -> {"table":{..}}; 22 if empty
 //	322 QUERY_DATA_VERSION     ext as 104, body data version -> ext changed, body held version
+//	327 ADD_WRITE_PERM_OF_BROKER ext brokerName -> ext addTopicCount (ends a drain)
 //
 // # Routes
 //

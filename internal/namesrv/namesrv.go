@@ -112,6 +112,8 @@ func New(opts Options) *Server {
 	s.rs.Handle(rmq.CodeGetKVConfig, s.getKV)
 	s.rs.Handle(rmq.CodeDeleteKVConfig, s.deleteKV)
 	s.rs.Handle(rmq.CodeGetKVListByNamespace, s.kvList)
+	s.rs.Handle(rmq.CodeWipeWritePermOfBroker, s.wipeWritePerm)
+	s.rs.Handle(rmq.CodeAddWritePermOfBroker, s.addWritePerm)
 	s.mu.Lock()
 	s.timer = s.opts.Clock.AfterFunc(s.opts.ScanInterval, s.scan)
 	s.mu.Unlock()

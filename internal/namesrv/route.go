@@ -131,6 +131,7 @@ type Table struct {
 	topicIndex map[string]map[string]struct{} // topic -> broker names
 	kv         map[string]map[string]string   // namespace -> key -> value
 	orphans    map[string]map[string]TopicConfig
+	wiped      map[string]struct{} // broker names drained by an operator (writeperm.go)
 }
 
 // NewTable returns an empty table.
@@ -140,6 +141,7 @@ func NewTable() *Table {
 		topicIndex: map[string]map[string]struct{}{},
 		kv:         map[string]map[string]string{},
 		orphans:    map[string]map[string]TopicConfig{},
+		wiped:      map[string]struct{}{},
 	}
 }
 
@@ -376,7 +378,7 @@ func (t *Table) Route(topic string) (RouteData, bool) {
 		tc := t.topicsOf(n)[topic]
 		rd.QueueDatas = append(rd.QueueDatas, QueueData{
 			BrokerName:     n,
-			Perm:           tc.Perm,
+			Perm:           t.routedPerm(n, tc.Perm),
 			ReadQueueNums:  tc.ReadQueueNums,
 			WriteQueueNums: tc.WriteQueueNums,
 			TopicSysFlag:   tc.TopicSysFlag,

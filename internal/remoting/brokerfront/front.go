@@ -38,6 +38,9 @@ type Options struct {
 	// (--auth), so a request's AccessKey names its verified user. Only
 	// then does get user (3004) answer a super user the password.
 	Authenticated bool
+	// BrokerConfig connects GET/UPDATE_BROKER_CONFIG to the process
+	// (brokerconfig.go); zero: the broker's own settings only.
+	BrokerConfig ConfigOptions
 }
 
 // defaultRouteWait bounds how long a topic change waits for the name
@@ -63,6 +66,11 @@ type Front struct {
 	// itself; tests put an in-memory one here.
 	authAdm       authAdmin
 	authenticated bool // Options.Authenticated
+
+	// Broker configuration requests (brokerconfig.go).
+	cfgOpts    ConfigOptions
+	cfgMu      sync.Mutex      // serializes updates; guards cfgVersion
+	cfgVersion rmq.DataVersion // counter: updates that changed a setting
 }
 
 type connIDKey struct{}
@@ -77,6 +85,7 @@ func New(b *broker.Broker, opts Options) *Front {
 	f := &Front{b: b, log: opts.Logger.With("component", "brokerfront"), name: bc.BrokerName, conns: make(map[uint64]*remoting.Conn),
 		authenticated: opts.Authenticated}
 	f.authAdm = b
+	f.cfgOpts, f.cfgVersion = opts.BrokerConfig, rmq.DataVersion{Timestamp: bc.Clock.Now().UnixMilli()}
 	if opts.Forward != nil && bc.MasterAddr != nil {
 		f.fwd = &forwarder{f: f, master: bc.MasterAddr, cl: opts.Forward,
 			timeout: cmp.Or(opts.ForwardTimeout, DefaultForwardTimeout) + bc.ReplicationTimeout}
@@ -134,6 +143,7 @@ func (f *Front) Register(s *remoting.Server) {
 	s.Handle(rmq.CodeAuthListACL, f.listACLs)
 	f.registerPop(s)
 	f.registerConsumeBy(s)
+	f.registerBrokerConfig(s)
 }
 
 // id returns the connection's id, registering it with the broker on first

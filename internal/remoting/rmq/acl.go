@@ -311,6 +311,12 @@ var aclTable = map[int32]aclRule{
 	int32(CodeDeleteTopicInNamesrv): cluster("DELETE_TOPIC_IN_NAMESRV (216)", true, actUpdate),
 	int32(CodeGetKVListByNamespace): cluster("GET_KVLIST_BY_NAMESPACE (219)", false, actGet),
 	int32(CodeQueryDataVersion):     cluster("QUERY_DATA_VERSION (322)", false, actGet),
+
+	// Broker configuration and drains (brokerconfig.go).
+	int32(CodeUpdateBrokerConfig):    cluster("UPDATE_BROKER_CONFIG (25)", false, actUpdate),
+	int32(CodeGetBrokerConfig):       cluster("GET_BROKER_CONFIG (26)", false, actGet),
+	int32(CodeWipeWritePermOfBroker): cluster("WIPE_WRITE_PERM_OF_BROKER (205)", true, actUpdate),
+	int32(CodeAddWritePermOfBroker):  cluster("ADD_WRITE_PERM_OF_BROKER (327)", true, actUpdate),
 }
 
 // route: Pub, Sub or Get on the topic; a retry topic's route is Sub or

@@ -112,6 +112,10 @@ func TestBrokerRequests(t *testing.T) {
 		{105, map[string]string{"topic": "T"}, nil, "Topic:T Pub|Sub|Get", ""},
 		{105, map[string]string{"topic": "%RETRY%cg"}, nil, "Group:cg Sub|Get", ""},
 		{103, nil, nil, "Cluster Update", ""},
+		{25, nil, []byte("autoCreateTopicEnable=false\n"), "Cluster Update", ""},
+		{26, nil, nil, "Cluster Get", ""},
+		{205, map[string]string{"brokerName": "broker-a"}, nil, "Cluster Update", ""},
+		{327, map[string]string{"brokerName": "broker-a"}, nil, "Cluster Update", ""},
 		{9999, nil, nil, "", "request code 9999 is not in the broker's ACL table"},
 	} {
 		cmd := remoting.NewWideRequest(tc.code, tc.ext, tc.body)
@@ -130,7 +134,8 @@ func TestBrokerRequests(t *testing.T) {
 }
 
 func TestNameServerWrite(t *testing.T) {
-	writes := []int16{rmq.CodePutKVConfig, rmq.CodeDeleteKVConfig, rmq.CodeRegisterBroker, rmq.CodeUnregisterBroker, rmq.CodeDeleteTopicInNamesrv}
+	writes := []int16{rmq.CodePutKVConfig, rmq.CodeDeleteKVConfig, rmq.CodeRegisterBroker, rmq.CodeUnregisterBroker, rmq.CodeDeleteTopicInNamesrv,
+		rmq.CodeWipeWritePermOfBroker, rmq.CodeAddWritePermOfBroker}
 	reads := []int16{rmq.CodeGetKVConfig, rmq.CodeGetRouteInfoByTopic, rmq.CodeGetBrokerClusterInfo, rmq.CodeGetAllTopicList, rmq.CodeGetKVListByNamespace, rmq.CodeQueryDataVersion}
 	for _, c := range writes {
 		if !rmq.NameServerWrite(int32(c)) {
