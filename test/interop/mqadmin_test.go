@@ -137,13 +137,16 @@ var mqadminCommands = []mqadminCommand{
 	{name: "clusterRT", args: "-n {ns} -a 3 -s 16 -c {cluster} -p 1", loops: true},
 }
 
-// mqadminMustWork is what the compatibility run requires to work: the
-// commands that did when this list was last grown (a regression fails the
-// test; the table in docs/compatibility.md says what the others answer).
+// mqadminMustWork is what issue 19 requires to work and does (its list
+// less producerConnection, consumerStatus, cleanExpiredCQ, statsAll and
+// getNamesrvConfig / updateNamesrvConfig, still refused or partly); the
+// table check catches a change of any other command.
 var mqadminMustWork = []string{
 	"updateTopic", "deleteTopic", "topicList", "topicRoute", "topicStatus", "topicClusterList",
 	"updateSubGroup", "deleteSubGroup", "consumerProgress", "consumerConnection",
-	"queryMsgById", "queryMsgByKey", "queryMsgByUniqueKey", "clusterList",
+	"queryMsgById", "queryMsgByKey", "queryMsgByUniqueKey", "queryMsgByOffset", "printMsg", "printMsgByQueue",
+	"brokerStatus", "clusterList", "getBrokerConfig", "updateBrokerConfig", "resetOffsetByTime",
+	"wipeWritePerm", "addWritePerm", "updateKvConfig", "deleteKvConfig",
 	"createUser", "updateUser", "getUser", "listUser", "deleteUser",
 	"createAcl", "updateAcl", "getAcl", "listAcl", "deleteAcl",
 }
