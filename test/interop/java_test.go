@@ -69,10 +69,17 @@ func javaClasspath(t testing.TB, module string) string {
 // non-zero exit or a timeout fails the test with stdout and stderr's tail.
 func runJava(t testing.TB, module, class string, timeout time.Duration, args ...string) []byte {
 	t.Helper()
+	return runJavaWith(t, nil, module, class, timeout, args...)
+}
+
+// runJavaWith is runJava with more JVM options (system properties).
+func runJavaWith(t testing.TB, jvm []string, module, class string, timeout time.Duration, args ...string) []byte {
+	t.Helper()
 	cp := javaClasspath(t, module)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "java", append([]string{"-Xss512k", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", cp, class}, args...)...)
+	all := append([]string{"-Xss512k", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"}, jvm...)
+	cmd := exec.CommandContext(ctx, "java", append(append(all, "-cp", cp, class), args...)...)
 	var stderr lockedBuffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -1,0 +1,464 @@
+package petrel.interop;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
+import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
+import org.apache.rocketmq.client.consumer.MessageSelector;
+import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
+import org.apache.rocketmq.client.consumer.listener.ConsumeOrderlyStatus;
+import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
+import org.apache.rocketmq.client.consumer.listener.MessageListenerOrderly;
+import org.apache.rocketmq.client.producer.DefaultMQProducer;
+import org.apache.rocketmq.client.producer.LocalTransactionState;
+import org.apache.rocketmq.client.producer.SendResult;
+import org.apache.rocketmq.client.producer.SendStatus;
+import org.apache.rocketmq.client.producer.TransactionListener;
+import org.apache.rocketmq.client.producer.TransactionMQProducer;
+import org.apache.rocketmq.client.producer.TransactionSendResult;
+import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
+import org.apache.rocketmq.common.message.Message;
+import org.apache.rocketmq.common.message.MessageExt;
+import org.apache.rocketmq.common.message.MessageQueue;
+import org.apache.rocketmq.common.protocol.heartbeat.MessageModel;
+
+/**
+ * Scenarios of the official Java 4.x client against petrel, one a run:
+ *
+ *   ordered     sends with a MessageQueueSelector by order id; an orderly
+ *               push consumer sees each order's steps in order
+ *   delay       a message of delay level 2 arrives no sooner than the level
+ *   transaction a transactional producer: one commit, one rollback, one
+ *               left unknown and committed by the check-back; only the
+ *               committed two are consumed
+ *   broadcast   two BROADCASTING consumers of one group each get every
+ *               message
+ *   sql         a SQL92 selector (a > 5 AND color = 'red') delivers exactly
+ *               the matching messages
+ *   retrydlq    a consumer that never succeeds (max 1 reconsume) sends the
+ *               message to the retry topic, then to %DLQ%group, where a
+ *               consumer of the DLQ reads it with its original key
+ *   litepull    DefaultLitePullConsumer in assign mode with seek, and in
+ *               subscribe mode
+ *   compressed  a body over the 4 KiB compression threshold arrives whole
+ *
+ * Arguments: scenario, name server address, topic, group. Prints "ok
+ * SCENARIO DETAIL" and exits 0, or prints "fail SCENARIO WHY" and exits 2.
+ */
+public final class Scenarios {
+    private static String ns, topic, group;
+
+    public static void main(String[] args) throws Exception {
+        String scenario = args[0];
+        ns = args[1];
+        topic = args[2];
+        group = args[3];
+        String detail;
+        try {
+            detail = switch (scenario) {
+                case "ordered" -> ordered();
+                case "delay" -> delay();
+                case "transaction" -> transaction();
+                case "broadcast" -> broadcast();
+                case "sql" -> sql();
+                case "retrydlq" -> retryDLQ();
+                case "litepull" -> litePull();
+                case "compressed" -> compressed();
+                default -> throw new IllegalArgumentException("no scenario " + scenario);
+            };
+        } catch (Failure f) {
+            System.out.println("fail " + scenario + " " + f.getMessage());
+            System.out.flush();
+            System.exit(2);
+            return;
+        } catch (Exception e) {
+            // The client's threads would keep the JVM alive.
+            System.out.println("fail " + scenario + " " + e);
+            e.printStackTrace(System.out);
+            System.out.flush();
+            System.exit(2);
+            return;
+        }
+        System.out.println("ok " + scenario + " " + detail);
+        System.out.flush();
+        System.exit(0);
+    }
+
+    static final class Failure extends Exception {
+        Failure(String why) { super(why); }
+    }
+
+    static void check(boolean ok, String why) throws Failure {
+        if (!ok) {
+            throw new Failure(why);
+        }
+    }
+
+    static DefaultMQProducer producer(String name) throws Exception {
+        DefaultMQProducer p = new DefaultMQProducer(name);
+        p.setNamesrvAddr(ns);
+        p.setInstanceName(name);
+        p.start();
+        return p;
+    }
+
+    static DefaultMQPushConsumer pushConsumer(String g, String instance) {
+        DefaultMQPushConsumer c = new DefaultMQPushConsumer(g);
+        c.setNamesrvAddr(ns);
+        c.setInstanceName(instance);
+        c.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+        return c;
+    }
+
+    static SendResult sendOK(DefaultMQProducer p, Message m) throws Exception {
+        SendResult r = p.send(m);
+        check(r.getSendStatus() == SendStatus.SEND_OK, "send " + m.getKeys() + ": " + r);
+        return r;
+    }
+
+    static Message msg(String t, String tag, String key, String body) {
+        return new Message(t, tag, key, body.getBytes(StandardCharsets.UTF_8));
+    }
+
+    static String body(MessageExt m) {
+        return new String(m.getBody(), StandardCharsets.UTF_8);
+    }
+
+    static boolean await(CountDownLatch l, int seconds) throws InterruptedException {
+        return l.await(seconds, TimeUnit.SECONDS);
+    }
+
+    // ordered: 4 orders of 5 steps each, sent in an interleaved order, each
+    // order pinned to one queue by its id.
+    static String ordered() throws Exception {
+        DefaultMQProducer p = producer(group + "-p");
+        final int orders = 4, steps = 5;
+        for (int s = 0; s < steps; s++) {
+            for (int o = 0; o < orders; o++) {
+                Message m = msg(topic, "o", "order" + o + "-" + s, "order" + o + " step" + s);
+                SendResult r = p.send(m, (List<MessageQueue> mqs, Message mm, Object arg) -> mqs.get((Integer) arg % mqs.size()), o);
+                check(r.getSendStatus() == SendStatus.SEND_OK, "ordered send: " + r);
+            }
+        }
+        Map<String, List<Integer>> seen = new ConcurrentHashMap<>();
+        Map<String, Integer> queueOf = new ConcurrentHashMap<>();
+        List<String> wrong = new CopyOnWriteArrayList<>();
+        CountDownLatch all = new CountDownLatch(orders * steps);
+        DefaultMQPushConsumer c = pushConsumer(group, group + "-c");
+        c.subscribe(topic, "*");
+        c.registerMessageListener((MessageListenerOrderly) (msgs, ctx) -> {
+            for (MessageExt m : msgs) {
+                String[] f = body(m).split(" step");
+                List<Integer> l = seen.computeIfAbsent(f[0], k -> new CopyOnWriteArrayList<>());
+                int step = Integer.parseInt(f[1]);
+                if (l.size() != step) {
+                    wrong.add(f[0] + " step " + step + " after " + l);
+                }
+                l.add(step);
+                Integer q = queueOf.putIfAbsent(f[0], m.getQueueId());
+                if (q != null && q != m.getQueueId()) {
+                    wrong.add(f[0] + " on queues " + q + " and " + m.getQueueId());
+                }
+                all.countDown();
+            }
+            return ConsumeOrderlyStatus.SUCCESS;
+        });
+        c.start();
+        boolean done = await(all, 60);
+        c.shutdown();
+        p.shutdown();
+        check(wrong.isEmpty(), "out of order: " + wrong);
+        check(done, "received " + seen);
+        return orders + " orders of " + steps + " steps in order";
+    }
+
+    // delay: level 2 (5 s with the default levels; the test passes its
+    // own, printed by the check).
+    static String delay() throws Exception {
+        DefaultMQProducer p = producer(group + "-p");
+        Message m = msg(topic, "d", "delayed", "later");
+        m.setDelayTimeLevel(2);
+        long sent = System.currentTimeMillis();
+        sendOK(p, m);
+        CountDownLatch got = new CountDownLatch(1);
+        long[] at = new long[1];
+        DefaultMQPushConsumer c = pushConsumer(group, group + "-c");
+        c.subscribe(topic, "*");
+        c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
+            at[0] = System.currentTimeMillis();
+            got.countDown();
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+        });
+        c.start();
+        boolean done = await(got, 60);
+        c.shutdown();
+        p.shutdown();
+        check(done, "the delayed message did not arrive in 60 s");
+        return "after_ms=" + (at[0] - sent);
+    }
+
+    static String transaction() throws Exception {
+        TransactionMQProducer p = new TransactionMQProducer(group + "-tp");
+        p.setNamesrvAddr(ns);
+        p.setInstanceName(group + "-tp");
+        Set<String> checked = ConcurrentHashMap.newKeySet();
+        p.setTransactionListener(new TransactionListener() {
+            public LocalTransactionState executeLocalTransaction(Message m, Object arg) {
+                return switch (m.getKeys()) {
+                    case "commit" -> LocalTransactionState.COMMIT_MESSAGE;
+                    case "rollback" -> LocalTransactionState.ROLLBACK_MESSAGE;
+                    default -> LocalTransactionState.UNKNOW;
+                };
+            }
+
+            public LocalTransactionState checkLocalTransaction(MessageExt m) {
+                checked.add(m.getKeys());
+                return "unknown".equals(m.getKeys()) ? LocalTransactionState.COMMIT_MESSAGE : LocalTransactionState.ROLLBACK_MESSAGE;
+            }
+        });
+        p.start();
+        for (String k : new String[] {"commit", "rollback", "unknown"}) {
+            TransactionSendResult r = p.sendMessageInTransaction(msg(topic, "t", k, "tx-" + k), null);
+            check(r.getSendStatus() == SendStatus.SEND_OK, "transactional send " + k + ": " + r);
+        }
+        Set<String> got = ConcurrentHashMap.newKeySet();
+        CountDownLatch two = new CountDownLatch(2);
+        DefaultMQPushConsumer c = pushConsumer(group, group + "-c");
+        c.subscribe(topic, "*");
+        c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
+            for (MessageExt m : msgs) {
+                if (got.add(m.getKeys())) {
+                    two.countDown();
+                }
+            }
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+        });
+        c.start();
+        // The rollback was decided at the send, before the commit that a
+        // check-back makes: were it delivered, it would be by now.
+        boolean done = await(two, 90);
+        c.shutdown();
+        p.shutdown();
+        check(done, "consumed " + got + ", want commit and unknown");
+        check(!got.contains("rollback"), "the rolled-back message was consumed");
+        check(checked.contains("unknown"), "no check-back of the unknown transaction (checked " + checked + ")");
+        return "consumed=" + new java.util.TreeSet<>(got) + " checked=" + new java.util.TreeSet<>(checked);
+    }
+
+    static String broadcast() throws Exception {
+        final int n = 6;
+        List<Map<String, Boolean>> got = new ArrayList<>();
+        List<DefaultMQPushConsumer> cs = new ArrayList<>();
+        CountDownLatch all = new CountDownLatch(2 * n);
+        for (int i = 0; i < 2; i++) {
+            Map<String, Boolean> mine = new ConcurrentHashMap<>();
+            got.add(mine);
+            DefaultMQPushConsumer c = pushConsumer(group, group + "-b" + i);
+            c.setMessageModel(MessageModel.BROADCASTING);
+            c.subscribe(topic, "*");
+            c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
+                for (MessageExt m : msgs) {
+                    if (mine.putIfAbsent(m.getKeys(), true) == null) {
+                        all.countDown();
+                    }
+                }
+                return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+            });
+            c.start();
+            cs.add(c);
+        }
+        DefaultMQProducer p = producer(group + "-p");
+        for (int i = 0; i < n; i++) {
+            sendOK(p, msg(topic, "b", "bc-" + i, "broadcast " + i));
+        }
+        boolean done = await(all, 60);
+        for (DefaultMQPushConsumer c : cs) {
+            c.shutdown();
+        }
+        p.shutdown();
+        check(done, "member deliveries " + got.get(0).keySet() + " / " + got.get(1).keySet());
+        return "both members got " + n;
+    }
+
+    static String sql() throws Exception {
+        DefaultMQProducer p = producer(group + "-p");
+        Set<String> want = ConcurrentHashMap.newKeySet();
+        for (int i = 0; i < 10; i++) {
+            String color = i % 2 == 0 ? "red" : "blue";
+            Message m = msg(topic, "s", "sql-" + i, "sql " + i);
+            m.putUserProperty("a", Integer.toString(i));
+            m.putUserProperty("color", color);
+            if (i > 5 && color.equals("red")) {
+                want.add("sql-" + i);
+            }
+            sendOK(p, m);
+        }
+        Set<String> got = ConcurrentHashMap.newKeySet();
+        List<String> wrong = new CopyOnWriteArrayList<>();
+        CountDownLatch all = new CountDownLatch(want.size());
+        DefaultMQPushConsumer c = pushConsumer(group, group + "-c");
+        c.subscribe(topic, MessageSelector.bySql("a > 5 AND color = 'red'"));
+        c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
+            for (MessageExt m : msgs) {
+                if (!want.contains(m.getKeys())) {
+                    wrong.add(m.getKeys());
+                } else if (got.add(m.getKeys())) {
+                    all.countDown();
+                }
+            }
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+        });
+        c.start();
+        boolean done = await(all, 60);
+        c.shutdown();
+        p.shutdown();
+        check(wrong.isEmpty(), "delivered beside the selector: " + wrong);
+        check(done, "got " + got + ", want " + want);
+        return "selected " + new java.util.TreeSet<>(got);
+    }
+
+    static String retryDLQ() throws Exception {
+        DefaultMQProducer p = producer(group + "-p");
+        sendOK(p, msg(topic, "r", "doomed", "never consumed"));
+        List<Integer> attempts = new CopyOnWriteArrayList<>();
+        DefaultMQPushConsumer c = pushConsumer(group, group + "-c");
+        c.setMaxReconsumeTimes(1);
+        c.subscribe(topic, "*");
+        c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
+            for (MessageExt m : msgs) {
+                attempts.add(m.getReconsumeTimes());
+            }
+            return ConsumeConcurrentlyStatus.RECONSUME_LATER;
+        });
+        c.start();
+        CountDownLatch dead = new CountDownLatch(1);
+        String[] dlqKey = new String[1];
+        DefaultMQPushConsumer d = pushConsumer(group + "-dlq", group + "-d");
+        d.subscribe("%DLQ%" + group, "*");
+        d.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
+            dlqKey[0] = msgs.get(0).getKeys();
+            dead.countDown();
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+        });
+        // The DLQ topic exists once the first message goes there: start
+        // its consumer when it does (the client needs a route).
+        long deadline = System.currentTimeMillis() + 90_000;
+        boolean started = false;
+        while (System.currentTimeMillis() < deadline && dead.getCount() > 0) {
+            if (!started && attempts.size() >= 2) {
+                try {
+                    d.start();
+                    started = true;
+                } catch (Exception e) {
+                    // not routed yet
+                }
+            }
+            dead.await(500, TimeUnit.MILLISECONDS);
+        }
+        c.shutdown();
+        if (started) {
+            d.shutdown();
+        }
+        p.shutdown();
+        check(dead.getCount() == 0, "nothing reached %DLQ%" + group + " (attempts " + attempts + ")");
+        check("doomed".equals(dlqKey[0]), "the DLQ holds " + dlqKey[0]);
+        check(attempts.size() == 2 && attempts.get(0) == 0 && attempts.get(1) == 1, "reconsume times seen " + attempts + ", want [0, 1]");
+        return "attempts=" + attempts + " dlq=" + dlqKey[0];
+    }
+
+    static String litePull() throws Exception {
+        DefaultMQProducer p = producer(group + "-p");
+        final int n = 8;
+        for (int i = 0; i < n; i++) {
+            sendOK(p, msg(topic, "l", "lite-" + i, "lite " + i));
+        }
+        // Assign mode: every queue, from the start, then seek back to the
+        // first offset of one queue and read it again.
+        DefaultLitePullConsumer a = new DefaultLitePullConsumer(group + "-assign");
+        a.setNamesrvAddr(ns);
+        a.setInstanceName(group + "-assign");
+        a.setAutoCommit(false);
+        a.start();
+        Collection<MessageQueue> mqs = a.fetchMessageQueues(topic);
+        a.assign(mqs);
+        for (MessageQueue mq : mqs) {
+            a.seek(mq, 0);
+        }
+        Map<String, MessageExt> got = new ConcurrentHashMap<>();
+        long deadline = System.currentTimeMillis() + 60_000;
+        while (got.size() < n && System.currentTimeMillis() < deadline) {
+            for (MessageExt m : a.poll(1000)) {
+                got.put(m.getKeys(), m);
+            }
+        }
+        check(got.size() == n, "assign mode read " + got.keySet());
+        MessageExt first = got.get("lite-0");
+        MessageQueue mq0 = mqs.stream().filter(q -> q.getQueueId() == first.getQueueId()).findFirst().orElseThrow();
+        a.seek(mq0, first.getQueueOffset());
+        boolean again = false;
+        deadline = System.currentTimeMillis() + 30_000;
+        while (!again && System.currentTimeMillis() < deadline) {
+            for (MessageExt m : a.poll(1000)) {
+                again |= m.getKeys().equals("lite-0");
+            }
+        }
+        a.shutdown();
+        check(again, "after a seek to lite-0's offset it was not read again");
+
+        // Subscribe mode: the group rebalances the queues to this member.
+        DefaultLitePullConsumer s = new DefaultLitePullConsumer(group + "-sub");
+        s.setNamesrvAddr(ns);
+        s.setInstanceName(group + "-sub");
+        s.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+        s.subscribe(topic, "*");
+        s.start();
+        Set<String> sub = ConcurrentHashMap.newKeySet();
+        deadline = System.currentTimeMillis() + 60_000;
+        while (sub.size() < n && System.currentTimeMillis() < deadline) {
+            for (MessageExt m : s.poll(1000)) {
+                sub.add(m.getKeys());
+            }
+        }
+        s.shutdown();
+        p.shutdown();
+        check(sub.size() == n, "subscribe mode read " + sub);
+        return "assign=" + got.size() + " seek=again subscribe=" + sub.size();
+    }
+
+    static String compressed() throws Exception {
+        DefaultMQProducer p = producer(group + "-p");
+        char[] big = new char[64 * 1024];
+        for (int i = 0; i < big.length; i++) {
+            big[i] = (char) ('a' + i % 23);
+        }
+        String body = new String(big);
+        sendOK(p, msg(topic, "z", "big", body));
+        CountDownLatch got = new CountDownLatch(1);
+        String[] seen = new String[1];
+        int[] sysFlag = new int[1];
+        DefaultMQPushConsumer c = pushConsumer(group, group + "-c");
+        c.subscribe(topic, "*");
+        c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
+            seen[0] = body(msgs.get(0));
+            sysFlag[0] = msgs.get(0).getSysFlag();
+            got.countDown();
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+        });
+        c.start();
+        boolean done = await(got, 60);
+        c.shutdown();
+        p.shutdown();
+        check(done, "the compressed message did not arrive");
+        check(body.equals(seen[0]), "the body arrived changed (" + (seen[0] == null ? 0 : seen[0].length()) + " chars)");
+        return "bytes=" + body.length() + " compressed_flag=" + ((sysFlag[0] & 1) != 0);
+    }
+}
