@@ -204,3 +204,22 @@ func TestRequestReply(t *testing.T) {
 		t.Fatalf("%d replies failed to send; the first: %v", f, firstErr.Load())
 	}
 }
+
+// TestJava4RequestReply: the official Java 4.x client's request() and
+// request(callback) each round-trip 1,000 requests through a replying
+// DefaultMQPushConsumer (MessageUtil.createReplyMessage, sent with
+// SEND_REPLY_MESSAGE_V2), every reply with its own correlation id and body.
+func TestJava4RequestReply(t *testing.T) {
+	t.Parallel()
+	p := startPetrel(t, serverOptions{})
+	topic := uniqueName(t, "t")
+	createTopics(t, p, topic)
+	const count = 1000
+	out := string(runJava(t, "client4", "petrel.interop.RequestReply", 3*time.Minute,
+		p.nsAddr, topic, uniqueName(t, "cg"), fmt.Sprint(count)))
+	for _, want := range []string{fmt.Sprintf("sync %d\n", count), fmt.Sprintf("async %d\n", count), "failures 0\n"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("the Java client's summary lacks %q:\n%s", strings.TrimSpace(want), out)
+		}
+	}
+}
