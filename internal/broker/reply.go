@@ -170,35 +170,31 @@ func withProperty(props, key, value string) string {
 	return sb.String()
 }
 
-// pushReply pushes the reply to the newest connection of replyTo's
-// producers that takes replies, trying older ones when a push fails.
+// pushReply pushes the reply to the first of replyTo's connections
+// (producerConnsOf) that takes replies, and only to it, as Java pushes to
+// the one channel it finds: a push that timed out may still have been
+// delivered, and a second push of the same reply would be a duplicate
+// (the Java client can run a request's callback twice for two replies
+// that arrive together).
 func (b *Broker) pushReply(ctx context.Context, req *SendRequest, replyTo, props string) error {
 	if replyTo == "" {
 		return errorf(KindSystemError, nil, "the reply has no REPLY_TO_CLIENT property, so it cannot reach its requester; build the reply from the request message")
 	}
-	conns := b.clients.producerConnsOf(replyTo)
-	p := ReplyPush{Send: req, Properties: props, StoreHost: b.cfg.StoreHost, StoreTimestamp: b.now().UnixMilli()}
-	var last error
-	tried := 0
-	for _, id := range conns {
+	for _, id := range b.clients.producerConnsOf(replyTo) {
 		rp, ok := b.conns.handler(id).(ReplyPusher)
 		if !ok {
 			continue
 		}
-		tried++
 		pctx, cancel := context.WithTimeout(ctx, replyPushTimeout)
-		err := rp.PushReply(pctx, p)
-		cancel()
-		if err == nil {
-			return nil
+		defer cancel()
+		err := rp.PushReply(pctx, ReplyPush{Send: req, Properties: props, StoreHost: b.cfg.StoreHost, StoreTimestamp: b.now().UnixMilli()})
+		if err != nil {
+			b.log.Debug("reply push failed", "client_id", replyTo, "conn", id, "err", err)
+			return errorf(KindSystemError, err, "pushing the reply to requester %s failed; retry", replyTo)
 		}
-		b.log.Debug("reply push failed", "client_id", replyTo, "conn", id, "err", err)
-		last = err
+		return nil
 	}
-	if tried == 0 {
-		return errorf(KindSystemError, nil, "requester %s has no producer connected to broker %s, so the reply cannot reach it; the requester must stay connected until its reply arrives", replyTo, b.cfg.BrokerName)
-	}
-	return errorf(KindSystemError, last, "pushing the reply to requester %s failed; retry", replyTo)
+	return errorf(KindSystemError, nil, "requester %s has no producer connected to broker %s, so the reply cannot reach it; the requester must stay connected until its reply arrives", replyTo, b.cfg.BrokerName)
 }
 
 // NoteRequester records that a request naming clientID as the client to

@@ -1,6 +1,8 @@
 package petrel.interop;
 
 import java.nio.charset.StandardCharsets;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -24,8 +26,9 @@ import org.apache.rocketmq.common.message.MessageExt;
  * instance; a requester in another client instance sends count requests
  * with request() and count with request(callback). Every reply must carry
  * its request's correlation id and the body "reply to BODY". Prints
- * "sync N", "async N" (replies that matched) and "failures F" (replies
- * the replier could not send); exits non-zero on a wrong or missing reply.
+ * "sync N", "async N" (requests whose reply matched) and "failures F"
+ * (replies the replier could not send); exits non-zero on a wrong or
+ * missing reply.
  *
  * Arguments: name server address, topic, group, count.
  */
@@ -84,21 +87,28 @@ public final class RequestReply {
         }
         System.out.println("sync " + sync);
 
-        AtomicInteger async = new AtomicInteger();
+        Set<Integer> async = ConcurrentHashMap.newKeySet();
         AtomicReference<String> wrong = new AtomicReference<>();
         CountDownLatch done = new CountDownLatch(count);
         for (int i = 0; i < count; i++) {
+            int n = i;
             String want = "reply to async-" + i;
             Message req = new Message(topic, ("async-" + i).getBytes(StandardCharsets.UTF_8));
             requester.request(req, new RequestCallback() {
+                // The 4.9.8 client also calls onSuccess when the request's
+                // send is acknowledged, with the reply if it came first
+                // (twice for one reply, then) and with null if not yet.
                 public void onSuccess(Message reply) {
-                    String corr = req.getProperty(MessageConst.PROPERTY_CORRELATION_ID);
-                    if (corr != null && corr.equals(reply.getProperty(MessageConst.PROPERTY_CORRELATION_ID)) && body(reply).equals(want)) {
-                        async.incrementAndGet();
-                    } else {
-                        wrong.compareAndSet(null, want + " got " + body(reply));
+                    if (reply == null) {
+                        return;
                     }
-                    done.countDown();
+                    String corr = req.getProperty(MessageConst.PROPERTY_CORRELATION_ID);
+                    if (corr == null || !corr.equals(reply.getProperty(MessageConst.PROPERTY_CORRELATION_ID)) || !body(reply).equals(want)) {
+                        wrong.compareAndSet(null, want + " got " + body(reply));
+                        done.countDown();
+                    } else if (async.add(n)) {
+                        done.countDown();
+                    }
                 }
 
                 public void onException(Throwable e) {
@@ -108,7 +118,7 @@ public final class RequestReply {
             }, TIMEOUT_MS);
         }
         boolean all = done.await(TIMEOUT_MS * 2, TimeUnit.MILLISECONDS);
-        System.out.println("async " + async.get());
+        System.out.println("async " + async.size());
         System.out.println("failures " + failures.get());
         requester.shutdown();
         consumer.shutdown();
@@ -118,7 +128,7 @@ public final class RequestReply {
             System.exit(2);
         }
         if (!all) {
-            System.out.println("missing " + (count - async.get()));
+            System.out.println("missing " + (count - async.size()));
             System.exit(3);
         }
         if (failures.get() > 0) {
