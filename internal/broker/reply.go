@@ -14,7 +14,8 @@ package broker
 //
 // The requester is found as Java's ProducerManager.findChannel finds it: the
 // connection whose heartbeat registered a producer group under that client
-// id (the newest such connection first). Failing that, Petrel also knows
+// id (the newest, if several), and the reply is pushed to that one
+// connection only. Failing that, Petrel also knows
 // the connections that sent a request naming that client id in
 // REPLY_TO_CLIENT and never heart-beat (NoteRequester): the official Go
 // client sends its first requests before its first heartbeat reaches a
