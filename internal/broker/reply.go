@@ -191,11 +191,21 @@ func (b *Broker) pushReply(ctx context.Context, req *SendRequest, replyTo, props
 		err := rp.PushReply(pctx, ReplyPush{Send: req, Properties: props, StoreHost: b.cfg.StoreHost, StoreTimestamp: b.now().UnixMilli()})
 		if err != nil {
 			b.log.Debug("reply push failed", "client_id", replyTo, "conn", id, "err", err)
-			return errorf(KindSystemError, err, "pushing the reply to requester %s failed; retry", replyTo)
+			return errorf(KindSystemError, err, "pushing the reply to requester %s failed; retry", shortID(replyTo))
 		}
 		return nil
 	}
-	return errorf(KindSystemError, nil, "requester %s has no producer connected to broker %s, so the reply cannot reach it; the requester must stay connected until its reply arrives", replyTo, b.cfg.BrokerName)
+	return errorf(KindSystemError, nil, "requester %s has no producer connected to broker %s, so the reply cannot reach it; the requester must stay connected until its reply arrives", shortID(replyTo), b.cfg.BrokerName)
+}
+
+// shortID is a client id for a message to a client: the replier names it,
+// up to the properties' limit, and a remark need not echo all of it.
+func shortID(id string) string {
+	const limit = 128
+	if len(id) <= limit {
+		return id
+	}
+	return strings.ToValidUTF8(id[:limit], "") + "..."
 }
 
 // NoteRequester records that a request naming clientID as the client to

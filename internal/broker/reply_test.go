@@ -251,3 +251,13 @@ func TestNotedRequesterIsFoundUntilItHeartBeats(t *testing.T) {
 		t.Fatalf("%d notes and %d noted ids left", notes, ids)
 	}
 }
+
+func TestRemarkNamesALongRequesterIDShortly(t *testing.T) {
+	e := newEnv(t)
+	id := strings.Repeat("é", 10000)
+	_, err := e.b.Reply(context.Background(), replyReq(e, id, "x"), id)
+	var be *Error
+	if !errors.As(err, &be) || len(be.Msg) > 400 || !strings.Contains(be.Msg, "has no producer connected") {
+		t.Fatalf("reply to a %d-byte client id: %v", len(id), err)
+	}
+}
