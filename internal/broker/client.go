@@ -91,6 +91,9 @@ type clientTable struct {
 	conns     map[uint64]*connState
 	groups    map[string]*groupState
 	producers map[string]map[uint64]struct{} // producer group → conns
+	byClient  connIndex                      // client id → conns (reply.go)
+	noted     map[uint64]string              // conn → requester it was noted as (reply.go)
+	notedBy   connIndex                      // requester → noted conns (reply.go)
 	timer     clock.Timer                    // the pending sweep
 	due       time.Time                      // when it runs
 	closed    bool
@@ -204,7 +207,7 @@ func (b *Broker) Heartbeat(conn uint64, hb Heartbeat) {
 	cs := c.conns[conn]
 	if cs == nil {
 		cs = &connState{clientID: hb.ClientID, producers: map[string]time.Time{}, consumers: map[string]*member{}}
-		c.conns[conn] = cs
+		c.setConnLocked(conn, cs)
 	}
 	if cs.clientID != hb.ClientID {
 		// The connection now speaks for another client id: leave every
@@ -212,7 +215,7 @@ func (b *Broker) Heartbeat(conn uint64, hb Heartbeat) {
 		changes = append(changes, c.dropConnLocked(conn, cs, nil)...)
 		c.dropProducersLocked(conn, cs, nil)
 		cs = &connState{clientID: hb.ClientID, producers: map[string]time.Time{}, consumers: map[string]*member{}}
-		c.conns[conn] = cs
+		c.setConnLocked(conn, cs)
 	}
 	for _, g := range hb.Producers {
 		if g == "" {
@@ -319,13 +322,14 @@ func (b *Broker) ConnClosed(conn uint64) {
 // dropAllLocked drops every client registration of conn and returns the
 // id-set changes; mu is held.
 func (c *clientTable) dropAllLocked(conn uint64) []idsChange {
+	c.dropNoteLocked(conn)
 	cs := c.conns[conn]
 	if cs == nil {
 		return nil
 	}
 	changes := c.dropConnLocked(conn, cs, nil)
 	c.dropProducersLocked(conn, cs, nil)
-	delete(c.conns, conn)
+	c.deleteConnLocked(conn)
 	return changes
 }
 
@@ -451,7 +455,7 @@ func (b *Broker) expireClients() {
 		changes = append(changes, ch...)
 		c.dropProducersLocked(conn, cs, stale)
 		if len(cs.consumers) == 0 && len(cs.producers) == 0 {
-			delete(c.conns, conn)
+			c.deleteConnLocked(conn)
 		}
 	}
 	c.mu.Unlock()

@@ -301,11 +301,11 @@ func formatAttrs(m map[string]string) string {
 
 // IsSystemTopic reports whether a topic is one the brokers keep for
 // themselves: the auto-create template, retry and dead-letter topics, the
-// timer and transaction topics.
+// timer and transaction topics, the cluster's reply topic.
 func IsSystemTopic(name string) bool {
 	return name == templateTopic || strings.HasPrefix(name, "%RETRY%") || strings.HasPrefix(name, "%DLQ%") ||
 		strings.HasPrefix(name, "rmq_sys_") || strings.HasPrefix(name, "RMQ_SYS_") || strings.HasPrefix(name, "SCHEDULE_TOPIC_") ||
-		name == "TRANS_CHECK_MAX_TIME_TOPIC"
+		name == "TRANS_CHECK_MAX_TIME_TOPIC" || strings.HasSuffix(name, "_REPLY_TOPIC")
 }
 
 // TopicInfo is one topic of `topic list` and the head of `topic describe`.

@@ -102,6 +102,8 @@ func New(b *broker.Broker, opts Options) *Front {
 // Register installs the handlers on s.
 func (f *Front) Register(s *remoting.Server) {
 	s.HandleBatch(f.send, rmq.CodeSendMessage, codeSendMessageV2, rmq.CodeSendBatchMessage)
+	s.Handle(rmq.CodeSendReplyMessage, f.reply)   // reply.go
+	s.Handle(rmq.CodeSendReplyMessageV2, f.reply) // reply.go
 	s.Handle(rmq.CodePullMessage, f.pull)
 	s.Handle(rmq.CodeQueryConsumerOffset, f.queryConsumerOffset)
 	s.Handle(rmq.CodeUpdateConsumerOffset, f.updateConsumerOffset)

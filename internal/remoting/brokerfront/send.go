@@ -86,6 +86,7 @@ func (f *Front) sendLocal(ctx context.Context, c *remoting.Conn, reqs []*remotin
 			reply(i, func() *remoting.Command { return refused })
 			continue
 		}
+		f.noteRequester(c, req, sr) // reply.go
 		b.srs = append(b.srs, sr)
 		b.cmds = append(b.cmds, req)
 		b.idx = append(b.idx, i)

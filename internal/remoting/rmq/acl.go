@@ -15,6 +15,7 @@ import (
 //
 //   - sends (10, 310, 320): Pub on the topic; a retry topic %RETRY%G is
 //     Sub on Group:G (so is every retry topic below);
+//   - replies (324, 325): as sends, Pub on the topic (the reply topic);
 //   - pull (11): Sub on the topic and on the consumer group;
 //   - heartbeat (34): Sub on each consumer group of the body and on each
 //     topic it subscribes (producer groups need nothing);
@@ -28,7 +29,9 @@ import (
 // Petrel differs from RocketMQ in a few places, all stricter or equal:
 // codes RocketMQ leaves unchecked because they name no resource (21, 28,
 // 106, 200, 201, 206; 33 without a topic) need Get or List on the Cluster
-// (200: Create or Update on its group); offset queries by queue (29, 30,
+// (200: Create or Update on its group); replies (324, 325), which RocketMQ
+// leaves unchecked (no request header is registered for their codes),
+// need Pub on their topic as sends do; offset queries by queue (29, 30,
 // 31) take Sub as well as Get, as consumers make them; a send to a retry
 // topic needs Sub on the group the topic names (RocketMQ reads the V2
 // header's producer group there); Petrel's own codes (10101-10104) are in
@@ -277,6 +280,10 @@ var aclTable = map[int32]aclRule{
 
 	int32(CodeDeleteTopicInBroker):       topicField("DELETE_TOPIC_IN_BROKER (215)", "topic", actDelete),
 	int32(CodeInvokeBrokerToResetOffset): groupTopic("INVOKE_BROKER_TO_RESET_OFFSET (222)", "group", "topic", actUpdate),
+
+	// Request-reply (reply.go).
+	int32(CodeSendReplyMessage):   send("SEND_REPLY_MESSAGE (324)"),
+	int32(CodeSendReplyMessageV2): send("SEND_REPLY_MESSAGE_V2 (325)"),
 
 	CodePopMessage:          groupTopic("POP_MESSAGE (200050)", "consumerGroup", "topic", actSub),
 	CodeAckMessage:          groupTopic("ACK_MESSAGE (200051)", "consumerGroup", "topic", actSub),

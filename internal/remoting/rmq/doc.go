@@ -40,4 +40,6 @@
 //	reset.go     reset offsets (to the broker and to its consumers)
 //	pop.go       200050, 200051, 200053: pop, ack, change invisible time, the
 //	             extra info (POP_CK) a client sends back; Petrel's forward to DLQ
+//	reply.go     324, 325, 326: request-reply codes and properties, the push
+//	             to the requester (PushReplyRequest)
 package rmq
