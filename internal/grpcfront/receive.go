@@ -89,10 +89,14 @@ func (s *Server) ReceiveMessage(req *v2.ReceiveMessageRequest, stream v2.Messagi
 		return nil
 	}
 	now := s.clk.Now()
+	client := header(stream.Context(), headerClientID)
 	for i, p := range got {
 		if err := stream.Send(&v2.ReceiveMessageResponse{Content: &v2.ReceiveMessageResponse_Message{Message: delivered(p, topic, now)}}); err != nil {
 			s.rehide(pr, got[i:])
 			return nil
+		}
+		if req.GetAutoRenew() {
+			s.renew.add(client, pr.Group, pr.Topic, p.Handle, now)
 		}
 	}
 	_ = stream.Send(&v2.ReceiveMessageResponse{Content: &v2.ReceiveMessageResponse_DeliveryTimestamp{DeliveryTimestamp: timestamppb.New(s.clk.Now())}})
@@ -139,12 +143,18 @@ func (s *Server) popRequest(ctx context.Context, req *v2.ReceiveMessageRequest) 
 	if typ == "" {
 		return nil, nil, status(v2.Code_ILLEGAL_FILTER_EXPRESSION, "filter type %v is not TAG or SQL", req.GetFilterExpression().GetType())
 	}
-	inv := req.GetInvisibleDuration()
-	if inv == nil {
-		return nil, nil, status(v2.Code_ILLEGAL_INVISIBLE_TIME, "the receive has no invisible duration; set one between %v and %v", minInvisible, maxInvisible)
-	}
-	if d := inv.AsDuration(); d < minInvisible || d > maxInvisible {
-		return nil, nil, status(v2.Code_ILLEGAL_INVISIBLE_TIME, "invisible duration %v is outside %v..%v", d, minInvisible, maxInvisible)
+	// A push consumer asks for auto_renew and names no invisible time:
+	// the server hides its messages and renews them (renew.go).
+	invisible := autoRenewInvisible
+	if !req.GetAutoRenew() {
+		inv := req.GetInvisibleDuration()
+		if inv == nil {
+			return nil, nil, status(v2.Code_ILLEGAL_INVISIBLE_TIME, "the receive has no invisible duration; set one between %v and %v, or auto_renew", minInvisible, maxInvisible)
+		}
+		if d := inv.AsDuration(); d < minInvisible || d > maxInvisible {
+			return nil, nil, status(v2.Code_ILLEGAL_INVISIBLE_TIME, "invisible duration %v is outside %v..%v", d, minInvisible, maxInvisible)
+		}
+		invisible = inv.AsDuration()
 	}
 	batch := req.GetBatchSize()
 	if batch <= 0 {
@@ -168,7 +178,7 @@ func (s *Server) popRequest(ctx context.Context, req *v2.ReceiveMessageRequest) 
 		Expression:     expr,
 		ExpressionType: typ,
 		MaxMsgs:        int(min(batch, maxReceiveBatch)),
-		Invisible:      inv.AsDuration(),
+		Invisible:      invisible,
 		// The deadline is the client's, in real time.
 		Wait:        pollWait(longPoll, reqTimeout, deadline, hasDeadline, time.Now()),
 		FIFO:        fifo,
@@ -224,7 +234,7 @@ func (s *Server) AckMessage(ctx context.Context, req *v2.AckMessageRequest) (*v2
 			r.Status = status(v2.Code_INVALID_RECEIPT_HANDLE, "the entry has no receipt handle; use the one the receive gave")
 			continue
 		}
-		reqs = append(reqs, broker.AckRequest{Group: group, Topic: topic, Handle: e.GetReceiptHandle()})
+		reqs = append(reqs, broker.AckRequest{Group: group, Topic: topic, Handle: s.renew.take(e.GetReceiptHandle())})
 		asked = append(asked, r)
 	}
 	if len(reqs) > 0 {
@@ -263,7 +273,7 @@ func (s *Server) ChangeInvisibleDuration(ctx context.Context, req *v2.ChangeInvi
 	if d := inv.AsDuration(); d < 0 || d > maxInvisible {
 		return fail(status(v2.Code_ILLEGAL_INVISIBLE_TIME, "invisible duration %v is outside 0s..%v", d, maxInvisible))
 	}
-	h, err := s.pop.ChangeInvisible(group, storedName(req.GetTopic()), req.GetReceiptHandle(), inv.AsDuration())
+	h, err := s.pop.ChangeInvisible(group, storedName(req.GetTopic()), s.renew.take(req.GetReceiptHandle()), inv.AsDuration())
 	if err != nil {
 		return fail(s.brokerStatus(err, "change invisible duration"))
 	}
@@ -283,7 +293,7 @@ func (s *Server) ForwardMessageToDeadLetterQueue(ctx context.Context, req *v2.Fo
 	if req.GetReceiptHandle() == "" {
 		return &v2.ForwardMessageToDeadLetterQueueResponse{Status: status(v2.Code_INVALID_RECEIPT_HANDLE, "the request has no receipt handle; use the one the receive gave")}, nil
 	}
-	if err := s.pop.ForwardPopToDLQ(group, storedName(req.GetTopic()), req.GetReceiptHandle()); err != nil {
+	if err := s.pop.ForwardPopToDLQ(group, storedName(req.GetTopic()), s.renew.take(req.GetReceiptHandle())); err != nil {
 		return &v2.ForwardMessageToDeadLetterQueueResponse{Status: s.brokerStatus(err, "forward to the dead-letter queue")}, nil
 	}
 	return &v2.ForwardMessageToDeadLetterQueueResponse{Status: okStatus()}, nil

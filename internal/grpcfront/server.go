@@ -136,6 +136,7 @@ type Server struct {
 	served   bool
 
 	sessions sessions
+	renew    renewer // push consumers' auto-renewed messages
 }
 
 // New returns a server for b. It prepares the TLS certificate (loading
@@ -175,6 +176,7 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{b: b, pop: b, cfg: cfg, clk: cfg.Clock, log: cfg.Logger.With("component", "grpcfront")}
+	s.renew.s = s
 	s.stop, s.cancelStop = context.WithCancel(context.Background())
 	if cfg.Master != nil {
 		s.fwd = &forwarder{b: b, master: cfg.Master, cl: cfg.Remoting, timeout: cfg.ForwardTimeout, stop: s.stop, log: s.log,
@@ -258,6 +260,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.fwd.relay.close()
 	}
 	s.sessions.close()
+	s.renew.stopTimer()
 	done := make(chan struct{})
 	go func() {
 		s.gs.GracefulStop()

@@ -141,6 +141,7 @@ func (ss *sessions) drop(id string, only *client) bool {
 	ss.removeLocked(c)
 	ss.mu.Unlock()
 	ss.s.b.ConnClosed(c.conn)
+	ss.s.renew.dropClient(id)
 	return true
 }
 
