@@ -38,10 +38,9 @@ func toMessage(r message.Record, topic *v2.Resource) *v2.Message {
 		}
 	}
 	body = bytes.Clone(body)
-	sum := md5.Sum(body)
 	sp := &v2.SystemProperties{
 		MessageId:      props[message.PropertyUniqKey],
-		BodyDigest:     &v2.Digest{Type: v2.DigestType_MD5, Checksum: hex.EncodeToString(sum[:])},
+		BodyDigest:     bodyDigest(body),
 		BodyEncoding:   v2.Encoding_IDENTITY,
 		BornTimestamp:  timestamppb.New(time.UnixMilli(r.BornTimestamp())),
 		BornHost:       r.BornHost().Addr().String(),
@@ -136,4 +135,14 @@ func inflate(b []byte) ([]byte, error) {
 		return nil, fmt.Errorf("inflated body over %d bytes", maxInflatedBody)
 	}
 	return out, nil
+}
+
+// bodyDigest is a delivered body's digest as RocketMQ's proxy writes it:
+// MD5 in upper-case hex. The Java and Node.js clients compare exactly that
+// (a lower-case one marked every message corrupted, and their push
+// consumers discarded it instead of calling the listener); the Go client
+// computes lower case but does not act on a mismatch.
+func bodyDigest(body []byte) *v2.Digest {
+	sum := md5.Sum(body)
+	return &v2.Digest{Type: v2.DigestType_MD5, Checksum: strings.ToUpper(hex.EncodeToString(sum[:]))}
 }
