@@ -146,6 +146,7 @@ func (f *Front) Register(s *remoting.Server) {
 	f.registerPop(s)
 	f.registerConsumeBy(s)
 	f.registerBrokerConfig(s)
+	f.registerAdminMore(s)
 }
 
 // id returns the connection's id, registering it with the broker on first

@@ -173,6 +173,7 @@ func (f *Front) runtimeInfo(_ context.Context, _ *remoting.Conn, req *remoting.C
 	}
 	table[rmq.RuntimeRemovedUnconsumedMsgs] = strconv.FormatUint(lost, 10)
 	addReplicationInfo(f.b, table)
+	addDayTotals(f.b, table)
 	return bodyResponse(req, rmq.EncodeRuntimeInfoBody(table), nil)
 }
 

@@ -324,6 +324,23 @@ var aclTable = map[int32]aclRule{
 	int32(CodeGetBrokerConfig):       cluster("GET_BROKER_CONFIG (26)", false, actGet),
 	int32(CodeWipeWritePermOfBroker): cluster("WIPE_WRITE_PERM_OF_BROKER (205)", true, actUpdate),
 	int32(CodeAddWritePermOfBroker):  cluster("ADD_WRITE_PERM_OF_BROKER (327)", true, actUpdate),
+
+	// The long tail of mqadmin (adminmore.go): listings and stats are Get
+	// on the Cluster, cleaning Update; 321 is Get on its topic (and group,
+	// when named), as RocketMQ's header says.
+	int32(CodeGetAllConsumerOffset):         cluster("GET_ALL_CONSUMER_OFFSET (43)", false, actGet),
+	int32(CodeGetAllDelayOffset):            cluster("GET_ALL_DELAY_OFFSET (45)", false, actGet),
+	int32(CodeGetProducerConnectionList):    cluster("GET_PRODUCER_CONNECTION_LIST (204)", false, actGet),
+	int32(CodeGetSystemTopicListFromBroker): cluster("GET_SYSTEM_TOPIC_LIST_FROM_BROKER (305)", false, actGetList),
+	int32(CodeCleanExpiredConsumeQueue):     cluster("CLEAN_EXPIRED_CONSUMEQUEUE (306)", false, actUpdate),
+	int32(CodeViewBrokerStatsData):          cluster("VIEW_BROKER_STATS_DATA (315)", false, actGet),
+	int32(CodeCleanUnusedTopic):             cluster("CLEAN_UNUSED_TOPIC (316)", false, actUpdate),
+	int32(CodeGetBrokerConsumeStats):        cluster("GET_BROKER_CONSUME_STATS (317)", false, actGet),
+	int32(CodeUpdateNamesrvConfig):          cluster("UPDATE_NAMESRV_CONFIG (318)", true, actUpdate),
+	int32(CodeGetNamesrvConfig):             cluster("GET_NAMESRV_CONFIG (319)", false, actGet),
+	int32(CodeQueryConsumeQueue):            {name: "QUERY_CONSUME_QUEUE (321)", reqs: queryConsumeQueue},
+	int32(CodeGetAllProducerInfo):           cluster("GET_ALL_PRODUCER_INFO (328)", false, actGet),
+	int32(CodeDeleteExpiredCommitLog):       cluster("DELETE_EXPIRED_COMMITLOG (329)", false, actUpdate),
 }
 
 // route: Pub, Sub or Get on the topic; a retry topic's route is Sub or
