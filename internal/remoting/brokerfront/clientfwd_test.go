@@ -169,4 +169,3 @@ func TestConsumerStatusGathersEveryMember(t *testing.T) {
 		t.Fatalf("empty group: code %d remark %q", resp.Code, resp.Remark)
 	}
 }
-

@@ -1,0 +1,76 @@
+package interop
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/consumer"
+)
+
+// Request codes of the broker → client forwards.
+const (
+	reqGetConsumerListByGroup = 38
+	reqGetConsumerRunningInfo = 307
+)
+
+// TestConsumerRunningInfoFromALiveGoConsumer: GET_CONSUMER_RUNNING_INFO
+// (307, what mqadmin consumerStatus sends) sent to the broker reaches a
+// live official Go push consumer over its own connection, and the
+// client's own ConsumerRunningInfo comes back: its subscription of the
+// topic and its consume type.
+func TestConsumerRunningInfoFromALiveGoConsumer(t *testing.T) {
+	p := startPetrel(t, serverOptions{})
+	prod := newProducer(t, p)
+	topic, group := uniqueName(t, "T"), uniqueName(t, "cg")
+	prepareTopic(t, p, prod, topic)
+	c := newPushConsumer(t, p, group)
+	startPushConsumer(t, c, topic, consumer.MessageSelector{}, newCollector(), "m1")
+
+	var clientID string
+	waitFor(t, 20*time.Second, "the consumer's heartbeat", func() (bool, string) {
+		cl, err := dialRaw(p.brAddr)
+		if err != nil {
+			return false, err.Error()
+		}
+		defer cl.Close()
+		resp, err := cl.call(reqGetConsumerListByGroup, map[string]string{"consumerGroup": group}, nil, 3*time.Second)
+		if err != nil {
+			return false, err.Error()
+		}
+		var ids struct {
+			ConsumerIDList []string `json:"consumerIdList"`
+		}
+		if resp.Code != codeSuccess || json.Unmarshal(resp.Body, &ids) != nil || len(ids.ConsumerIDList) != 1 {
+			return false, "code " + resp.Remark + " body " + string(resp.Body)
+		}
+		clientID = ids.ConsumerIDList[0]
+		return true, ""
+	})
+
+	cl, err := dialRaw(p.brAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	resp, err := cl.call(reqGetConsumerRunningInfo, map[string]string{"consumerGroup": group, "clientId": clientID, "jstackEnable": "false"}, nil, 15*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Code != codeSuccess {
+		t.Fatalf("307: code %d remark %q", resp.Code, resp.Remark)
+	}
+	body := string(resp.Body)
+	if !strings.Contains(body, topic) || !strings.Contains(body, "CONSUME_PASSIVELY") {
+		t.Fatalf("running info names neither the subscription of %s nor the consume type: %.2000s", topic, body)
+	}
+
+	resp, err = cl.call(reqGetConsumerRunningInfo, map[string]string{"consumerGroup": group, "clientId": "nobody@nowhere"}, nil, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Code != 1 || !strings.Contains(resp.Remark, "not online") {
+		t.Fatalf("absent client: code %d remark %q", resp.Code, resp.Remark)
+	}
+}
