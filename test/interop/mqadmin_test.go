@@ -200,6 +200,7 @@ func TestMQAdminCompatibility(t *testing.T) {
 	if !col.waitUntil(60*time.Second, func(c *collector) bool { return len(c.all) >= 3 }) {
 		t.Fatal("the fixture consumer did not receive the 3 messages in 60 s")
 	}
+	awaitRunningInfo(t, p, group) // consumerStatus: the Go client can describe itself (its NaN rates before)
 
 	dir := t.TempDir()
 	for name, body := range map[string]string{
