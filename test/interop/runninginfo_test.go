@@ -10,6 +10,11 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 )
 
+// statsSettleTime is how long after its first consumption the Go
+// client's statistics can still hold one sample (two 10 s periods and a
+// margin); see awaitRunningInfo.
+const statsSettleTime = 25 * time.Second
+
 // Request codes of the broker → client forwards.
 const (
 	reqGetConsumerListByGroup = 38
@@ -49,14 +54,20 @@ func TestConsumerRunningInfoFromALiveGoConsumer(t *testing.T) {
 }
 
 // awaitRunningInfo waits until the group's one member answers 307
-// through the broker with its running info, and returns that body. The
-// official Go client (v2.1.3) answers SUCCESS with no body and "json
-// marshal error: ... NaN" until its consume statistics hold two samples
-// (a rate of 0/0 s), so a caller waits for that state, not for time.
+// through the broker with its running info, and returns that body.
+//
+// The official Go client (v2.1.3) samples its consume statistics every
+// 10 s and computes a rate over the samples of the last minute: with one
+// sample that is 0/0, and it answers SUCCESS with no body and "json
+// marshal error: ... NaN" until the second sample, up to 20 s after its
+// first consumption. So the member counts as ready once it answered with
+// a body after such a NaN answer, or, if none came, after
+// statsSettleTime: then its statistics were past that window already.
 func awaitRunningInfo(t testing.TB, p *petrel, group string) string {
 	t.Helper()
 	var body string
-	waitFor(t, 45*time.Second, "the member's running info through the broker", func() (bool, string) {
+	start, sawNaN := time.Now(), false
+	waitFor(t, 60*time.Second, "the member's running info through the broker", func() (bool, string) {
 		cl, err := dialRaw(p.brAddr)
 		if err != nil {
 			return false, err.Error()
@@ -77,9 +88,13 @@ func awaitRunningInfo(t testing.TB, p *petrel, group string) string {
 			return false, err.Error()
 		}
 		if resp.Code != codeSuccess || len(resp.Body) == 0 {
+			sawNaN = sawNaN || strings.Contains(resp.Remark, "NaN")
 			return false, fmt.Sprintf("307: code %d remark %q", resp.Code, resp.Remark)
 		}
 		body = string(resp.Body)
+		if !sawNaN && time.Since(start) < statsSettleTime {
+			return false, "the client's statistics may still be within their first sample"
+		}
 		return true, ""
 	})
 	return body
