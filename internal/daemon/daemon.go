@@ -95,6 +95,10 @@ type BrokerConfig struct {
 	// anyway, with a remark that the route is still propagating; 0 means
 	// 3 s, negative not at all.
 	RouteWait time.Duration
+	// ClientCallTimeout bounds a request the broker forwards to a
+	// consumer client (GET_CONSUMER_RUNNING_INFO and the like); 0 means
+	// 10 s, RocketMQ's.
+	ClientCallTimeout time.Duration
 	// HTTPListen is the address of the operator HTTP listener (/metrics,
 	// /healthz, /readyz), e.g. ":8080"; empty disables it. It starts before
 	// the store is opened, so /healthz answers during recovery while
@@ -260,7 +264,7 @@ func StartBroker(cfg BrokerConfig) (_ *Broker, err error) {
 	checkInitUser(b, cfg.Security.AccessKey, cfg.Security.SecretKey, cfg.Logger)
 	d.client = remoting.NewClient(remoting.ClientOptions{Logger: cfg.Logger, Network: cfg.Network, Sign: cfg.Security.Sign()})
 	d.front = brokerfront.New(b, brokerfront.Options{Logger: cfg.Logger, AwaitRoutes: d.awaitRoutes, RouteWait: cfg.RouteWait, Forward: d.client,
-		BrokerConfig: d.configOptions(&cfg)})
+		BrokerConfig: d.configOptions(&cfg), ClientCallTimeout: cfg.ClientCallTimeout})
 	d.srv = remoting.NewServer(remoting.ServerOptions{Logger: cfg.Logger, OnConnClose: d.front.ConnClosed, Limits: cfg.Remoting, Guard: guard})
 	d.front.Register(d.srv)
 	bc := cfg.Broker

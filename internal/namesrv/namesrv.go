@@ -115,6 +115,7 @@ func New(opts Options) *Server {
 	s.rs.Handle(rmq.CodeWipeWritePermOfBroker, s.wipeWritePerm)
 	s.rs.Handle(rmq.CodeAddWritePermOfBroker, s.addWritePerm)
 	s.registerConfig()
+	s.registerTopicLists()
 	s.mu.Lock()
 	s.timer = s.opts.Clock.AfterFunc(s.opts.ScanInterval, s.scan)
 	s.mu.Unlock()

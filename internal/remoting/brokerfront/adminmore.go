@@ -20,7 +20,6 @@ package brokerfront
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"time"
 
@@ -33,7 +32,6 @@ import (
 func (f *Front) registerAdminMore(s *remoting.Server) {
 	s.Handle(rmq.CodeGetProducerConnectionList, f.producerConnections)
 	s.Handle(rmq.CodeGetAllProducerInfo, f.allProducers)
-	s.Handle(rmq.CodeGetSystemTopicListFromBroker, f.systemTopics)
 	for _, code := range []int16{rmq.CodeCleanExpiredConsumeQueue, rmq.CodeCleanUnusedTopic, rmq.CodeDeleteExpiredCommitLog} {
 		s.Handle(code, f.cleanNothing)
 	}
@@ -92,18 +90,6 @@ func (f *Front) allProducers(_ context.Context, _ *remoting.Conn, req *remoting.
 			Language: cj.Language, Version: int32(cj.Version), LastUpdateTimestamp: p.LastHeartbeat})
 	}
 	return bodyResponse(req, rmq.EncodeProducerTableBody(out), nil)
-}
-
-// systemTopics answers 305 with the broker's system topics (RocketMQ
-// answers its fixed set; Petrel's are the ones its broker keeps).
-func (f *Front) systemTopics(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	sys := f.b.SystemTopics()
-	names := make([]string, 0, len(sys))
-	for _, t := range sys {
-		names = append(names, t.Name)
-	}
-	slices.Sort(names)
-	return bodyResponse(req, rmq.EncodeTopicListBody(rmq.TopicListBody{TopicList: names}), nil)
 }
 
 // cleanNothing answers 306, 316 and 329 with success and changes nothing:

@@ -41,6 +41,10 @@ type Options struct {
 	// BrokerConfig connects GET/UPDATE_BROKER_CONFIG to the process
 	// (brokerconfig.go); zero: the broker's own settings only.
 	BrokerConfig ConfigOptions
+	// ClientCallTimeout bounds a request the broker forwards to a
+	// consumer client (307, 309, 223; clientfwd.go); 0 means
+	// DefaultClientCallTimeout.
+	ClientCallTimeout time.Duration
 }
 
 // defaultRouteWait bounds how long a topic change waits for the name
@@ -71,6 +75,8 @@ type Front struct {
 	cfgOpts    ConfigOptions
 	cfgMu      sync.Mutex      // serializes updates; guards cfgVersion
 	cfgVersion rmq.DataVersion // counter: updates that changed a setting
+
+	clientTimeout time.Duration // Options.ClientCallTimeout
 }
 
 type connIDKey struct{}
@@ -83,7 +89,7 @@ func New(b *broker.Broker, opts Options) *Front {
 	}
 	bc := b.Config()
 	f := &Front{b: b, log: opts.Logger.With("component", "brokerfront"), name: bc.BrokerName, conns: make(map[uint64]*remoting.Conn),
-		authenticated: opts.Authenticated}
+		authenticated: opts.Authenticated, clientTimeout: opts.ClientCallTimeout}
 	f.authAdm = b
 	f.cfgOpts, f.cfgVersion = opts.BrokerConfig, rmq.DataVersion{Timestamp: bc.Clock.Now().UnixMilli()}
 	if opts.Forward != nil && bc.MasterAddr != nil {
@@ -147,6 +153,9 @@ func (f *Front) Register(s *remoting.Server) {
 	f.registerConsumeBy(s)
 	f.registerBrokerConfig(s)
 	f.registerAdminMore(s)
+	f.registerClientFwd(s)
+	f.registerAssign(s)
+	f.registerAdminList(s)
 }
 
 // id returns the connection's id, registering it with the broker on first

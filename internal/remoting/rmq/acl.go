@@ -341,6 +341,20 @@ var aclTable = map[int32]aclRule{
 	int32(CodeQueryConsumeQueue):            {name: "QUERY_CONSUME_QUEUE (321)", reqs: queryConsumeQueue},
 	int32(CodeGetAllProducerInfo):           cluster("GET_ALL_PRODUCER_INFO (328)", false, actGet),
 	int32(CodeDeleteExpiredCommitLog):       cluster("DELETE_EXPIRED_COMMITLOG (329)", false, actUpdate),
+
+	// Forwarded to clients, load balancing and admin lists (clientfwd.go,
+	// assign.go, adminlist.go; rules in aclfwd.go).
+	int32(CodeGetConsumerRunningInfo):               groupField("GET_CONSUMER_RUNNING_INFO (307)", "consumerGroup", actGet),
+	int32(CodeConsumeMessageDirectly):               {name: "CONSUME_MESSAGE_DIRECTLY (309)", reqs: consumeDirectly},
+	int32(CodeInvokeBrokerToGetConsumerStatus):      groupTopic("INVOKE_BROKER_TO_GET_CONSUMER_STATUS (223)", "group", "topic", actGet),
+	int32(CodeQueryConsumeTimeSpan):                 groupTopic("QUERY_CONSUME_TIME_SPAN (303)", "group", "topic", actGet),
+	int32(CodeQueryAssignment):                      {name: "QUERY_ASSIGNMENT (400)", reqs: queryAssignment},
+	int32(CodeSetMessageRequestMode):                {name: "SET_MESSAGE_REQUEST_MODE (401)", reqs: setRequestMode},
+	int32(CodeCheckClientConfig):                    {name: "CHECK_CLIENT_CONFIG (46)", reqs: checkClientConfig},
+	int32(CodeUpdateAndCreateTopicList):             {name: "UPDATE_AND_CREATE_TOPIC_LIST (18)", reqs: createTopicList},
+	int32(CodeUpdateAndCreateSubscriptionGroupList): {name: "UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST (225)", reqs: updateGroupList},
+	int32(CodeGetTopicsByCluster):                   cluster("GET_TOPICS_BY_CLUSTER (224)", false, actGetList),
+	int32(CodeGetSystemTopicListFromNS):             cluster("GET_SYSTEM_TOPIC_LIST_FROM_NS (304)", false, actGet),
 }
 
 // route: Pub, Sub or Get on the topic; a retry topic's route is Sub or

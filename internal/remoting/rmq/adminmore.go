@@ -36,32 +36,31 @@ import (
 
 // The request codes of this file.
 const (
-	CodeGetAllConsumerOffset         int16 = 43
-	CodeGetAllDelayOffset            int16 = 45
-	CodeGetProducerConnectionList    int16 = 204
-	CodeGetSystemTopicListFromBroker int16 = 305
-	CodeCleanExpiredConsumeQueue     int16 = 306
-	CodeViewBrokerStatsData          int16 = 315
-	CodeCleanUnusedTopic             int16 = 316
-	CodeGetBrokerConsumeStats        int16 = 317
-	CodeUpdateNamesrvConfig          int16 = 318
-	CodeGetNamesrvConfig             int16 = 319
-	CodeQueryConsumeQueue            int16 = 321
-	CodeGetAllProducerInfo           int16 = 328
-	CodeDeleteExpiredCommitLog       int16 = 329
-	maxAdminNameBytes                      = 255
-	maxStatsKeyBytes                       = 512
-	maxAdminBodyBytes                      = 8 << 20
-	producerGroupField                     = "producerGroup"
-	isOrderField                           = "isOrder"
-	statsNameField                         = "statsName"
-	statsKeyField                          = "statsKey"
-	queueIDField                           = "queueId"
-	indexField                             = "index"
-	countField                             = "count"
-	consumerGroupField                     = "consumerGroup"
-	cqTopicField                           = "topic"
-	MaxQueryConsumeQueueCount        int32 = 1000
+	CodeGetAllConsumerOffset      int16 = 43
+	CodeGetAllDelayOffset         int16 = 45
+	CodeGetProducerConnectionList int16 = 204
+	CodeCleanExpiredConsumeQueue  int16 = 306
+	CodeViewBrokerStatsData       int16 = 315
+	CodeCleanUnusedTopic          int16 = 316
+	CodeGetBrokerConsumeStats     int16 = 317
+	CodeUpdateNamesrvConfig       int16 = 318
+	CodeGetNamesrvConfig          int16 = 319
+	CodeQueryConsumeQueue         int16 = 321
+	CodeGetAllProducerInfo        int16 = 328
+	CodeDeleteExpiredCommitLog    int16 = 329
+	maxAdminNameBytes                   = 255
+	maxStatsKeyBytes                    = 512
+	maxAdminBodyBytes                   = 8 << 20
+	producerGroupField                  = "producerGroup"
+	isOrderField                        = "isOrder"
+	statsNameField                      = "statsName"
+	statsKeyField                       = "statsKey"
+	queueIDField                        = "queueId"
+	indexField                          = "index"
+	countField                          = "count"
+	consumerGroupField                  = "consumerGroup"
+	cqTopicField                        = "topic"
+	MaxQueryConsumeQueueCount     int32 = 1000
 )
 
 // ProducerConnectionListRequest is the header of 204.
