@@ -85,7 +85,7 @@ next:
 			d := time.Duration(ms) * time.Millisecond
 			if err != nil || d < minScanInterval || d > maxScanInterval {
 				refusals = append(refusals, fmt.Sprintf("%s must be milliseconds from %d to %d, not %q", p.Key,
-					minScanInterval.Milliseconds(), maxScanInterval.Milliseconds(), clipValue(p.Value)))
+					minScanInterval.Milliseconds(), maxScanInterval.Milliseconds(), rmq.ClipKey(p.Value)))
 				continue
 			}
 			scan = d
@@ -99,16 +99,9 @@ next:
 				continue next
 			}
 		}
-		refusals = append(refusals, fmt.Sprintf("Petrel has no name server setting %s (mqadmin getNamesrvConfig lists them)", clipValue(p.Key)))
+		refusals = append(refusals, fmt.Sprintf("Petrel has no name server setting %s (mqadmin getNamesrvConfig lists them)", rmq.ClipKey(p.Key)))
 	}
 	return scan, refusals
-}
-
-func clipValue(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "..."
-	}
-	return s
 }
 
 func (s *Server) updateConfig(_ context.Context, c *remoting.Conn, req *remoting.Command) *remoting.Command {

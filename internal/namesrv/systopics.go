@@ -93,5 +93,5 @@ func (s *Server) systemTopics(_ context.Context, _ *remoting.Conn, req *remoting
 	s.mu.Lock()
 	names, addr := s.table.SystemTopics()
 	s.mu.Unlock()
-	return bodyResponse(req, rmq.EncodeSystemTopicList(rmq.SystemTopicList{TopicList: names, BrokerAddr: addr}))
+	return bodyResponse(req, rmq.EncodeTopicListAddr(rmq.TopicListAddr{TopicList: names, BrokerAddr: addr}))
 }

@@ -154,5 +154,5 @@ func (f *Front) systemTopics(_ context.Context, _ *remoting.Conn, req *remoting.
 		names = append(names, t.Name)
 	}
 	slices.Sort(names)
-	return bodyResponse(req, rmq.EncodeSystemTopicList(rmq.SystemTopicList{TopicList: names}), nil)
+	return bodyResponse(req, rmq.EncodeTopicListAddr(rmq.TopicListAddr{TopicList: names}), nil)
 }

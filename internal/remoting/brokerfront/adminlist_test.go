@@ -102,7 +102,7 @@ func TestConsumeTimeSpanAndSystemTopics(t *testing.T) {
 		t.Fatalf("unknown topic: %d %q", resp.Code, resp.Remark)
 	}
 	resp = f.invoke(t, rmq.CodeGetSystemTopicListFromBroker, nil, nil)
-	l, err := rmq.DecodeSystemTopicList(resp.Body)
+	l, err := rmq.DecodeTopicListAddr(resp.Body)
 	if resp.Code != 0 || err != nil || len(l.TopicList) == 0 {
 		t.Fatalf("305: code %d body %s err %v", resp.Code, resp.Body, err)
 	}

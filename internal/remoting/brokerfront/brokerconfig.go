@@ -190,7 +190,7 @@ func planConfigUpdate(props []rmq.Property, known map[string]bool) (u configUpda
 		case keyAutoCreateTopic:
 			on := strings.EqualFold(v, "true")
 			if !on && !strings.EqualFold(v, "false") {
-				refusals = append(refusals, fmt.Sprintf("%s must be true or false, not %q", p.Key, clipValue(p.Value)))
+				refusals = append(refusals, fmt.Sprintf("%s must be true or false, not %q", p.Key, rmq.ClipKey(p.Value)))
 				continue
 			}
 			u.autoCreate = &on
@@ -198,7 +198,7 @@ func planConfigUpdate(props []rmq.Property, known map[string]bool) (u configUpda
 			n64, err := strconv.ParseInt(v, 10, 32)
 			n := int32(n64)
 			if err != nil || (n != broker.PermRead && n != broker.PermWrite && n != broker.PermRead|broker.PermWrite) {
-				refusals = append(refusals, fmt.Sprintf("%s must be 6 (read and write), 4 (read only: a drain) or 2 (write only), not %q", p.Key, clipValue(p.Value)))
+				refusals = append(refusals, fmt.Sprintf("%s must be 6 (read and write), 4 (read only: a drain) or 2 (write only), not %q", p.Key, rmq.ClipKey(p.Value)))
 				continue
 			}
 			u.perm = &n
@@ -209,18 +209,11 @@ func planConfigUpdate(props []rmq.Property, known map[string]bool) (u configUpda
 			case known[p.Key]:
 				refusals = append(refusals, fmt.Sprintf("cannot change %s: Petrel fixes it (no flag sets it)", p.Key))
 			default:
-				refusals = append(refusals, fmt.Sprintf("Petrel has no broker setting %s (petrel broker config get lists them)", clipValue(p.Key)))
+				refusals = append(refusals, fmt.Sprintf("Petrel has no broker setting %s (petrel broker config get lists them)", rmq.ClipKey(p.Key)))
 			}
 		}
 	}
 	return u, refusals
-}
-
-func clipValue(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "..."
-	}
-	return s
 }
 
 // updateBrokerConfig serves 25.

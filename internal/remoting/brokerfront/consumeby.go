@@ -53,6 +53,6 @@ func (f *Front) topicsOfGroup(_ context.Context, _ *remoting.Conn, req *remoting
 	if err != nil {
 		return refuseHeader(req, err)
 	}
-	return bodyResponse(req, rmq.EncodeTopicsOfGroupBody(rmq.TopicsOfGroupBody{
+	return bodyResponse(req, rmq.EncodeTopicListAddr(rmq.TopicListAddr{
 		TopicList: f.b.TopicsConsumedBy(h.Group), BrokerAddr: f.b.Config().StoreHost.String()}), nil)
 }

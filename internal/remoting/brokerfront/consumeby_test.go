@@ -47,7 +47,7 @@ func TestTopicAndGroupLookups(t *testing.T) {
 		t.Fatalf("300 of a topic nobody consumes: %d %s %v", r.Code, r.Body, err)
 	}
 	r = f.invoke(t, rmq.CodeQueryTopicsByConsumer, map[string]string{"group": "LookGroup"}, nil)
-	tl, err := rmq.DecodeTopicsOfGroupBody(r.Body)
+	tl, err := rmq.DecodeTopicListAddr(r.Body)
 	if r.Code != rmq.RespSuccess || err != nil || !slices.Equal(tl.TopicList, []string{"Looked"}) || tl.BrokerAddr == "" {
 		t.Fatalf("301: %d %q %s %v", r.Code, r.Remark, r.Body, err)
 	}

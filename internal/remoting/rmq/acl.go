@@ -331,7 +331,7 @@ var aclTable = map[int32]aclRule{
 	int32(CodeGetAllConsumerOffset):         cluster("GET_ALL_CONSUMER_OFFSET (43)", false, actGet),
 	int32(CodeGetAllDelayOffset):            cluster("GET_ALL_DELAY_OFFSET (45)", false, actGet),
 	int32(CodeGetProducerConnectionList):    cluster("GET_PRODUCER_CONNECTION_LIST (204)", false, actGet),
-	int32(CodeGetSystemTopicListFromBroker): cluster("GET_SYSTEM_TOPIC_LIST_FROM_BROKER (305)", false, actGetList),
+	int32(CodeGetSystemTopicListFromBroker): cluster("GET_SYSTEM_TOPIC_LIST_FROM_BROKER (305)", false, actGet),
 	int32(CodeCleanExpiredConsumeQueue):     cluster("CLEAN_EXPIRED_CONSUMEQUEUE (306)", false, actUpdate),
 	int32(CodeViewBrokerStatsData):          cluster("VIEW_BROKER_STATS_DATA (315)", false, actGet),
 	int32(CodeCleanUnusedTopic):             cluster("CLEAN_UNUSED_TOPIC (316)", false, actUpdate),

@@ -87,24 +87,25 @@ func EncodeGetTopicsByCluster(h GetTopicsByClusterRequest) *remoting.Command {
 	return remoting.NewRequest(CodeGetTopicsByCluster, map[string]string{"cluster": h.Cluster}, nil)
 }
 
-// SystemTopicList is Java's TopicList with its brokerAddr, the answer of
-// 304 (a broker's address the admin then asks 305).
-type SystemTopicList struct {
+// TopicListAddr is Java's TopicList with its brokerAddr: the answer of
+// 301 (this broker's address), 304 (a broker's address the admin then
+// asks 305) and 305.
+type TopicListAddr struct {
 	TopicList  []string `json:"topicList"`
 	BrokerAddr string   `json:"brokerAddr,omitempty"`
 }
 
-// EncodeSystemTopicList writes a TopicList with brokerAddr (nil list as []).
-func EncodeSystemTopicList(b SystemTopicList) []byte {
+// EncodeTopicListAddr writes a TopicList with brokerAddr (nil list as []).
+func EncodeTopicListAddr(b TopicListAddr) []byte {
 	if b.TopicList == nil {
 		b.TopicList = []string{}
 	}
 	return mustJSON(b)
 }
 
-// DecodeSystemTopicList reads a TopicList body of 224, 304 or 305.
-func DecodeSystemTopicList(body []byte) (SystemTopicList, error) {
-	var b SystemTopicList
+// DecodeTopicListAddr reads a TopicList body of 224, 304 or 305.
+func DecodeTopicListAddr(body []byte) (TopicListAddr, error) {
+	var b TopicListAddr
 	err := decodeJSON(body, "TopicList", &b)
 	return b, err
 }

@@ -143,7 +143,6 @@ func TestAdminMoreACL(t *testing.T) {
 		{CodeGetAllConsumerOffset, nil, "Cluster Get"},
 		{CodeGetAllDelayOffset, nil, "Cluster Get"},
 		{CodeGetProducerConnectionList, map[string]string{"producerGroup": "pg"}, "Cluster Get"},
-		{CodeGetSystemTopicListFromBroker, nil, "Cluster Get|List"},
 		{CodeCleanExpiredConsumeQueue, nil, "Cluster Update"},
 		{CodeViewBrokerStatsData, nil, "Cluster Get"},
 		{CodeCleanUnusedTopic, nil, "Cluster Update"},

@@ -336,3 +336,12 @@ func DecodeWritePermResponse(c *remoting.Command, wipe bool) (int32, error) {
 	n := f.needI32(field)
 	return n, f.result()
 }
+
+// ClipKey shortens a key a peer sent to 64 bytes for a remark that names
+// it (a refused setting), so that the answer stays small.
+func ClipKey(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
+}

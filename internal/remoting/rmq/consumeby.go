@@ -84,25 +84,3 @@ func DecodeGroupListBody(body []byte) (GroupListBody, error) {
 	err := decodeJSON(body, "GroupList", &b)
 	return b, err
 }
-
-// TopicsOfGroupBody is the answer body of 301 (Java's TopicList with the
-// broker's address).
-type TopicsOfGroupBody struct {
-	TopicList  []string `json:"topicList"`
-	BrokerAddr string   `json:"brokerAddr"`
-}
-
-// EncodeTopicsOfGroupBody writes the answer body of 301 (a nil list as []).
-func EncodeTopicsOfGroupBody(b TopicsOfGroupBody) []byte {
-	if b.TopicList == nil {
-		b.TopicList = []string{}
-	}
-	return mustJSON(b)
-}
-
-// DecodeTopicsOfGroupBody reads the answer body of 301.
-func DecodeTopicsOfGroupBody(body []byte) (TopicsOfGroupBody, error) {
-	var b TopicsOfGroupBody
-	err := decodeJSON(body, "TopicList", &b)
-	return b, err
-}
