@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -399,17 +398,9 @@ type requestCount struct {
 // requestCounts scrapes the broker's petrel_remoting_requests_total.
 func requestCounts(t *testing.T, httpAddr string) map[int32]requestCount {
 	t.Helper()
-	resp, err := http.Get("http://" + httpAddr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, body := httpGet(t, "http://"+httpAddr+"/metrics")
 	out := map[int32]requestCount{}
-	for _, l := range strings.Split(string(body), "\n") {
+	for _, l := range strings.Split(body, "\n") {
 		if m := requestSeries.FindStringSubmatch(l); m != nil {
 			code, _ := strconv.Atoi(m[1])
 			v, _ := strconv.ParseFloat(m[3], 64)
