@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -186,14 +187,22 @@ func (m *Master) awaitAnnounced(ctx context.Context, end int64) error {
 	}
 }
 
-// announced reports whether every slave connection whose acked written end
-// reaches end has been sent a commit point of at least end.
+// announced reports whether every in-sync slave connection whose acked
+// written end reaches end has been sent a commit point of at least end. (A
+// slave out of sync does not hold sends back: a slow one could otherwise
+// delay every send until its connection is dropped.)
 func (m *Master) announced(end int64) bool {
 	m.trackMu.Lock()
 	defer m.trackMu.Unlock()
+	var inSync []int64
 	for _, c := range m.owners {
 		if c.ackedW.Load() >= end && c.sentHW.Load() < end {
-			return false
+			if inSync == nil {
+				inSync = m.cfg.Tracker.InSync()
+			}
+			if slices.Contains(inSync, c.id) {
+				return false
+			}
 		}
 	}
 	return true
