@@ -91,15 +91,7 @@ func TestDrainMovesProducersAndUndrainRestores(t *testing.T) {
 	c := startGroups(t, "broker-a", "broker-b")
 	topic := uniqueName(t, "t")
 	c.petrelCLI(t, "topic", "create", topic, "--queues", "4")
-	for _, ns := range c.nsList {
-		waitFor(t, 30*time.Second, "name server "+ns+" to route "+topic+" over both groups", func() (bool, string) {
-			r, ok, err := queryRoute(ns, topic)
-			if err != nil || !ok {
-				return false, fmt.Sprint(ok, err)
-			}
-			return len(r.QueueDatas) == 2, fmt.Sprintf("%+v", r)
-		})
-	}
+	c.awaitRoutedOverBoth(t, topic)
 	resolver := primitive.NewPassthroughResolver(c.nsList)
 	prod := c.startProducer(t, resolver)
 	hp := startHAProducer(t, prod, topic, uniqueName(t, "m"), 10*time.Millisecond)

@@ -322,6 +322,21 @@ func (c *haCluster) waitInSync(groups ...string) {
 }
 
 // metric reads an unlabelled counter or gauge from a broker's /metrics.
+// awaitRoutedOverBoth waits until every name server routes topic over
+// both groups.
+func (c *haCluster) awaitRoutedOverBoth(t *testing.T, topic string) {
+	t.Helper()
+	for _, ns := range c.nsList {
+		waitFor(t, 30*time.Second, "name server "+ns+" to route "+topic+" over both groups", func() (bool, string) {
+			r, ok, err := queryRoute(ns, topic)
+			if err != nil || !ok {
+				return false, fmt.Sprint(ok, err)
+			}
+			return len(r.QueueDatas) == 2, fmt.Sprintf("%+v", r)
+		})
+	}
+}
+
 func (c *haCluster) metric(p *proc, name string) (float64, error) {
 	resp, err := http.Get("http://" + c.http[p] + "/metrics")
 	if err != nil {
@@ -503,19 +518,8 @@ func runReplicationFailover(t *testing.T, replication string) int {
 	a0, a1 := c.brokers["broker-a"][0], c.brokers["broker-a"][1]
 
 	topic := uniqueName(t, "t")
-	out, err := exec.Command(petrelBin, "topic", "create", topic, "--queues", "4", "--namesrv", strings.Join(c.nsList, ";")).CombinedOutput()
-	if err != nil {
-		t.Fatalf("petrel topic create: %v\n%s", err, out)
-	}
-	for _, ns := range c.nsList {
-		waitFor(t, 30*time.Second, "name server "+ns+" to route "+topic+" over both groups", func() (bool, string) {
-			r, ok, err := queryRoute(ns, topic)
-			if err != nil || !ok {
-				return false, fmt.Sprint(ok, err)
-			}
-			return len(r.QueueDatas) == 2, fmt.Sprintf("%+v", r)
-		})
-	}
+	c.petrelCLI(t, "topic", "create", topic, "--queues", "4")
+	c.awaitRoutedOverBoth(t, topic)
 	resolver := primitive.NewPassthroughResolver(c.nsList)
 
 	prod := c.startProducer(t, resolver)
