@@ -31,7 +31,9 @@ group of its own.
 {{.Property "KEY"}}. With -o json each message is one JSON object per line.`,
 		Example: `  petrel consume --topic Orders --from earliest --exit
   petrel consume --topic Orders --tag 'paid || refunded' --format '{{.StoreTime}} {{.Tags}} {{.Body}}'
-  petrel consume --topic Orders --group audit --count 100 -o json`,
+  petrel consume --topic Orders --group audit --count 100 -o json
+  petrel consume --topic Orders --from 2026-12-01T10:00:00Z --until 2026-12-01T11:00:00Z
+  petrel consume --topic Orders --sql "region = 'eu' AND amount > 100" --exit`,
 		Args: cobra.NoArgs,
 		RunE: adminRun(&f, func(ctx context.Context, c *cli.CLI, _ []string) error { return c.Consume(ctx, spec) }),
 	}
@@ -41,6 +43,8 @@ group of its own.
 	fl.StringVar(&spec.Group, "group", "", "consumer group whose offsets to start from and commit (default: none, commit nothing)")
 	fl.StringVar(&spec.Tag, "tag", "*", "tag expression: * or 'TagA || TagB'")
 	fl.StringVar(&spec.From, "from", "", "earliest, latest, or a time (RFC 3339, or a duration ago like 10m); default: the group's offsets (the end where it has none), without --group earliest")
+	fl.StringVar(&spec.Until, "until", "", "stop each queue at its first message stored after this time (RFC 3339, or a duration ago like 5m); a time already past also stops at the end, a future one ends the command then at the latest")
+	fl.StringVar(&spec.SQL, "sql", "", "SQL92 filter over the messages' properties, run by the broker, e.g. \"a > 5 AND color = 'red'\" (instead of --tag)")
 	fl.IntVar(&spec.Count, "count", 0, "stop after this many messages (0: no limit)")
 	fl.StringVar(&spec.Format, "format", cli.DefaultFormat, "line template (Go text/template over the message)")
 	fl.BoolVarP(&spec.Exit, "exit", "e", false, "stop at the end of every queue instead of waiting for new messages")

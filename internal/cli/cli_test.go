@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -412,4 +414,51 @@ func TestDLQListAndResend(t *testing.T) {
 	wantErr(t, err, ErrNotFound, "dlq list --group billing")
 	_, err = c.run(OutputTable, func(cl *CLI) error { return cl.DLQResend(bg, "billing", "", false) })
 	wantErr(t, err, ErrUsage, "--id ID or --all")
+}
+
+// consume --sql has the broker filter by properties; --until stops at the
+// first message stored after it (and, being past, at the end).
+func TestConsumeSQLAndUntil(t *testing.T) {
+	c := startCluster(t)
+	c.must(OutputTable, func(cl *CLI) error { return cl.TopicCreate(bg, TopicSpec{Name: "Win", ReadQueues: 1, WriteQueues: 1}) })
+	for i := 1; i <= 3; i++ {
+		c.must(OutputJSON, func(cl *CLI) error {
+			return cl.Send(bg, SendSpec{Topic: "Win", Properties: map[string]string{"a": strconv.Itoa(i)}, Body: []byte("m" + strconv.Itoa(i))})
+		})
+	}
+	waitFor(t, "the 3 messages in Win", func() bool {
+		var d TopicDescription
+		c.mustJSON(&d, func(cl *CLI) error { return cl.TopicDescribe(bg, "Win") })
+		return len(d.Queues) == 1 && d.Queues[0].Messages == 3
+	})
+	got := c.must(OutputTable, func(cl *CLI) error {
+		return cl.Consume(bg, ConsumeSpec{Topic: "Win", Exit: true, SQL: "a > 1", Format: "{{.Body}}"})
+	})
+	if got != "m2\nm3\n" {
+		t.Fatalf("consume --sql 'a > 1':\n%s", got)
+	}
+	if _, err := c.run(OutputTable, func(cl *CLI) error {
+		return cl.Consume(bg, ConsumeSpec{Topic: "Win", Exit: true, SQL: "a > 1", Tag: "x"})
+	}); !errors.Is(err, ErrUsage) {
+		t.Fatalf("--tag with --sql: %v, want a usage error", err)
+	}
+
+	var last Message
+	c.mustJSON(&last, func(cl *CLI) error { return cl.Consume(bg, ConsumeSpec{Topic: "Win", Exit: true, SQL: "a = 3"}) })
+	cut := time.UnixMilli(last.StoreTimestamp)
+	for time.Now().UnixMilli() <= last.StoreTimestamp {
+		runtime.Gosched() // the next message must be stored a millisecond later
+	}
+	c.must(OutputJSON, func(cl *CLI) error { return cl.Send(bg, SendSpec{Topic: "Win", Body: []byte("late")}) })
+	waitFor(t, "the late message in Win", func() bool {
+		var d TopicDescription
+		c.mustJSON(&d, func(cl *CLI) error { return cl.TopicDescribe(bg, "Win") })
+		return d.Queues[0].Messages == 4
+	})
+	got = c.must(OutputTable, func(cl *CLI) error {
+		return cl.Consume(bg, ConsumeSpec{Topic: "Win", From: "earliest", Until: cut.UTC().Format(time.RFC3339Nano), Format: "{{.Body}}"})
+	})
+	if got != "m1\nm2\nm3\n" {
+		t.Fatalf("consume --until the third message's store time printed:\n%s", got)
+	}
 }

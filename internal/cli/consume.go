@@ -47,6 +47,14 @@ type ConsumeSpec struct {
 	// Exit stops at the end of every queue instead of waiting for new
 	// messages.
 	Exit bool
+	// Until is a time (see ParseTime): a queue stops at its first message
+	// stored after it. An Until already past also stops every queue at its
+	// end (nothing older can come); one in the future ends the command at
+	// that time at the latest.
+	Until string
+	// SQL is a SQL92 filter over the messages' properties, evaluated by
+	// the broker (instead of Tag).
+	SQL string
 }
 
 type queueRef struct {
@@ -74,6 +82,9 @@ func (c *CLI) Consume(ctx context.Context, spec ConsumeSpec) error {
 	if spec.Tag == "" {
 		spec.Tag = "*"
 	}
+	if spec.SQL != "" && spec.Tag != "*" {
+		return fmt.Errorf("%w: give --tag or --sql, not both", ErrUsage)
+	}
 	if spec.Format == "" {
 		spec.Format = DefaultFormat
 	}
@@ -87,6 +98,22 @@ func (c *CLI) Consume(ctx context.Context, spec ConsumeSpec) error {
 	default:
 		if fromTime, err = ParseTime(spec.From, c.cfg.Now()); err != nil {
 			return err
+		}
+	}
+	var until time.Time
+	if spec.Until != "" {
+		if until, err = ParseTime(spec.Until, c.cfg.Now()); err != nil {
+			return err
+		}
+		if !fromTime.IsZero() && !until.After(fromTime) {
+			return fmt.Errorf("%w: --until %s is not after --from %s", ErrUsage, spec.Until, spec.From)
+		}
+		if until.After(c.cfg.Now()) {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, until)
+			defer cancel()
+		} else {
+			spec.Exit = true // nothing stored before until can come any more
 		}
 	}
 	rt, err := c.route(ctx, spec.Topic)
@@ -118,6 +145,10 @@ func (c *CLI) Consume(ctx context.Context, spec ConsumeSpec) error {
 		}
 	}
 	tags := tagSet(spec.Tag)
+	if spec.SQL != "" {
+		tags = nil // the broker filters
+	}
+	stopped := map[queueRef]bool{} // queues past Until
 	ctx, cancel := context.WithCancel(ctx)
 	batches := make(chan pulledBatch, len(queues))
 	var wg sync.WaitGroup
@@ -152,6 +183,9 @@ func (c *CLI) Consume(ctx context.Context, spec ConsumeSpec) error {
 			}
 			return b.err
 		}
+		if stopped[b.q] {
+			continue
+		}
 		if b.done {
 			active--
 			continue
@@ -160,6 +194,12 @@ func (c *CLI) Consume(ctx context.Context, spec ConsumeSpec) error {
 		for _, m := range b.msgs {
 			if spec.Count > 0 && printed >= spec.Count {
 				commit = m.QueueOffset
+				break
+			}
+			if !until.IsZero() && m.StoreTime().After(until) {
+				commit = m.QueueOffset
+				stopped[b.q] = true
+				active--
 				break
 			}
 			if tags != nil && !tags[m.Tags] {
@@ -288,6 +328,10 @@ func (c *CLI) pullLoop(ctx context.Context, spec ConsumeSpec, q queueRef, off, e
 	if group == "" {
 		group = cliReaderGroup
 	}
+	sub, typ := spec.Tag, "TAG"
+	if spec.SQL != "" {
+		sub, typ = spec.SQL, "SQL92"
+	}
 	for {
 		if spec.Exit && off >= end {
 			send(pulledBatch{done: true})
@@ -300,7 +344,7 @@ func (c *CLI) pullLoop(ctx context.Context, spec ConsumeSpec, q queueRef, off, e
 		}
 		req := rmq.EncodePullRequest(rmq.PullRequest{
 			ConsumerGroup: group, Topic: spec.Topic, QueueID: q.queue, QueueOffset: off, MaxMsgNums: pullBatch, SysFlag: flag,
-			SuspendTimeoutMillis: suspend.Milliseconds(), Subscription: spec.Tag, ExpressionType: "TAG",
+			SuspendTimeoutMillis: suspend.Milliseconds(), Subscription: sub, ExpressionType: typ,
 		})
 		pctx, cancel := context.WithTimeout(ctx, suspend+c.cfg.Timeout)
 		resp, err := c.rc.Invoke(pctx, q.addr, req)
