@@ -39,14 +39,7 @@ func startGroups(t *testing.T, groups ...string) *haCluster {
 	c := &haCluster{t: t, brokers: map[string][]*proc{}, addr: map[*proc]string{}, http: map[*proc]string{}}
 	dir := t.TempDir()
 	t.Cleanup(c.stopAll)
-	for i := range 2 {
-		addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-		p := &proc{t: t, name: fmt.Sprintf("namesrv-%d", i+1), listen: []string{addr},
-			args: []string{"namesrv", "--namesrv-listen", addr}}
-		p.start()
-		c.ns = append(c.ns, p)
-		c.nsList = append(c.nsList, addr)
-	}
+	c.startNameServers(t, 2)
 	for _, g := range groups {
 		brAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 		p := &proc{t: t, name: g, listen: []string{brAddr}, args: []string{"broker",

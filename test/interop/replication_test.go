@@ -156,14 +156,7 @@ func startHACluster(t *testing.T, replication string, groups ...string) *haClust
 	c := &haCluster{t: t, brokers: map[string][]*proc{}, addr: map[*proc]string{}, http: map[*proc]string{}}
 	dir := t.TempDir() // removed after stopAll, which is registered later
 	t.Cleanup(c.stopAll)
-	for i := range 2 {
-		addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-		p := &proc{t: t, name: fmt.Sprintf("namesrv-%d", i+1), listen: []string{addr},
-			args: []string{"namesrv", "--namesrv-listen", addr}}
-		p.start()
-		c.ns = append(c.ns, p)
-		c.nsList = append(c.nsList, addr)
-	}
+	c.startNameServers(t, 2)
 	for id := range 2 {
 		for _, g := range groups {
 			brAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
@@ -322,6 +315,19 @@ func (c *haCluster) waitInSync(groups ...string) {
 }
 
 // metric reads an unlabelled counter or gauge from a broker's /metrics.
+// startNameServers starts n name servers on free loopback ports.
+func (c *haCluster) startNameServers(t *testing.T, n int) {
+	t.Helper()
+	for i := range n {
+		addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		p := &proc{t: t, name: fmt.Sprintf("namesrv-%d", i+1), listen: []string{addr},
+			args: []string{"namesrv", "--namesrv-listen", addr}}
+		p.start()
+		c.ns = append(c.ns, p)
+		c.nsList = append(c.nsList, addr)
+	}
+}
+
 // awaitRoutedOverBoth waits until every name server routes topic over
 // both groups.
 func (c *haCluster) awaitRoutedOverBoth(t *testing.T, topic string) {
