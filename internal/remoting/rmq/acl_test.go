@@ -11,13 +11,9 @@ import (
 	"time"
 
 	"github.com/petrelmq/petrel/internal/auth"
-	"github.com/petrelmq/petrel/internal/broker"
 	"github.com/petrelmq/petrel/internal/namesrv"
 	"github.com/petrelmq/petrel/internal/remoting"
-	"github.com/petrelmq/petrel/internal/remoting/brokerfront"
 	"github.com/petrelmq/petrel/internal/remoting/rmq"
-	"github.com/petrelmq/petrel/internal/store"
-	"github.com/petrelmq/petrel/internal/vfs"
 )
 
 func reqString(rs []auth.Request) string {
@@ -156,25 +152,7 @@ func TestNameServerWrite(t *testing.T) {
 // management codes, has an entry: a code without one would be refused to
 // every normal user.
 func TestEveryServedCodeIsInTheACLTable(t *testing.T) {
-	scfg := store.DefaultConfig("/data")
-	scfg.FS = vfs.NewMem()
-	st, err := store.Open(scfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bcfg := broker.DefaultConfig()
-	bcfg.BrokerName, bcfg.ClusterName = "broker-a", "DefaultCluster"
-	br, err := broker.New(st, st.Meta(), bcfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		br.Close()
-		st.Close()
-	})
-	srv := remoting.NewServer(remoting.ServerOptions{})
-	brokerfront.New(br, brokerfront.Options{}).Register(srv)
-	codes := srv.Codes()
+	codes := brokerFrontCodes(t)
 	if len(codes) < 30 {
 		t.Fatalf("the broker front registered only %d codes", len(codes))
 	}
