@@ -38,7 +38,19 @@ total lag.`,
 		Args:    cobra.ExactArgs(1),
 		RunE:    adminRun(&f, func(ctx context.Context, c *cli.CLI, args []string) error { return c.GroupDescribe(ctx, args[0]) }),
 	}
-	cmd.AddCommand(list, describe, newGroupResetCmd(&f))
+	clients := &cobra.Command{
+		Use:   "clients GROUP",
+		Short: "List a group's connected consumers",
+		Long: `List the consumers connected for a group on each master broker: client
+id, address, language and client version, with the group's consume type
+(pull or push), message model (clustering or broadcasting) and
+subscriptions. A group with no consumer connected prints a line saying so.`,
+		Example: `  petrel group clients order-workers
+  petrel group clients order-workers -o json`,
+		Args: cobra.ExactArgs(1),
+		RunE: adminRun(&f, func(ctx context.Context, c *cli.CLI, args []string) error { return c.GroupClients(ctx, args[0]) }),
+	}
+	cmd.AddCommand(list, describe, clients, newGroupResetCmd(&f))
 	cmd.AddCommand(newGroupCreateCmd(&f), newGroupUpdateCmd(&f), newGroupDeleteCmd(&f))
 	return cmd
 }
