@@ -109,5 +109,5 @@ func adminRun(f *adminFlags, fn func(context.Context, *cli.CLI, []string) error)
 
 // newAdminCmds returns the operator commands.
 func newAdminCmds() []*cobra.Command {
-	return []*cobra.Command{newClusterCmd(), newTopicCmd(), newGroupCmd(), newSendCmd(), newConsumeCmd(), newMessageCmd(), newDLQCmd(), newUserCmd(), newACLCmd()}
+	return []*cobra.Command{newClusterCmd(), newTopicCmd(), newGroupCmd(), newProducerCmd(), newSendCmd(), newConsumeCmd(), newMessageCmd(), newDLQCmd(), newUserCmd(), newACLCmd()}
 }
