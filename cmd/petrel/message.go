@@ -19,20 +19,30 @@ func newMessageCmd() *cobra.Command {
 	}
 	addAdminFlags(cmd, &f)
 	var id, topic string
+	var at messageAt
 	get := &cobra.Command{
-		Use:   "get --id ID",
+		Use:   "get (--id ID | --topic T --queue Q --offset O)",
 		Short: "Show one message with all its properties",
 		Long: `Show one message. ID is an offset id (offsetMsgId, which names the broker
 and the commit-log position) or, with --topic, a unique message id (the
-msgId producers get).`,
+msgId producers get). With --topic, --queue and --offset instead of --id,
+the message at that consume-queue offset (--broker names the broker when
+the topic is on several); an offset outside the queue is refused with the
+queue's min and max offsets.`,
 		Example: `  petrel message get --id 7F00000100002A9F0000000000000F3C
-  petrel message get --id 0A0B0C0D9A1B2C3D4E5F60718293A4B5 --topic Orders`,
+  petrel message get --id 0A0B0C0D9A1B2C3D4E5F60718293A4B5 --topic Orders
+  petrel message get --topic Orders --queue 2 --offset 1500`,
 		Args: cobra.NoArgs,
-		RunE: adminRun(&f, func(ctx context.Context, c *cli.CLI, _ []string) error { return c.MessageGet(ctx, id, topic) }),
+		RunE: adminRun(&f, func(ctx context.Context, c *cli.CLI, _ []string) error {
+			if at.set() {
+				return c.MessageGetAt(ctx, topic, at.queue, at.offset, at.broker)
+			}
+			return c.MessageGet(ctx, id, topic)
+		}),
 	}
-	get.Flags().StringVar(&id, "id", "", "offset id or unique id of the message (required)")
+	get.Flags().StringVar(&id, "id", "", "offset id or unique id of the message")
 	get.Flags().StringVar(&topic, "topic", "", "topic of the message (needed for a unique id)")
-	_ = get.MarkFlagRequired("id")
+	at.flags(get)
 
 	var qTopic, key, since string
 	var limit int
@@ -65,3 +75,21 @@ petrel send) or unique id equal KEY, newest first, stored since --since.`,
 	cmd.AddCommand(get, query)
 	return cmd
 }
+
+// messageAt is the --queue, --offset and --broker of `message get`: the
+// message at a consume-queue offset instead of an id.
+type messageAt struct {
+	queue  int32
+	offset int64
+	broker string
+	cmd    *cobra.Command
+}
+
+func (a *messageAt) flags(cmd *cobra.Command) {
+	a.cmd = cmd
+	cmd.Flags().Int32Var(&a.queue, "queue", 0, "with --topic and --offset: the queue id")
+	cmd.Flags().Int64Var(&a.offset, "offset", 0, "with --topic and --queue: the consume-queue offset of the message")
+	cmd.Flags().StringVar(&a.broker, "broker", "", "with --offset: the broker, when the topic is on several")
+}
+
+func (a *messageAt) set() bool { return a.cmd.Flags().Changed("offset") }
