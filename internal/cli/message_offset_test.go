@@ -8,7 +8,9 @@ import (
 
 func TestMessageGetAtReadsTheMessageAtAnOffset(t *testing.T) {
 	c := startCluster(t)
-	c.must(OutputTable, func(cl *CLI) error { return cl.TopicCreate(bg, TopicSpec{Name: "Ledger", ReadQueues: 1, WriteQueues: 1}) })
+	c.must(OutputTable, func(cl *CLI) error {
+		return cl.TopicCreate(bg, TopicSpec{Name: "Ledger", ReadQueues: 1, WriteQueues: 1})
+	})
 	for _, body := range []string{"zero", "one", "two"} {
 		c.must(OutputTable, func(cl *CLI) error { return cl.Send(bg, SendSpec{Topic: "Ledger", Body: []byte(body)}) })
 	}
