@@ -13,8 +13,9 @@ import (
 // (java/client4 Scenarios.java) one after the other against one server:
 // ordered sends with a selector and an orderly consumer, a delay level,
 // transactions with a check-back, broadcasting, a SQL92 selector, retries
-// into the DLQ, the lite pull consumer (assign with seek, subscribe) and a
-// compressed body; then the sync/async/oneway/batch scenario again with
+// into the DLQ, the lite pull consumer (assign with seek, subscribe), a
+// compressed body and a clustering group of three push members that
+// share the queues and rebalance when one leaves; then the sync/async/oneway/batch scenario again with
 // RocketMQ's binary header (-Drocketmq.serialize.type=ROCKETMQ).
 func TestJava4Scenarios(t *testing.T) {
 	t.Parallel()
@@ -23,7 +24,7 @@ func TestJava4Scenarios(t *testing.T) {
 	p := startPetrel(t, serverOptions{extraArgs: []string{
 		"--delay-levels", "1s 2s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s",
 		"--transaction-timeout", "2s", "--transaction-check-interval", "2s"}})
-	scenarios := []string{"ordered", "delay", "transaction", "broadcast", "sql", "retrydlq", "litepull", "compressed"}
+	scenarios := []string{"ordered", "delay", "transaction", "broadcast", "sql", "retrydlq", "litepull", "compressed", "cluster"}
 	for _, s := range scenarios {
 		createTopics(t, p, "Java4"+s)
 	}

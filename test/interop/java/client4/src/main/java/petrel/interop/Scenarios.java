@@ -18,6 +18,7 @@ import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.ConsumeOrderlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerOrderly;
+import org.apache.rocketmq.client.consumer.store.ReadOffsetType;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.LocalTransactionState;
 import org.apache.rocketmq.client.producer.SendResult;
@@ -50,6 +51,10 @@ import org.apache.rocketmq.common.protocol.heartbeat.MessageModel;
  *   litepull    DefaultLitePullConsumer in assign mode with seek, and in
  *               subscribe mode
  *   compressed  a body over the 4 KiB compression threshold arrives whole
+ *   cluster     three CLUSTERING push members of one group share the
+ *               topic's queues (each holds some, none twice) and each
+ *               message goes to one member; when one member leaves the
+ *               other two take its queues and get every later message
  *
  * Arguments: scenario, name server address, topic, group. Prints "ok
  * SCENARIO DETAIL" and exits 0, or prints "fail SCENARIO WHY" and exits 2.
@@ -73,6 +78,7 @@ public final class Scenarios {
                 case "retrydlq" -> retryDLQ();
                 case "litepull" -> litePull();
                 case "compressed" -> compressed();
+                case "cluster" -> cluster();
                 default -> throw new IllegalArgumentException("no scenario " + scenario);
             };
         } catch (Failure f) {
@@ -460,5 +466,135 @@ public final class Scenarios {
         check(done, "the compressed message did not arrive");
         check(body.equals(seen[0]), "the body arrived changed (" + (seen[0] == null ? 0 : seen[0].length()) + " chars)");
         return "bytes=" + body.length() + " compressed_flag=" + ((sysFlag[0] & 1) != 0);
+    }
+
+    // held is the set of this topic's queues the member's rebalance holds
+    // (the retry topic's queues left out).
+    static Set<Integer> held(DefaultMQPushConsumer c) {
+        Set<Integer> q = new java.util.TreeSet<>();
+        for (MessageQueue mq : c.getDefaultMQPushConsumerImpl().getRebalanceImpl().getProcessQueueTable().keySet()) {
+            if (mq.getTopic().equals(topic)) {
+                q.add(mq.getQueueId());
+            }
+        }
+        return q;
+    }
+
+    // settled waits until the members between them hold every one of the
+    // topic's queues exactly once, each member at least one.
+    static boolean settled(List<DefaultMQPushConsumer> members, int queues, int seconds) throws InterruptedException {
+        long deadline = System.currentTimeMillis() + seconds * 1000L;
+        while (System.currentTimeMillis() < deadline) {
+            Set<Integer> all = new java.util.HashSet<>();
+            int sum = 0;
+            boolean each = true;
+            for (DefaultMQPushConsumer c : members) {
+                Set<Integer> h = held(c);
+                each &= !h.isEmpty();
+                sum += h.size();
+                all.addAll(h);
+            }
+            if (each && sum == queues && all.size() == queues) {
+                return true;
+            }
+            Thread.sleep(200); // polling the client's own state: nothing to await
+        }
+        return false;
+    }
+
+    // committed persists every member's consume offsets and waits until the
+    // broker holds, for each of the topic's queues, an offset at the queue's
+    // end: then a queue that changes hands is read from where its last
+    // owner finished. (Without it RocketMQ's at-least-once rebalance may
+    // deliver again what the last owner consumed but had not yet committed:
+    // the Java client commits every 5 s and on release with a oneway
+    // request that can arrive after the new owner asked.)
+    static boolean committed(DefaultMQProducer p, List<DefaultMQPushConsumer> members, int seconds) throws Exception {
+        long deadline = System.currentTimeMillis() + seconds * 1000L;
+        List<MessageQueue> mqs = new ArrayList<>(p.fetchPublishMessageQueues(topic));
+        while (System.currentTimeMillis() < deadline) {
+            for (DefaultMQPushConsumer c : members) {
+                c.getDefaultMQPushConsumerImpl().persistConsumerOffset();
+            }
+            boolean all = true;
+            for (MessageQueue mq : mqs) {
+                long end = p.maxOffset(mq);
+                long at = members.get(0).getDefaultMQPushConsumerImpl().getOffsetStore().readOffset(mq, ReadOffsetType.READ_FROM_STORE);
+                all &= end == 0 || at >= end;
+            }
+            if (all) {
+                return true;
+            }
+            Thread.sleep(200); // the commits are oneway: poll the broker's answer
+        }
+        return false;
+    }
+
+    static String cluster() throws Exception {
+        final int members = 3, first = 30, later = 12;
+        DefaultMQProducer p = producer(group + "-p");
+        int queues = p.fetchPublishMessageQueues(topic).size();
+        List<Map<String, Integer>> got = new ArrayList<>();
+        List<DefaultMQPushConsumer> cs = new ArrayList<>();
+        Map<String, Integer> owner = new ConcurrentHashMap<>();
+        List<String> twice = new CopyOnWriteArrayList<>();
+        CountDownLatch firstAll = new CountDownLatch(first);
+        CountDownLatch laterAll = new CountDownLatch(later);
+        for (int i = 0; i < members; i++) {
+            final int me = i;
+            Map<String, Integer> mine = new ConcurrentHashMap<>();
+            got.add(mine);
+            DefaultMQPushConsumer c = pushConsumer(group, group + "-m" + i);
+            c.setMessageModel(MessageModel.CLUSTERING);
+            c.subscribe(topic, "*");
+            c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
+                for (MessageExt m : msgs) {
+                    String k = m.getKeys();
+                    mine.merge(k, 1, Integer::sum);
+                    Integer o = owner.putIfAbsent(k, me);
+                    if (o != null) {
+                        twice.add(k + " to members " + o + " and " + me);
+                        continue;
+                    }
+                    (k.startsWith("later-") ? laterAll : firstAll).countDown();
+                }
+                return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+            });
+            c.start();
+            cs.add(c);
+        }
+        check(settled(cs, queues, 60), "the three members never shared the " + queues + " queues: "
+                + held(cs.get(0)) + " / " + held(cs.get(1)) + " / " + held(cs.get(2)));
+        String shares = held(cs.get(0)) + "/" + held(cs.get(1)) + "/" + held(cs.get(2));
+        for (int i = 0; i < first; i++) {
+            sendOK(p, msg(topic, "c", "first-" + i, "first " + i));
+        }
+        boolean done = await(firstAll, 60);
+        check(done, "of " + first + " messages the members got " + got.get(0).size() + "/" + got.get(1).size() + "/" + got.get(2).size());
+        for (int i = 0; i < members; i++) {
+            check(!got.get(i).isEmpty(), "member " + i + " got nothing (queues " + shares + ")");
+        }
+        String counts = got.get(0).size() + "/" + got.get(1).size() + "/" + got.get(2).size();
+
+        // One member leaves: the other two take its queues, each from its
+        // committed offset, so no message is delivered twice.
+        check(committed(p, cs, 30), "the members' consume offsets never reached the queues' ends on the broker");
+        cs.get(0).shutdown();
+        List<DefaultMQPushConsumer> rest = cs.subList(1, members);
+        check(settled(rest, queues, 60), "after member 0 left the other two hold " + held(cs.get(1)) + " / " + held(cs.get(2)));
+        for (int i = 0; i < later; i++) {
+            sendOK(p, msg(topic, "c", "later-" + i, "later " + i));
+        }
+        done = await(laterAll, 60);
+        for (DefaultMQPushConsumer c : rest) {
+            c.shutdown();
+        }
+        p.shutdown();
+        check(done, "after member 0 left, of " + later + " later messages " + (later - laterAll.getCount()) + " arrived");
+        for (String k : got.get(0).keySet()) {
+            check(!k.startsWith("later-"), "the member that left got " + k);
+        }
+        check(twice.isEmpty(), "delivered to two members: " + twice);
+        return "queues " + shares + ", members got " + counts + " of " + first + ", then the remaining two got all " + later;
     }
 }
