@@ -230,6 +230,7 @@ func (b *Broker) DeleteGroup(name string, cleanOffset bool) error {
 			return errorf(KindSystemError, err, "forgetting the simple consumers' positions of group %q failed; retry", name)
 		}
 	}
+	b.stats.forget("", name)
 	b.log.Info("subscription group deleted", "group", name, "had_config", existed, "clean_offset", cleanOffset)
 	b.groupChanged(name)
 	return nil

@@ -377,7 +377,7 @@ func (p *popper) done(out []PoppedMessage, err error) ([]PoppedMessage, error) {
 	for _, m := range out {
 		n += uint64(len(m.Record))
 	}
-	p.b.stats.got(p.req.Topic, len(out), n)
+	p.b.stats.got(p.req.Topic, p.req.Group, len(out), n)
 	return out, nil
 }
 

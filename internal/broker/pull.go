@@ -139,7 +139,7 @@ func (b *Broker) Pull(ctx context.Context, req *PullRequest) (*PullResult, error
 		b.reorderPull(req, res)
 	}
 	if err == nil && res.Count > 0 {
-		b.stats.got(req.Topic, res.Count, uint64(len(res.Body)))
+		b.stats.got(req.Topic, req.Group, res.Count, uint64(len(res.Body)))
 	}
 	return res, err
 }

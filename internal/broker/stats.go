@@ -42,12 +42,14 @@ type stats struct {
 	started time.Time
 	total   trafficCounters
 	topics  sync.Map // string → *trafficCounters
+	groups  sync.Map // groupTopic → *trafficCounters (gets only)
 
 	mu      sync.Mutex
 	samples [statsSamples]Traffic // ring, one a second
 	n       int                   // samples taken
 	timer   clock.Timer
 	closed  bool
+	win     winState // statswin.go
 }
 
 func (s *stats) topic(name string) *trafficCounters {
@@ -70,14 +72,23 @@ func (s *stats) put(msgs []*message.Message) {
 	s.total.putBytes.Add(n)
 }
 
-// got counts msgs records of a topic read by consumers, n bytes in all.
-func (s *stats) got(topic string, msgs int, n uint64) {
+// got counts msgs records of a topic read by a consumer group, n bytes in
+// all.
+func (s *stats) got(topic, group string, msgs int, n uint64) {
 	if msgs <= 0 {
 		return
 	}
 	c := s.topic(topic)
 	c.getMsgs.Add(uint64(msgs))
 	c.getBytes.Add(n)
+	key := groupTopic{topic, group}
+	gv, ok := s.groups.Load(key)
+	if !ok {
+		gv, _ = s.groups.LoadOrStore(key, new(trafficCounters))
+	}
+	g := gv.(*trafficCounters)
+	g.getMsgs.Add(uint64(msgs))
+	g.getBytes.Add(n)
 	s.total.getMsgs.Add(uint64(msgs))
 	s.total.getBytes.Add(n)
 }
@@ -87,6 +98,8 @@ func (b *Broker) startStats() {
 	b.stats.started = b.clk.Now()
 	b.stats.mu.Lock()
 	defer b.stats.mu.Unlock()
+	b.stats.win = winState{last: b.stats.started, total: newWindows(winSample{at: b.stats.started}),
+		topics: map[string]*windows{}, groups: map[groupTopic]*windows{}}
 	b.stats.timer = b.clk.AfterFunc(time.Second, b.sampleStats)
 }
 
@@ -99,6 +112,9 @@ func (b *Broker) sampleStats() {
 	}
 	s.samples[s.n%statsSamples] = s.total.load()
 	s.n++
+	if s.n%winTickSecs == 0 {
+		s.sampleWindows(s.n, b.clk.Now())
+	}
 	s.timer = b.clk.AfterFunc(time.Second, b.sampleStats)
 }
 

@@ -64,3 +64,73 @@ func TestDeletedTopicLeavesTheTraffic(t *testing.T) {
 		t.Fatalf("totals %+v: the broker's totals keep what was put", tot)
 	}
 }
+
+// TestStatsWindows: the minute, hour and day windows of a topic's puts, a
+// group's gets of it and the broker's totals, from 10 s samples: a counter
+// first seen is counted from the sample before it existed, before its
+// own first sample too; once the minute
+// ring is full the minute is the last 60 s; the hour and day still count
+// from the first sample; a deleted group's and topic's windows go.
+func TestStatsWindows(t *testing.T) {
+	e := newEnv(t)
+	e.createTopic("T", 1)
+	e.subscribe(1, "client-1", "g", "T", "*")
+	e.clk.Advance(10 * time.Second) // the first 10 s sample: no counter of T yet
+	for range 6 {
+		e.send("T", 0, "m")
+	}
+	e.waitMax("T", 0, 6)
+	if p := e.mustPull(pullReq("g", "T", 0, 0)); len(p.bodies) != 6 {
+		t.Fatalf("pulled %d, want 6", len(p.bodies))
+	}
+	if w, ok := e.b.StatsWindows(StatsTopicPutMsgs, "T", ""); !ok || w.Minute.Sum != 6 || w.Day.Sum != 6 || w.Minute.Span != 0 {
+		t.Fatalf("windows of T before its first sample: %+v (found %v), want 6 since the last sample", w, ok)
+	}
+	e.clk.Advance(10 * time.Second)
+	for _, k := range []struct {
+		kind         StatsKind
+		topic, group string
+	}{{StatsTopicPutMsgs, "T", ""}, {StatsGroupGetMsgs, "T", "g"}} {
+		w, ok := e.b.StatsWindows(k.kind, k.topic, k.group)
+		if !ok || w.Minute.Sum != 6 || w.Minute.Span != 10*time.Second || w.Minute.TPS() != 0.6 || w.Day.Sum != 6 {
+			t.Fatalf("%v of %s/%s after one sample: %+v (found %v), want 6 over 10 s", k.kind, k.topic, k.group, w, ok)
+		}
+	}
+	if w, ok := e.b.StatsWindows(StatsGroupGetBytes, "T", "g"); !ok || w.Minute.Sum == 0 {
+		t.Fatalf("bytes got by g: %+v", w)
+	}
+	if _, ok := e.b.StatsWindows(StatsGroupGetMsgs, "T", "other"); ok {
+		t.Fatal("windows of a group that got nothing")
+	}
+	e.clk.Advance(60 * time.Second) // six more samples: the minute ring is full
+	for range 3 {
+		e.send("T", 0, "m")
+	}
+	e.waitMax("T", 0, 9)
+	w, _ := e.b.StatsWindows(StatsTopicPutMsgs, "T", "")
+	if w.Minute.Sum != 3 || w.Minute.Span != time.Minute || w.Hour.Sum != 9 || w.Hour.Span != 70*time.Second || w.Day.Sum != 9 {
+		t.Fatalf("windows of T: %+v, want 3 in the last minute and 9 in the hour and day", w)
+	}
+	if w, ok := e.b.StatsWindows(StatsBrokerPutMsgs, "", ""); !ok || w.Minute.Sum != 3 || w.Day.Sum != 9 || w.Day.Span != 80*time.Second {
+		t.Fatalf("broker puts: %+v, want 3 in the last minute and 9 over the 80 s since start", w)
+	}
+	if w, _ := e.b.StatsWindows(StatsBrokerGetMsgs, "", ""); w.Day.Sum != 6 {
+		t.Fatalf("broker gets: %+v, want 6", w)
+	}
+	if err := e.b.DeleteGroup("g", true); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := e.b.StatsWindows(StatsGroupGetMsgs, "T", "g"); ok {
+		t.Fatal("a deleted group still has windows")
+	}
+	if err := e.b.DeleteTopic("T"); err != nil {
+		t.Fatal(err)
+	}
+	e.clk.Advance(10 * time.Second)
+	if _, ok := e.b.StatsWindows(StatsTopicPutMsgs, "T", ""); ok {
+		t.Fatal("a deleted topic still has windows")
+	}
+	if n := len(e.b.stats.win.topics) + len(e.b.stats.win.groups); n != 0 {
+		t.Fatalf("%d windows left after the topic and group were deleted", n)
+	}
+}

@@ -95,6 +95,7 @@ func (b *Broker) DeleteTopic(name string) error {
 	}
 	b.deleteTopicOffsets(name)
 	b.stats.topics.Delete(name) // its traffic counters go with it
+	b.stats.forget(name, "")
 	if err := b.resetPops(name); err != nil {
 		return errorf(KindSystemError, err, "forgetting the simple consumers' positions on topic %q failed; retry", name)
 	}

@@ -20,6 +20,7 @@ package brokerfront
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 
@@ -215,85 +216,68 @@ func (f *Front) queryConsumeQueue(_ context.Context, _ *remoting.Conn, req *remo
 }
 
 // The stats names of 315 that Petrel keeps (RocketMQ's BrokerStatsManager
-// names).
-const (
-	statsTopicPutNums  = "TOPIC_PUT_NUMS"
-	statsTopicPutSize  = "TOPIC_PUT_SIZE"
-	statsBrokerPutNums = "BROKER_PUT_NUMS"
-	statsBrokerGetNums = "BROKER_GET_NUMS"
-)
+// names) and the broker counter each reads.
+var statsNames = map[string]broker.StatsKind{
+	"TOPIC_PUT_NUMS":  broker.StatsTopicPutMsgs,
+	"TOPIC_PUT_SIZE":  broker.StatsTopicPutBytes,
+	"GROUP_GET_NUMS":  broker.StatsGroupGetMsgs,
+	"GROUP_GET_SIZE":  broker.StatsGroupGetBytes,
+	"BROKER_PUT_NUMS": broker.StatsBrokerPutMsgs,
+	"BROKER_GET_NUMS": broker.StatsBrokerGetMsgs,
+}
 
-// brokerStats answers 315 from Petrel's traffic counters:
-//
-//   - TOPIC_PUT_NUMS / TOPIC_PUT_SIZE, key a topic: Petrel counts each
-//     topic's messages and bytes since start, without windows, so each
-//     window reports the rate averaged since start and its sum is that
-//     rate over the window (exact while the broker has run less than the
-//     window);
-//   - BROKER_PUT_NUMS / BROKER_GET_NUMS, key the cluster name: the
-//     minute's rate is measured (once-a-second samples), the hour's and
-//     day's are averaged since start as above.
-//
-// Anything else (per-group counts such as GROUP_GET_NUMS, which Petrel
-// does not keep) is SYSTEM_ERROR, as RocketMQ answers stats it has not.
+// brokerStats answers 315 from the broker's traffic windows (the last
+// minute, hour and day, sampled every 10 s, 10 min and hour as RocketMQ's
+// StatsItem): TOPIC_PUT_NUMS / _SIZE keyed by a topic (a topic with no
+// traffic yet answers zeros), GROUP_GET_NUMS / _SIZE keyed by
+// "topic@group", BROKER_PUT_NUMS / _GET_NUMS keyed by the cluster name.
+// Anything else, and a group with no gets, is SYSTEM_ERROR "The stats
+// <NAME> <KEY> not exist", as RocketMQ answers stats it has not.
 func (f *Front) brokerStats(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	h, err := rmq.DecodeViewBrokerStatsRequest(req)
 	if err != nil {
 		return refuseHeader(req, err)
 	}
-	up := f.b.Config().Clock.Now().Sub(f.b.Started())
-	var total uint64
-	var minuteTPS float64
-	measured := false
-	switch h.StatsName {
-	case statsTopicPutNums, statsTopicPutSize:
-		found := false
-		for _, t := range f.b.TopicTraffic() {
-			if t.Topic == h.StatsKey {
-				total, found = t.PutMsgs, true
-				if h.StatsName == statsTopicPutSize {
-					total = t.PutBytes
-				}
-			}
+	notExist := func(why string) *remoting.Command {
+		return remoting.NewResponse(req, rmq.RespSystemError, "The stats <"+h.StatsName+"> <"+h.StatsKey+"> not exist: "+why)
+	}
+	kind, known := statsNames[h.StatsName]
+	if !known {
+		names := make([]string, 0, len(statsNames))
+		for n := range statsNames {
+			names = append(names, n)
 		}
-		if _, ok := f.b.Topic(h.StatsKey); !found && !ok {
-			return remoting.NewResponse(req, rmq.RespSystemError, "The stats <"+h.StatsName+"> <"+h.StatsKey+"> not exist: no such topic on this broker")
+		slices.Sort(names)
+		return notExist("Petrel keeps " + strings.Join(names, ", "))
+	}
+	topic, group := h.StatsKey, ""
+	switch kind {
+	case broker.StatsGroupGetMsgs, broker.StatsGroupGetBytes:
+		var ok bool
+		if topic, group, ok = strings.Cut(h.StatsKey, "@"); !ok {
+			return notExist("the key of group stats is TOPIC@GROUP")
 		}
-	case statsBrokerPutNums, statsBrokerGetNums:
+	case broker.StatsBrokerPutMsgs, broker.StatsBrokerGetMsgs:
 		if h.StatsKey != f.b.Config().ClusterName {
-			return remoting.NewResponse(req, rmq.RespSystemError, "The stats <"+h.StatsName+"> <"+h.StatsKey+"> not exist: the key of broker stats is the cluster name, "+f.b.Config().ClusterName)
+			return notExist("the key of broker stats is the cluster name, " + f.b.Config().ClusterName)
 		}
-		tr := f.b.TotalTraffic()
-		put, got := f.b.Throughput(time.Minute)
-		total, minuteTPS, measured = tr.PutMsgs, put, true
-		if h.StatsName == statsBrokerGetNums {
-			total, minuteTPS = tr.GetMsgs, got
+	}
+	w, ok := f.b.StatsWindows(kind, topic, group)
+	if !ok {
+		switch kind {
+		case broker.StatsTopicPutMsgs, broker.StatsTopicPutBytes:
+			if _, exists := f.b.Topic(topic); !exists {
+				return notExist("no such topic on this broker")
+			}
+		default:
+			return notExist("the group has got nothing of the topic on this broker since it started")
 		}
-	default:
-		return remoting.NewResponse(req, rmq.RespSystemError, "The stats <"+h.StatsName+"> <"+h.StatsKey+"> not exist: Petrel keeps "+
-			strings.Join([]string{statsTopicPutNums, statsTopicPutSize, statsBrokerPutNums, statsBrokerGetNums}, ", "))
 	}
-	out := rmq.BrokerStatsData{StatsMinute: sinceStart(total, up, time.Minute), StatsHour: sinceStart(total, up, time.Hour),
-		StatsDay: sinceStart(total, up, 24*time.Hour)}
-	if measured {
-		out.StatsMinute = rmq.BrokerStatsItem{Sum: int64(minuteTPS * 60), TPS: minuteTPS}
+	item := func(s broker.WindowStat) rmq.BrokerStatsItem {
+		return rmq.BrokerStatsItem{Sum: int64(s.Sum), TPS: s.TPS()}
 	}
+	out := rmq.BrokerStatsData{StatsMinute: item(w.Minute), StatsHour: item(w.Hour), StatsDay: item(w.Day)}
 	return bodyResponse(req, rmq.EncodeBrokerStatsBody(out), nil)
-}
-
-// sinceStart is a window's stats item from a count since start: the
-// average rate since start, and that rate over the window as its sum
-// (all of the count while the broker has run less than the window).
-func sinceStart(total uint64, up, window time.Duration) rmq.BrokerStatsItem {
-	secs := up.Seconds()
-	if secs < 1 {
-		secs = 1
-	}
-	tps := float64(total) / secs
-	if up <= window {
-		return rmq.BrokerStatsItem{Sum: int64(total), TPS: tps}
-	}
-	return rmq.BrokerStatsItem{Sum: int64(tps * window.Seconds()), TPS: tps}
 }
 
 // addDayTotals puts into a GET_BROKER_RUNTIME_INFO table what

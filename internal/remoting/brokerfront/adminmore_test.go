@@ -157,8 +157,9 @@ func TestBrokerConsumeStatsAndAllOffsets(t *testing.T) {
 	}
 }
 
-// TestViewBrokerStatsData: 315 answers a topic's puts and the broker's
-// from Petrel's counters, and refuses stats Petrel does not keep.
+// TestViewBrokerStatsData: 315 answers a topic's puts, a group's gets of
+// a topic and the broker's from Petrel's traffic windows, and refuses
+// stats Petrel does not keep and a group that got nothing.
 func TestViewBrokerStatsData(t *testing.T) {
 	f := startFront(t)
 	sendTagged(t, f, "Counted", 3)
@@ -182,7 +183,25 @@ func TestViewBrokerStatsData(t *testing.T) {
 	if d, r := stats("BROKER_PUT_NUMS", "DefaultCluster"); r.Code != rmq.RespSuccess || d.StatsDay.Sum < 3 {
 		t.Fatalf("BROKER_PUT_NUMS: %d %q %s", r.Code, r.Remark, r.Body)
 	}
-	for _, tc := range [][2]string{{"GROUP_GET_NUMS", "Counted@g"}, {"TOPIC_PUT_NUMS", "NoSuchTopic"}, {"BROKER_PUT_NUMS", "OtherCluster"}} {
+	hb := rmq.EncodeHeartbeat(rmq.HeartbeatData{ClientID: "127.0.0.1@7", ConsumerDataSet: []rmq.ConsumerData{{
+		GroupName: "g", ConsumeType: "CONSUME_PASSIVELY", MessageModel: "CLUSTERING", ConsumeFromWhere: "CONSUME_FROM_FIRST_OFFSET",
+		SubscriptionDataSet: []rmq.SubscriptionData{{Topic: "Counted", SubString: "*", SubVersion: 1, ExpressionType: "TAG"}},
+	}}})
+	if r := f.invoke(t, hb.Code, hb.ExtFields, hb.Body); r.Code != rmq.RespSuccess {
+		t.Fatalf("heartbeat: %d %q", r.Code, r.Remark)
+	}
+	pull := map[string]string{"consumerGroup": "g", "topic": "Counted", "queueId": "0", "queueOffset": "0",
+		"maxMsgNums": "32", "sysFlag": "0", "commitOffset": "0", "suspendTimeoutMillis": "0", "subscription": "*", "subVersion": "0", "expressionType": "TAG"}
+	if r := f.invoke(t, rmq.CodePullMessage, pull, nil); r.Code != rmq.RespSuccess {
+		t.Fatalf("pull: %d %q", r.Code, r.Remark)
+	}
+	if d, r := stats("GROUP_GET_NUMS", "Counted@g"); r.Code != rmq.RespSuccess || d.StatsDay.Sum != 3 || d.StatsMinute.Sum != 3 {
+		t.Fatalf("GROUP_GET_NUMS Counted@g after a pull of 3: %d %q %s", r.Code, r.Remark, r.Body)
+	}
+	if d, r := stats("GROUP_GET_SIZE", "Counted@g"); r.Code != rmq.RespSuccess || d.StatsDay.Sum <= 3 {
+		t.Fatalf("GROUP_GET_SIZE: %d %q %s", r.Code, r.Remark, r.Body)
+	}
+	for _, tc := range [][2]string{{"GROUP_GET_NUMS", "Counted@nobody"}, {"GROUP_GET_NUMS", "Counted"}, {"TOPIC_PUT_NUMS", "NoSuchTopic"}, {"BROKER_PUT_NUMS", "OtherCluster"}, {"SNDBCK_PUT_NUMS", "Counted@g"}} {
 		if _, r := stats(tc[0], tc[1]); r.Code != rmq.RespSystemError || !strings.Contains(r.Remark, "The stats <"+tc[0]+"> <"+tc[1]+"> not exist") {
 			t.Errorf("%s %s: %d %q", tc[0], tc[1], r.Code, r.Remark)
 		}
