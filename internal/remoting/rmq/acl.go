@@ -288,6 +288,10 @@ var aclTable = map[int32]aclRule{
 	CodePopMessage:          groupTopic("POP_MESSAGE (200050)", "consumerGroup", "topic", actSub),
 	CodeAckMessage:          groupTopic("ACK_MESSAGE (200051)", "consumerGroup", "topic", actSub),
 	CodeChangeInvisibleTime: groupTopic("CHANGE_MESSAGE_INVISIBLETIME (200053)", "consumerGroup", "topic", actSub),
+	CodePeekMessage:         groupTopic("PEEK_MESSAGE (200052)", "consumerGroup", "topic", actSub),
+	CodeNotification:        groupTopic("NOTIFICATION (200054)", "consumerGroup", "topic", actSub),
+	CodePollingInfo:         groupTopic("POLLING_INFO (200055)", "consumerGroup", "topic", actGet),
+	CodeBatchAckMessage:     {name: "BATCH_ACK_MESSAGE (200151)", reqs: batchAck},
 
 	int32(CodePetrelResendDLQ):       groupField("PETREL_RESEND_DLQ (10101)", "group", actUpdate),
 	int32(CodePetrelCancelDelayed):   cluster("PETREL_CANCEL_DELAYED (10102)", false, actUpdate),
@@ -379,6 +383,27 @@ func updateGroup(_ auth.Fields, body []byte) ([]auth.Request, error) {
 		return nil, errors.New("UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200) names no group (body field groupName): set it")
 	}
 	return []auth.Request{groupReq(g.GroupName, actCreateUpdate)}, nil
+}
+
+// batchAck: Sub on the group and the topic of every ack of the body, as
+// an ACK_MESSAGE of each would need (RocketMQ checks nothing: the request
+// has no header to name them).
+func batchAck(_ auth.Fields, body []byte) ([]auth.Request, error) {
+	b, err := DecodeBatchAckRequest(body)
+	if err != nil {
+		return nil, err
+	}
+	type gt struct{ g, t string }
+	seen := make(map[gt]bool, len(b.Acks))
+	var out []auth.Request
+	for _, a := range b.Acks {
+		if seen[gt{a.ConsumerGroup, a.Topic}] {
+			continue
+		}
+		seen[gt{a.ConsumerGroup, a.Topic}] = true
+		out = append(out, groupReq(a.ConsumerGroup, actSub), topicReq(a.Topic, actSub))
+	}
+	return out, nil
 }
 
 // Known reports whether code has an entry in the ACL table.

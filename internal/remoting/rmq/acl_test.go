@@ -39,6 +39,11 @@ func TestBrokerRequests(t *testing.T) {
 	lock := rmq.EncodeLockBatchRequest(rmq.LockBatchBody{ConsumerGroup: "cg", ClientID: "c",
 		MQSet: []rmq.MessageQueue{{Topic: "T1", BrokerName: "b", QueueID: 0}, {Topic: "%RETRY%cg", BrokerName: "b"}}}).Body
 	group := rmq.EncodeSubscriptionGroup(rmq.DefaultSubscriptionGroupConfig("ng")).Body
+	batchAck := rmq.EncodeBatchAckRequest(rmq.BatchAckRequest{Acks: []rmq.BatchAck{
+		{ConsumerGroup: "cg", Topic: "T1", Retry: "0", Offsets: []int64{1}},
+		{ConsumerGroup: "cg", Topic: "T1", Retry: "0", QueueID: 1, Offsets: []int64{2}},
+		{ConsumerGroup: "cg2", Topic: "%RETRY%cg2", Retry: "0"},
+	}}).Body
 	for _, tc := range []struct {
 		code int32
 		ext  map[string]string
@@ -96,6 +101,13 @@ func TestBrokerRequests(t *testing.T) {
 		{200050, map[string]string{"topic": "T", "consumerGroup": "cg"}, nil, "Group:cg Sub; Topic:T Sub", ""},
 		{200051, map[string]string{"topic": "T", "consumerGroup": "cg"}, nil, "Group:cg Sub; Topic:T Sub", ""},
 		{200053, map[string]string{"topic": "%RETRY%cg", "consumerGroup": "cg"}, nil, "Group:cg Sub; Group:cg Sub", ""},
+		{200052, map[string]string{"topic": "T", "consumerGroup": "cg"}, nil, "Group:cg Sub; Topic:T Sub", ""},
+		{200054, map[string]string{"topic": "T", "consumerGroup": "cg"}, nil, "Group:cg Sub; Topic:T Sub", ""},
+		{200055, map[string]string{"topic": "T", "consumerGroup": "cg"}, nil, "Group:cg Get; Topic:T Get", ""},
+		{200055, map[string]string{"topic": "T"}, nil, "", "POLLING_INFO (200055) names no group"},
+		{200151, nil, batchAck, "Group:cg Sub; Topic:T1 Sub; Group:cg2 Sub; Group:cg2 Sub", ""},
+		{200151, nil, []byte(`{"acks":[{"c":"cg","r":"0"}]}`), "", "acks[0] names no topic"},
+		{200151, nil, nil, "", ""},
 		{10101, map[string]string{"group": "cg"}, nil, "Group:cg Update", ""},
 		{10102, map[string]string{"msgId": "x"}, nil, "Cluster Update", ""},
 		{10103, nil, nil, "Cluster Update", ""},

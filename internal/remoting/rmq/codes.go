@@ -63,8 +63,11 @@ const (
 const (
 	CodePopMessage          int32 = 200050
 	CodeAckMessage          int32 = 200051
+	CodePeekMessage         int32 = 200052 // popmore.go
 	CodeChangeInvisibleTime int32 = 200053
-	CodeBatchAckMessage     int32 = 200151 // not served (pop.go says why)
+	CodeNotification        int32 = 200054 // popmore.go
+	CodePollingInfo         int32 = 200055 // popmore.go
+	CodeBatchAckMessage     int32 = 200151 // popmore.go
 )
 
 // Response codes (RocketMQ's ResponseCode). 0 to 3 are also

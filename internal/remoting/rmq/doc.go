@@ -40,6 +40,8 @@
 //	reset.go     reset offsets (to the broker and to its consumers)
 //	pop.go       200050, 200051, 200053: pop, ack, change invisible time, the
 //	             extra info (POP_CK) a client sends back; Petrel's forward to DLQ
+//	popmore.go   200052, 200054, 200055, 200151: peek, notification, polling
+//	             info, batch ack (BatchAckMessageRequestBody, fastjson's bit set)
 //	reply.go     324, 325, 326: request-reply codes and properties, the push
 //	             to the requester (PushReplyRequest)
 package rmq

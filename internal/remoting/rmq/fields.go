@@ -148,6 +148,10 @@ func (f *fields) strictBool(name string) bool {
 	}
 }
 
+// needBool returns a required boolean field, read as Java reads it
+// (parseBool).
+func (f *fields) needBool(name string) bool { return parseBool(f.need(name)) }
+
 // parseBool is Java's Boolean.parseBoolean: "true" in any case is true,
 // anything else false.
 func parseBool(v string) bool { return strings.EqualFold(v, "true") }

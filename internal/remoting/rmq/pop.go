@@ -41,10 +41,11 @@ package rmq
 // again, with a new POP_CK), and Petrel's own forwarder reads
 // receiptHandle.
 //
-// BATCH_ACK_MESSAGE (200151) is not served: its body names messages by a
-// bit set of queue offsets from the ck offset, which cannot carry the
-// handles; a Java client falls back to nothing (only Java's proxy sends it),
-// so it is answered REQUEST_CODE_NOT_SUPPORTED.
+// BATCH_ACK_MESSAGE (200151, popmore.go) names messages without the
+// handle: by queue, offset (a bit set from the ck offset) and popTime +
+// invisibleTime, which is the time the delivery becomes visible again
+// (Petrel writes popTime so): the broker takes that as the delivery's
+// name, as the handle's generation would be.
 
 import (
 	"fmt"
