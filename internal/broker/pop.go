@@ -295,6 +295,9 @@ type popper struct {
 	// retryTopic is the group's %RETRY% topic, read too (not by FIFO pops);
 	// "" when the asked topic is a retry or dead-letter topic itself.
 	retryTopic string
+	// notify: a notification's popper (popmore.go), which looks without
+	// taking.
+	notify bool
 }
 
 // popRetryFirstEvery: one pop in this many visits the retry topic before
@@ -361,11 +364,19 @@ func (b *Broker) Pop(ctx context.Context, req *PopRequest) ([]PoppedMessage, err
 	if p.maxAttempts <= 0 {
 		p.maxAttempts = b.cfg.DefaultMaxReconsumeTimes + 1
 	}
-	out, err := p.once(ctx)
-	if err != nil || len(out) > 0 || req.Wait <= 0 {
+	var out []PoppedMessage
+	look := func() (bool, error) {
+		var err error
+		out, err = p.once(ctx)
+		return len(out) > 0, err
+	}
+	found, err := look()
+	if err != nil || found || req.Wait <= 0 {
 		return p.done(out, err)
 	}
-	out, err = p.wait(ctx, b.now().Add(min(req.Wait, b.cfg.PopMaxWait)))
+	if _, err = p.wait(ctx, b.now().Add(min(req.Wait, b.cfg.PopMaxWait)), look); err != nil {
+		out = nil
+	}
 	return p.done(out, err)
 }
 
@@ -381,34 +392,38 @@ func (p *popper) done(out []PoppedMessage, err error) ([]PoppedMessage, error) {
 	return out, nil
 }
 
-// wait long-polls until end (see the file comment).
-func (p *popper) wait(ctx context.Context, end time.Time) ([]PoppedMessage, error) {
+// wait long-polls until end (see the file comment): it looks (a pop's
+// once, a notification's available) at every wake until a look finds
+// something, and reports whether the last one did. A look sets p.blocked
+// and p.more as once does. With notify the waiter is a notification's
+// (PollingPops does not count it).
+func (p *popper) wait(ctx context.Context, end time.Time, look func() (bool, error)) (bool, error) {
 	b, ps := p.b, &p.b.pops.polls
-	w := &waiter{ch: make(chan wake, 1)}
+	w := &waiter{ch: make(chan wake, 1), notify: p.notify}
 	r := &longpoll.Request{Group: p.req.Group, Topic: p.req.Topic, Also: p.retryTopic, FIFO: p.req.FIFO, Payload: w}
 	for {
 		if !b.now().Before(end) {
 			// The wait is over: one last look, as at every wake.
 			b.pops.rechecks.Add(1)
-			out, err := p.once(ctx)
-			if len(out) > 0 && p.more {
+			found, err := look()
+			if found && p.more {
 				p.passOn()
 			}
-			return out, err
+			return found, err
 		}
 		r.Deadline, r.Blocked = end, nil
 		if err := ps.park(r); err != nil {
 			if errors.Is(err, longpoll.ErrFull) {
-				return nil, errorf(KindServiceUnavailable, err, "too many receives are waiting on broker %s (limit LongPollMaxTotal=%d); retry later", b.cfg.BrokerName, b.cfg.LongPollMaxTotal)
+				return false, errorf(KindServiceUnavailable, err, "too many receives are waiting on broker %s (limit LongPollMaxTotal=%d); retry later", b.cfg.BrokerName, b.cfg.LongPollMaxTotal)
 			}
-			return nil, nil // closing
+			return false, nil // closing
 		}
 		looked := b.now()
 		b.pops.rechecks.Add(1)
-		out, err := p.once(ctx)
-		if err != nil || len(out) > 0 || !b.now().Before(end) {
-			p.leave(r, w, end, len(out) > 0 && p.more)
-			return out, err
+		found, err := look()
+		if err != nil || found || !b.now().Before(end) {
+			p.leave(r, w, end, found && p.more)
+			return found, err
 		}
 		at := end
 		for _, topic := range p.topics() {
@@ -427,19 +442,19 @@ func (p *popper) wait(ctx context.Context, end time.Time) ([]PoppedMessage, erro
 			case why = <-w.ch:
 			case <-ctx.Done():
 				p.leave(r, w, end, false)
-				return nil, nil
+				return false, nil
 			}
 		} else {
 			why = <-w.ch // woken while it looked: look again
 		}
 		if why == wakeClosed || b.closed.Load() {
-			return nil, nil
+			return false, nil
 		}
 		if ctx.Err() != nil {
 			if p.unanswered(why, end) {
 				p.passOn()
 			}
-			return nil, nil
+			return false, nil
 		}
 	}
 }
@@ -898,6 +913,17 @@ type AckRequest struct {
 	Group, Topic string
 	// Handle is the receipt handle the pop returned.
 	Handle string
+	// ByOffset: the request names the delivery without a handle, as
+	// RocketMQ's batch ack does: by QueueID, Offset and Until, the time it
+	// becomes visible again (a pop's PoppedMessage.InvisibleUntil, to the
+	// millisecond), on Topic or, when not found there, on the group's
+	// retry topic (whose messages a pop hands out under the asked topic);
+	// RetryOnly looks on the retry topic alone.
+	ByOffset  bool
+	QueueID   int32
+	Offset    int64
+	Until     time.Time
+	RetryOnly bool
 }
 
 // AckBatch acknowledges popped messages by their receipt handles, each as
@@ -927,8 +953,17 @@ func (b *Broker) AckBatch(reqs []AckRequest) []error {
 	done := make([]acked, 0, len(reqs))
 	var last pop.Ticket
 	for i, r := range reqs {
-		topic := popTopic(r.Group, r.Topic, r.Handle)
-		k, ticket, err := b.pops.st.Ack(r.Group, topic, r.Handle, now)
+		var k pop.Key
+		var ticket pop.Ticket
+		var err error
+		topic := r.Topic
+		if r.ByOffset {
+			k, ticket, err = b.ackAt(r, now)
+			topic = k.Topic
+		} else {
+			topic = popTopic(r.Group, r.Topic, r.Handle)
+			k, ticket, err = b.pops.st.Ack(r.Group, topic, r.Handle, now)
+		}
 		if err != nil {
 			errs[i] = b.popHandleError(r.Group, topic, "acknowledgement", err)
 			continue
@@ -954,6 +989,34 @@ func (b *Broker) AckBatch(reqs []AckRequest) []error {
 		b.ackedPops(a.k.Group, a.k.Topic, a.k.QueueID)
 	}
 	return errs
+}
+
+// ackAt acknowledges r by queue, offset and Until (AckRequest): on the
+// topic, then on the group's retry topic; the key names the topic it took
+// (or, refused, the first one tried, with its error).
+func (b *Broker) ackAt(r AckRequest, now time.Time) (pop.Key, pop.Ticket, error) {
+	topics := []string{r.Topic, RetryGroupTopicPrefix + r.Group}
+	if r.RetryOnly {
+		topics = topics[1:]
+	} else if strings.HasPrefix(r.Topic, RetryGroupTopicPrefix) || strings.HasPrefix(r.Topic, DLQGroupTopicPrefix) {
+		topics = topics[:1] // a pop of such a topic reads no retry topic
+	}
+	var first error
+	var firstKey pop.Key
+	for i, topic := range topics {
+		k := pop.Key{Group: r.Group, Topic: topic, QueueID: r.QueueID}
+		t, err := b.pops.st.AckAt(k, r.Offset, r.Until.UnixMilli(), now)
+		if err == nil {
+			return k, t, nil
+		}
+		if i == 0 {
+			first, firstKey = err, k
+		}
+		if !errors.Is(err, pop.ErrNotDelivered) && !errors.Is(err, pop.ErrSuperseded) && !errors.Is(err, pop.ErrAcked) {
+			break // the time has passed, or the state refuses: the other topic's answer would be the same
+		}
+	}
+	return firstKey, 0, first
 }
 
 // ChangeInvisible sets a popped message's invisible time to d from now and

@@ -276,7 +276,11 @@ const (
 // waiter is the Payload of a parked longpoll.Request. At most one signal
 // is sent per park (every signal follows the request's removal from the
 // table), so a one-slot channel never blocks the signaller.
-type waiter struct{ ch chan wake }
+type waiter struct {
+	ch chan wake
+	// notify: a pop notification's, not a pop's (PollingPops).
+	notify bool
+}
 
 func signal(rs []*longpoll.Request, why wake) {
 	for _, r := range rs {

@@ -333,3 +333,32 @@ func BenchmarkArrivedWithParkedPops(b *testing.B) {
 		})
 	}
 }
+
+// TestParkedCountsAGroupsPopsOfATopic: Parked counts the pops of a group
+// parked with the topic as theirs (not as the retry topic they also read),
+// those match accepts, and none once they are woken.
+func TestParkedCountsAGroupsPopsOfATopic(t *testing.T) {
+	tb := New(100, 100)
+	parkAll(t, tb,
+		popReq("g1", "G", "T", "%RETRY%G", false, nil, 20),
+		popReq("n1", "G", "T", "%RETRY%G", false, nil, 20),
+		popReq("h1", "H", "T", "", false, nil, 20),
+		popReq("r1", "G", "%RETRY%G", "", false, nil, 20),
+	)
+	if n := tb.Parked("G", "T", nil); n != 2 {
+		t.Fatalf("G on T: %d parked, want 2", n)
+	}
+	if n := tb.Parked("G", "T", func(r *Request) bool { return r.Payload != "n1" }); n != 1 {
+		t.Fatalf("G on T without n1: %d, want 1", n)
+	}
+	if n := tb.Parked("G", "%RETRY%G", nil); n != 1 {
+		t.Fatalf("G on its retry topic: %d, want 1 (r1; g1 and n1 read it as Also)", n)
+	}
+	if n := tb.Parked("X", "T", nil); n != 0 {
+		t.Fatalf("an unknown group: %d", n)
+	}
+	tb.Topic("T")
+	if n := tb.Parked("G", "T", nil); n != 0 {
+		t.Fatalf("after Topic woke them: %d", n)
+	}
+}

@@ -247,6 +247,19 @@ func (t *Table) Next(group, topic string) []*Request {
 	return []*Request{r}
 }
 
+// Parked returns how many pops of group are parked with Topic topic (a
+// pop parked on it as its Also is not counted) for which match is true
+// (nil matches all).
+func (t *Table) Parked(group, topic string, match func(*Request) bool) int {
+	n := 0
+	for _, r := range t.byGroup[groupKey{group, topic}] {
+		if r.Topic == topic && (match == nil || match(r)) {
+			n++
+		}
+	}
+	return n
+}
+
 // Topic removes and returns, in park order, every pop parked on topic.
 func (t *Table) Topic(topic string) []*Request {
 	var out []*Request

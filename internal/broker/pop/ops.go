@@ -223,6 +223,40 @@ func (s *Store) Ack(group, topic, handle string, now time.Time) (Key, Ticket, er
 	return k, s.record(&change{key: k, cursor: -1, del: []int64{e.Offset}}), nil
 }
 
+// AckAt acknowledges the delivery of offset on k that becomes visible
+// again at until (unix ms): a receipt without the handle (RocketMQ's batch
+// ack names a delivery by queue, offset and pop time + invisible time).
+// Errors as Check's: ErrNotDelivered (an offset never popped), ErrAcked
+// (nothing in flight there and until not passed), ErrExpired (until, or the
+// entry's own Until, has passed), ErrSuperseded (the entry in flight has
+// another Until: a change of invisible time or a later delivery).
+func (s *Store) AckAt(k Key, offset, until int64, now time.Time) (Ticket, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usable(); err != nil {
+		return 0, err
+	}
+	q := s.queues[k]
+	nowMS := ms(now)
+	if q == nil || offset < 0 || offset >= q.cursor {
+		return 0, fmt.Errorf("%w: queue %d offset %d", ErrNotDelivered, k.QueueID, offset)
+	}
+	e := q.inflight[offset]
+	switch {
+	case e == nil && nowMS >= until:
+		return 0, fmt.Errorf("%w: queue %d offset %d was due again at %s", ErrExpired, k.QueueID, offset, fmtMS(until))
+	case e == nil:
+		return 0, fmt.Errorf("%w: queue %d offset %d", ErrAcked, k.QueueID, offset)
+	case e.Until != until && nowMS >= until:
+		return 0, fmt.Errorf("%w: queue %d offset %d was due again at %s", ErrExpired, k.QueueID, offset, fmtMS(until))
+	case e.Until != until:
+		return 0, fmt.Errorf("%w: queue %d offset %d is in flight until %s, not %s", ErrSuperseded, k.QueueID, offset, fmtMS(e.Until), fmtMS(until))
+	case nowMS >= e.Until:
+		return 0, fmt.Errorf("%w: queue %d offset %d was due again at %s", ErrExpired, k.QueueID, offset, fmtMS(e.Until))
+	}
+	return s.record(&change{key: k, cursor: -1, del: []int64{offset}}), nil
+}
+
 // Change sets the invisible time of the delivery a handle names to until
 // and returns the new handle (the old one no longer works), the updated
 // entry and the Ticket to Sync before answering. Errors as Check.

@@ -646,3 +646,61 @@ func TestForgetGroupDropsItsQueuesDurably(t *testing.T) {
 	}
 	check(s, "after a reopen from a snapshot")
 }
+
+// TestAckAtNamesTheDeliveryByItsUntil: an acknowledgement by queue,
+// offset and visible-again time takes the delivery with that Until, and
+// is refused for an offset never popped, a stale Until (a change of
+// invisible time replaced it), a passed one, and a second time; the
+// acknowledgement survives a restart.
+func TestAckAtNamesTheDeliveryByItsUntil(t *testing.T) {
+	fsys := vfs.NewMem()
+	s := mustOpen(t, fsys, Options{})
+	got := popNew(t, s, kA, 3, t0, 30*time.Second)
+	until := got[0].Until
+	if _, err := s.AckAt(kA, 3, until, t0); !errors.Is(err, ErrNotDelivered) {
+		t.Fatalf("an offset never popped: %v", err)
+	}
+	if _, err := s.AckAt(Key{Group: "g", Topic: "t", QueueID: 1}, 0, until, t0); !errors.Is(err, ErrNotDelivered) {
+		t.Fatalf("a queue never popped: %v", err)
+	}
+	if _, err := s.AckAt(kA, 0, until+1, t0); !errors.Is(err, ErrSuperseded) {
+		t.Fatalf("another until: %v", err)
+	}
+	tk, err := s.AckAt(kA, 0, until, t0.Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Sync(tk); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AckAt(kA, 0, until, t0.Add(2*time.Second)); !errors.Is(err, ErrAcked) {
+		t.Fatalf("second ack: %v", err)
+	}
+	if _, err := s.AckAt(kA, 0, until, t0.Add(time.Minute)); !errors.Is(err, ErrExpired) {
+		t.Fatalf("acked, and its time passed: %v", err)
+	}
+	// A change gives offset 1 a new Until: the old one no longer names it.
+	_, ne, tk, err := s.Change("g", "t", HandleOf(kA, got[1]), t0.Add(time.Hour), t0)
+	if err != nil || s.Sync(tk) != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AckAt(kA, 1, until, t0); !errors.Is(err, ErrSuperseded) {
+		t.Fatalf("the Until a change replaced: %v", err)
+	}
+	if _, err := s.AckAt(kA, 2, until, t0.Add(31*time.Second)); !errors.Is(err, ErrExpired) {
+		t.Fatalf("past its Until: %v", err)
+	}
+	if tk, err = s.AckAt(kA, 1, ne.Until, t0.Add(time.Minute)); err != nil || s.Sync(tk) != nil {
+		t.Fatalf("ack by the changed Until: %v", err)
+	}
+	if n := s.InFlight("g"); n != 1 {
+		t.Fatalf("in flight %d, want 1 (offset 2)", n)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2 := mustOpen(t, fsys, Options{})
+	if n := s2.InFlight("g"); n != 1 {
+		t.Fatalf("after a restart %d in flight, want 1", n)
+	}
+}
