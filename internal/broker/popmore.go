@@ -260,14 +260,23 @@ func (p *popper) available() (bool, error) {
 	return found, nil
 }
 
+// ErrTooManyWaiting is wrapped by the error of a Pop or PopNotify that
+// would wait when LongPollMaxTotal requests are waiting already
+// (RocketMQ's POLLING_FULL).
+var ErrTooManyWaiting = longpoll.ErrFull
+
 // PollingPops returns how many pops of group are waiting for a message of
-// topic (RocketMQ's POLLING_INFO; notifications are not counted).
-func (b *Broker) PollingPops(group, topic string) int {
+// topic (RocketMQ's POLLING_INFO; notifications are not counted). Errors
+// as PeekPop's but KindSystemError.
+func (b *Broker) PollingPops(group, topic string) (int, error) {
+	if _, err := b.popLook(group, topic); err != nil {
+		return 0, err
+	}
 	ps := &b.pops.polls
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	if ps.closed {
-		return 0
+		return 0, nil
 	}
-	return ps.table.Parked(group, topic, func(r *longpoll.Request) bool { return !r.Payload.(*waiter).notify })
+	return ps.table.Parked(group, topic, func(r *longpoll.Request) bool { return !r.Payload.(*waiter).notify }), nil
 }

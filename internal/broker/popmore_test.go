@@ -184,8 +184,11 @@ func TestPopNotifyWaitsForAMessage(t *testing.T) {
 	n := e.notify(ctx, req)
 	e.waitPopParked()
 	p := e.parkPop(longPop("g", "T", false))
-	if c := e.b.PollingPops("g", "T"); c != 1 || e.b.ParkedPops() != 2 {
-		t.Fatalf("polling pops %d (parked %d), want 1 pop (and the notification)", c, e.b.ParkedPops())
+	if c, err := e.b.PollingPops("g", "T"); err != nil || c != 1 || e.b.ParkedPops() != 2 {
+		t.Fatalf("polling pops %d, %v (parked %d), want 1 pop (and the notification)", c, err, e.b.ParkedPops())
+	}
+	if _, err := e.b.PollingPops("g", "NoSuchTopic"); KindOf(err) != KindTopicNotExist {
+		t.Fatalf("polling pops of a missing topic: %v", err)
 	}
 	e.send("T", 1, "m1")
 	if !waitNotify(t, "arrival", n) {

@@ -17,6 +17,8 @@
 //	inspect.go    28, 202, 203, 208, 222 (and 220 to clients): what the operator CLI reads and resets
 //	pop.go        200050 POP_MESSAGE, 200051 ACK_MESSAGE, 200053 CHANGE_MESSAGE_INVISIBLETIME,
 //	              10104 Petrel's forward to DLQ (RocketMQ 5's pop consumers)
+//	popmore.go    200052 PEEK_MESSAGE, 200054 NOTIFICATION, 200055 POLLING_INFO,
+//	              200151 BATCH_ACK_MESSAGE (the rest of RocketMQ 5's pop requests)
 //	reply.go      324 SEND_REPLY_MESSAGE, 325 SEND_REPLY_MESSAGE_V2 (and 326 to requesters)
 //
 // Every ext value sent to a client is a string (clients reject numbers), and

@@ -150,6 +150,7 @@ func (f *Front) Register(s *remoting.Server) {
 	s.Handle(rmq.CodeAuthGetACL, f.getACL)
 	s.Handle(rmq.CodeAuthListACL, f.listACLs)
 	f.registerPop(s)
+	f.registerPopMore(s)
 	f.registerConsumeBy(s)
 	f.registerBrokerConfig(s)
 	f.registerAdminMore(s)

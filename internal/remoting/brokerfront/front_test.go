@@ -13,6 +13,7 @@ import (
 
 	"github.com/petrelmq/petrel/internal/remoting/rmq"
 
+	"github.com/petrelmq/petrel/internal/broker"
 	"github.com/petrelmq/petrel/internal/daemon/daemontest"
 	"github.com/petrelmq/petrel/internal/message"
 	"github.com/petrelmq/petrel/internal/remoting"
@@ -25,6 +26,7 @@ const (
 type front struct {
 	addr   string
 	client *remoting.Client
+	core   *broker.Broker // the broker behind the front, to await its state
 }
 
 func startFront(t *testing.T) *front {
@@ -32,7 +34,7 @@ func startFront(t *testing.T) *front {
 	c := daemontest.Start(t)
 	cl := remoting.NewClient(remoting.ClientOptions{})
 	t.Cleanup(func() { cl.Close() })
-	return &front{addr: c.Broker.Addr().String(), client: cl}
+	return &front{addr: c.Broker.Addr().String(), client: cl, core: c.Broker.Core()}
 }
 
 func (f *front) invoke(t *testing.T, code int16, ext map[string]string, body []byte) *remoting.Command {

@@ -176,10 +176,6 @@ func TestPopAckChangeInvisibleOverRemoting(t *testing.T) {
 	if resp = f.call(t, bad); resp.Code != rmq.RespSystemError || !strings.Contains(resp.Remark, "invisibleTime") {
 		t.Fatalf("pop without invisibleTime: %d %q", resp.Code, resp.Remark)
 	}
-	// Batch ack is not served.
-	if resp = f.call(t, remoting.NewWideRequest(rmq.CodeBatchAckMessage, nil, []byte("{}"))); resp.Code != rmq.RespRequestCodeNotSupported {
-		t.Fatalf("batch ack: %d %q", resp.Code, resp.Remark)
-	}
 }
 
 // TestPopForwardToDLQOverRemoting: Petrel's forward moves a popped

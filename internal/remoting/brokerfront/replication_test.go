@@ -22,7 +22,7 @@ func startFrontWith(t *testing.T, edit func(*daemon.BrokerConfig)) *front {
 	c := daemontest.Start(t, edit)
 	cl := remoting.NewClient(remoting.ClientOptions{})
 	t.Cleanup(func() { cl.Close() })
-	return &front{addr: c.Broker.Addr().String(), client: cl}
+	return &front{addr: c.Broker.Addr().String(), client: cl, core: c.Broker.Core()}
 }
 
 // TestSendUnderSyncReplicationAnswersTheRocketMQCodes: a send the slaves
