@@ -56,20 +56,42 @@ func Allocate[T any](strategy, cid string, mqAll []T, cidAll []string) ([]T, boo
 	return out, true
 }
 
-// allocatePop is RocketMQ's allocate4Pop: every queue (each as queue id
-// -1, "any queue") when popShare is 0 or covers the other members; else
-// the member's share plus those of the popShare members after it; with
-// more members than queues, one queue each, round robin.
-func allocatePop(strategy, cid string, mqAll []int32, cidAll []string, popShare int32) ([]int32, bool) {
+// RouteQueue is one queue of a topic's route: a broker's name and a
+// queue id (-1 in an assignment: any queue of the broker, a POP
+// member's). Sorted as RocketMQ's MessageQueue: by broker, then queue.
+type RouteQueue struct {
+	BrokerName string
+	QueueID    int32
+}
+
+func compareRouteQueues(a, b RouteQueue) int {
+	if c := strings.Compare(a.BrokerName, b.BrokerName); c != 0 {
+		return c
+	}
+	return int(a.QueueID) - int(b.QueueID)
+}
+
+// allocatePop is RocketMQ's allocate4Pop: every broker's queues (each
+// broker once, as queue id -1, "any queue") when popShare is 0 or covers
+// the other members; else the member's share plus those of the popShare
+// members after it; with more members than queues, one queue each, round
+// robin.
+func allocatePop(strategy, cid string, mqAll []RouteQueue, cidAll []string, popShare int32) ([]RouteQueue, bool) {
 	if popShare <= 0 || int(popShare) >= len(cidAll)-1 {
-		return []int32{-1}, true
+		out := []RouteQueue{}
+		for _, q := range mqAll {
+			if len(out) == 0 || out[len(out)-1].BrokerName != q.BrokerName {
+				out = append(out, RouteQueue{BrokerName: q.BrokerName, QueueID: -1})
+			}
+		}
+		return out, true
 	}
 	if len(cidAll) > len(mqAll) {
 		i := slices.Index(cidAll, cid)
 		if i < 0 || len(mqAll) == 0 {
-			return []int32{}, true
+			return []RouteQueue{}, true
 		}
-		return []int32{mqAll[i%len(mqAll)]}, true
+		return []RouteQueue{mqAll[i%len(mqAll)]}, true
 	}
 	out, ok := Allocate(strategy, cid, mqAll, cidAll)
 	if !ok {
@@ -90,35 +112,46 @@ type AssignmentRequest struct {
 	Topic, Group, ClientID string
 	Strategy               string // StrategyAvg or StrategyAvgByCircle
 	Broadcasting           bool   // messageModel BROADCASTING
+	// Route is the readable queues of every broker of the topic's route,
+	// as the name servers list them (RocketMQ assigns over the whole
+	// route: a member asks one broker for its share of all); nil: this
+	// broker's read queues of the topic alone.
+	Route []RouteQueue
 }
 
-// Assignment is the answer: the queue ids of this broker assigned to
-// the member (-1: any queue, a POP member's), under Mode. Valid false is
-// RocketMQ's null answer: the topic is unknown, the group has no live
-// member, or the strategy is unknown; the member keeps what it has.
+// Assignment is the answer: the queues assigned to the member, under
+// Mode. Valid false is RocketMQ's null answer: the topic is unknown (no
+// route, and not here), the group has no live member, or the strategy is
+// unknown; the member keeps what it has.
 type Assignment struct {
-	QueueIDs []int32
-	Mode     RequestMode
-	Valid    bool
+	Queues []RouteQueue
+	Mode   RequestMode
+	Valid  bool
 }
 
-// QueryAssignment answers a member's QUERY_ASSIGNMENT over this broker's
-// read queues of the topic and the group's live members here.
+// QueryAssignment answers a member's QUERY_ASSIGNMENT over the topic's
+// route (r.Route, else this broker's read queues) and the group's live
+// members here (members heartbeat to every broker of their topics).
 func (b *Broker) QueryAssignment(r AssignmentRequest) Assignment {
 	mode, ok := b.MessageRequestMode(r.Topic, r.Group)
 	if !ok || strings.HasPrefix(r.Topic, RetryGroupTopicPrefix) {
 		mode = RequestMode{Mode: RequestModePull} // RocketMQ's defaultMessageRequestMode; retry topics always pull
 	}
-	tc, ok := b.Topic(r.Topic)
-	if !ok {
-		return Assignment{Mode: mode}
+	mqAll := slices.Clone(r.Route)
+	if r.Route == nil {
+		tc, ok := b.Topic(r.Topic)
+		if !ok {
+			return Assignment{Mode: mode}
+		}
+		mqAll = make([]RouteQueue, tc.ReadQueueNums)
+		for i := range mqAll {
+			mqAll[i] = RouteQueue{BrokerName: b.cfg.BrokerName, QueueID: int32(i)}
+		}
 	}
-	mqAll := make([]int32, tc.ReadQueueNums)
-	for i := range mqAll {
-		mqAll[i] = int32(i)
-	}
+	slices.SortFunc(mqAll, compareRouteQueues)
+	mqAll = slices.Compact(mqAll)
 	if r.Broadcasting {
-		return Assignment{QueueIDs: mqAll, Mode: mode, Valid: true}
+		return Assignment{Queues: mqAll, Mode: mode, Valid: true}
 	}
 	cidAll := b.ConsumerIDs(r.Group)
 	if len(cidAll) == 0 {
@@ -126,7 +159,7 @@ func (b *Broker) QueryAssignment(r AssignmentRequest) Assignment {
 	}
 	cidAll = slices.Clone(cidAll)
 	slices.Sort(cidAll)
-	var qs []int32
+	var qs []RouteQueue
 	if mode.Mode == RequestModePop {
 		qs, ok = allocatePop(r.Strategy, r.ClientID, mqAll, cidAll, mode.PopShareQueueNum)
 	} else {
@@ -135,5 +168,5 @@ func (b *Broker) QueryAssignment(r AssignmentRequest) Assignment {
 	if !ok {
 		return Assignment{Mode: mode}
 	}
-	return Assignment{QueueIDs: qs, Mode: mode, Valid: true}
+	return Assignment{Queues: qs, Mode: mode, Valid: true}
 }

@@ -69,22 +69,24 @@ func TestAllocateCoversEveryQueueOnce(t *testing.T) {
 }
 
 // TestAllocatePop: POP with no share (or one covering every other
-// member) is every queue; with a share, the member's own queues plus
-// those of the next members; with more members than queues, one each.
+// member) is every broker's queues, each broker once as queue -1; with a
+// share, the member's own queues plus those of the next members; with
+// more members than queues, one each.
 func TestAllocatePop(t *testing.T) {
-	qs := []int32{0, 1, 2, 3}
+	qs := []RouteQueue{{"a", 0}, {"a", 1}, {"b", 0}, {"b", 1}}
 	cids := []string{"a", "b", "c", "d"}
-	if got, _ := allocatePop(StrategyAvg, "a", qs, cids, 0); !reflect.DeepEqual(got, []int32{-1}) {
+	every := []RouteQueue{{"a", -1}, {"b", -1}}
+	if got, _ := allocatePop(StrategyAvg, "a", qs, cids, 0); !reflect.DeepEqual(got, every) {
 		t.Errorf("share 0: %v", got)
 	}
-	if got, _ := allocatePop(StrategyAvg, "a", qs, cids, 3); !reflect.DeepEqual(got, []int32{-1}) {
+	if got, _ := allocatePop(StrategyAvg, "a", qs, cids, 3); !reflect.DeepEqual(got, every) {
 		t.Errorf("share covering all: %v", got)
 	}
-	if got, _ := allocatePop(StrategyAvg, "d", qs, cids, 1); !reflect.DeepEqual(got, []int32{3, 0}) {
+	if got, _ := allocatePop(StrategyAvg, "d", qs, cids, 1); !reflect.DeepEqual(got, []RouteQueue{{"b", 1}, {"a", 0}}) {
 		t.Errorf("share 1 of d: %v", got)
 	}
 	many := []string{"a", "b", "c", "d", "e", "f"}
-	if got, _ := allocatePop(StrategyAvg, "f", qs, many, 1); !reflect.DeepEqual(got, []int32{1}) {
+	if got, _ := allocatePop(StrategyAvg, "f", qs, many, 1); !reflect.DeepEqual(got, []RouteQueue{{"a", 1}}) {
 		t.Errorf("more members than queues: %v", got)
 	}
 }

@@ -263,8 +263,12 @@ func StartBroker(cfg BrokerConfig) (_ *Broker, err error) {
 	}
 	checkInitUser(b, cfg.Security.AccessKey, cfg.Security.SecretKey, cfg.Logger)
 	d.client = remoting.NewClient(remoting.ClientOptions{Logger: cfg.Logger, Network: cfg.Network, Sign: cfg.Security.Sign()})
+	var topicRoute func(context.Context, string) ([]broker.RouteQueue, error)
+	if len(cfg.NameServers) > 0 {
+		topicRoute = brokerfront.NameServerRoutes(d.client, cfg.NameServers) // QUERY_ASSIGNMENT over the whole route
+	}
 	d.front = brokerfront.New(b, brokerfront.Options{Logger: cfg.Logger, AwaitRoutes: d.awaitRoutes, RouteWait: cfg.RouteWait, Forward: d.client,
-		BrokerConfig: d.configOptions(&cfg), ClientCallTimeout: cfg.ClientCallTimeout})
+		BrokerConfig: d.configOptions(&cfg), ClientCallTimeout: cfg.ClientCallTimeout, TopicRoute: topicRoute})
 	d.srv = remoting.NewServer(remoting.ServerOptions{Logger: cfg.Logger, OnConnClose: d.front.ConnClosed, Limits: cfg.Remoting, Guard: guard})
 	d.front.Register(d.srv)
 	bc := cfg.Broker

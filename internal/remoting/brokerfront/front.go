@@ -45,6 +45,11 @@ type Options struct {
 	// consumer client (307, 309, 223; clientfwd.go); 0 means
 	// DefaultClientCallTimeout.
 	ClientCallTimeout time.Duration
+	// TopicRoute, if set, reads a topic's readable queues on every broker
+	// of its route from the name servers (NameServerRoutes; ErrNoRoute
+	// when they know none): QUERY_ASSIGNMENT assigns over them
+	// (assign.go). Nil: over this broker's queues.
+	TopicRoute func(ctx context.Context, topic string) ([]broker.RouteQueue, error)
 }
 
 // defaultRouteWait bounds how long a topic change waits for the name
@@ -77,6 +82,8 @@ type Front struct {
 	cfgVersion rmq.DataVersion // counter: updates that changed a setting
 
 	clientTimeout time.Duration // Options.ClientCallTimeout
+
+	routes routeCache // QUERY_ASSIGNMENT's routes (assign.go)
 }
 
 type connIDKey struct{}
@@ -91,6 +98,7 @@ func New(b *broker.Broker, opts Options) *Front {
 	f := &Front{b: b, log: opts.Logger.With("component", "brokerfront"), name: bc.BrokerName, conns: make(map[uint64]*remoting.Conn),
 		authenticated: opts.Authenticated, clientTimeout: opts.ClientCallTimeout}
 	f.authAdm = b
+	f.routes = routeCache{read: opts.TopicRoute, routes: map[string]cachedRoute{}}
 	f.cfgOpts, f.cfgVersion = opts.BrokerConfig, rmq.DataVersion{Timestamp: bc.Clock.Now().UnixMilli()}
 	if opts.Forward != nil && bc.MasterAddr != nil {
 		f.fwd = &forwarder{f: f, master: bc.MasterAddr, cl: opts.Forward,
