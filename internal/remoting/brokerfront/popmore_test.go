@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/petrelmq/petrel/internal/daemon"
 	"github.com/petrelmq/petrel/internal/remoting"
 	"github.com/petrelmq/petrel/internal/remoting/rmq"
 )
@@ -266,5 +267,27 @@ func TestNotificationOverRemoting(t *testing.T) {
 	resp = f.call(t, rmq.EncodePollingInfoRequest(rmq.PollingInfoRequest{ConsumerGroup: "pg1", Topic: "NoSuchTopic", QueueID: -1}))
 	if resp.Code != rmq.RespTopicNotExist {
 		t.Fatalf("polling info of a missing topic: %d %q", resp.Code, resp.Remark)
+	}
+}
+
+// TestNotificationWhenPollingIsFull: with LongPollMaxTotal requests
+// waiting already a NOTIFICATION that would wait answers at once, 0 with
+// hasMsg false and pollingFull true (RocketMQ's POLLING_FULL answer).
+func TestNotificationWhenPollingIsFull(t *testing.T) {
+	f := startFrontWith(t, func(c *daemon.BrokerConfig) { c.Broker.LongPollMaxTotal = 1 })
+	popped := f.callAsync(popReq("pg1", "TBW102", 10000))
+	f.awaitParked(t, 1)
+	resp := f.call(t, rmq.EncodeNotificationRequest(rmq.NotificationRequest{ConsumerGroup: "pg2", Topic: "TBW102", QueueID: -1, PollTime: 10000}))
+	if n, err := rmq.DecodeNotificationResponse(resp); resp.Code != rmq.RespSuccess || err != nil || n.HasMsg || !n.PollingFull {
+		t.Fatalf("notification with the long polls full: %d %q, %+v (%v)", resp.Code, resp.Remark, n, err)
+	}
+	f.sendN(t, "TBW102", 1) // answers the parked pop
+	select {
+	case resp := <-popped:
+		if resp == nil || resp.Code != rmq.RespSuccess {
+			t.Fatalf("the parked pop: %+v", resp)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the parked pop did not answer within 5s of an arrival")
 	}
 }
