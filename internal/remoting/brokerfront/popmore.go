@@ -177,12 +177,21 @@ func (f *Front) batchAck(_ context.Context, _ *remoting.Conn, req *remoting.Comm
 	if refused == 0 {
 		return remoting.NewResponse(req, rmq.RespSuccess, "")
 	}
-	resp := f.errorResponse(req, first) // logs the first cause as every refusal
 	more := ""
 	if refused > batchAckRefusalsNamed {
 		more = "; and " + strconv.Itoa(refused-batchAckRefusalsNamed) + " more"
 	}
-	resp.Remark = fmt.Sprintf("acknowledged %d of %d messages, refused %d (the others stay acknowledged)%s%s",
+	remark := fmt.Sprintf("acknowledged %d of %d messages, refused %d (the others stay acknowledged)%s%s",
 		len(acks)-refused, len(acks), refused, named.String(), more)
+	if refused < len(acks) {
+		// As RocketMQ's broker: a batch that acknowledged something is a
+		// success (the client cannot act on a part of it; the refused
+		// deliveries come again when due), the refusals named in the
+		// remark and the log.
+		f.log.Warn("batch acknowledgement partly refused", "remark", remark, "cause", first)
+		return remoting.NewResponse(req, rmq.RespSuccess, remark)
+	}
+	resp := f.errorResponse(req, first) // logs the first cause as every refusal
+	resp.Remark = remark
 	return resp
 }
