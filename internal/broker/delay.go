@@ -59,9 +59,20 @@ const (
 // rolling timer can find out it was cancelled.
 const cancelKeyPrefix = "TIMER_DEL_"
 
-// timerProps are removed from a message when it is delivered.
+// timerProps are removed from a retry or dead-letter copy: its own delay
+// is the broker's, not the original send's.
 var timerProps = []string{
 	message.PropertyDelayLevel, message.PropertyTimerDeliverMS, PropertyTimerDelaySec, PropertyTimerDelayMS,
+	PropertyTimerOutMS, message.PropertyRealTopic, message.PropertyRealQueueID, propTimerRolled,
+}
+
+// firedProps are removed from a delayed message when the timer delivers
+// it. TIMER_DELIVER_MS stays, as in RocketMQ 5 (its timer keeps the
+// sender's properties): it is how a 5.x consumer sees the message as
+// DELAY with its delivery timestamp. A time in the past delays nothing,
+// so a copy sent on again is not held a second time.
+var firedProps = []string{
+	message.PropertyDelayLevel, PropertyTimerDelaySec, PropertyTimerDelayMS,
 	PropertyTimerOutMS, message.PropertyRealTopic, message.PropertyRealQueueID, propTimerRolled,
 }
 
@@ -309,7 +320,7 @@ func (b *Broker) fireTimers(due []timer.Entry) error {
 			b.log.Error("a delayed message has no REAL_TOPIC; dropped", "offset", e.Offset)
 			continue
 		}
-		for _, k := range timerProps {
+		for _, k := range firedProps {
 			m.RemoveProperty(k)
 		}
 		m.Topic, m.QueueID = topic, int32(qid) // the body and its CRC stay

@@ -106,6 +106,15 @@ func TestTimerPropertiesAndCap(t *testing.T) {
 	if fmt.Sprint(p.bodies) != "[past abs rel]" {
 		t.Fatalf("delivery order %v", p.bodies)
 	}
+	// The delivered message keeps the sender's TIMER_DELIVER_MS (a 5.x
+	// consumer's delivery timestamp); the timer's own properties are gone.
+	if m := p.recs[1]; m.Property(message.PropertyTimerDeliverMS) != strconv.FormatInt(at, 10) ||
+		m.Property(PropertyTimerOutMS) != "" || m.Property(message.PropertyRealTopic) != "" {
+		t.Fatalf("delivered abs with properties %q; want TIMER_DELIVER_MS=%d and no timer properties", m.Properties, at)
+	}
+	if m := p.recs[2]; m.Property(PropertyTimerDelaySec) != "" || m.Property(PropertyTimerOutMS) != "" {
+		t.Fatalf("delivered rel with properties %q; want no timer properties", m.Properties)
+	}
 }
 
 // TestPendingDelaysSurviveRestart: a delayed message pending at a restart

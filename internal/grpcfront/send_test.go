@@ -127,6 +127,25 @@ func TestSendDelayIsHeldUntilTheDeliveryTime(t *testing.T) {
 	if string(r.Body()) != "later" || prop(r, message.PropertyUniqKey) != "ID-DELAY" {
 		t.Fatalf("delivered %q %q", r.Body(), r.Properties())
 	}
+	// A consumer receives it as RocketMQ's proxy delivers a fired timer
+	// message: type DELAY with the delivery timestamp it was sent with.
+	req := receiveReq("g1", "T1", 4, 10*time.Second)
+	req.MessageQueue.Id = 0
+	req.FilterExpression.Expression = "*"
+	var got []*v2.Message
+	for _, resp := range e.receive(e.ctx("c1"), req) {
+		if m := resp.GetMessage(); m != nil {
+			got = append(got, m)
+		}
+	}
+	if len(got) != 1 {
+		t.Fatalf("received %d messages, want the delayed one", len(got))
+	}
+	if sp := got[0].GetSystemProperties(); sp.GetMessageId() != "ID-DELAY" || sp.GetMessageType() != v2.MessageType_DELAY ||
+		!sp.GetDeliveryTimestamp().AsTime().Equal(t0.Add(5*time.Second)) {
+		t.Fatalf("received id %s type %v delivery timestamp %v; want ID-DELAY, DELAY, %v",
+			sp.GetMessageId(), sp.GetMessageType(), sp.GetDeliveryTimestamp().AsTime(), t0.Add(5*time.Second))
+	}
 	// A delivery time already passed is not delayed, and the record keeps
 	// it (the timer removes it from the ones it delivers).
 	past := msg("T1", "ID-PAST", "now")

@@ -1,9 +1,11 @@
 package interop
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -171,4 +173,183 @@ func TestNodeClientSeesRocketMQsAnswers(t *testing.T) {
 	if i, ok := byBody["normal"]; !ok || len(res.Received[i].Properties) != 0 {
 		t.Errorf("normal delivery %+v: want no user properties", res.Received[byBody["normal"]])
 	}
+}
+
+// nodePushMember is one PushConsumer process of push.js: the events it
+// printed, read as they come.
+type nodePushMember struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	events chan nodePushEvent
+	stderr *strings.Builder
+	done   chan struct{} // closed when stdout is read to its end
+}
+
+type nodePushEvent struct {
+	Event             string            `json:"event"`
+	ID                string            `json:"id"`
+	Body              string            `json:"body"`
+	Tag               string            `json:"tag"`
+	Keys              []string          `json:"keys"`
+	Properties        map[string]string `json:"properties"`
+	Type              string            `json:"type"`
+	DeliveryTimestamp int64             `json:"deliveryTimestamp"`
+	Attempt           int               `json:"attempt"`
+}
+
+// startNodePushMember starts node push.js consume; it stops when the test
+// ends (its stdin is closed, then it is killed with the test's context).
+func startNodePushMember(t *testing.T, ctx context.Context, endpoint, topic, group string) *nodePushMember {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, "node", "push.js", "consume", endpoint, topic, group)
+	cmd.Dir = nodeClientDir
+	m := &nodePushMember{cmd: cmd, events: make(chan nodePushEvent, 1024), stderr: &strings.Builder{}, done: make(chan struct{})}
+	cmd.Stderr = m.stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.stdin, err = cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start node push.js: %v", err)
+	}
+	go func() {
+		defer close(m.done)
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			var ev nodePushEvent
+			if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+				ev = nodePushEvent{Event: "garbage", Body: sc.Text()}
+			}
+			m.events <- ev
+		}
+		close(m.events)
+	}()
+	t.Cleanup(func() {
+		m.stdin.Close()
+		<-m.done
+		_ = cmd.Wait()
+	})
+	return m
+}
+
+// TestNodePushConsumersShareAGroup: two Node.js PushConsumer processes of
+// one clustering group consume 200 messages sent to a 4-queue topic.
+// Every message is consumed at least once, both members get some, each
+// arrives with its tag, keys and property; a message sent with a delivery
+// timestamp arrives no earlier, typed DELAY with that timestamp.
+func TestNodePushConsumersShareAGroup(t *testing.T) {
+	ensureNodeClient(t)
+	p := startPetrel(t, serverOptions{extraArgs: []string{"--grpc-plaintext"}})
+	topic, group := uniqueName(t, "nodepush"), uniqueName(t, "g")
+	createTopics(t, p, topic)
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	defer cancel()
+
+	members := []*nodePushMember{
+		startNodePushMember(t, ctx, p.grpcAddr, topic, group),
+		startNodePushMember(t, ctx, p.grpcAddr, topic, group),
+	}
+	for i, m := range members {
+		select {
+		case ev, ok := <-m.events:
+			if !ok || ev.Event != "started" {
+				t.Fatalf("member %d did not start (first event %+v)\nstderr:\n%s", i, ev, tail(m.stderr.String(), 4000))
+			}
+		case <-ctx.Done():
+			t.Fatalf("member %d did not start\nstderr:\n%s", i, tail(m.stderr.String(), 4000))
+		}
+	}
+
+	const count = 200
+	const delay = 3 * time.Second
+	cmd := exec.CommandContext(ctx, "node", "push.js", "produce", p.grpcAddr, topic, fmt.Sprint(count), fmt.Sprint(delay.Milliseconds()))
+	cmd.Dir = nodeClientDir
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node push.js produce: %v\nstdout:\n%s\nstderr:\n%s", err, out, tail(stderr.String(), 4000))
+	}
+	var sent struct {
+		Sent    []string `json:"sent"`
+		Delayed struct {
+			ID                string `json:"id"`
+			DeliveryTimestamp int64  `json:"deliveryTimestamp"`
+		} `json:"delayed"`
+	}
+	if err := json.Unmarshal(out, &sent); err != nil || len(sent.Sent) != count || sent.Delayed.ID == "" {
+		t.Fatalf("producer output %s (%v); want %d ids and the delayed one", out, err, count)
+	}
+	index := map[string]int{}
+	for i, id := range sent.Sent {
+		index[id] = i
+	}
+
+	// Collect from both members until every message (and the delayed one)
+	// has been consumed.
+	type consumed struct {
+		member int
+		ev     nodePushEvent
+		at     time.Time
+	}
+	merged := make(chan consumed, 1024)
+	for i, m := range members {
+		go func() {
+			for ev := range m.events {
+				merged <- consumed{member: i, ev: ev, at: time.Now()}
+			}
+		}()
+	}
+	perMember := [2]int{}
+	seen := map[string]bool{}
+	var delayed *consumed
+	for len(seen) < count || delayed == nil {
+		select {
+		case c := <-merged:
+			ev := c.ev
+			if ev.Event != "message" {
+				t.Fatalf("member %d printed %+v while consuming\nstderr:\n%s", c.member, ev, tail(members[c.member].stderr.String(), 4000))
+			}
+			if ev.ID == sent.Delayed.ID {
+				delayed = &c
+				continue
+			}
+			i, ok := index[ev.ID]
+			if !ok {
+				t.Fatalf("member %d consumed %s (%q), which was not sent", c.member, ev.ID, ev.Body)
+			}
+			if ev.Body != fmt.Sprintf("push-%d", i) || ev.Tag != "push" || !slices.Equal(ev.Keys, []string{fmt.Sprintf("key-%d", i)}) ||
+				ev.Properties["seq"] != fmt.Sprint(i) || ev.Type != "NORMAL" {
+				t.Errorf("message %d arrived as %+v; want body push-%d, tag push, key key-%d, property seq=%d, type NORMAL", i, ev, i, i, i)
+			}
+			seen[ev.ID] = true
+			perMember[c.member]++
+		case <-ctx.Done():
+			var missing []string
+			for _, id := range sent.Sent {
+				if !seen[id] {
+					missing = append(missing, id)
+				}
+			}
+			t.Fatalf("consumed %d of %d messages (per member %v), delayed consumed %v; missing %d, e.g. %v",
+				len(seen), count, perMember, delayed != nil, len(missing), missing[:min(len(missing), 5)])
+		}
+	}
+	if perMember[0] == 0 || perMember[1] == 0 {
+		t.Errorf("per member consumed %v; both members of the group must get some", perMember)
+	}
+	want := time.UnixMilli(sent.Delayed.DeliveryTimestamp)
+	if ev := delayed.ev; ev.Type != "DELAY" || ev.DeliveryTimestamp != sent.Delayed.DeliveryTimestamp || ev.Body != "delayed" || ev.Tag != "later" {
+		t.Errorf("the delayed message arrived as %+v; want type DELAY, deliveryTimestamp %d (%v)", ev, sent.Delayed.DeliveryTimestamp, want)
+	}
+	// Node and this test share the clock; the broker fires no earlier
+	// than the delivery time (a few ms of scheduling slack allowed for).
+	if delayed.at.Before(want.Add(-50 * time.Millisecond)) {
+		t.Errorf("the delayed message was consumed at %v, before its delivery time %v", delayed.at, want)
+	}
+	t.Logf("per member consumed %v of %d; delayed message consumed %v after its delivery time", perMember, count, delayed.at.Sub(want))
 }
