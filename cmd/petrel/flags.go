@@ -32,6 +32,7 @@ type options struct {
 	flush         string
 	flushInterval time.Duration
 	autoCreate    bool
+	typeCheck     bool
 	advertise     string
 	segmentBytes  int64
 	pageCache     int64
@@ -107,6 +108,7 @@ func addBrokerFlags(fl *pflag.FlagSet, o *options) {
 	fl.IntVar(&o.diskMaxUsed, "disk-max-used-ratio", int(def.DiskHighWater*100+0.5), fmt.Sprintf("while more than this percentage of the data dir's disk is in use, delete the oldest commit-log segments before their reserved time (1-%d; writes are refused above %d)", int(def.DiskHardLimit*100+0.5)-1, int(def.DiskHardLimit*100+0.5)))
 	bdef := broker.DefaultConfig()
 	fl.StringVar(&o.delayLevels, "delay-levels", formatDelayLevels(bdef.DelayLevels), "delays of the DELAY property's levels 1, 2, ...; retries wait level 3 + attempts")
+	fl.BoolVar(&o.typeCheck, "topic-message-type-check", true, "refuse a message whose type (normal, FIFO, delayed, transactional; a 4.x client's is inferred from its properties) is not the one its topic's message.type attribute names, on both protocols (RocketMQ's enableTopicMessageTypeCheck); topics without the attribute take every type")
 	fl.DurationVar(&o.maxTimerDelay, "max-timer-delay", bdef.MaxTimerDelay, "refuse delayed messages due later than this")
 	fl.DurationVar(&o.lockExpiry, "lock-expiry", bdef.LockExpiry, "an orderly consumer's queue lock not renewed for this long can be taken by another member (the Go client renews every 20 s and does not unlock queues it rebalances away)")
 	fl.DurationVar(&o.txnTimeout, "transaction-timeout", 6*time.Second, "check back an undecided transaction this long after its half message was stored")
@@ -220,6 +222,7 @@ func (o *options) brokerConfig(logger *slog.Logger) (broker.Config, error) {
 	cfg.BrokerName = o.brokerName
 	cfg.ClusterName = o.cluster
 	cfg.AutoCreateTopics = o.autoCreate
+	cfg.NoTopicMessageTypeCheck = !o.typeCheck
 	cfg.MaxMessageBytes = o.maxMessage
 	cfg.Logger = logger
 	return cfg, nil

@@ -134,6 +134,11 @@ type Config struct {
 	// MaxTimerDelay caps how far ahead a delayed message may be due (the
 	// 5.x timer properties); later ones are refused. Default 7 days.
 	MaxTimerDelay time.Duration
+	// NoTopicMessageTypeCheck turns off the check of a send's message type
+	// against its topic's message.type attribute (policy.go), on every
+	// front: RocketMQ's enableTopicMessageTypeCheck=false. Default false
+	// (checked, as RocketMQ's default true).
+	NoTopicMessageTypeCheck bool
 	// DedupWindow: a resend of a message (same UNIQ_KEY, same topic) within
 	// this long of the original is answered with the original's result and
 	// not stored again. Negative disables. Default 10 minutes.

@@ -5,12 +5,21 @@ package broker
 // FIFO message (from its sharding key), and what a front needs to name
 // of transactions without importing broker/txn.
 //
-// Message types: a send that declares a type (the gRPC front always does)
-// is refused when the topic's message.type attribute names another one
-// (NORMAL, FIFO, DELAY or TRANSACTION; MIXED, none or anything else
-// accepts every type). A 4.x send declares none and is not checked: Petrel
-// never checked them, and Java's broker does not either (its proxy infers
-// a type from the properties and checks that, for remoting clients too).
+// Message types: a send is refused when the topic's message.type
+// attribute names one type (NORMAL, FIFO, DELAY or TRANSACTION) and the
+// message is of another; MIXED, no attribute or anything else accepts
+// every type. A gRPC send declares its type; a 4.x send declares none, so
+// its type is inferred from what it asks for, in RocketMQ 5's order
+// (TopicMessageType.parseFromMessageProperty): a transaction's half is
+// TRANSACTION, else a delay (DELAY, TIMER_DELIVER_MS, TIMER_DELAY_SEC,
+// TIMER_DELAY_MS) makes it DELAY, else a sharding key (__SHARDINGKEY)
+// FIFO, else it is NORMAL. As RocketMQ's proxy, which applies the check
+// to remoting and gRPC clients alike, sends to %RETRY% and %DLQ% topics
+// and messages with TRANSFER_FLAG are not checked. The refusal is
+// KindMessageIllegal (MESSAGE_ILLEGAL on remoting, as the proxy answers;
+// MESSAGE_PROPERTY_CONFLICT_WITH_TYPE on gRPC). Config's
+// NoTopicMessageTypeCheck (RocketMQ's enableTopicMessageTypeCheck=false)
+// turns the check off on both.
 
 import (
 	"errors"
@@ -19,7 +28,6 @@ import (
 
 	"github.com/petrelmq/petrel/internal/broker/pop"
 	"github.com/petrelmq/petrel/internal/broker/txn"
-	"github.com/petrelmq/petrel/internal/store/meta"
 )
 
 // MessageType is the type a producer declares for a message.
@@ -79,18 +87,68 @@ var (
 	ErrDeliveryTime = errors.New("broker: delivery time beyond the limit")
 )
 
-// checkMessageType refuses a declared type topic t does not accept.
-func checkMessageType(t meta.Topic, typ MessageType) error {
-	if typ == MessageTypeUnspecified {
+// PropertyTransferFlag marks a message a broker moves on its own behalf
+// (RocketMQ's MessageConst.PROPERTY_TRANSFER_FLAG); its type is not
+// checked against the topic.
+const PropertyTransferFlag = "TRANSFER_FLAG"
+
+// CheckMessageType refuses req when topic t's message.type does not
+// accept its type (see the file comment): the declared MessageType, or
+// for a send that declares none (4.x) the type its fields and properties
+// make it. Nil when the broker's NoTopicMessageTypeCheck is set.
+func (b *Broker) CheckMessageType(t TopicConfig, req *SendRequest) error {
+	if b.cfg.NoTopicMessageTypeCheck {
 		return nil
 	}
-	accepted := AcceptedTypes(topicFromMeta(t))
-	for _, a := range accepted {
-		if a == typ {
+	return checkMessageType(t, req)
+}
+
+// checkMessageType is CheckMessageType regardless of the broker's setting.
+func checkMessageType(t TopicConfig, req *SendRequest) error {
+	accepted := AcceptedTypes(t)
+	if len(accepted) == len(allMessageTypes) {
+		return nil // no single type: the common case costs one map lookup
+	}
+	typ, why := req.MessageType, ""
+	if typ == MessageTypeUnspecified {
+		if strings.HasPrefix(req.Topic, RetryGroupTopicPrefix) || strings.HasPrefix(req.Topic, DLQGroupTopicPrefix) {
 			return nil
 		}
+		if _, ok := req.Properties.Get(PropertyTransferFlag); ok {
+			return nil
+		}
+		typ, why = inferMessageType(req)
+	}
+	if typ == accepted[0] {
+		return nil
+	}
+	if why != "" {
+		return errorf(KindMessageIllegal, ErrMessageType, "topic %q accepts %v messages only (its message.type), and this is a %v message (%s); send it to a topic of that type, or change the topic's message.type (MIXED accepts every type)", t.Name, accepted[0], typ, why)
 	}
 	return errorf(KindMessageIllegal, ErrMessageType, "topic %q accepts %v messages, not %v; send to a topic of that type", t.Name, accepted, typ)
+}
+
+// inferMessageType is the type of a send that declares none, and what
+// made it so.
+func inferMessageType(req *SendRequest) (MessageType, string) {
+	if req.Transactional {
+		return MessageTypeTransaction, "it is a transaction's half message"
+	}
+	if !req.Delay.IsZero() {
+		return MessageTypeDelay, "it has a delivery delay"
+	}
+	for _, d := range req.ItemDelays {
+		if !d.IsZero() {
+			return MessageTypeDelay, "a batch item has a delivery delay"
+		}
+	}
+	if req.ShardingKey != "" {
+		return MessageTypeFIFO, "it has a sharding key"
+	}
+	if _, ok := req.Properties.Get(PropertyShardingKey); ok {
+		return MessageTypeFIFO, "it has the " + PropertyShardingKey + " property"
+	}
+	return MessageTypeNormal, "it has no delay, sharding key or transaction"
 }
 
 // PropertyShardingKey holds a FIFO message's sharding key (Java's

@@ -63,7 +63,7 @@ func TestAutoCreateIsOneRuleForBothFronts(t *testing.T) {
 
 // TestMessageTypeAcceptance: a declared type must be one the topic's
 // message.type attribute accepts (MIXED, none: all); an undeclared type
-// (4.x) is not checked; a refused send stores nothing.
+// (4.x) is inferred (here NORMAL); a refused send stores nothing.
 func TestMessageTypeAcceptance(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
@@ -84,7 +84,7 @@ func TestMessageTypeAcceptance(t *testing.T) {
 		{"Fifo", MessageTypeFIFO, true},
 		{"Fifo", MessageTypeNormal, false},
 		{"Fifo", MessageTypeDelay, false},
-		{"Fifo", MessageTypeUnspecified, true},
+		{"Fifo", MessageTypeUnspecified, false},
 		{"Normal", MessageTypeNormal, true},
 		{"Normal", MessageTypeTransaction, false},
 		{"Mixed", MessageTypeTransaction, true},
@@ -108,7 +108,7 @@ func TestMessageTypeAcceptance(t *testing.T) {
 	if got := AcceptedTypes(TopicConfig{}); len(got) != 4 {
 		t.Fatalf("a topic without the attribute accepts %v", got)
 	}
-	// Only the accepted sends were stored: Fifo holds FIFO + unspecified
+	// Only the accepted sends were stored: Fifo holds the FIFO one
 	// (counted once dispatch has caught up with the log).
 	if err := e.st.WaitDispatched(ctx); err != nil {
 		t.Fatal(err)
@@ -117,8 +117,96 @@ func TestMessageTypeAcceptance(t *testing.T) {
 	for q := range int32(2) {
 		n += e.st.MaxOffset("Fifo", q)
 	}
-	if n != 2 {
-		t.Fatalf("Fifo holds %d messages, want the 2 accepted", n)
+	if n != 1 {
+		t.Fatalf("Fifo holds %d messages, want the 1 accepted", n)
+	}
+}
+
+// TestMessageTypeOf4xSends: a 4.x send declares no type; it is inferred
+// in RocketMQ 5's order (transaction, delay, sharding key, else NORMAL)
+// and checked against a topic's message.type, with a remark naming the
+// topic's type, the message's and why; retry and dead-letter topics and
+// TRANSFER_FLAG messages are not checked, a topic without the attribute
+// takes everything, and NoTopicMessageTypeCheck turns the check off.
+func TestMessageTypeOf4xSends(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	for name, attr := range map[string]string{"N": "NORMAL", "F": "FIFO", "D": "DELAY", "X": "TRANSACTION", "Plain": ""} {
+		tc := topicCfg(name, 2, 6)
+		if attr != "" {
+			tc.Attributes = map[string]string{TopicTypeAttribute: attr}
+		}
+		if err := e.b.CreateTopic(tc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	later := strconv.FormatInt(t0.Add(time.Minute).UnixMilli(), 10)
+	kinds := map[string][]string{
+		"NORMAL":      nil,
+		"DELAY":       {"DELAY", "2"},
+		"DELIVER_MS":  {message.PropertyTimerDeliverMS, later},
+		"DELAY_SEC":   {PropertyTimerDelaySec, "5"},
+		"FIFO":        {PropertyShardingKey, "order-1"},
+		"TRANSACTION": {message.PropertyTransactionFlag, "true", message.PropertyProducerGroup, "pg"},
+		// A delay wins over a sharding key, as in RocketMQ.
+		"DELAY+FIFO": {"DELAY", "1", PropertyShardingKey, "order-1"},
+	}
+	accepts := map[string]map[string]bool{
+		"N": {"NORMAL": true},
+		"F": {"FIFO": true},
+		"D": {"DELAY": true, "DELIVER_MS": true, "DELAY_SEC": true, "DELAY+FIFO": true},
+		"X": {"TRANSACTION": true},
+	}
+	for topic, ok := range accepts {
+		for kind, kv := range kinds {
+			_, err := e.b.Send(ctx, sendReq(topic, 0, kind, kv...))
+			switch {
+			case ok[kind] && err != nil:
+				t.Errorf("%s message to %s: %v", kind, topic, err)
+			case !ok[kind] && (!errors.Is(err, ErrMessageType) || KindOf(err) != KindMessageIllegal):
+				t.Errorf("%s message to %s: %v, want KindMessageIllegal with ErrMessageType", kind, topic, err)
+			}
+		}
+	}
+	_, err := e.b.Send(ctx, sendReq("N", 0, "x", "DELAY", "3"))
+	wantKind(t, err, KindMessageIllegal, `topic "N" accepts NORMAL messages only (its message.type), and this is a DELAY message (it has a delivery delay)`, "MIXED")
+	_, err = e.b.Send(ctx, sendReq("D", 0, "x"))
+	wantKind(t, err, KindMessageIllegal, `topic "D" accepts DELAY messages only`, "this is a NORMAL message")
+
+	// Not checked: no attribute, retry and dead-letter topics, TRANSFER_FLAG.
+	for _, r := range []*SendRequest{
+		sendReq("Plain", 0, "x", "DELAY", "3"),
+		sendReq("N", 0, "x", "DELAY", "3", PropertyTransferFlag, "true"),
+		sendReq(RetryGroupTopicPrefix+"g", 0, "x", "DELAY", "3"),
+		sendReq(DLQGroupTopicPrefix+"g", 0, "x", PropertyShardingKey, "k"),
+	} {
+		if _, err := e.b.Send(ctx, r); err != nil {
+			t.Errorf("send to %s (%q): %v", r.Topic, r.Properties.Encoded(), err)
+		}
+	}
+	for _, topic := range []string{RetryGroupTopicPrefix + "g", DLQGroupTopicPrefix + "g"} {
+		tc := topicCfg(topic, 1, 6)
+		tc.Attributes = map[string]string{TopicTypeAttribute: "NORMAL"}
+		if err := e.b.CreateTopic(tc); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.b.Send(ctx, sendReq(topic, 0, "x", "DELAY", "3")); err != nil {
+			t.Errorf("send to %s with message.type NORMAL: %v; group topics are not checked", topic, err)
+		}
+	}
+
+	off := newEnv(t, func(_ *store.Config, c *Config) { c.NoTopicMessageTypeCheck = true })
+	tc := topicCfg("N", 1, 6)
+	tc.Attributes = map[string]string{TopicTypeAttribute: "NORMAL"}
+	if err := off.b.CreateTopic(tc); err != nil {
+		t.Fatal(err)
+	}
+	r := mapReq("N", "ID-F", "x")
+	r.MessageType, r.ShardingKey = MessageTypeFIFO, "k"
+	for _, r := range []*SendRequest{sendReq("N", 0, "x", "DELAY", "3"), r} {
+		if _, err := off.b.Send(ctx, r); err != nil {
+			t.Errorf("with NoTopicMessageTypeCheck, send %v to a NORMAL topic: %v", r.MessageType, err)
+		}
 	}
 }
 

@@ -110,7 +110,8 @@ type SendRequest struct {
 	// every message of one key on one queue (ShardQueue).
 	ShardingKey string
 	// MessageType is the type the producer declares, checked against the
-	// topic's (AcceptedTypes); MessageTypeUnspecified is not checked.
+	// topic's (AcceptedTypes); for MessageTypeUnspecified (4.x) the type
+	// the other fields and the properties make it is (CheckMessageType).
 	MessageType MessageType
 	// Body is the message body, or for a batch the SEND_BATCH_MESSAGE body.
 	Body              []byte
@@ -217,7 +218,7 @@ func (b *Broker) prepareSend(ctx context.Context, req *SendRequest, create bool)
 			return nil, 0, err
 		}
 	}
-	if err := checkMessageType(topic, req.MessageType); err != nil {
+	if err := b.CheckMessageType(topicFromMeta(topic), req); err != nil {
 		return nil, 0, err
 	}
 	if !b.meta.TopicsDurable() {

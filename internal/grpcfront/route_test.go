@@ -176,3 +176,25 @@ func TestNamespacedNamesRoundTrip(t *testing.T) {
 		t.Fatalf("resource without namespace %v", got)
 	}
 }
+
+// TestTopicMessageTypeCheckOff: with the broker's NoTopicMessageTypeCheck
+// (--topic-message-type-check=false) producers are told not to validate
+// message types (Publishing.validate_message_type, true by default) and a
+// normal message to a FIFO topic is stored.
+func TestTopicMessageTypeCheckOff(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		e := newEnv(t, func(o *envOptions) { o.broker = func(c *broker.Config) { c.NoTopicMessageTypeCheck = off } })
+		if err := e.b.CreateTopic(broker.TopicConfig{Name: "OnlyFIFO", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6,
+			Attributes: map[string]string{broker.TopicTypeAttribute: "FIFO"}}); err != nil {
+			t.Fatal(err)
+		}
+		_, pushed := e.telemetry("p1", producerSettings("OnlyFIFO"))
+		if got := pushed.GetSettings().GetPublishing().GetValidateMessageType(); got == off {
+			t.Errorf("check off %v: settings say validate_message_type %v", off, got)
+		}
+		got := e.send("p1", msg("OnlyFIFO", "ID-NORMAL", "x"))
+		if want := map[bool]v2.Code{false: v2.Code_MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, true: v2.Code_OK}[off]; code(got.Status) != want {
+			t.Errorf("check off %v: normal send to a FIFO topic: %v, want %v", off, got.Status, want)
+		}
+	}
+}

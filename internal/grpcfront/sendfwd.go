@@ -249,15 +249,9 @@ func (f *forwarder) sendHeader(r *broker.SendRequest) (rmq.SendHeader, error) {
 		return rmq.SendHeader{}, &broker.Error{Kind: broker.KindTopicNotExist,
 			Msg: fmt.Sprintf("topic %q does not exist on broker %s; a retry or dead-letter topic belongs to its consumer group and is not created by a send", r.Topic, f.b.Config().BrokerName)}
 	}
-	if known && r.MessageType != broker.MessageTypeUnspecified {
-		accepted := broker.AcceptedTypes(t)
-		ok := false
-		for _, a := range accepted {
-			ok = ok || a == r.MessageType
-		}
-		if !ok {
-			return rmq.SendHeader{}, &broker.Error{Kind: broker.KindMessageIllegal, Err: broker.ErrMessageType,
-				Msg: fmt.Sprintf("topic %q accepts %v messages, not %v; send to a topic of that type", r.Topic, accepted, r.MessageType)}
+	if known {
+		if err := f.b.CheckMessageType(t, r); err != nil {
+			return rmq.SendHeader{}, err
 		}
 	}
 	props := make(map[string]string, len(r.Properties.Map())+3)

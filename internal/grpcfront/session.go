@@ -481,7 +481,7 @@ func (s *Server) replySettings(in *v2.Settings) *v2.Settings {
 		out.PubSub = &v2.Settings_Publishing{Publishing: &v2.Publishing{
 			Topics:              ps.Publishing.GetTopics(),
 			MaxBodySize:         s.maxBodySize(),
-			ValidateMessageType: true,
+			ValidateMessageType: !s.b.Config().NoTopicMessageTypeCheck,
 		}}
 	case *v2.Settings_Subscription:
 		sub := ps.Subscription
