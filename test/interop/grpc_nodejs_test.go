@@ -197,8 +197,8 @@ type nodePushEvent struct {
 	Attempt           int               `json:"attempt"`
 }
 
-// startNodePushMember starts node push.js consume; it stops when the test
-// ends (its stdin is closed, then it is killed with the test's context).
+// startNodePushMember starts node push.js consume; it is killed when the
+// test ends.
 func startNodePushMember(t *testing.T, ctx context.Context, endpoint, topic, group string) *nodePushMember {
 	t.Helper()
 	cmd := exec.CommandContext(ctx, "node", "push.js", "consume", endpoint, topic, group)
@@ -229,6 +229,10 @@ func startNodePushMember(t *testing.T, ctx context.Context, endpoint, topic, gro
 		close(m.events)
 	}()
 	t.Cleanup(func() {
+		// Killed, not shut down by closing stdin: the client's graceful
+		// shutdown waits out its parked receive (its long-polling timeout,
+		// 30 s; 1.0.8 ignores the longPollingTimeout option).
+		_ = cmd.Process.Kill()
 		m.stdin.Close()
 		<-m.done
 		_ = cmd.Wait()

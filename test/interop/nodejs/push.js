@@ -44,7 +44,6 @@ async function consume(endpoints, topic, group) {
   const consumer = new PushConsumer({
     endpoints, consumerGroup: group, namespace: '', logger,
     subscriptions: new Map().set(topic, '*'),
-    longPollingTimeout: 2000,
     messageListener: {
       consume(m) {
         emit({
