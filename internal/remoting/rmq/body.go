@@ -16,8 +16,9 @@ type BodyError struct {
 func (e *BodyError) Error() string { return e.Body + " body: " + e.Problem }
 
 // decodeJSON unmarshals body into v, or returns a *BodyError for name.
+// Bare number keys, as Java's fastjson writes them, are read as quoted.
 func decodeJSON(body []byte, name string, v any) error {
-	if err := json.Unmarshal(body, v); err != nil {
+	if err := json.Unmarshal(quoteNumberKeys(body), v); err != nil {
 		return &BodyError{Body: name, Problem: jsonProblem(err, name)}
 	}
 	return nil
