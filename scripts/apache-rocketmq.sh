@@ -103,6 +103,7 @@ storePathCommitLog=$DIR/store/commitlog
 flushDiskType=$FLUSH_TYPE
 autoCreateTopicEnable=true
 autoCreateSubscriptionGroup=true
+enablePropertyFilter=true
 mappedFileSizeCommitLog=134217728
 diskMaxUsedSpaceRatio=95
 EOF

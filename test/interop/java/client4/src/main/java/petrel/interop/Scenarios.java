@@ -58,12 +58,22 @@ import org.apache.rocketmq.common.protocol.heartbeat.MessageModel;
  *
  * Arguments: scenario, name server address, topic, group. Prints "ok
  * SCENARIO DETAIL" and exits 0, or prints "fail SCENARIO WHY" and exits 2.
+ * Before that it prints one "obs SCENARIO ..." line per thing the client
+ * observed (each send's status, each delivery's topic, key, tags,
+ * reconsume times, flag, body CRC and properties, and, where the queue is
+ * chosen by the scenario, the queue and offset), which
+ * differential_test.go compares between Petrel and Apache RocketMQ.
  */
 public final class Scenarios {
     private static String ns, topic, group;
+    // -Dpetrel.sendTimeoutMs: the producers' send timeout (the client's
+    // default, 3 s, unless set; the differential test gives a loaded
+    // machine's JVM broker more).
+    private static final int sendTimeoutMs = Integer.getInteger("petrel.sendTimeoutMs", 3000);
 
     public static void main(String[] args) throws Exception {
         String scenario = args[0];
+        scenarioName = scenario;
         ns = args[1];
         topic = args[2];
         group = args[3];
@@ -112,6 +122,7 @@ public final class Scenarios {
     static DefaultMQProducer producer(String name) throws Exception {
         DefaultMQProducer p = new DefaultMQProducer(name);
         p.setNamesrvAddr(ns);
+        p.setSendMsgTimeout(sendTimeoutMs);
         p.setInstanceName(name);
         p.start();
         return p;
@@ -127,8 +138,38 @@ public final class Scenarios {
 
     static SendResult sendOK(DefaultMQProducer p, Message m) throws Exception {
         SendResult r = p.send(m);
+        obs("send key=" + m.getKeys() + " status=" + r.getSendStatus());
         check(r.getSendStatus() == SendStatus.SEND_OK, "send " + m.getKeys() + ": " + r);
         return r;
+    }
+
+    private static String scenarioName = "";
+
+    // obs prints one observation; lines from the listeners' threads may
+    // interleave, so the comparison sorts them.
+    static synchronized void obs(String what) {
+        System.out.println("obs " + scenarioName + " " + what);
+    }
+
+    // recv observes a delivery: with where, its queue and offset too (only
+    // where the scenario chose the queue: otherwise the producer's first
+    // queue is random).
+    static void recv(String who, MessageExt m, boolean where) {
+        java.util.zip.CRC32 crc = new java.util.zip.CRC32();
+        crc.update(m.getBody());
+        StringBuilder b = new StringBuilder("recv ").append(who)
+            .append(" topic=").append(m.getTopic())
+            .append(" key=").append(m.getKeys())
+            .append(" tags=").append(m.getTags())
+            .append(" reconsume=").append(m.getReconsumeTimes())
+            .append(" sysflag=").append(m.getSysFlag())
+            .append(" crc=").append(Long.toHexString(crc.getValue()))
+            .append(" bodycrc=").append(m.getBodyCRC());
+        if (where) {
+            b.append(" queue=").append(m.getQueueId()).append(" offset=").append(m.getQueueOffset());
+        }
+        b.append(" props=").append(new java.util.TreeMap<>(m.getProperties()));
+        obs(b.toString());
     }
 
     static Message msg(String t, String tag, String key, String body) {
@@ -152,6 +193,7 @@ public final class Scenarios {
             for (int o = 0; o < orders; o++) {
                 Message m = msg(topic, "o", "order" + o + "-" + s, "order" + o + " step" + s);
                 SendResult r = p.send(m, (List<MessageQueue> mqs, Message mm, Object arg) -> mqs.get((Integer) arg % mqs.size()), o);
+                obs("send key=" + m.getKeys() + " status=" + r.getSendStatus() + " queue=" + r.getMessageQueue().getQueueId() + " offset=" + r.getQueueOffset());
                 check(r.getSendStatus() == SendStatus.SEND_OK, "ordered send: " + r);
             }
         }
@@ -163,6 +205,7 @@ public final class Scenarios {
         c.subscribe(topic, "*");
         c.registerMessageListener((MessageListenerOrderly) (msgs, ctx) -> {
             for (MessageExt m : msgs) {
+                recv("orderly", m, true);
                 String[] f = body(m).split(" step");
                 List<Integer> l = seen.computeIfAbsent(f[0], k -> new CopyOnWriteArrayList<>());
                 int step = Integer.parseInt(f[1]);
@@ -201,6 +244,7 @@ public final class Scenarios {
         c.subscribe(topic, "*");
         c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
             at[0] = System.currentTimeMillis();
+            recv("push", msgs.get(0), false);
             got.countDown();
             return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
         });
@@ -215,6 +259,7 @@ public final class Scenarios {
     static String transaction() throws Exception {
         TransactionMQProducer p = new TransactionMQProducer(group + "-tp");
         p.setNamesrvAddr(ns);
+        p.setSendMsgTimeout(sendTimeoutMs);
         p.setInstanceName(group + "-tp");
         Set<String> checked = ConcurrentHashMap.newKeySet();
         p.setTransactionListener(new TransactionListener() {
@@ -227,13 +272,16 @@ public final class Scenarios {
             }
 
             public LocalTransactionState checkLocalTransaction(MessageExt m) {
-                checked.add(m.getKeys());
+                if (checked.add(m.getKeys())) {
+                    recv("check", m, false);
+                }
                 return "unknown".equals(m.getKeys()) ? LocalTransactionState.COMMIT_MESSAGE : LocalTransactionState.ROLLBACK_MESSAGE;
             }
         });
         p.start();
         for (String k : new String[] {"commit", "rollback", "unknown"}) {
             TransactionSendResult r = p.sendMessageInTransaction(msg(topic, "t", k, "tx-" + k), null);
+            obs("send key=" + k + " status=" + r.getSendStatus() + " local=" + r.getLocalTransactionState());
             check(r.getSendStatus() == SendStatus.SEND_OK, "transactional send " + k + ": " + r);
         }
         Set<String> got = ConcurrentHashMap.newKeySet();
@@ -243,6 +291,7 @@ public final class Scenarios {
         c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
             for (MessageExt m : msgs) {
                 if (got.add(m.getKeys())) {
+                    recv("push", m, false);
                     two.countDown();
                 }
             }
@@ -268,12 +317,14 @@ public final class Scenarios {
         for (int i = 0; i < 2; i++) {
             Map<String, Boolean> mine = new ConcurrentHashMap<>();
             got.add(mine);
+            final String member = "member" + i;
             DefaultMQPushConsumer c = pushConsumer(group, group + "-b" + i);
             c.setMessageModel(MessageModel.BROADCASTING);
             c.subscribe(topic, "*");
             c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
                 for (MessageExt m : msgs) {
                     if (mine.putIfAbsent(m.getKeys(), true) == null) {
+                        recv(member, m, false);
                         all.countDown();
                     }
                 }
@@ -318,6 +369,7 @@ public final class Scenarios {
                 if (!want.contains(m.getKeys())) {
                     wrong.add(m.getKeys());
                 } else if (got.add(m.getKeys())) {
+                    recv("push", m, false);
                     all.countDown();
                 }
             }
@@ -342,6 +394,7 @@ public final class Scenarios {
         c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
             for (MessageExt m : msgs) {
                 attempts.add(m.getReconsumeTimes());
+                recv("push", m, false);
             }
             return ConsumeConcurrentlyStatus.RECONSUME_LATER;
         });
@@ -352,6 +405,9 @@ public final class Scenarios {
         d.subscribe("%DLQ%" + group, "*");
         d.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
             dlqKey[0] = msgs.get(0).getKeys();
+            if (dead.getCount() > 0) {
+                recv("dlq", msgs.get(0), false);
+            }
             dead.countDown();
             return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
         });
@@ -403,7 +459,9 @@ public final class Scenarios {
         long deadline = System.currentTimeMillis() + 60_000;
         while (got.size() < n && System.currentTimeMillis() < deadline) {
             for (MessageExt m : a.poll(1000)) {
-                got.put(m.getKeys(), m);
+                if (got.put(m.getKeys(), m) == null) {
+                    recv("assign", m, false);
+                }
             }
         }
         check(got.size() == n, "assign mode read " + got.keySet());
@@ -431,7 +489,9 @@ public final class Scenarios {
         deadline = System.currentTimeMillis() + 60_000;
         while (sub.size() < n && System.currentTimeMillis() < deadline) {
             for (MessageExt m : s.poll(1000)) {
-                sub.add(m.getKeys());
+                if (sub.add(m.getKeys())) {
+                    recv("subscribe", m, false);
+                }
             }
         }
         s.shutdown();
@@ -456,6 +516,7 @@ public final class Scenarios {
         c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
             seen[0] = body(msgs.get(0));
             sysFlag[0] = msgs.get(0).getSysFlag();
+            recv("push", msgs.get(0), false);
             got.countDown();
             return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
         });
