@@ -3,7 +3,6 @@ package loadgen
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -117,7 +116,7 @@ func queryRoute(ctx context.Context, cl *remoting.Client, nameServers []string, 
 		switch resp.Code {
 		case rmq.RespSuccess:
 			var rj namesrv.RouteData
-			if err := json.Unmarshal(resp.Body, &rj); err != nil {
+			if err := rmq.UnmarshalFastJSON(resp.Body, &rj); err != nil {
 				errs = append(errs, fmt.Errorf("route of %q from %s is not valid JSON: %w", topic, ns, err))
 				continue
 			}
@@ -148,7 +147,7 @@ func masters(ctx context.Context, cl *remoting.Client, nameServers []string) ([]
 			continue
 		}
 		var cj namesrv.ClusterInfo
-		if err := json.Unmarshal(resp.Body, &cj); err != nil {
+		if err := rmq.UnmarshalFastJSON(resp.Body, &cj); err != nil {
 			errs = append(errs, fmt.Errorf("cluster info from %s is not valid JSON: %w", ns, err))
 			continue
 		}

@@ -1,5 +1,7 @@
 package rmq
 
+import "encoding/json"
+
 // Java's fastjson writes a map keyed by numbers with bare number keys
 // ({0:"127.0.0.1:10911"}), which is not JSON: Apache RocketMQ's name
 // server answers routes (105) and cluster info (106) so. quoteNumberKeys
@@ -65,4 +67,10 @@ func quoteNumberKeys(body []byte) []byte {
 		return body
 	}
 	return append(out, body[copied:]...)
+}
+
+// UnmarshalFastJSON is json.Unmarshal for a body Java's fastjson may have
+// written: bare number keys are read as quoted ones.
+func UnmarshalFastJSON(body []byte, v any) error {
+	return json.Unmarshal(quoteNumberKeys(body), v)
 }
