@@ -17,7 +17,7 @@ import (
 
 // differentialEnv turns TestDifferentialJava4 on: it starts Apache
 // RocketMQ 5.5.0 (scripts/apache-rocketmq.sh, two JVMs) beside Petrel and
-// takes about four minutes on two cores, too much for the default suite.
+// takes four to six minutes on two cores, too much for the default suite.
 const differentialEnv = "PETREL_DIFFERENTIAL"
 
 // TestDifferentialJava4 runs the Java 4.x client's scenarios (the ones of
@@ -35,7 +35,7 @@ const differentialEnv = "PETREL_DIFFERENTIAL"
 //	cd test/interop && PETREL_DIFFERENTIAL=1 go test -count=1 -run TestDifferentialJava4 -v .
 func TestDifferentialJava4(t *testing.T) {
 	if os.Getenv(differentialEnv) != "1" {
-		t.Skip("set " + differentialEnv + "=1 to compare Petrel with Apache RocketMQ 5.5.0 (JDK and Maven needed; about 4 minutes)")
+		t.Skip("set " + differentialEnv + "=1 to compare Petrel with Apache RocketMQ 5.5.0 (JDK and Maven needed; four to six minutes)")
 	}
 	// Level 2 is 2 s; retries wait level 3 + attempts, 1 s here; a
 	// transaction is checked back 2 s after its half message.
