@@ -13,6 +13,7 @@ package broker
 // group's counter is one more map lookup and two atomic adds per pull).
 
 import (
+	"sync"
 	"time"
 )
 
@@ -117,40 +118,8 @@ func (s *stats) sampleWindows(tick int, now time.Time) {
 	w := &s.win
 	seed := winSample{at: w.last}
 	w.total.sample(tick, winSample{at: now, t: s.total.load()})
-	seen := make(map[string]bool, len(w.topics))
-	s.topics.Range(func(k, v any) bool {
-		name := k.(string)
-		seen[name] = true
-		tw := w.topics[name]
-		if tw == nil {
-			tw = newWindows(seed)
-			w.topics[name] = tw
-		}
-		tw.sample(tick, winSample{at: now, t: v.(*trafficCounters).load()})
-		return true
-	})
-	for name := range w.topics {
-		if !seen[name] {
-			delete(w.topics, name)
-		}
-	}
-	seenG := make(map[groupTopic]bool, len(w.groups))
-	s.groups.Range(func(k, v any) bool {
-		key := k.(groupTopic)
-		seenG[key] = true
-		gw := w.groups[key]
-		if gw == nil {
-			gw = newWindows(seed)
-			w.groups[key] = gw
-		}
-		gw.sample(tick, winSample{at: now, t: v.(*trafficCounters).load()})
-		return true
-	})
-	for key := range w.groups {
-		if !seenG[key] {
-			delete(w.groups, key)
-		}
-	}
+	sampleKeys(&s.topics, w.topics, tick, now, seed)
+	sampleKeys(&s.groups, w.groups, tick, now, seed)
 	w.last = now
 }
 
@@ -163,6 +132,29 @@ func (s *stats) forget(topic, group string) {
 		}
 		return true
 	})
+}
+
+// sampleKeys samples every counter of counters (K → *trafficCounters)
+// into its windows in win, seeding the windows of a counter first seen,
+// and drops the windows of counters gone.
+func sampleKeys[K comparable](counters *sync.Map, win map[K]*windows, tick int, now time.Time, seed winSample) {
+	seen := make(map[K]bool, len(win))
+	counters.Range(func(k, v any) bool {
+		key := k.(K)
+		seen[key] = true
+		w := win[key]
+		if w == nil {
+			w = newWindows(seed)
+			win[key] = w
+		}
+		w.sample(tick, winSample{at: now, t: v.(*trafficCounters).load()})
+		return true
+	})
+	for key := range win {
+		if !seen[key] {
+			delete(win, key)
+		}
+	}
 }
 
 // StatsKind names a counter of StatsWindows.
