@@ -52,11 +52,14 @@ type stats struct {
 	win     winState // statswin.go
 }
 
-func (s *stats) topic(name string) *trafficCounters {
-	if c, ok := s.topics.Load(name); ok {
+func (s *stats) topic(name string) *trafficCounters { return counterOf(&s.topics, name) }
+
+// counterOf is m's counter of key, created if missing.
+func counterOf(m *sync.Map, key any) *trafficCounters {
+	if c, ok := m.Load(key); ok {
 		return c.(*trafficCounters)
 	}
-	c, _ := s.topics.LoadOrStore(name, new(trafficCounters))
+	c, _ := m.LoadOrStore(key, new(trafficCounters))
 	return c.(*trafficCounters)
 }
 
@@ -81,12 +84,7 @@ func (s *stats) got(topic, group string, msgs int, n uint64) {
 	c := s.topic(topic)
 	c.getMsgs.Add(uint64(msgs))
 	c.getBytes.Add(n)
-	key := groupTopic{topic, group}
-	gv, ok := s.groups.Load(key)
-	if !ok {
-		gv, _ = s.groups.LoadOrStore(key, new(trafficCounters))
-	}
-	g := gv.(*trafficCounters)
+	g := counterOf(&s.groups, groupTopic{topic, group})
 	g.getMsgs.Add(uint64(msgs))
 	g.getBytes.Add(n)
 	s.total.getMsgs.Add(uint64(msgs))
