@@ -56,6 +56,10 @@ public final class Acl {
         p.setNamesrvAddr(ns);
         p.setInstanceName(name);
         p.setRetryTimesWhenSendFailed(0);
+        // The client's 3 s default counts its first route lookup too, which a
+        // loaded 2-core machine (CI runs the suites in parallel) can exceed;
+        // a refusal answers at once whatever the timeout.
+        p.setSendMsgTimeout(30_000);
         p.start();
         return p;
     }
