@@ -73,8 +73,8 @@ type Broker struct {
 // owning both (close the broker first, then the stores). Timer and pop
 // state live in st.Config().Dir on st.Config().FS. When cfg.AutoCreateTopics
 // is on it creates the TBW102 template (perm 7, cfg.DefaultTopicQueueNums
-// queues) if missing; the cluster's reply topic (reply.go) it creates if
-// missing in any case. It registers a store listener that wakes parked
+// queues) if missing; the cluster's reply topic and the message trace
+// topic (systopic.go) it creates if missing in any case. It registers a store listener that wakes parked
 // pulls and starts the client-expiry timer.
 func New(st store.MessageStore, md meta.Tables, cfg Config) (*Broker, error) {
 	cfg.fill()
@@ -116,6 +116,9 @@ func New(st store.MessageStore, md meta.Tables, cfg Config) (*Broker, error) {
 		}
 	}
 	if err := b.ensureReplyTopic(); err != nil {
+		return nil, err
+	}
+	if err := b.ensureTraceTopic(); err != nil {
 		return nil, err
 	}
 	if err := b.openTimers(); err != nil {

@@ -275,7 +275,7 @@ func TestTopicAdmin(t *testing.T) {
 	for _, tp := range e.b.Topics() {
 		names = append(names, tp.Name)
 	}
-	if !slices.Equal(names, []string{ReplyTopic(e.b.Config().ClusterName), TemplateTopic}) {
+	if !slices.Equal(names, []string{ReplyTopic(e.b.Config().ClusterName), TraceTopic, TemplateTopic}) {
 		t.Fatalf("topics %v", names)
 	}
 }

@@ -24,3 +24,25 @@ func (b *Broker) SystemTopics() []TopicConfig {
 	}
 	return out
 }
+
+// TraceTopic is the topic that message-trace clients (RocketMQ's
+// enableMsgTrace; TopicValidator.RMQ_SYS_TRACE_TOPIC) send their trace
+// records to. Unlike the topics above it is in the topic table: every
+// broker holds it, as Java's broker with traceTopicEnable does, and
+// clients send to it.
+const TraceTopic = "RMQ_SYS_TRACE_TOPIC"
+
+// ensureTraceTopic creates the trace topic when it is missing: one
+// read/write queue, perm 6, as Java's TopicConfigManager creates it, so
+// that the name servers route it and traced clients' trace sends are
+// stored and indexed by their keys (the traced message ids).
+func (b *Broker) ensureTraceTopic() error {
+	if _, ok := b.meta.Topic(TraceTopic); ok {
+		return nil
+	}
+	t := TopicConfig{Name: TraceTopic, ReadQueueNums: 1, WriteQueueNums: 1, Perm: PermRead | PermWrite, TopicFilterType: "SINGLE_TAG"}
+	if err := b.meta.PutTopic(t.meta()); err != nil {
+		return errorf(KindSystemError, err, "create the message trace topic %s", TraceTopic)
+	}
+	return nil
+}

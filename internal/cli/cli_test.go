@@ -100,8 +100,9 @@ func TestTopicCreateListUpdateDescribeDelete(t *testing.T) {
 		t.Fatalf("topics %+v", list.Topics)
 	}
 	// --all lists the system topics its help promises: the template, the
-	// timer topic and the transaction topics the broker stores into.
-	for _, sys := range []string{"TBW102", "rmq_sys_wheel_timer", "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC"} {
+	// timer topic and the transaction topics the broker stores into, and
+	// the message trace topic every broker holds.
+	for _, sys := range []string{"TBW102", "rmq_sys_wheel_timer", "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC", "RMQ_SYS_TRACE_TOPIC"} {
 		if _, ok := names[sys]; !ok {
 			t.Fatalf("--all lacks the system topic %s: %+v", sys, list.Topics)
 		}

@@ -146,12 +146,15 @@ func (f *Front) consumeTimeSpan(_ context.Context, _ *remoting.Conn, req *remoti
 }
 
 // systemTopics lists the topics the broker keeps for itself (RocketMQ:
-// TopicValidator's system topic set).
+// TopicValidator's system topic set), the message trace topic included.
 func (f *Front) systemTopics(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	sys := f.b.SystemTopics()
-	names := make([]string, 0, len(sys))
+	names := make([]string, 0, len(sys)+1)
 	for _, t := range sys {
 		names = append(names, t.Name)
+	}
+	if _, ok := f.b.Topic(broker.TraceTopic); ok {
+		names = append(names, broker.TraceTopic)
 	}
 	slices.Sort(names)
 	return bodyResponse(req, rmq.EncodeTopicListAddr(rmq.TopicListAddr{TopicList: names}), nil)

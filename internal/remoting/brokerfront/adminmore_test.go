@@ -2,6 +2,7 @@ package brokerfront_test
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -222,6 +223,9 @@ func TestSystemTopicsAndDayTotals(t *testing.T) {
 		if name == "" || strings.HasPrefix(name, "%RETRY%") {
 			t.Errorf("305 lists %q", name)
 		}
+	}
+	if !slices.Contains(tl.TopicList, "RMQ_SYS_TRACE_TOPIC") {
+		t.Errorf("305 lacks the message trace topic: %v", tl.TopicList)
 	}
 	r = f.invoke(t, rmq.CodeGetBrokerRuntimeInfo, nil, nil)
 	for _, key := range []string{"msgPutTotalTodayMorning", "msgGetTotalTodayMorning"} {
