@@ -31,6 +31,10 @@
 // DecodeBatch and EncodeBatch handle the body of a SEND_BATCH_MESSAGE
 // request, whose items have their own short layout (see batch.go).
 //
+// DecodeTrace and AppendTrace handle the body of a message-trace message
+// (RocketMQ's enableMsgTrace records: Pub, SubBefore, SubAfter,
+// EndTransaction), text records laid out as trace.go draws them.
+//
 // The package imports none of Petrel's packages. Decoding functions never
 // panic on arbitrary input; Record accessors assume a record that passed
 // Check.
