@@ -72,7 +72,32 @@ petrel send) or unique id equal KEY, newest first, stored since --since.`,
 	fl.IntVar(&limit, "limit", 64, "at most this many messages")
 	_ = query.MarkFlagRequired("topic")
 	_ = query.MarkFlagRequired("key")
-	cmd.AddCommand(get, query)
+	var ts cli.TraceSpec
+	trace := &cobra.Command{
+		Use:   "trace ID",
+		Short: "Show a traced message's send and deliveries, in time order",
+		Long: `Show the message trace of one message: its send (Pub), each delivery to a
+consumer group (SubBefore, then SubAfter with the outcome) and the end of
+its transaction (EndTransaction), one line each in time order, with the
+group, client and store host, cost and status. ID is the message's unique
+id (the msgId of its send).
+
+Only clients with message trace enabled (enableMsgTrace in RocketMQ's
+clients) record a trace; they send it in batches to the trace topic,
+RMQ_SYS_TRACE_TOPIC unless they were given another (then pass the same
+--trace-topic here), so it appears a few seconds after the send or the
+consumption. With --topic, sends of other topics are left out.`,
+		Example: `  petrel message trace 0A0B0C0D9A1B2C3D4E5F60718293A4B5
+  petrel message trace 0A0B0C0D9A1B2C3D4E5F60718293A4B5 --trace-topic MyTraceTopic -o json`,
+		Args: cobra.ExactArgs(1),
+		RunE: adminRun(&f, func(ctx context.Context, c *cli.CLI, args []string) error {
+			ts.ID = args[0]
+			return c.MessageTrace(ctx, ts)
+		}),
+	}
+	trace.Flags().StringVar(&ts.Topic, "topic", "", "topic of the message (leaves out sends of other topics)")
+	trace.Flags().StringVar(&ts.TraceTopic, "trace-topic", cli.DefaultTraceTopic, "topic the clients send their trace records to")
+	cmd.AddCommand(get, query, trace)
 	return cmd
 }
 
