@@ -29,6 +29,7 @@ func TestJava4Scenarios(t *testing.T) {
 		createTopics(t, p, "Java4"+s)
 	}
 	afterMS := regexp.MustCompile(`after_ms=(\d+)`)
+	t.Run("trace", func(t *testing.T) { java4Trace(t, p) })
 	for _, s := range scenarios {
 		t.Run(s, func(t *testing.T) {
 			out := string(runJava(t, "client4", "petrel.interop.Scenarios", 3*time.Minute,

@@ -26,15 +26,22 @@ import org.apache.rocketmq.client.producer.SendStatus;
 import org.apache.rocketmq.client.producer.TransactionListener;
 import org.apache.rocketmq.client.producer.TransactionMQProducer;
 import org.apache.rocketmq.client.producer.TransactionSendResult;
+import org.apache.rocketmq.client.trace.TraceView;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
+import org.apache.rocketmq.common.topic.TopicValidator;
 import org.apache.rocketmq.common.protocol.heartbeat.MessageModel;
 
 /**
  * Scenarios of the official Java 4.x client against petrel, one a run:
  *
+ *   trace       a producer and a push consumer with enableMsgTrace send
+ *               and consume one message; their trace records (Pub,
+ *               SubBefore, SubAfter) reach RMQ_SYS_TRACE_TOPIC, found by
+ *               a key query on the msgId and decoded by the client's own
+ *               TraceView; prints the msgId for the test's CLI check
  *   ordered     sends with a MessageQueueSelector by order id; an orderly
  *               push consumer sees each order's steps in order
  *   delay       a message of delay level 2 arrives no sooner than the level
@@ -80,6 +87,7 @@ public final class Scenarios {
         String detail;
         try {
             detail = switch (scenario) {
+                case "trace" -> trace();
                 case "ordered" -> ordered();
                 case "delay" -> delay();
                 case "transaction" -> transaction();
@@ -182,6 +190,60 @@ public final class Scenarios {
 
     static boolean await(CountDownLatch l, int seconds) throws InterruptedException {
         return l.await(seconds, TimeUnit.SECONDS);
+    }
+
+    // trace: one traced send and its traced consumption. The clients send
+    // their trace records in the background, batched, so the check polls
+    // the trace topic until the three records are there.
+    static String trace() throws Exception {
+        String pg = group + "-p";
+        DefaultMQProducer p = new DefaultMQProducer(pg, true);
+        p.setNamesrvAddr(ns);
+        p.setInstanceName(pg);
+        p.start();
+        SendResult r = sendOK(p, msg(topic, "traced", "trace-key", "traced body"));
+        String id = r.getMsgId();
+        CountDownLatch got = new CountDownLatch(1);
+        DefaultMQPushConsumer c = new DefaultMQPushConsumer(group, true);
+        c.setNamesrvAddr(ns);
+        c.setInstanceName(group + "-c");
+        c.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+        c.subscribe(topic, "*");
+        c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
+            for (MessageExt m : msgs) {
+                if (m.getMsgId().equals(id)) {
+                    got.countDown();
+                }
+            }
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+        });
+        c.start();
+        boolean done = await(got, 60);
+        // Wait for the records while the clients run: their shutdown
+        // hands the last batch to a sender it does not wait for.
+        Set<String> seen = ConcurrentHashMap.newKeySet();
+        String last = "";
+        long deadline = System.currentTimeMillis() + 60_000;
+        while (done && System.currentTimeMillis() < deadline
+            && !(seen.contains("Pub " + pg) && seen.contains("SubBefore " + group) && seen.contains("SubAfter " + group + " success"))) {
+            try {
+                for (MessageExt m : p.queryMessage(TopicValidator.RMQ_SYS_TRACE_TOPIC, id, 32, 0, Long.MAX_VALUE).getMessageList()) {
+                    for (TraceView v : TraceView.decodeFromTraceTransData(id, m)) {
+                        seen.add(v.getMsgType() + " " + v.getGroupName());
+                        seen.add(v.getMsgType() + " " + v.getGroupName() + " " + v.getStatus());
+                    }
+                }
+            } catch (Exception e) {
+                last = e.toString(); // not there yet: no trace message has the key
+            }
+            Thread.sleep(200);
+        }
+        c.shutdown();
+        p.shutdown();
+        check(done, "the traced message was not consumed");
+        check(seen.contains("Pub " + pg) && seen.contains("SubBefore " + group) && seen.contains("SubAfter " + group + " success"),
+            "trace records seen: " + seen + " " + last);
+        return "msgId=" + id + " producerGroup=" + pg + " consumerGroup=" + group;
     }
 
     // ordered: 4 orders of 5 steps each, sent in an interleaved order, each
