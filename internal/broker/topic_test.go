@@ -122,9 +122,9 @@ func TestTopicHookRunsAreSharedAndSerial(t *testing.T) {
 	if o := overlap.Load(); o != 0 {
 		t.Fatalf("hook runs overlapped %d times", o)
 	}
-	// The template and reply topics, first and the n others.
-	if got := seen.Load(); got != n+3 {
-		t.Fatalf("the last run saw %d topics, want %d", got, n+3)
+	// The template, reply and trace topics, first and the n others.
+	if got := seen.Load(); got != n+4 {
+		t.Fatalf("the last run saw %d topics, want %d", got, n+4)
 	}
 }
 
@@ -189,8 +189,8 @@ func TestConcurrentCreatesOfOneTopic(t *testing.T) {
 			t.Fatalf("caller %d got %+v", i, c)
 		}
 	}
-	if v := e.b.TopicsVersion(); v.Counter != 3 { // the template, the reply topic and Same
-		t.Fatalf("version counter %d, want 3", v.Counter)
+	if v := e.b.TopicsVersion(); v.Counter != 4 { // the template, the reply and trace topics, and Same
+		t.Fatalf("version counter %d, want 4", v.Counter)
 	}
 }
 
@@ -220,7 +220,8 @@ func TestConcurrentCreatesShareWrites(t *testing.T) {
 	h := createWhileHeld(t, e, entered, "the create did not reach the log's sync", n)
 	pollUntil(t, func() (bool, string) {
 		got := len(e.b.Topics())
-		return got == n+3, fmt.Sprintf("%d topics in memory while one sync is held, want %d: creates wait for each other", got, n+3)
+		// Besides the n + 1 creates: the template, reply and trace topics.
+		return got == n+4, fmt.Sprintf("%d topics in memory while one sync is held, want %d: creates wait for each other", got, n+4)
 	})
 	h.finish(t, unblock)
 	if s := syncs.Load(); s > 3 {
