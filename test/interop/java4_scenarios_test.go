@@ -29,7 +29,8 @@ func TestJava4Scenarios(t *testing.T) {
 		createTopics(t, p, "Java4"+s)
 	}
 	afterMS := regexp.MustCompile(`after_ms=(\d+)`)
-	t.Run("trace", func(t *testing.T) { java4Trace(t, p) })
+	t.Run("trace", func(t *testing.T) { java4Trace(t, p, "") })
+	t.Run("trace-custom-topic", func(t *testing.T) { java4Trace(t, p, "Java4TraceRecords") })
 	for _, s := range scenarios {
 		t.Run(s, func(t *testing.T) {
 			out := string(runJava(t, "client4", "petrel.interop.Scenarios", 3*time.Minute,

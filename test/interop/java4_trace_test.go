@@ -10,18 +10,33 @@ import (
 
 // java4Trace runs the Java 4.x trace scenario (a producer and a push
 // consumer with enableMsgTrace, whose trace records the client itself
-// finds in RMQ_SYS_TRACE_TOPIC) and then checks that `petrel message
-// trace` shows both sides: the send with the producer group, the delivery
-// and its successful outcome with the consumer group.
-func java4Trace(t *testing.T, p *petrel) {
-	createTopics(t, p, "Java4Trace")
-	out := string(runJava(t, "client4", "petrel.interop.Scenarios", 3*time.Minute, "trace", p.nsAddr, "Java4Trace", "Java4GroupTrace"))
-	m := regexp.MustCompile(`(?m)^ok trace msgId=(\S+) producerGroup=(\S+) consumerGroup=(\S+)$`).FindStringSubmatch(out)
+// finds in the trace topic) and then checks that `petrel message trace`
+// shows both sides: the send with the producer group, the delivery and
+// its successful outcome with the consumer group. With customTopic the
+// clients are given it as their customizedTraceTopic: the records are
+// there, read with --trace-topic, and not in RMQ_SYS_TRACE_TOPIC.
+func java4Trace(t *testing.T, p *petrel, customTopic string) {
+	topic, group := "Java4Trace", "Java4GroupTrace"
+	var jvm, cliArgs []string
+	wantTraceTopic := "RMQ_SYS_TRACE_TOPIC"
+	if customTopic != "" {
+		topic, group = "Java4TraceCustom", "Java4GroupTraceCustom"
+		createTopics(t, p, customTopic)
+		jvm = []string{"-Dpetrel.traceTopic=" + customTopic}
+		cliArgs = []string{"--trace-topic", customTopic}
+		wantTraceTopic = customTopic
+	}
+	createTopics(t, p, topic)
+	out := string(runJavaWith(t, jvm, "client4", "petrel.interop.Scenarios", 3*time.Minute, "trace", p.nsAddr, topic, group))
+	m := regexp.MustCompile(`(?m)^ok trace msgId=(\S+) producerGroup=(\S+) consumerGroup=(\S+) traceTopic=(\S+)$`).FindStringSubmatch(out)
 	if m == nil {
 		t.Fatalf("scenario trace did not succeed:\n%s", out)
 	}
 	id, producerGroup, consumerGroup := m[1], m[2], m[3]
 	t.Log(m[0])
+	if m[4] != wantTraceTopic {
+		t.Fatalf("the clients traced to %s, want %s", m[4], wantTraceTopic)
+	}
 
 	// The scenario saw the records through the Java client; the CLI reads
 	// the same ones. Poll anyway: a record's index entry may trail its
@@ -30,7 +45,7 @@ func java4Trace(t *testing.T, p *petrel) {
 	var lines map[string][]string
 	deadline := time.Now().Add(time.Minute)
 	for {
-		cmd := exec.Command(petrelBin, "message", "trace", id, "--namesrv", p.nsAddr)
+		cmd := exec.Command(petrelBin, append([]string{"message", "trace", id, "--namesrv", p.nsAddr}, cliArgs...)...)
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
 		b, err := cmd.Output()
@@ -45,10 +60,16 @@ func java4Trace(t *testing.T, p *petrel) {
 		}
 		time.Sleep(250 * time.Millisecond) // poll interval; the loop awaits the condition above
 	}
-	t.Logf("petrel message trace %s:\n%s", id, got)
+	t.Logf("petrel message trace %s %s:\n%s", id, strings.Join(cliArgs, " "), got)
 	pub := lines["Pub"]
 	if pub[3] == "-" || pub[4] == "-" || !strings.HasSuffix(pub[5], "ms") {
 		t.Fatalf("Pub line without client, store host or cost: %v", pub)
+	}
+	if customTopic != "" {
+		cmd := exec.Command(petrelBin, "message", "trace", id, "--namesrv", p.nsAddr)
+		if b, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(b), "no trace of message") {
+			t.Fatalf("the default trace topic has records of a message traced to %s (%v):\n%s", customTopic, err, b)
+		}
 	}
 }
 

@@ -41,7 +41,8 @@ import org.apache.rocketmq.common.protocol.heartbeat.MessageModel;
  *               and consume one message; their trace records (Pub,
  *               SubBefore, SubAfter) reach RMQ_SYS_TRACE_TOPIC, found by
  *               a key query on the msgId and decoded by the client's own
- *               TraceView; prints the msgId for the test's CLI check
+ *               TraceView; prints the msgId for the test's CLI check;
+ *               -Dpetrel.traceTopic=T gives both a customizedTraceTopic
  *   ordered     sends with a MessageQueueSelector by order id; an orderly
  *               push consumer sees each order's steps in order
  *   delay       a message of delay level 2 arrives no sooner than the level
@@ -196,15 +197,21 @@ public final class Scenarios {
     // their trace records in the background, batched, so the check polls
     // the trace topic until the three records are there.
     static String trace() throws Exception {
+        // -Dpetrel.traceTopic=T: the clients' customizedTraceTopic.
+        String custom = System.getProperty("petrel.traceTopic", "");
+        String traceTopic = custom.isEmpty() ? TopicValidator.RMQ_SYS_TRACE_TOPIC : custom;
         String pg = group + "-p";
-        DefaultMQProducer p = new DefaultMQProducer(pg, true);
+        DefaultMQProducer p = custom.isEmpty() ? new DefaultMQProducer(pg, true) : new DefaultMQProducer(pg, true, custom);
         p.setNamesrvAddr(ns);
         p.setInstanceName(pg);
+        // A cold JVM on a loaded machine can spend the default 3 s on the
+        // first route lookup alone.
+        p.setSendMsgTimeout(15_000);
         p.start();
         SendResult r = sendOK(p, msg(topic, "traced", "trace-key", "traced body"));
         String id = r.getMsgId();
         CountDownLatch got = new CountDownLatch(1);
-        DefaultMQPushConsumer c = new DefaultMQPushConsumer(group, true);
+        DefaultMQPushConsumer c = custom.isEmpty() ? new DefaultMQPushConsumer(group, true) : new DefaultMQPushConsumer(group, true, custom);
         c.setNamesrvAddr(ns);
         c.setInstanceName(group + "-c");
         c.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
@@ -218,7 +225,7 @@ public final class Scenarios {
             return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
         });
         c.start();
-        boolean done = await(got, 60);
+        boolean done = await(got, 90);
         // Wait for the records while the clients run: their shutdown
         // hands the last batch to a sender it does not wait for.
         Set<String> seen = ConcurrentHashMap.newKeySet();
@@ -227,7 +234,7 @@ public final class Scenarios {
         while (done && System.currentTimeMillis() < deadline
             && !(seen.contains("Pub " + pg) && seen.contains("SubBefore " + group) && seen.contains("SubAfter " + group + " success"))) {
             try {
-                for (MessageExt m : p.queryMessage(TopicValidator.RMQ_SYS_TRACE_TOPIC, id, 32, 0, Long.MAX_VALUE).getMessageList()) {
+                for (MessageExt m : p.queryMessage(traceTopic, id, 32, 0, Long.MAX_VALUE).getMessageList()) {
                     for (TraceView v : TraceView.decodeFromTraceTransData(id, m)) {
                         seen.add(v.getMsgType() + " " + v.getGroupName());
                         seen.add(v.getMsgType() + " " + v.getGroupName() + " " + v.getStatus());
@@ -243,7 +250,7 @@ public final class Scenarios {
         check(done, "the traced message was not consumed");
         check(seen.contains("Pub " + pg) && seen.contains("SubBefore " + group) && seen.contains("SubAfter " + group + " success"),
             "trace records seen: " + seen + " " + last);
-        return "msgId=" + id + " producerGroup=" + pg + " consumerGroup=" + group;
+        return "msgId=" + id + " producerGroup=" + pg + " consumerGroup=" + group + " traceTopic=" + traceTopic;
     }
 
     // ordered: 4 orders of 5 steps each, sent in an interleaved order, each
