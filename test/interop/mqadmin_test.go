@@ -155,6 +155,7 @@ var mqadminMustWork = []string{
 	"createUser", "updateUser", "getUser", "listUser", "deleteUser",
 	"createAcl", "updateAcl", "getAcl", "listAcl", "deleteAcl",
 	"consumerStatus", "setConsumeMode", "updateTopicList", "updateSubGroupList",
+	"queryMsgTraceById",
 }
 
 // compatDoc is the file the run's table lives in, between the markers.
@@ -199,6 +200,18 @@ func TestMQAdminCompatibility(t *testing.T) {
 		if first == nil {
 			first = res
 		}
+	}
+	// A trace record of the first message, laid out as a traced Java
+	// client writes it (TraceDataEncoder: fields split by 0x01, the record
+	// ended by 0x02) and keyed by its msgId, so queryMsgTraceById finds and
+	// decodes one in RMQ_SYS_TRACE_TOPIC. (Real traced clients are the
+	// Java 4.x trace scenario's.)
+	trace := strings.Join([]string{"Pub", strconv.FormatInt(time.Now().UnixMilli(), 10), "DefaultRegion", "CompatProducer", topic,
+		first.MsgID, "a", "compat-key-0", p.brAddr, "13", "2", "0", first.OffsetMsgID, "true"}, "\x01") + "\x02"
+	tm := primitive.NewMessage("RMQ_SYS_TRACE_TOPIC", []byte(trace))
+	tm.WithKeys([]string{first.MsgID, "compat-key-0"})
+	if res, err := prod.SendSync(context.Background(), tm); err != nil || res.Status != primitive.SendOK {
+		t.Fatalf("send the trace record: %v %v", res, err)
 	}
 	col := newCollector()
 	startPushConsumer(t, newPushConsumer(t, p, group), topic, consumer.MessageSelector{}, col, "m")
@@ -295,6 +308,9 @@ func TestMQAdminCompatibility(t *testing.T) {
 		}
 	}
 	for _, r := range results {
+		if r.cmd.name == "queryMsgTraceById" && !strings.Contains(r.out, "CompatProducer") {
+			t.Errorf("mqadmin queryMsgTraceById does not show the trace record's producer group:\n%s", tail(r.out, 3000))
+		}
 		if slices.Contains(mqadminMustWork, r.cmd.name) && r.status != "works" {
 			t.Errorf("mqadmin %s %s: %s %s\n%s", r.cmd.name, r.cmd.args, r.status, r.why, tail(r.out, 3000))
 		}
