@@ -91,6 +91,14 @@ func newEnv(t testing.TB, opts ...func(*envOptions)) *env {
 	e.addr = ln.Addr().String()
 	served := make(chan error, 1)
 	go func() { served <- s.Serve(ln) }()
+	// Serve marks the server served on its goroutine: wait for it, or a
+	// test's own second Serve could win and block (it expects ErrServed).
+	for deadline := time.Now().Add(waitLimit); s.listenAddr() == nil; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the server did not start serving within %v", waitLimit)
+		}
+		time.Sleep(time.Millisecond) // polling the condition: Serve signals nothing
+	}
 	t.Cleanup(func() {
 		if e.conn != nil {
 			e.conn.Close()
