@@ -61,7 +61,10 @@ func startCluster(t *testing.T, opts ...func(*broker.Config)) *cluster {
 func (c *cluster) run(output string, fn func(*CLI) error) (string, error) {
 	c.t.Helper()
 	var out bytes.Buffer
-	cl, err := New(Config{NameServers: []string{c.ns.Addr().String()}, Output: output, Timeout: 5 * time.Second, Out: &out})
+	// A generous bound: it only ends a request to a server that is gone
+	// (those tests are refused at once), and 5 s failed sends and queries
+	// on loaded CI machines.
+	cl, err := New(Config{NameServers: []string{c.ns.Addr().String()}, Output: output, Timeout: 30 * time.Second, Out: &out})
 	if err != nil {
 		c.t.Fatal(err)
 	}
