@@ -15,6 +15,11 @@
 #                   Apache SYNC_FLUSH, Kafka acks=all with
 #                   log.flush.interval.messages=1, NATS sync_interval: always
 #   drain           one consumer reads the produce-async backlog
+#   p99-half        the send latency (send to acknowledgement) at half the
+#                   produce-async msgs/s the same system reached in this
+#                   sitting, paced, for P99_SECS seconds (default 20; the
+#                   count is half-rate x P99_SECS), against the async-flush
+#                   server; the figure is the p99 in µs (lower is better)
 #
 # Load tools, each the system's own where it has one:
 #   petrel          `petrel bench produce|consume` (async mode, INFLIGHT in flight)
@@ -28,9 +33,15 @@
 #                   ConsumerPerformance
 #   nats            natsbench of ../shared/peers (async publish with up to
 #                   1000 unacked, durable pull consumer with explicit acks)
+# p99-half, each paced at its rate: petrel and apache `petrel bench produce
+# --rate` (latency from the actual send, INFLIGHT slots), kafka
+# ProducerPerformance --throughput (from the send() call, whole ms),
+# nats scripts/natsrate, built here (from each message's scheduled time,
+# 1000 unacked at most). apache-own has no paced mode.
 # Every server listens on 127.0.0.1 with its data in a temporary folder and
-# is stopped by its PID. Each line: "SYSTEM SCENARIO SIZE msgs=N msgs/s=X";
-# then a table of petrel/peer per scenario.
+# is stopped by its PID. Each line: "SYSTEM SCENARIO SIZE msgs=N msgs/s=X",
+# p99-half's with "rate=R p50_us=.. p99_us=.."; then a table of petrel/peer
+# per scenario (for msgs/s higher is better, for p99-half lower is better).
 #
 # Prerequisites: Go, a JDK 17 and Maven (the Apache and Kafka jars come from
 # Maven Central into ~/.m2 the first time), and the NATS binaries
@@ -44,12 +55,13 @@ ROOT="$(pwd)"
 COUNT="${COUNT:-200000}"
 SIZE="${SIZE:-1024}"
 INFLIGHT="${INFLIGHT:-64}"
+P99_SECS="${P99_SECS:-20}"
 SKIP="${SKIP:-}"
 PEERS_BIN="${PEERS_BIN:-$HOME/.cache/petrel-peers/bin}"
 WORK="$(mktemp -d)"
 PIDS=()
 APACHE_DIRS=()
-declare -A RATE
+declare -A RATE LAT
 
 stop() { # stop PID: SIGTERM, then SIGKILL after 30 s
   local pid=$1 i
@@ -86,6 +98,24 @@ emit() { # emit SYSTEM SCENARIO RATE
   echo "$1 $2 ${SIZE}B msgs=$COUNT msgs/s=$r"
 }
 
+# half SYSTEM: sets HALF_RATE and HALF_COUNT for SYSTEM's p99-half run,
+# half its produce-async msgs/s for P99_SECS; fails (with a note) without
+# that rate.
+half() {
+  local r="${RATE[$1 produce-async]:-0}"
+  if [ "$r" -lt 2 ]; then note "$1 p99-half skipped: no produce-async rate"; return 1; fi
+  HALF_RATE=$((r / 2))
+  HALF_COUNT=$(awk -v h="$HALF_RATE" -v s="$P99_SECS" 'BEGIN {n = int(h * s); print (n < 1 ? 1 : n)}')
+}
+
+emit_lat() { # emit_lat SYSTEM RATE MSGS MSGS/S P50_US P99_US
+  local p50 p99
+  p50=$(printf '%.0f' "${5:-0}")
+  p99=$(printf '%.0f' "${6:-0}")
+  [ "${3:-0}" -gt 0 ] && LAT["$1"]=$p99
+  echo "$1 p99-half ${SIZE}B msgs=${3:-0} msgs/s=$(printf '%.0f' "${4:-0}") rate=$2 p50_us=$p50 p99_us=$p99"
+}
+
 classpath() { # classpath MODULE: the jars of test/reference/MODULE/pom.xml
   local dir="$ROOT/test/reference/$1" cp="$ROOT/test/reference/$1/target/classpath.txt"
   if [ ! -s "$cp" ] || [ "$dir/pom.xml" -nt "$cp" ]; then
@@ -108,6 +138,12 @@ petrel_bench() {
     out=$("$PETREL" bench consume --namesrv "$1" --topic "Bench$3" --count "$COUNT" --group "BenchDrain" \
       --progress off -o json)
     emit "$2" drain "$(jq -r .msgs_per_sec <<<"$out")"
+    if half "$2"; then
+      out=$("$PETREL" bench produce --namesrv "$1" --topic BenchP99 --size "$SIZE" --count "$HALF_COUNT" --rate "$HALF_RATE" \
+        --concurrency "$INFLIGHT" --scenario p99-half --progress off -o json)
+      # shellcheck disable=SC2046 # four numbers, split on purpose
+      emit_lat "$2" "$HALF_RATE" $(jq -r '"\(.msgs) \(.msgs_per_sec) \(.latency_us.p50 // 0) \(.latency_us.p99 // 0)"' <<<"$out")
+    fi
   fi
 }
 
@@ -207,6 +243,17 @@ else
       out=$(kjava org.apache.kafka.tools.ConsumerPerformance --bootstrap-server 127.0.0.1:19092 \
         --topic "bench-$flush" --messages "$COUNT" --group bench-drain --timeout 60000 2>/dev/null | tail -1)
       emit kafka drain "$(cut -d, -f6 <<<"$out" | tr -d ' ')"
+      if half kafka; then
+        # The summary: "N records sent, X records/sec (Y MB/sec), A ms avg
+        # latency, M ms max latency, P ms 50th, P ms 95th, P ms 99th, P ms 99.9th."
+        out=$(kjava org.apache.kafka.tools.ProducerPerformance --topic bench-p99 --num-records "$HALF_COUNT" \
+          --record-size "$SIZE" --throughput "$HALF_RATE" \
+          --producer-props bootstrap.servers=127.0.0.1:19092 acks=all "max.in.flight.requests.per.connection=5" 2>&1 | grep '99th' | tail -1 || true)
+        emit_lat kafka "$HALF_RATE" "$(sed -nE 's/^([0-9]+) records sent.*/\1/p' <<<"$out")" \
+          "$(sed -nE 's/.* ([0-9.]+) records\/sec.*/\1/p' <<<"$out")" \
+          "$(sed -nE 's/.* ([0-9.]+) ms 50th.*/\1/p' <<<"$out" | awk '{print $1 * 1000}')" \
+          "$(sed -nE 's/.* ([0-9.]+) ms 99th.*/\1/p' <<<"$out" | awk '{print $1 * 1000}')"
+      fi
     fi
     stop "$kpid"
   done
@@ -218,6 +265,10 @@ if skipped nats; then
 elif [ ! -x "$PEERS_BIN/nats-server" ] || [ ! -x "$PEERS_BIN/natsbench" ]; then
   note "nats skipped: no $PEERS_BIN/nats-server or natsbench (bash ../shared/peers/setup-nats.sh)"
 else
+  # Our paced publisher for p99-half (natsbench has no rate): a module of
+  # its own, so it needs the NATS client in the module cache or a proxy.
+  NATSRATE="$WORK/natsrate"
+  (cd scripts/natsrate && go build -o "$NATSRATE" .) || { NATSRATE=; note "nats p99-half skipped: scripts/natsrate did not build"; }
   nats_rate() { grep -m1 'msgs/s=' | sed -E 's/.*msgs\/s=([0-9.]+).*/\1/'; }
   for flush in async sync; do
     line="# sync_interval: default (2m)"
@@ -235,11 +286,23 @@ else
       emit nats drain "$(nb -mode consume -msgs 0 -label drain | nats_rate)"
     fi
     nb -mode delete >/dev/null || true
+    if [ "$flush" = async ] && [ -n "$NATSRATE" ] && half nats; then
+      out=$("$NATSRATE" -url nats://127.0.0.1:14222 -size "$SIZE" -rate "$HALF_RATE" -msgs "$HALF_COUNT" -label p99-half)
+      field() { grep -o " $1=[0-9.]*" <<<"$out" | cut -d= -f2; }
+      emit_lat nats "$HALF_RATE" "$(field msgs)" "$(field msgs/s)" "$(field p50_us)" "$(field p99_us)"
+    fi
     stop "$npid"
   done
 fi
 
 # ---- Ratios ---------------------------------------------------------------
+cell() { # cell PETREL PEER: "petrel/peer (peer)", or - when either is missing
+  if [ -n "$1" ] && [ -n "$2" ] && [ "$2" != 0 ]; then
+    printf ' %18s' "$(awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f (%d)", a / b, b}')"
+  else
+    printf ' %18s' -
+  fi
+}
 echo
 printf '%-15s %12s' scenario petrel
 peers=(apache apache-own kafka nats)
@@ -247,13 +310,13 @@ for p in "${peers[@]}"; do printf ' %18s' "petrel/$p"; done
 echo
 for s in produce-async produce-sync drain; do
   printf '%-15s %12s' "$s" "${RATE[petrel $s]:--}"
-  for p in "${peers[@]}"; do
-    v="${RATE[$p $s]:-}"
-    if [ -n "$v" ] && [ "$v" != 0 ] && [ -n "${RATE[petrel $s]:-}" ]; then
-      printf ' %18s' "$(awk -v a="${RATE[petrel $s]}" -v b="$v" 'BEGIN {printf "%.2f (%d)", a / b, b}')"
-    else
-      printf ' %18s' -
-    fi
-  done
+  for p in "${peers[@]}"; do cell "${RATE[petrel $s]:-}" "${RATE[$p $s]:-}"; done
   echo
 done
+# p99-half: each system's p99 send latency (µs) at half its own
+# produce-async rate; here petrel/peer below 1 is petrel the faster.
+printf '%-15s %12s' p99-half "${LAT[petrel]:--}"
+for p in "${peers[@]}"; do cell "${LAT[petrel]:-}" "${LAT[$p]:-}"; done
+echo
+note "produce-*, drain: msgs/s, petrel/peer above 1 is petrel faster (the peer's msgs/s in parentheses)"
+note "p99-half: p99 send latency in µs at half each system's produce-async rate, petrel/peer below 1 is petrel lower (the peer's p99 in parentheses)"
