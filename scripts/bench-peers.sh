@@ -6,6 +6,7 @@
 #   bash scripts/bench-peers.sh                         # 200k messages a run
 #   COUNT=20000 bash scripts/bench-peers.sh             # a quick look
 #   SKIP="kafka nats" bash scripts/bench-peers.sh       # only Petrel and Apache
+#   P99_SECS=60 bash scripts/bench-peers.sh             # p99-half runs of 60 s
 #
 # Scenarios (SIZE bytes, default 1 KiB; INFLIGHT sends in flight, default 64):
 #   produce-async   sends answered before their fsync: Petrel --flush async,
@@ -299,6 +300,8 @@ fi
 cell() { # cell PETREL PEER: "petrel/peer (peer)", or - when either is missing
   if [ -n "$1" ] && [ -n "$2" ] && [ "$2" != 0 ]; then
     printf ' %18s' "$(awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f (%d)", a / b, b}')"
+  elif [ "$2" = 0 ]; then
+    printf ' %18s' "- (0)" # e.g. Kafka's p99 under its 1 ms resolution
   else
     printf ' %18s' -
   fi
