@@ -32,6 +32,7 @@ import (
 	"net/netip"
 	"path"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -380,6 +381,26 @@ func (b *Broker) CancelDelayed(ctx context.Context, uniq string) error {
 		return err
 	}
 	return nil
+}
+
+// recallHandle is the recall handle of m as stored, a single sent
+// message: empty unless m is a timer record (not due yet when sent) of a
+// topic other than a %RETRY% one, with a UNIQ_KEY. As in RocketMQ, the
+// handle's timestamp is the due time plus one (a reader that floors a
+// time to the second still finds it in the future while it is pending).
+func (b *Broker) recallHandle(m *message.Message) string {
+	if m.Topic != TimerTopic {
+		return ""
+	}
+	real, uniq := m.Property(message.PropertyRealTopic), m.Property(message.PropertyUniqKey)
+	if real == "" || uniq == "" || strings.HasPrefix(real, RetryGroupTopicPrefix) {
+		return ""
+	}
+	at, err := strconv.ParseInt(m.Property(PropertyTimerOutMS), 10, 64)
+	if err != nil {
+		return ""
+	}
+	return message.EncodeRecallHandle(real, b.cfg.BrokerName, at, uniq)
 }
 
 // cancelled reports whether a cancel record names uniq.

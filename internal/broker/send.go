@@ -130,6 +130,15 @@ type SendResult struct {
 	QueueID     int32
 	QueueOffset int64
 	RegionID    string
+	// RecallHandle names a single delayed message (not a batch item, not
+	// one for a %RETRY% topic) so that its producer can recall it before
+	// it is due (RECALL_MESSAGE, the 5.x RecallMessage): the v1 handle of
+	// message.EncodeRecallHandle with the real topic, the broker's name,
+	// the due time and the UNIQ_KEY. Empty for anything else, and for
+	// the answer to a resend the dedup window recognised (it remembers
+	// where the original is, not when it is due), as for a message
+	// without a UNIQ_KEY (nothing to recall it by).
+	RecallHandle string
 }
 
 // Send validates and stores a message or a batch and returns once it is

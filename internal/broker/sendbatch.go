@@ -164,6 +164,9 @@ func (b *Broker) answerDup(p *pendingSend, done func(int, SendResult, error)) {
 // (leaseAnswer), with or without replication.
 func (b *Broker) finishSend(p *pendingSend, err error, done func(int, SendResult, error)) {
 	res, err := b.sendResult(p.msgs, p.qid, err)
+	if err == nil && !p.req.Batch && len(p.msgs) == 1 {
+		res.RecallHandle = b.recallHandle(p.msgs[0])
+	}
 	if err == nil && b.syncReplication() {
 		b.repl.wait(recordsEnd(p.msgs), func(rerr error) {
 			p.claim.Commit(dedupResult(p.req.Topic, p.qid, p.msgs[0]))

@@ -235,7 +235,7 @@ func (f *forwarder) send(ctx context.Context, r *broker.SendRequest) (broker.Sen
 			f.halves.put(halfKey{r.ProducerGroup, id}, halfAt{phys: phys, queueOffset: a.QueueOffset})
 		}
 	}
-	return broker.SendResult{Status: st, MsgID: a.MsgID, QueueID: a.QueueID, QueueOffset: a.QueueOffset, RegionID: a.Region}, nil
+	return broker.SendResult{Status: st, MsgID: a.MsgID, QueueID: a.QueueID, QueueOffset: a.QueueOffset, RegionID: a.Region, RecallHandle: a.RecallHandle}, nil
 }
 
 // sendHeader is the remoting header of a gRPC send (the front's map

@@ -7,8 +7,9 @@ package brokerfront
 // The answer is code 0, or 10 FLUSH_DISK_TIMEOUT when the flush did not
 // finish in time, 12 FLUSH_SLAVE_TIMEOUT or 11 SLAVE_NOT_AVAILABLE when sync
 // replication did not cover it (the client counts all as stored), with ext msgId (the
-// offset id; comma-joined for batches), queueId, queueOffset, MSG_REGION and
-// TRACE_ON. The transactional Go producer parses msgId, so it is always a
+// offset id; comma-joined for batches), queueId, queueOffset, MSG_REGION,
+// TRACE_ON and, for a single delayed message, recallHandle (RocketMQ
+// 5.3+; broker.SendResult.RecallHandle says when). The transactional Go producer parses msgId, so it is always a
 // valid offset id.
 
 import (
@@ -140,5 +141,6 @@ func (f *Front) sendResponse(req *remoting.Command, res broker.SendResult, err e
 		region = "DefaultRegion"
 	}
 	return rmq.EncodeSendResponse(req, code, rmq.SendResponse{
-		MsgID: res.MsgID, QueueID: res.QueueID, QueueOffset: res.QueueOffset, Region: region, TraceOn: true})
+		MsgID: res.MsgID, QueueID: res.QueueID, QueueOffset: res.QueueOffset, Region: region, TraceOn: true,
+		RecallHandle: res.RecallHandle})
 }

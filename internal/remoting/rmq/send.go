@@ -120,25 +120,31 @@ func AppendSendHeader(c *remoting.Command, h SendHeader) *remoting.Command {
 
 // SendResponse is the header of a send's answer (SendMessageResponseHeader;
 // PETREL_RESEND_DLQ is answered alike): msgId, the stored message's offset
-// id, queueId and queueOffset are required; MSG_REGION and TRACE_ON are
-// optional.
+// id, queueId and queueOffset are required; MSG_REGION, TRACE_ON and
+// recallHandle (RocketMQ 5.3+: a single delayed message's recall handle,
+// for RECALL_MESSAGE) are optional.
 type SendResponse struct {
-	MsgID       string
-	QueueID     int32
-	QueueOffset int64
-	Region      string // MSG_REGION
-	TraceOn     bool   // TRACE_ON
+	MsgID        string
+	QueueID      int32
+	QueueOffset  int64
+	Region       string // MSG_REGION
+	TraceOn      bool   // TRACE_ON
+	RecallHandle string // recallHandle; written only when set
 }
 
 // EncodeSendResponse answers req with code and header r, the fields in
 // the order Petrel has always written them.
 func EncodeSendResponse(req *remoting.Command, code int16, r SendResponse) *remoting.Command {
-	return remoting.NewResponse(req, code, "").
+	c := remoting.NewResponse(req, code, "").
 		AppendExt("msgId", r.MsgID).
 		AppendExt("queueId", itoa(r.QueueID)).
 		AppendExt("queueOffset", itoa(r.QueueOffset)).
 		AppendExt("MSG_REGION", r.Region).
 		AppendExt("TRACE_ON", btoa(r.TraceOn))
+	if r.RecallHandle != "" {
+		c.AppendExt("recallHandle", r.RecallHandle)
+	}
+	return c
 }
 
 // DecodeSendResponse reads a send answer's header. Only a stored send
@@ -147,11 +153,12 @@ func EncodeSendResponse(req *remoting.Command, code int16, r SendResponse) *remo
 func DecodeSendResponse(c *remoting.Command) (SendResponse, error) {
 	f := fields{c: c}
 	r := SendResponse{
-		MsgID:       f.need("msgId"),
-		QueueID:     f.needI32("queueId"),
-		QueueOffset: f.needI64("queueOffset"),
-		Region:      f.str("MSG_REGION"),
-		TraceOn:     f.boolean("TRACE_ON"),
+		MsgID:        f.need("msgId"),
+		QueueID:      f.needI32("queueId"),
+		QueueOffset:  f.needI64("queueOffset"),
+		Region:       f.str("MSG_REGION"),
+		TraceOn:      f.boolean("TRACE_ON"),
+		RecallHandle: f.str("recallHandle"),
 	}
 	return r, f.result()
 }
