@@ -340,6 +340,12 @@ func (b *Broker) fireTimers(due []timer.Entry) error {
 // its message id (the UNIQ_KEY the producer's send result names). The
 // cancel is a record of the timer topic, so it survives a restart.
 func (b *Broker) CancelDelayed(ctx context.Context, uniq string) error {
+	return b.cancelDelayed(ctx, uniq, "")
+}
+
+// cancelDelayed is CancelDelayed of a message of topic (its real topic);
+// "" means of any topic.
+func (b *Broker) cancelDelayed(ctx context.Context, uniq, topic string) error {
 	if b.closed.Load() {
 		return b.errClosed()
 	}
@@ -360,11 +366,16 @@ func (b *Broker) CancelDelayed(ctx context.Context, uniq string) error {
 		if k, _ := r.Property(message.PropertyUniqKey); string(k) != uniq {
 			continue
 		}
+		if rt, _ := r.Property(message.PropertyRealTopic); topic != "" && string(rt) != topic {
+			continue
+		}
 		if out, _ := r.Property(PropertyTimerOutMS); len(out) > 0 {
 			at, _ = strconv.ParseInt(string(out), 10, 64)
 		}
 	}
 	switch {
+	case at < 0 && topic != "":
+		return errorf(KindQueryNotFound, nil, "no delayed message with id %q in topic %q on broker %s; it may have been delivered and its timer record removed, or it was never delayed here", uniq, topic, b.cfg.BrokerName)
 	case at < 0:
 		return errorf(KindQueryNotFound, nil, "no delayed message with id %q; check the id (the producer's msgId, not the offset id)", uniq)
 	case at <= now:

@@ -51,6 +51,10 @@ const (
 	// broker has no config, offsets or members for (code 26
 	// SUBSCRIPTION_GROUP_NOT_EXIST).
 	KindGroupNotExist
+	// KindIllegalOperation: a recall whose handle does not decode, names
+	// another topic or broker, or a time already passed or beyond the
+	// timer's limit (code 604 ILLEGAL_OPERATION).
+	KindIllegalOperation
 )
 
 var kindNames = map[Kind]string{
@@ -66,6 +70,7 @@ var kindNames = map[Kind]string{
 	KindInvalidReceiptHandle:    "invalid receipt handle",
 	KindReceiptHandleExpired:    "receipt handle expired",
 	KindGroupNotExist:           "group not exist",
+	KindIllegalOperation:        "illegal operation",
 }
 
 func (k Kind) String() string {

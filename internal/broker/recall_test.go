@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/petrelmq/petrel/internal/message"
+	"github.com/petrelmq/petrel/internal/store"
 )
 
 // TestSendAnswersRecallHandle: a single delayed send is answered with the
@@ -52,4 +53,65 @@ func TestSendAnswersRecallHandle(t *testing.T) {
 		t.Errorf("the dedup answer has recall handle %q; the window does not know the due time", dup.RecallHandle)
 	}
 	e.waitPending(3)
+}
+
+// TestRecall: the handle of a delayed send recalls it (it is never
+// delivered, also after a restart) while another delayed message is; a
+// second recall of it succeeds again. A handle for another topic or
+// broker, one that does not decode, one whose time passed or is beyond
+// MaxTimerDelay, and a recall of an unknown topic are refused with their
+// kinds; a well-formed handle of a message this broker never delayed is
+// not found.
+func TestRecall(t *testing.T) {
+	e := newEnv(t, func(_ *store.Config, c *Config) { c.MaxTimerDelay = time.Hour })
+	e.createTopic("T", 1)
+	e.createTopic("U", 1)
+	ctx := context.Background()
+	gone := e.delayed("T", "recalled", PropertyTimerDelaySec, "10", "UNIQ_KEY", "G1")
+	e.delayed("T", "kept", PropertyTimerDelaySec, "10", "UNIQ_KEY", "K1")
+	e.waitPending(2)
+	name := e.b.Config().BrokerName
+	due := t0.Add(10 * time.Second).UnixMilli()
+
+	for _, tc := range []struct {
+		topic, handle string
+		kind          Kind
+		says          string
+	}{
+		{"nope", gone.RecallHandle, KindTopicNotExist, "does not exist"},
+		{"T", "not base64!", KindIllegalOperation, "invalid"},
+		{"T", message.EncodeRecallHandle("T", name, due, "G1")[:8], KindIllegalOperation, "invalid"},
+		{"U", gone.RecallHandle, KindIllegalOperation, "names topic"},
+		{"T", message.EncodeRecallHandle("T", "other", due, "G1"), KindIllegalOperation, "names broker"},
+		{"T", message.EncodeRecallHandle("T", name, t0.UnixMilli()-1, "G1"), KindIllegalOperation, "time is invalid"},
+		{"T", message.EncodeRecallHandle("T", name, t0.Add(time.Hour).UnixMilli(), "G1"), KindIllegalOperation, "time is invalid"},
+		{"T", message.EncodeRecallHandle("T", name, due, "NEVER"), KindQueryNotFound, "no delayed message"},
+		// A message of T named with topic U's handle: not U's.
+		{"U", message.EncodeRecallHandle("U", name, due, "G1"), KindQueryNotFound, "in topic \"U\""},
+	} {
+		_, err := e.b.Recall(ctx, tc.topic, tc.handle)
+		wantKind(t, err, tc.kind, tc.says)
+	}
+	for range 2 {
+		id, err := e.b.Recall(ctx, "T", gone.RecallHandle)
+		if err != nil || id != "G1" {
+			t.Fatalf("recall: %q, %v; want G1", id, err)
+		}
+	}
+	e.restart()
+	e.clk.Advance(10 * time.Second)
+	e.waitMax("T", 0, 1)
+	e.waitPending(0)
+	p := e.mustPull(pullReq("g", "T", 0, 0).withSub("*"))
+	if len(p.bodies) != 1 || p.bodies[0] != "kept" {
+		t.Fatalf("delivered %v, want only kept", p.bodies)
+	}
+	// At its due time the handle's time (due+1) has not passed, but the
+	// message is due: CancelDelayed refuses. A millisecond later the
+	// handle itself is out of time.
+	_, err := e.b.Recall(ctx, "T", gone.RecallHandle)
+	wantKind(t, err, KindMessageIllegal, "cannot be cancelled")
+	e.clk.Advance(time.Millisecond)
+	_, err = e.b.Recall(ctx, "T", gone.RecallHandle)
+	wantKind(t, err, KindIllegalOperation, "time is invalid")
 }

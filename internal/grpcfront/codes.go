@@ -24,6 +24,8 @@ var kindCodes = map[broker.Kind]v2.Code{
 	broker.KindInvalidReceiptHandle:    v2.Code_INVALID_RECEIPT_HANDLE,
 	broker.KindReceiptHandleExpired:    v2.Code_INVALID_RECEIPT_HANDLE,
 	broker.KindQueryNotFound:           v2.Code_NOT_FOUND,
+	// A recall handle that does not decode or does not fit (recall.go).
+	broker.KindIllegalOperation: v2.Code_BAD_REQUEST,
 }
 
 // causeCodes are the codes of broker refusals that gRPC names more

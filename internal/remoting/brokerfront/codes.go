@@ -30,6 +30,7 @@ var kindCodes = map[broker.Kind]int16{
 	broker.KindQueryNotFound:           rmq.RespQueryNotFound,
 	broker.KindSystemBusy:              rmq.RespSystemBusy,
 	broker.KindGroupNotExist:           rmq.RespSubscriptionGroupNotExist,
+	broker.KindIllegalOperation:        rmq.RespIllegalOperation,
 	// Pop acknowledgements and changes of invisible time (pop.go).
 	broker.KindInvalidReceiptHandle: rmq.RespInvalidParameter,
 	broker.KindReceiptHandleExpired: rmq.RespNoMessage,

@@ -140,6 +140,7 @@ func (f *Front) Register(s *remoting.Server) {
 	s.Handle(rmq.CodeConsumerSendMsgBack, f.sendBack)
 	s.Handle(rmq.CodePetrelResendDLQ, f.resendDLQ)
 	s.Handle(rmq.CodePetrelCancelDelayed, f.cancelDelayed)
+	s.Handle(rmq.CodeRecallMessage, f.recall) // recall.go
 	s.Handle(rmq.CodePetrelHandBackOffsets, f.handBack)
 	s.Handle(rmq.CodeEndTransaction, f.endTransaction)
 	s.Handle(rmq.CodeGetBrokerRuntimeInfo, f.runtimeInfo)

@@ -277,6 +277,8 @@ var aclTable = map[int32]aclRule{
 	int32(CodeQueryTopicConsumeByWho): topicField("QUERY_TOPIC_CONSUME_BY_WHO (300)", "topic", actGet),
 	int32(CodeQueryTopicsByConsumer):  groupField("QUERY_TOPICS_BY_CONSUMER (301)", "group", actGet),
 	int32(CodeGetTopicConfig):         topicField("GET_TOPIC_CONFIG (351)", "topic", actGet),
+	// RocketMQ's RecallMessageRequestHeader: Pub on the topic.
+	int32(CodeRecallMessage): topicField("RECALL_MESSAGE (370)", "topic", actPub),
 
 	int32(CodeDeleteTopicInBroker):       topicField("DELETE_TOPIC_IN_BROKER (215)", "topic", actDelete),
 	int32(CodeInvokeBrokerToResetOffset): groupTopic("INVOKE_BROKER_TO_RESET_OFFSET (222)", "group", "topic", actUpdate),

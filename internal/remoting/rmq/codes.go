@@ -45,6 +45,7 @@ const (
 	CodeSendMessageV2                    int16 = 310
 	CodeSendBatchMessage                 int16 = 320
 	CodeQueryDataVersion                 int16 = 322
+	CodeRecallMessage                    int16 = 370 // RocketMQ 5.3+ (recall.go)
 
 	// Petrel's own requests, above RocketMQ's range.
 	CodePetrelResendDLQ     int16 = 10101
@@ -96,4 +97,5 @@ const (
 	RespNoMessage                 int16 = 208
 	RespPollingFull               int16 = 209
 	RespPollingTimeout            int16 = 210
+	RespIllegalOperation          int16 = 604
 )

@@ -140,6 +140,20 @@ func FuzzDecodeSendResponse(f *testing.F) {
 	})
 }
 
+// FuzzDecodeRecall covers RECALL_MESSAGE's request (served) and its
+// answer (the CLI reads it).
+func FuzzDecodeRecall(f *testing.F) {
+	req := codecOf(CodeRecallMessage, DecodeRecallRequest, EncodeRecallRequest, "producerGroup", "topic", "recallHandle")
+	answer := codecOf(RespSuccess, DecodeRecallResponse, func(r RecallResponse) *remoting.Command {
+		return EncodeRecallResponse(remoting.NewRequest(CodeRecallMessage, nil, nil), r)
+	}, "msgId")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ext := extFrom(data)
+		checkHeader(t, req, ext)
+		checkHeader(t, answer, ext)
+	})
+}
+
 // checkBody: a body that decodes encodes to bytes that decode and encode
 // to the same bytes again; one that does not says so.
 func checkBody[T any](t *testing.T, what string, body []byte, dec func([]byte) (T, error), enc func(T) []byte) {
