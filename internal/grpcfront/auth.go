@@ -9,6 +9,7 @@ package grpcfront
 //
 //	SendMessage                 Pub on each message's topic
 //	EndTransaction              Pub on the topic
+//	RecallMessage               Pub on the topic
 //	QueryRoute                  Pub, Sub or Get on the topic
 //	QueryAssignment             Sub on the group and on the topic
 //	ReceiveMessage, AckMessage, ChangeInvisibleDuration,
@@ -45,6 +46,7 @@ import (
 	grpcstatus "google.golang.org/grpc/status"
 
 	"github.com/petrelmq/petrel/internal/auth"
+	"github.com/petrelmq/petrel/internal/grpcfront/pbcodec"
 )
 
 // Headers of the signature.
@@ -133,6 +135,9 @@ func unaryNeeds(req any) (reqs []auth.Request, refuse func(*v2.Status) any) {
 		return reqs, func(st *v2.Status) any { return &v2.HeartbeatResponse{Status: st} }
 	case *v2.NotifyClientTerminationRequest:
 		return groupNeeds(nil, r.GetGroup()), func(st *v2.Status) any { return &v2.NotifyClientTerminationResponse{Status: st} }
+	case *pbcodec.RecallMessageRequest:
+		// RocketMQ's RecallMessageRequestHeader: Pub on the topic.
+		return pubNeeds(nil, r.GetTopic()), func(st *v2.Status) any { return &pbcodec.RecallMessageResponse{Status: st} }
 	}
 	return nil, nil
 }

@@ -17,10 +17,12 @@ import (
 	"time"
 
 	v2 "github.com/apache/rocketmq-clients/golang/v5/protocol/v2"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 
 	"github.com/petrelmq/petrel/internal/auth"
+	"github.com/petrelmq/petrel/internal/grpcfront/pbcodec"
 	"github.com/petrelmq/petrel/internal/message"
 )
 
@@ -381,8 +383,9 @@ func TestAuthTelemetry(t *testing.T) {
 // each answers UNAUTHORIZED in-band. A method added to the service fails
 // the count until it is added here and to auth.go.
 func TestAuthEveryCallIsChecked(t *testing.T) {
-	if n, m := len(v2.MessagingService_ServiceDesc.Methods), len(v2.MessagingService_ServiceDesc.Streams); n != 9 || m != 2 {
-		t.Fatalf("the service has %d unary and %d streaming methods; this test and auth.go know 9 and 2", n, m)
+	desc := ServiceDesc()
+	if n, m := len(desc.Methods), len(desc.Streams); n != 10 || m != 2 {
+		t.Fatalf("the service has %d unary and %d streaming methods; this test and auth.go know 10 and 2", n, m)
 	}
 	e := newAuthEnv(t, authDir())
 	ctx := e.signed("c1", "", "")
@@ -424,6 +427,11 @@ func TestAuthEveryCallIsChecked(t *testing.T) {
 			r, err := e.c.ChangeInvisibleDuration(ctx, &v2.ChangeInvisibleDurationRequest{Topic: a, Group: g, ReceiptHandle: "h", InvisibleDuration: durpb(time.Minute)})
 			return r.GetStatus(), err
 		},
+		"RecallMessage": func() (*v2.Status, error) {
+			r := new(pbcodec.RecallMessageResponse)
+			err := e.conn.Invoke(ctx, RecallMessageMethod, &pbcodec.RecallMessageRequest{Topic: a, RecallHandle: "h"}, r, grpc.ForceCodecV2(pbcodec.New()))
+			return r.GetStatus(), err
+		},
 		"ReceiveMessage": func() (*v2.Status, error) {
 			rs := e.receive(ctx, receiveReq("G", "A", 1, time.Minute))
 			if len(rs) != 1 {
@@ -441,10 +449,10 @@ func TestAuthEveryCallIsChecked(t *testing.T) {
 		},
 	}
 	var names []string
-	for _, m := range v2.MessagingService_ServiceDesc.Methods {
+	for _, m := range desc.Methods {
 		names = append(names, m.MethodName)
 	}
-	for _, s := range v2.MessagingService_ServiceDesc.Streams {
+	for _, s := range desc.Streams {
 		names = append(names, s.StreamName)
 	}
 	for _, name := range names {
@@ -487,6 +495,7 @@ func TestAuthNeeds(t *testing.T) {
 		{"send to a retry topic", &v2.SendMessageRequest{Messages: []*v2.Message{msg("%RETRY%G", "1", "x")}},
 			[]auth.Request{group("G", sub)}},
 		{"end transaction", &v2.EndTransactionRequest{Topic: res("T")}, []auth.Request{topic("T", pub)}},
+		{"recall", &pbcodec.RecallMessageRequest{Topic: res("T"), RecallHandle: "h"}, []auth.Request{topic("T", pub)}},
 		{"route", &v2.QueryRouteRequest{Topic: res("T")}, []auth.Request{topic("T", pub, sub, get)}},
 		{"route of a retry topic", &v2.QueryRouteRequest{Topic: res("%RETRY%G")}, []auth.Request{group("G", sub, get)}},
 		{"assignment", &v2.QueryAssignmentRequest{Group: res("G"), Topic: res("T")}, []auth.Request{group("G", sub), topic("T", sub)}},

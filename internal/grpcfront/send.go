@@ -31,6 +31,7 @@ import (
 	"google.golang.org/grpc/peer"
 
 	"github.com/petrelmq/petrel/internal/broker"
+	"github.com/petrelmq/petrel/internal/grpcfront/pbcodec"
 	"github.com/petrelmq/petrel/internal/message"
 )
 
@@ -147,6 +148,9 @@ func (s *Server) sent(entry *v2.SendResultEntry, m *v2.Message, res broker.SendR
 	// RocketMQ answers the message id (UNIQ_KEY) as the transaction id of
 	// every send; a half is found by it again (EndTransaction).
 	entry.TransactionId = m.GetSystemProperties().GetMessageId()
+	if res.RecallHandle != "" {
+		pbcodec.SetRecallHandle(entry, res.RecallHandle) // field 5, recall.go
+	}
 }
 
 // sendRequest builds the broker send for m, or the status refusing it.

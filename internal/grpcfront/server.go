@@ -218,7 +218,7 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 		opts = append(opts, grpc.UnaryInterceptor(s.authUnary))
 	}
 	s.gs = grpc.NewServer(opts...)
-	v2.RegisterMessagingServiceServer(s.gs, s)
+	s.gs.RegisterService(&serviceDesc, s) // the generated service and RecallMessage (recall.go)
 	s.sessions.init(s)
 	b.OnGroupChanged(s.pushGroupSettings)
 	return s, nil

@@ -357,3 +357,67 @@ func TestNodePushConsumersShareAGroup(t *testing.T) {
 	}
 	t.Logf("per member consumed %v of %d; delayed message consumed %v after its delivery time", perMember, count, delayed.at.Sub(want))
 }
+
+// TestNodeClientRecallsADelayedMessage: the Node.js client's send receipt
+// of a delayed message carries a recall handle (SendResultEntry field 5)
+// and Producer.recallMessage with it succeeds, naming the message; the
+// recalled message is never received while a control message due at the
+// same time is; a recall with a made-up handle fails with the broker's
+// refusal.
+func TestNodeClientRecallsADelayedMessage(t *testing.T) {
+	ensureNodeClient(t)
+	p := startPetrel(t, serverOptions{extraArgs: []string{"--grpc-plaintext"}})
+	topic := uniqueName(t, "recall")
+	createTopics(t, p, topic)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "recall.js", p.grpcAddr, topic, uniqueName(t, "g"), "4000")
+	cmd.Dir = nodeClientDir
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node recall.js: %v\nstdout:\n%s\nstderr:\n%s", err, out, tail(stderr.String(), 4000))
+	}
+	type receipt struct {
+		MessageID    string `json:"messageId"`
+		RecallHandle string `json:"recallHandle"`
+	}
+	var res struct {
+		Recalled receipt `json:"recalled"`
+		Control  receipt `json:"control"`
+		Recall   struct {
+			MessageID string `json:"messageId"`
+		} `json:"recall"`
+		Bogus    string `json:"bogus"`
+		Received []struct {
+			ID   string `json:"id"`
+			Body string `json:"body"`
+		} `json:"received"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("node output is not the expected JSON: %v\n%s", err, out)
+	}
+	if res.Recalled.RecallHandle == "" || res.Control.RecallHandle == "" {
+		t.Fatalf("delayed send receipts %+v, %+v: want recall handles", res.Recalled, res.Control)
+	}
+	if res.Recall.MessageID != res.Recalled.MessageID {
+		t.Errorf("recall receipt names %q, want the recalled message %q", res.Recall.MessageID, res.Recalled.MessageID)
+	}
+	if !strings.Contains(res.Bogus, "recall handle is invalid") {
+		t.Errorf("a recall with a made-up handle: %q; want the broker's refusal", res.Bogus)
+	}
+	var control int
+	for _, m := range res.Received {
+		switch {
+		case m.Body == "recalled" || m.ID == res.Recalled.MessageID:
+			t.Errorf("the recalled message %s was delivered", m.ID)
+		case m.Body == "control":
+			control++
+		}
+	}
+	if control != 1 {
+		t.Fatalf("received %+v; want the control message once", res.Received)
+	}
+}

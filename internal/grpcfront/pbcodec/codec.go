@@ -63,10 +63,36 @@ func (*Codec) Name() string { return "proto" }
 // Marshal encodes v with gRPC-Go's proto codec. (A hand-written encoder
 // of SendMessageResponse, byte-compatible, cost as much CPU as protobuf's:
 // 3.5-4.1 µs against 3.9-4.2 µs for 16 entries.)
-func (c *Codec) Marshal(v any) (mem.BufferSlice, error) { return c.fallback.Marshal(v) }
+// RecallMessage's request and answer have no generated code (recall.go):
+// they are encoded by hand.
+func (c *Codec) Marshal(v any) (mem.BufferSlice, error) {
+	if m, ok := v.(interface{ Marshal() ([]byte, error) }); ok && isRecall(v) {
+		b, err := m.Marshal()
+		if err != nil {
+			return nil, err
+		}
+		return mem.BufferSlice{mem.SliceBuffer(b)}, nil
+	}
+	return c.fallback.Marshal(v)
+}
+
+// isRecall reports whether v is one of recall.go's messages.
+func isRecall(v any) bool {
+	switch v.(type) {
+	case *RecallMessageRequest, *RecallMessageResponse:
+		return true
+	}
+	return false
+}
 
 // Unmarshal decodes data into v.
 func (c *Codec) Unmarshal(data mem.BufferSlice, v any) error {
+	switch m := v.(type) {
+	case *RecallMessageRequest:
+		return m.Unmarshal(data.Materialize())
+	case *RecallMessageResponse:
+		return m.Unmarshal(data.Materialize())
+	}
 	r, ok := v.(*v2.SendMessageRequest)
 	if !ok {
 		return c.fallback.Unmarshal(data, v)
