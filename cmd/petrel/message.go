@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,7 +14,7 @@ func newMessageCmd() *cobra.Command {
 	var f adminFlags
 	cmd := &cobra.Command{
 		Use:     "message",
-		Short:   "Look up stored messages by id or key",
+		Short:   "Look up stored messages by id or key, cancel delayed ones",
 		Example: `  petrel message query --topic Orders --key order-42`,
 		Args:    cobra.NoArgs,
 	}
@@ -97,7 +98,36 @@ consumption. With --topic, sends of other topics are left out.`,
 	}
 	trace.Flags().StringVar(&ts.Topic, "topic", "", "topic of the message (leaves out sends of other topics)")
 	trace.Flags().StringVar(&ts.TraceTopic, "trace-topic", cli.DefaultTraceTopic, "topic the clients send their trace records to")
-	cmd.AddCommand(get, query, trace)
+	var cTopic, handle string
+	cancel := &cobra.Command{
+		Use:   "cancel (ID | --handle HANDLE) [--topic TOPIC]",
+		Short: "Cancel a delayed message that is not delivered yet",
+		Long: `Cancel a delayed message before it is due, so that it is never delivered.
+ID is the message's unique id (the msgId its send printed); the brokers of
+--topic are asked (all brokers of the cluster without it), and only a
+message of that topic is cancelled. With --handle instead, the recall
+handle a delayed send answered (recallHandle in petrel send -o json, or a
+RocketMQ 5 client's SendResult/SendReceipt) names the topic and broker.
+A message that is not pending (unknown, or due and delivered already) is
+reported as not found and nothing is changed.`,
+		Example: `  petrel message cancel 0A0B0C0D9A1B2C3D4E5F60718293A4B5 --topic Orders
+  petrel message cancel --handle djEgT3JkZXJzIGJyb2tlci1hIDE3NjQ3NTYwMDAwMDEgMEEwQjBD...`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: adminRun(&f, func(ctx context.Context, c *cli.CLI, args []string) error {
+			switch {
+			case handle != "" && len(args) > 0:
+				return fmt.Errorf("%w: give either the message id or --handle, not both", cli.ErrUsage)
+			case handle != "":
+				return c.MessageRecall(ctx, handle, cTopic)
+			case len(args) == 0:
+				return fmt.Errorf("%w: give the message id (the msgId of its send) or --handle with its recall handle", cli.ErrUsage)
+			}
+			return c.MessageCancel(ctx, args[0], cTopic)
+		}),
+	}
+	cancel.Flags().StringVar(&cTopic, "topic", "", "topic of the message: ask only its brokers and cancel only a message of it")
+	cancel.Flags().StringVar(&handle, "handle", "", "the recall handle of the delayed message's send, instead of its id")
+	cmd.AddCommand(get, query, trace, cancel)
 	return cmd
 }
 

@@ -26,6 +26,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -336,16 +337,21 @@ func (b *Broker) fireTimers(due []timer.Entry) error {
 	return nil
 }
 
+// ErrCancelledAlready is in the chain of CancelDelayed's error for a
+// message cancelled before (KindQueryNotFound: not pending any more).
+var ErrCancelledAlready = errors.New("broker: delayed message cancelled already")
+
 // CancelDelayed cancels a delayed message that is not delivered yet, by
 // its message id (the UNIQ_KEY the producer's send result names). The
 // cancel is a record of the timer topic, so it survives a restart.
 func (b *Broker) CancelDelayed(ctx context.Context, uniq string) error {
-	return b.cancelDelayed(ctx, uniq, "")
+	return b.CancelDelayedIn(ctx, uniq, "")
 }
 
-// cancelDelayed is CancelDelayed of a message of topic (its real topic);
-// "" means of any topic.
-func (b *Broker) cancelDelayed(ctx context.Context, uniq, topic string) error {
+// CancelDelayedIn is CancelDelayed of a message of topic only (the topic
+// it was sent to); "" means of any topic. A message of another topic is
+// not found.
+func (b *Broker) CancelDelayedIn(ctx context.Context, uniq, topic string) error {
 	if b.closed.Load() {
 		return b.errClosed()
 	}
@@ -378,10 +384,10 @@ func (b *Broker) cancelDelayed(ctx context.Context, uniq, topic string) error {
 		return errorf(KindQueryNotFound, nil, "no delayed message with id %q in topic %q on broker %s; it may have been delivered and its timer record removed, or it was never delayed here", uniq, topic, b.cfg.BrokerName)
 	case at < 0:
 		return errorf(KindQueryNotFound, nil, "no delayed message with id %q; check the id (the producer's msgId, not the offset id)", uniq)
+	case b.cancelled(uniq):
+		return errorf(KindQueryNotFound, ErrCancelledAlready, "delayed message %q is cancelled already; it will not be delivered", uniq)
 	case at <= now:
 		return errorf(KindMessageIllegal, nil, "delayed message %q was due at %s and is delivered (or being delivered); it cannot be cancelled", uniq, time.UnixMilli(at).UTC().Format(time.RFC3339))
-	case b.cancelled(uniq):
-		return nil
 	}
 	m := &message.Message{Topic: TimerTopic, Body: []byte("cancel"), BornTimestamp: now,
 		BornHost: netip.AddrPortFrom(netip.IPv4Unspecified(), 0)}

@@ -11,6 +11,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 
 	"github.com/petrelmq/petrel/internal/message"
 )
@@ -49,7 +50,9 @@ func (b *Broker) Recall(ctx context.Context, topic, handle string) (string, erro
 	if left := h.At - b.clk.Now().UnixMilli(); h.At < 0 || left <= 0 || left >= b.cfg.MaxTimerDelay.Milliseconds() {
 		return "", errorf(KindIllegalOperation, nil, "recall failed: the recall handle's time is invalid (passed, or beyond the broker's timer limit of %v); a message already due cannot be recalled", b.cfg.MaxTimerDelay)
 	}
-	if err := b.cancelDelayed(ctx, h.UniqID, topic); err != nil {
+	// A second recall succeeds, as in RocketMQ (whose recall only writes
+	// a delete marker).
+	if err := b.CancelDelayedIn(ctx, h.UniqID, topic); err != nil && !errors.Is(err, ErrCancelledAlready) {
 		return "", err
 	}
 	return h.UniqID, nil

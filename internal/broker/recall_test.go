@@ -68,7 +68,7 @@ func TestRecall(t *testing.T) {
 	e.createTopic("U", 1)
 	ctx := context.Background()
 	gone := e.delayed("T", "recalled", PropertyTimerDelaySec, "10", "UNIQ_KEY", "G1")
-	e.delayed("T", "kept", PropertyTimerDelaySec, "10", "UNIQ_KEY", "K1")
+	kept := e.delayed("T", "kept", PropertyTimerDelaySec, "10", "UNIQ_KEY", "K1")
 	e.waitPending(2)
 	name := e.b.Config().BrokerName
 	due := t0.Add(10 * time.Second).UnixMilli()
@@ -106,11 +106,15 @@ func TestRecall(t *testing.T) {
 	if len(p.bodies) != 1 || p.bodies[0] != "kept" {
 		t.Fatalf("delivered %v, want only kept", p.bodies)
 	}
-	// At its due time the handle's time (due+1) has not passed, but the
-	// message is due: CancelDelayed refuses. A millisecond later the
-	// handle itself is out of time.
-	_, err := e.b.Recall(ctx, "T", gone.RecallHandle)
+	// At its due time the handle's time (due+1) has not passed: the
+	// recalled message is recalled again, the delivered one is due and
+	// refused. A millisecond later the handles are out of time.
+	if _, err := e.b.Recall(ctx, "T", gone.RecallHandle); err != nil {
+		t.Fatalf("recall again at the due time: %v", err)
+	}
+	_, err := e.b.Recall(ctx, "T", kept.RecallHandle)
 	wantKind(t, err, KindMessageIllegal, "cannot be cancelled")
+	wantKind(t, e.b.CancelDelayed(ctx, "G1"), KindQueryNotFound, "cancelled already")
 	e.clk.Advance(time.Millisecond)
 	_, err = e.b.Recall(ctx, "T", gone.RecallHandle)
 	wantKind(t, err, KindIllegalOperation, "time is invalid")

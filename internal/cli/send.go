@@ -69,6 +69,9 @@ type SendResult struct {
 	// for immediate delivery. Queue and offset of a delayed message are
 	// those of the broker's timer topic.
 	DeliverAt string `json:"deliverAt,omitempty"`
+	// RecallHandle recalls a delayed message before it is due (`petrel
+	// message cancel --handle`); "" for other messages.
+	RecallHandle string `json:"recallHandle,omitempty"`
 }
 
 // newUniqID returns a fresh 32-hex-digit unique message id.
@@ -233,7 +236,7 @@ func (c *CLI) sendOne(ctx context.Context, spec SendSpec, broker, addr string, q
 	if err != nil {
 		return SendResult{}, fmt.Errorf("%w: send answer from %s: %w", ErrRefused, addr, err)
 	}
-	res.OffsetID, res.QueueID, res.QueueOffset = r.MsgID, r.QueueID, r.QueueOffset
+	res.OffsetID, res.QueueID, res.QueueOffset, res.RecallHandle = r.MsgID, r.QueueID, r.QueueOffset, r.RecallHandle
 	if !deliverAt.IsZero() && deliverAt.After(now) {
 		res.DeliverAt = deliverAt.UTC().Format(time.RFC3339Nano)
 	}

@@ -58,15 +58,16 @@ func (f *Front) resendDLQ(ctx context.Context, _ *remoting.Conn, req *remoting.C
 }
 
 // rmq.CodePetrelCancelDelayed is Petrel's admin request that cancels a delayed
-// message not delivered yet (header rmq.CancelDelayedRequest). Answered with code 0, 22 QUERY_NOT_FOUND for an unknown
-// id, 13 when it is already due.
+// message not delivered yet (header rmq.CancelDelayedRequest; with a
+// topic, only a message of that topic). Answered with code 0, 22
+// QUERY_NOT_FOUND for an unknown id, 13 when it is already due.
 
 func (f *Front) cancelDelayed(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	h, err := rmq.DecodeCancelDelayedRequest(req)
 	if err != nil {
 		return refuseHeader(req, err)
 	}
-	if err := f.b.CancelDelayed(ctx, h.MsgID); err != nil {
+	if err := f.b.CancelDelayedIn(ctx, h.MsgID, h.Topic); err != nil {
 		return f.errorResponse(req, err)
 	}
 	return remoting.NewResponse(req, rmq.RespSuccess, "")

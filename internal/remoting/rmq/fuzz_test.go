@@ -82,7 +82,7 @@ var servedHeaders = []headerCodec{
 	codecOf(CodeViewMessageByID, DecodeViewMessageRequest, EncodeViewMessageRequest, "topic", "offset"),
 	codecOf(CodeConsumerSendMsgBack, DecodeSendBackRequest, EncodeSendBackRequest, "offset", "group", "delayLevel", "originMsgId", "originTopic", "unitMode", "maxReconsumeTimes"),
 	codecOf(CodePetrelResendDLQ, DecodeResendDLQRequest, EncodeResendDLQRequest, "group", "offset", "msgId"),
-	codecOf(CodePetrelCancelDelayed, DecodeCancelDelayedRequest, EncodeCancelDelayedRequest, "msgId"),
+	codecOf(CodePetrelCancelDelayed, DecodeCancelDelayedRequest, EncodeCancelDelayedRequest, "msgId", "topic"),
 	codecOf(CodeEndTransaction, DecodeEndTransactionRequest, EncodeEndTransactionRequest, "producerGroup", "tranStateTableOffset", "commitLogOffset", "commitOrRollback", "fromTransactionCheck", "msgId", "transactionId"),
 	codecOf(CodeInvokeBrokerToResetOffset, DecodeResetOffsetRequest, EncodeResetOffsetRequest, "topic", "group", "timestamp", "isForce"),
 	// Not served, sent: the check-back a producer decodes.

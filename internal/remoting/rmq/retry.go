@@ -71,19 +71,25 @@ func EncodeResendDLQRequest(h ResendDLQRequest) *remoting.Command {
 }
 
 // CancelDelayedRequest is the header of PETREL_CANCEL_DELAYED: msgId, the
-// message's UNIQ_KEY (the msgId its send answer named), required.
+// message's UNIQ_KEY (the msgId its send answer named), required; topic,
+// optional: only a message of that topic is cancelled.
 type CancelDelayedRequest struct {
 	MsgID string
+	Topic string
 }
 
 // DecodeCancelDelayedRequest reads a PETREL_CANCEL_DELAYED header.
 func DecodeCancelDelayedRequest(c *remoting.Command) (CancelDelayedRequest, error) {
 	f := fields{c: c}
-	h := CancelDelayedRequest{MsgID: f.need("msgId")}
+	h := CancelDelayedRequest{MsgID: f.need("msgId"), Topic: f.str("topic")}
 	return h, f.result()
 }
 
 // EncodeCancelDelayedRequest returns a PETREL_CANCEL_DELAYED request.
 func EncodeCancelDelayedRequest(h CancelDelayedRequest) *remoting.Command {
-	return remoting.NewRequest(CodePetrelCancelDelayed, map[string]string{"msgId": h.MsgID}, nil)
+	ext := map[string]string{"msgId": h.MsgID}
+	if h.Topic != "" {
+		ext["topic"] = h.Topic
+	}
+	return remoting.NewRequest(CodePetrelCancelDelayed, ext, nil)
 }

@@ -151,10 +151,16 @@ func TestRequestHeadersRoundTrip(t *testing.T) {
 		check(t, err)
 	}
 
-	cd := CancelDelayedRequest{MsgID: "AC110001000078308DB174A4F1C30000"}
+	cd := CancelDelayedRequest{MsgID: "AC110001000078308DB174A4F1C30000", Topic: "Orders"}
 	c = overWire(t, EncodeCancelDelayedRequest(cd))
 	gcd, err := DecodeCancelDelayedRequest(c)
 	same(t, "cancel delayed", gcd, cd, c.Code, CodePetrelCancelDelayed)
+	check(t, err)
+
+	rc := RecallRequest{ProducerGroup: "pg", Topic: "Orders", RecallHandle: "djEgT3JkZXJzIGJyb2tlci1hIDEgSUQ="}
+	c = overWire(t, EncodeRecallRequest(rc))
+	grc, err := DecodeRecallRequest(c)
+	same(t, "recall", grc, rc, c.Code, CodeRecallMessage)
 	check(t, err)
 
 	et := EndTransactionRequest{ProducerGroup: "pg", TranStateTableOffset: 4, CommitLogOffset: 1 << 33, CommitOrRollback: TransactionCommit,
