@@ -82,3 +82,36 @@ func TestRecallMessage(t *testing.T) {
 		t.Fatalf("delivered %d records (first %q), want only kept", len(got), got[0].Body())
 	}
 }
+
+// TestSlaveForwardsRecalls: a delayed send through a slave's front gets
+// the master's recall handle, and RecallMessage through the slave is
+// forwarded to the master as RECALL_MESSAGE: OK with the message id, the
+// master's refusals as their gRPC codes; the master never delivers the
+// recalled message.
+func TestSlaveForwardsRecalls(t *testing.T) {
+	p := newPair(t, time.Second)
+	s, m := p.slave, p.master
+	d := msg("T", "ID-SLAVE-R", "recalled")
+	d.SystemProperties.MessageType = v2.MessageType_DELAY
+	d.SystemProperties.DeliveryTimestamp = tspb(t0.Add(5 * time.Second))
+	got := s.send("p1", d)
+	handle := pbcodec.RecallHandle(got)
+	if code(got.Status) != v2.Code_OK || handle == "" {
+		t.Fatalf("delayed send through the slave: %v, recall handle %q", got.Status, handle)
+	}
+	if r := s.recall("T", message.EncodeRecallHandle("T", "elsewhere", t0.Add(5*time.Second).UnixMilli(), "ID-SLAVE-R")); code(r.GetStatus()) != v2.Code_BAD_REQUEST {
+		t.Errorf("recall of another broker's handle through the slave: %v; want BAD_REQUEST", r.GetStatus())
+	}
+	if r := s.recall("T", message.EncodeRecallHandle("T", m.b.Config().BrokerName, t0.Add(5*time.Second).UnixMilli(), "NEVER")); code(r.GetStatus()) != v2.Code_NOT_FOUND {
+		t.Errorf("recall of a message never delayed through the slave: %v; want NOT_FOUND", r.GetStatus())
+	}
+	if r := s.recall("T", handle); code(r.GetStatus()) != v2.Code_OK || r.MessageId != "ID-SLAVE-R" {
+		t.Fatalf("recall through the slave: %v, message id %q", r.GetStatus(), r.MessageId)
+	}
+	await(t, "the master holds the timer", func() bool { return m.b.PendingTimers() == 1 })
+	m.clk.Advance(5 * time.Second)
+	await(t, "the master's timer fired", func() bool { return m.b.PendingTimers() == 0 })
+	if n := m.st.MaxOffset("T", 0) + m.st.MaxOffset("T", 1); n != 0 {
+		t.Fatalf("the master delivered %d messages of T, want none", n)
+	}
+}
