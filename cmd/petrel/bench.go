@@ -106,7 +106,8 @@ async producer; sync runs --concurrency senders that each wait for their
 answer; oneway sends without answers (latency is then the time to write
 the request). --batch N sends N messages per request (SEND_BATCH_MESSAGE).
 --rate paces the sends (messages per second overall), for latency below
-saturation. --inflight is an alias of --concurrency.
+saturation; a paced send's latency runs from its due time (start + i/rate),
+so sends delayed behind a full window or a stall count the delay. --inflight is an alias of --concurrency.
 
 With --grpc ADDR the messages go to the RocketMQ 5.x gRPC front at ADDR
 (SendMessage, --batch messages per call) instead: the topic must exist or

@@ -161,7 +161,7 @@ func (p *grpcProducer) sender(issueCtx context.Context, w *latencyWorker, stub v
 		}
 		req.Messages = msgs[:n]
 		ctx, cancel := context.WithTimeout(p.cl.ctx(p.ctx), cfg.GracePeriod)
-		t0 := time.Now()
+		t0 := sendStart(cfg.Rate, p.start, i)
 		resp, err := stub.SendMessage(ctx, req)
 		lat := time.Since(t0)
 		cancel()

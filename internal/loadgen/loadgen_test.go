@@ -171,6 +171,26 @@ func TestPacedProduceSendsTheCount(t *testing.T) {
 	}
 }
 
+// TestPacedLatencyRunsFromTheSchedule: paced far above what one send in
+// flight can do, every message is due at once and waits for the sends
+// before it; its latency counts that wait (from its due time, not from
+// when a slot freed), so the slowest is about the whole run, not one
+// round trip: a stalled sender does not hide its backlog.
+func TestPacedLatencyRunsFromTheSchedule(t *testing.T) {
+	ns := startCluster(t)
+	for _, mode := range []Mode{ModeAsync, ModeSync} {
+		res, err := Produce(testContext(t), ProduceConfig{
+			NameServers: []string{ns}, Topic: "Behind", BodyBytes: 64, InFlight: 1, Count: 200, Rate: 1e9, Mode: mode,
+		})
+		if err != nil || res.Msgs != 200 {
+			t.Fatalf("%s: produce: %v (%+v)", mode, err, res)
+		}
+		if max := res.Latency.Max(); max < res.Elapsed/2 {
+			t.Fatalf("%s: slowest send latency %v in a run of %v: the wait behind the earlier sends is not counted", mode, max, res.Elapsed)
+		}
+	}
+}
+
 func TestRefusedSendsStopTheRunAtMaxErrors(t *testing.T) {
 	ns := startCluster(t)
 	// The broker refuses bodies over 64 KiB.

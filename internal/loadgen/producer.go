@@ -251,6 +251,21 @@ func (pc *pacer) wait(ctx context.Context) bool {
 	return true
 }
 
+// sendStart returns the moment message i's latency runs from: paced at
+// rate from start, its due time (start + i/rate) unless it went out
+// earlier, so that a send that waited for a free slot, or a stalled
+// sender, counts the delay (no coordinated omission); unpaced, now.
+func sendStart(rate float64, start time.Time, i int64) time.Time {
+	now := time.Now()
+	if rate <= 0 {
+		return now
+	}
+	if due := start.Add(time.Duration(float64(i) * float64(time.Second) / rate)); due.Before(now) {
+		return due
+	}
+	return now
+}
+
 func (pc *pacer) stop() {
 	if pc.timer != nil {
 		pc.timer.Stop()
@@ -310,7 +325,7 @@ func (p *producer) prepare(s *slot) bool {
 		MaxReconsumeTimes: 16, Batch: cfg.Batch > 1, BrokerName: q.name,
 	})
 	s.q = q
-	s.t0 = time.Now()
+	s.t0 = sendStart(cfg.Rate, p.start, i)
 	return true
 }
 
