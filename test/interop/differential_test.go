@@ -1,3 +1,11 @@
+//go:build differential
+
+// The differential run starts Apache RocketMQ 5.5.0 (scripts/apache-rocketmq.sh,
+// two JVMs) beside Petrel and takes four to six minutes on two cores, too
+// much for the default suite: it is its own command, built with the tag.
+//
+//	cd test/interop && go test -tags differential -count=1 -run TestDifferentialJava4 -v .
+
 package interop
 
 import (
@@ -15,11 +23,6 @@ import (
 	"time"
 )
 
-// differentialEnv turns TestDifferentialJava4 on: it starts Apache
-// RocketMQ 5.5.0 (scripts/apache-rocketmq.sh, two JVMs) beside Petrel and
-// takes four to six minutes on two cores, too much for the default suite.
-const differentialEnv = "PETREL_DIFFERENTIAL"
-
 // TestDifferentialJava4 runs the Java 4.x client's scenarios (the ones of
 // TestJava4Scenarios) against Petrel and against the reference broker,
 // Apache RocketMQ 5.5.0 with the same delay levels and transaction check
@@ -32,11 +35,8 @@ const differentialEnv = "PETREL_DIFFERENTIAL"
 // the test unless knownDifferences explains it; docs/compatibility.md
 // ("Differences from Apache RocketMQ 5.5") says why each is so.
 //
-//	cd test/interop && PETREL_DIFFERENTIAL=1 go test -count=1 -run TestDifferentialJava4 -v .
+//	cd test/interop && go test -tags differential -count=1 -run TestDifferentialJava4 -v .
 func TestDifferentialJava4(t *testing.T) {
-	if os.Getenv(differentialEnv) != "1" {
-		t.Skip("set " + differentialEnv + "=1 to compare Petrel with Apache RocketMQ 5.5.0 (JDK and Maven needed; four to six minutes)")
-	}
 	// Level 2 is 2 s; retries wait level 3 + attempts, 1 s here; a
 	// transaction is checked back 2 s after its half message.
 	const levels = "1s 2s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s"
