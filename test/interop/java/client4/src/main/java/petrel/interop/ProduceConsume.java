@@ -31,7 +31,16 @@ import org.apache.rocketmq.common.message.MessageExt;
  * Arguments: name server address, topic, group, count.
  */
 public final class ProduceConsume {
-    public static void main(String[] args) throws Exception {
+    public static void main(String[] args) {
+        try {
+            run(args);
+        } catch (Throwable e) {
+            e.printStackTrace();
+            System.exit(9); // an uncaught failure: the client's threads would keep the JVM alive
+        }
+    }
+
+    static void run(String[] args) throws Exception {
         String ns = args[0], topic = args[1], group = args[2];
         int count = Integer.parseInt(args[3]);
 
@@ -61,6 +70,9 @@ public final class ProduceConsume {
 
         DefaultMQProducer producer = new DefaultMQProducer(group + "-producer");
         producer.setNamesrvAddr(ns);
+        // The client's 3 s default also counts the first route lookup, which a
+        // loaded 2-core machine (CI runs the suites in parallel) can exceed.
+        producer.setSendMsgTimeout(30_000);
         producer.start();
         int sent = 0;
         CountDownLatch async = new CountDownLatch(count);

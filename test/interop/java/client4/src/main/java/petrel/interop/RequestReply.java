@@ -39,13 +39,25 @@ public final class RequestReply {
         return new String(m.getBody(), StandardCharsets.UTF_8);
     }
 
-    public static void main(String[] args) throws Exception {
+    public static void main(String[] args) {
+        try {
+            run(args);
+        } catch (Throwable e) {
+            e.printStackTrace();
+            System.exit(9); // an uncaught failure: the client's threads would keep the JVM alive
+        }
+    }
+
+    static void run(String[] args) throws Exception {
         String ns = args[0], topic = args[1], group = args[2];
         int count = Integer.parseInt(args[3]);
 
         DefaultMQProducer replies = new DefaultMQProducer(group + "-replier");
         replies.setNamesrvAddr(ns);
         replies.setInstanceName("replier");
+        // The client's 3 s default also counts the first route lookup, which a
+        // loaded 2-core machine (CI runs the suites in parallel) can exceed.
+        replies.setSendMsgTimeout(30_000);
         replies.start();
         AtomicInteger failures = new AtomicInteger();
         AtomicReference<String> firstFailure = new AtomicReference<>();
@@ -71,6 +83,7 @@ public final class RequestReply {
         DefaultMQProducer requester = new DefaultMQProducer(group + "-requester");
         requester.setNamesrvAddr(ns);
         requester.setInstanceName("requester");
+        requester.setSendMsgTimeout(30_000);
         requester.start();
 
         int sync = 0;

@@ -69,6 +69,9 @@ public final class PopScenario {
         int count = Integer.parseInt(args[5]);
         DefaultMQProducer producer = new DefaultMQProducer("PopScenarioProducer");
         producer.setNamesrvAddr(ns);
+        // The client's 3 s default also counts the first route lookup, which a
+        // loaded 2-core machine (CI runs the suites in parallel) can exceed.
+        producer.setSendMsgTimeout(30_000);
         producer.start();
         try {
             MQClientAPIImpl api = producer.getDefaultMQProducerImpl().getMqClientFactory().getMQClientAPIImpl();
