@@ -51,7 +51,7 @@ func TestDifferentialJava4(t *testing.T) {
 	apacheNS := startApache(t, "messageDelayLevel="+levels+
 		";transactionTimeOut=2000;transactionCheckInterval=2000;transactionOpBatchInterval=200")
 
-	scenarios := []string{"ordered", "delay", "transaction", "broadcast", "sql", "retrydlq", "litepull", "compressed"}
+	scenarios := []string{"ordered", "delay", "transaction", "broadcast", "sql", "retrydlq", "litepull", "compressed", "trace"}
 	for _, s := range scenarios {
 		createTopics(t, p, "Java4"+s)
 		// Petrel's own CLI creates the reference's topics: the same
@@ -158,6 +158,7 @@ var volatileProps = map[string]bool{
 var (
 	propsRe   = regexp.MustCompile(`props=\{(.*)\}$`)
 	afterMSRe = regexp.MustCompile(`after_ms=\d+`)
+	msgIDRe   = regexp.MustCompile(`msgId=[0-9A-Fa-f]+`)
 )
 
 // observations returns the normalised, sorted, distinct "obs" and "ok"
@@ -170,7 +171,7 @@ func observations(scenario, out string) []string {
 		case strings.HasPrefix(l, "obs "):
 			l = normaliseProps(scenario, l)
 		case strings.HasPrefix(l, "ok "):
-			l = afterMSRe.ReplaceAllString(l, "after_ms=N")
+			l = msgIDRe.ReplaceAllString(afterMSRe.ReplaceAllString(l, "after_ms=N"), "msgId=ID")
 		default:
 			continue
 		}
