@@ -19,7 +19,9 @@
 // the sequence number, big-endian, the rest is filler. Every worker uses
 // one connection per broker, shared with the others (Conns > 1 spreads the
 // workers over that many connections per broker). With Rate > 0 sends are
-// paced: message i is not sent before start + i/Rate.
+// paced: message i is not sent before start + i/Rate, and its latency runs
+// from that due time (or its send, if earlier), so that a sender that falls
+// behind counts its backlog.
 //
 // Mode picks how sends are made: ModeAsync (the default, above), ModeSync
 // (InFlight worker goroutines, each sending and waiting for its answer, a
