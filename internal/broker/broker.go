@@ -115,10 +115,13 @@ func New(st store.MessageStore, md meta.Tables, cfg Config) (*Broker, error) {
 			}
 		}
 	}
-	if err := b.ensureReplyTopic(); err != nil {
+	// The cluster's reply topic, so that a replier's client finds its
+	// route, and the trace topic, so that traced clients' trace sends are
+	// stored and indexed by their keys (the traced message ids).
+	if err := b.ensureSingleQueueTopic(ReplyTopic(cfg.ClusterName), "reply topic"); err != nil {
 		return nil, err
 	}
-	if err := b.ensureTraceTopic(); err != nil {
+	if err := b.ensureSingleQueueTopic(TraceTopic, "message trace topic"); err != nil {
 		return nil, err
 	}
 	if err := b.openTimers(); err != nil {

@@ -77,22 +77,6 @@ type ReplyPush struct {
 	StoreTimestamp int64
 }
 
-// ensureReplyTopic creates the cluster's reply topic when it is missing:
-// one read/write queue, perm 6, as Java's TopicConfigManager creates it at
-// start, so that it is registered with the name servers with the other
-// topics and a replier's client finds its route.
-func (b *Broker) ensureReplyTopic() error {
-	name := ReplyTopic(b.cfg.ClusterName)
-	if _, ok := b.meta.Topic(name); ok {
-		return nil
-	}
-	t := TopicConfig{Name: name, ReadQueueNums: 1, WriteQueueNums: 1, Perm: PermRead | PermWrite, TopicFilterType: "SINGLE_TAG"}
-	if err := b.meta.PutTopic(t.meta()); err != nil {
-		return errorf(KindSystemError, err, "create the reply topic %s", name)
-	}
-	return nil
-}
-
 // Reply delivers a reply of request-reply: req is the reply as its
 // replier sent it (to the reply topic; Transactional and Delay are
 // ignored: a reply is stored as it is pushed, at once), replyTo the

@@ -32,17 +32,17 @@ func (b *Broker) SystemTopics() []TopicConfig {
 // clients send to it.
 const TraceTopic = "RMQ_SYS_TRACE_TOPIC"
 
-// ensureTraceTopic creates the trace topic when it is missing: one
-// read/write queue, perm 6, as Java's TopicConfigManager creates it, so
-// that the name servers route it and traced clients' trace sends are
-// stored and indexed by their keys (the traced message ids).
-func (b *Broker) ensureTraceTopic() error {
-	if _, ok := b.meta.Topic(TraceTopic); ok {
+// ensureSingleQueueTopic creates topic name when it is missing: one
+// read/write queue, perm 6, as Java's TopicConfigManager creates its
+// system topics at start, so that the name servers route it with the other
+// topics. what names it in the error ("reply topic").
+func (b *Broker) ensureSingleQueueTopic(name, what string) error {
+	if _, ok := b.meta.Topic(name); ok {
 		return nil
 	}
-	t := TopicConfig{Name: TraceTopic, ReadQueueNums: 1, WriteQueueNums: 1, Perm: PermRead | PermWrite, TopicFilterType: "SINGLE_TAG"}
+	t := TopicConfig{Name: name, ReadQueueNums: 1, WriteQueueNums: 1, Perm: PermRead | PermWrite, TopicFilterType: "SINGLE_TAG"}
 	if err := b.meta.PutTopic(t.meta()); err != nil {
-		return errorf(KindSystemError, err, "create the message trace topic %s", TraceTopic)
+		return errorf(KindSystemError, err, "create the %s %s", what, name)
 	}
 	return nil
 }
