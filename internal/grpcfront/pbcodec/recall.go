@@ -55,74 +55,68 @@ func (r *RecallMessageResponse) GetStatus() *v2.Status {
 // errRecallWire is the error of a recall message that does not decode.
 var errRecallWire = errors.New("pbcodec: malformed RecallMessage request or response")
 
+// Both messages have one shape: a submessage at field 1 and a string at
+// field 2; marshalPair and unmarshalPair encode and decode it.
+
 // Marshal encodes r as protobuf does (fields in number order, unset
 // ones omitted).
 func (r *RecallMessageRequest) Marshal() ([]byte, error) {
-	var b []byte
-	if r.Topic != nil {
-		sub, err := proto.Marshal(r.Topic)
-		if err != nil {
-			return nil, err
-		}
-		b = protowire.AppendBytes(protowire.AppendTag(b, 1, protowire.BytesType), sub)
-	}
-	if r.RecallHandle != "" {
-		b = protowire.AppendString(protowire.AppendTag(b, 2, protowire.BytesType), r.RecallHandle)
-	}
-	return b, nil
+	return marshalPair(r.Topic, r.RecallHandle)
 }
 
 // Unmarshal decodes b into r (reset first).
 func (r *RecallMessageRequest) Unmarshal(b []byte) error {
 	*r = RecallMessageRequest{}
-	return eachField(b, func(num protowire.Number, v []byte) error {
-		switch num {
-		case 1:
-			if r.Topic == nil {
-				r.Topic = &v2.Resource{}
-			}
-			return proto.UnmarshalOptions{Merge: true}.Unmarshal(v, r.Topic)
-		case 2:
-			if !utf8.Valid(v) {
-				return errRecallWire
-			}
-			r.RecallHandle = string(v)
-		}
-		return nil
-	})
+	return unmarshalPair(b, &r.Topic, &r.RecallHandle)
 }
 
 // Marshal encodes r as protobuf does.
 func (r *RecallMessageResponse) Marshal() ([]byte, error) {
-	var b []byte
-	if r.Status != nil {
-		sub, err := proto.Marshal(r.Status)
-		if err != nil {
-			return nil, err
-		}
-		b = protowire.AppendBytes(protowire.AppendTag(b, 1, protowire.BytesType), sub)
-	}
-	if r.MessageId != "" {
-		b = protowire.AppendString(protowire.AppendTag(b, 2, protowire.BytesType), r.MessageId)
-	}
-	return b, nil
+	return marshalPair(r.Status, r.MessageId)
 }
 
 // Unmarshal decodes b into r (reset first).
 func (r *RecallMessageResponse) Unmarshal(b []byte) error {
 	*r = RecallMessageResponse{}
+	return unmarshalPair(b, &r.Status, &r.MessageId)
+}
+
+// marshalPair encodes m (omitted when nil) as field 1 and s (omitted when
+// empty) as field 2.
+func marshalPair(m proto.Message, s string) ([]byte, error) {
+	var b []byte
+	if m.ProtoReflect().IsValid() { // false for a nil message
+		sub, err := proto.Marshal(m)
+		if err != nil {
+			return nil, err
+		}
+		b = protowire.AppendBytes(protowire.AppendTag(b, 1, protowire.BytesType), sub)
+	}
+	if s != "" {
+		b = protowire.AppendString(protowire.AppendTag(b, 2, protowire.BytesType), s)
+	}
+	return b, nil
+}
+
+// unmarshalPair decodes field 1 into *m (allocated on its first
+// occurrence, merged on the next) and field 2 into *s (the last wins; it
+// must be UTF-8).
+func unmarshalPair[T any, P interface {
+	*T
+	proto.Message
+}](b []byte, m *P, s *string) error {
 	return eachField(b, func(num protowire.Number, v []byte) error {
 		switch num {
 		case 1:
-			if r.Status == nil {
-				r.Status = &v2.Status{}
+			if *m == nil {
+				*m = P(new(T))
 			}
-			return proto.UnmarshalOptions{Merge: true}.Unmarshal(v, r.Status)
+			return proto.UnmarshalOptions{Merge: true}.Unmarshal(v, *m)
 		case 2:
 			if !utf8.Valid(v) {
 				return errRecallWire
 			}
-			r.MessageId = string(v)
+			*s = string(v)
 		}
 		return nil
 	})
