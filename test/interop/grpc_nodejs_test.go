@@ -39,6 +39,29 @@ func ensureNodeClient(t *testing.T) {
 	}
 }
 
+// runNode runs a script of the Node.js client directory with args until
+// ctx ends, and returns its standard output; it fails the test when the
+// script fails.
+func runNode(t *testing.T, ctx context.Context, script string, args ...string) []byte {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, "node", append([]string{script}, args...)...)
+	cmd.Dir = nodeClientDir
+	return commandOutput(t, cmd)
+}
+
+// commandOutput runs cmd and returns its standard output; when it fails,
+// the test fails with both outputs (the end of its standard error).
+func commandOutput(t *testing.T, cmd *exec.Cmd) []byte {
+	t.Helper()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s %s: %v\nstdout:\n%s\nstderr:\n%s", filepath.Base(cmd.Path), strings.Join(cmd.Args[1:], " "), err, out, tail(stderr.String(), 4000))
+	}
+	return out
+}
+
 // TestNodeClientProduceReceiveAck: the official Node.js 5.x client
 // produces to petrel's gRPC front (plaintext: the Node client does not
 // accept a self-signed certificate), receives with a SimpleConsumer and
@@ -53,14 +76,7 @@ func TestNodeClientProduceReceiveAck(t *testing.T) {
 	createTopics(t, p, "NodeTopic")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "simple.js", grpcAddr, "NodeTopic", "NodeGroup", fmt.Sprint(count))
-	cmd.Dir = nodeClientDir
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("node simple.js: %v\nstdout:\n%s\nstderr:\n%s", err, out, tail(stderr.String(), 4000))
-	}
+	out := runNode(t, ctx, "simple.js", grpcAddr, "NodeTopic", "NodeGroup", fmt.Sprint(count))
 	var res struct {
 		Sent     []string `json:"sent"`
 		Received []struct {
@@ -119,14 +135,7 @@ func TestNodeClientSeesRocketMQsAnswers(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "props.js", p.grpcAddr, topic, uniqueName(t, "g"), missing)
-	cmd.Dir = nodeClientDir
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("node props.js: %v\nstdout:\n%s\nstderr:\n%s", err, out, tail(stderr.String(), 4000))
-	}
+	out := runNode(t, ctx, "props.js", p.grpcAddr, topic, uniqueName(t, "g"), missing)
 	type receipt struct {
 		MessageID     string `json:"messageId"`
 		TransactionID string `json:"transactionId"`
@@ -270,14 +279,7 @@ func TestNodePushConsumersShareAGroup(t *testing.T) {
 
 	const count = 200
 	const delay = 3 * time.Second
-	cmd := exec.CommandContext(ctx, "node", "push.js", "produce", p.grpcAddr, topic, fmt.Sprint(count), fmt.Sprint(delay.Milliseconds()))
-	cmd.Dir = nodeClientDir
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("node push.js produce: %v\nstdout:\n%s\nstderr:\n%s", err, out, tail(stderr.String(), 4000))
-	}
+	out := runNode(t, ctx, "push.js", "produce", p.grpcAddr, topic, fmt.Sprint(count), fmt.Sprint(delay.Milliseconds()))
 	var sent struct {
 		Sent    []string `json:"sent"`
 		Delayed struct {
@@ -372,14 +374,7 @@ func TestNodeClientRecallsADelayedMessage(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "recall.js", p.grpcAddr, topic, uniqueName(t, "g"), "4000")
-	cmd.Dir = nodeClientDir
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("node recall.js: %v\nstdout:\n%s\nstderr:\n%s", err, out, tail(stderr.String(), 4000))
-	}
+	out := runNode(t, ctx, "recall.js", p.grpcAddr, topic, uniqueName(t, "g"), "4000")
 	type receipt struct {
 		MessageID    string `json:"messageId"`
 		RecallHandle string `json:"recallHandle"`

@@ -94,12 +94,7 @@ func TestPythonClientProduceConsume(t *testing.T) {
 	// The client logs to ~/logs/rocketmq_python: keep it in the test's
 	// directory.
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("python simple.py: %v\nstdout:\n%s\nstderr:\n%s", err, out, tail(stderr.String(), 4000))
-	}
+	out := commandOutput(t, cmd)
 	type received struct {
 		ID         string            `json:"id"`
 		Body       string            `json:"body"`
