@@ -240,7 +240,7 @@ func (pc *pacer) wait(ctx context.Context) bool {
 		return ctx.Err() == nil
 	}
 	i := pc.next.Load()
-	if d := time.Until(pc.start.Add(time.Duration(float64(i) * pc.interval))); d > 0 {
+	if d := time.Until(dueTime(pc.start, pc.interval, i)); d > 0 {
 		pc.timer.Reset(d)
 		select {
 		case <-pc.timer.C:
@@ -260,10 +260,15 @@ func sendStart(rate float64, start time.Time, i int64) time.Time {
 	if rate <= 0 {
 		return now
 	}
-	if due := start.Add(time.Duration(float64(i) * float64(time.Second) / rate)); due.Before(now) {
+	if due := dueTime(start, float64(time.Second)/rate, i); due.Before(now) {
 		return due
 	}
 	return now
+}
+
+// dueTime is when message i is due, paced every interval (ns) from start.
+func dueTime(start time.Time, interval float64, i int64) time.Time {
+	return start.Add(time.Duration(float64(i) * interval))
 }
 
 func (pc *pacer) stop() {
