@@ -32,12 +32,7 @@ import org.apache.rocketmq.common.message.MessageExt;
  */
 public final class ProduceConsume {
     public static void main(String[] args) {
-        try {
-            run(args);
-        } catch (Throwable e) {
-            e.printStackTrace();
-            System.exit(9); // an uncaught failure: the client's threads would keep the JVM alive
-        }
+        Programs.run(args, ProduceConsume::run);
     }
 
     static void run(String[] args) throws Exception {

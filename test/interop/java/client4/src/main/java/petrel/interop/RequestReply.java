@@ -40,12 +40,7 @@ public final class RequestReply {
     }
 
     public static void main(String[] args) {
-        try {
-            run(args);
-        } catch (Throwable e) {
-            e.printStackTrace();
-            System.exit(9); // an uncaught failure: the client's threads would keep the JVM alive
-        }
+        Programs.run(args, RequestReply::run);
     }
 
     static void run(String[] args) throws Exception {
