@@ -461,6 +461,13 @@ func (b *Broker) closeTimers() {
 	})
 }
 
+// TimersCaughtUp reports whether the timer store has read every record
+// of the timer topic stored so far: each delayed send's timer and each
+// cancel (a recall or a cancel by id) is in effect.
+func (b *Broker) TimersCaughtUp() bool {
+	return b.timers == nil || b.timers.fed.Load() >= b.st.MaxOffset(TimerTopic, 0)
+}
+
 // PendingTimers is the number of delayed messages not yet delivered.
 func (b *Broker) PendingTimers() int64 {
 	if b.timers == nil {

@@ -46,7 +46,7 @@ func (e *env) waitTimers(what string, cond func() bool) {
 func (e *env) waitPending(n int64) {
 	e.t.Helper()
 	e.waitTimers(fmt.Sprintf("%d pending", n), func() bool {
-		return e.b.timers.fed.Load() >= e.st.MaxOffset(TimerTopic, 0) && e.b.PendingTimers() == n
+		return e.b.TimersCaughtUp() && e.b.PendingTimers() == n
 	})
 }
 

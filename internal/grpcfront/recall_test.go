@@ -74,7 +74,7 @@ func TestRecallMessage(t *testing.T) {
 	if code(r.GetStatus()) != v2.Code_OK || r.MessageId != "ID-GONE" {
 		t.Fatalf("recall: %v, message id %q; want OK and ID-GONE", r.GetStatus(), r.MessageId)
 	}
-	await(t, "the timer holds both messages", func() bool { return e.b.PendingTimers() == 2 })
+	await(t, "the timer holds both messages and applied the recall", func() bool { return e.b.TimersCaughtUp() && e.b.PendingTimers() == 2 })
 	e.clk.Advance(5 * time.Second)
 	recs := e.awaitRecords("T1", 1)
 	await(t, "the timers fired", func() bool { return e.b.PendingTimers() == 0 })
@@ -108,7 +108,7 @@ func TestSlaveForwardsRecalls(t *testing.T) {
 	if r := s.recall("T", handle); code(r.GetStatus()) != v2.Code_OK || r.MessageId != "ID-SLAVE-R" {
 		t.Fatalf("recall through the slave: %v, message id %q", r.GetStatus(), r.MessageId)
 	}
-	await(t, "the master holds the timer", func() bool { return m.b.PendingTimers() == 1 })
+	await(t, "the master holds the timer and applied the recall", func() bool { return m.b.TimersCaughtUp() && m.b.PendingTimers() == 1 })
 	m.clk.Advance(5 * time.Second)
 	await(t, "the master's timer fired", func() bool { return m.b.PendingTimers() == 0 })
 	if n := m.st.MaxOffset("T", 0) + m.st.MaxOffset("T", 1); n != 0 {
