@@ -27,8 +27,12 @@ const (
 	fieldUniqueKey     = "_UNIQUE_KEY_QUERY"
 )
 
-// extPair is one ext field as EachExt reports it.
-type extPair struct{ key, value string }
+// extPair is one ext field as EachExt reports it, and its place among
+// the request's fields.
+type extPair struct {
+	key, value string
+	at         int
+}
 
 // macState is the scratch space of one signature computation, pooled so
 // that checking a request allocates nothing. It keeps the HMAC key
@@ -36,9 +40,14 @@ type extPair struct{ key, value string }
 // ipad and opad blocks): a pooled state mostly serves the same one or few
 // users, so the two pad blocks are hashed once per secret, not per
 // request. The states are keyed by the secret itself, so a rotated secret
-// never meets the old one's states.
+// never meets the old one's states. It also keeps the order in which the
+// last request's fields sorted: a client sends every request of a kind
+// with its fields in the same order, so that order mostly sorts the next
+// one too, and the sort only confirms it.
 type macState struct {
-	pairs  []extPair
+	pairs  []extPair // as EachExt gave them
+	sorted []extPair // pairs by key, the last of equal keys kept
+	order  []int     // the last sorted's places in its pairs
 	buf    []byte
 	h      hash.Hash
 	hm     stateHash
@@ -64,7 +73,7 @@ type stateHash interface {
 var macPool = sync.Pool{New: func() any {
 	s := &macState{h: sha1.New()}
 	s.hm, _ = s.h.(stateHash)
-	s.add = func(k, v string) { s.pairs = append(s.pairs, extPair{k, v}) }
+	s.add = func(k, v string) { s.pairs = append(s.pairs, extPair{k, v, len(s.pairs)}) }
 	return s
 }}
 
@@ -75,51 +84,84 @@ func putMac(s *macState) {
 		return // a huge request's scratch is not kept
 	}
 	clear(s.pairs)
-	s.pairs = s.pairs[:0]
+	clear(s.sorted)
+	s.pairs, s.sorted = s.pairs[:0], s.sorted[:0]
 	s.buf = s.buf[:0]
 	macPool.Put(s)
 }
 
-// collect reads f's fields sorted by key, a later duplicate replacing an
-// earlier one (as Fields.EachExt orders them).
+// collect reads f's fields into s.sorted, sorted by key, a later
+// duplicate replacing an earlier one (as Fields.EachExt orders them).
 func (s *macState) collect(f Fields) {
 	s.pairs = s.pairs[:0]
 	f.EachExt(s.add)
-	sortPairs(s.pairs)
-	out := s.pairs[:0]
-	for i, p := range s.pairs {
-		if i+1 < len(s.pairs) && s.pairs[i+1].key == p.key {
-			continue // the last of equal keys wins
+	ps := s.pairs
+	sorted := s.sorted[:0]
+	if len(s.order) == len(ps) {
+		for _, i := range s.order { // a permutation of ps's indices
+			sorted = append(sorted, ps[i])
 		}
-		out = append(out, p)
+	} else {
+		sorted = append(sorted, ps...)
 	}
-	s.pairs = out
+	dups := sortPairs(sorted)
+	s.order = s.order[:0]
+	if dups {
+		out := sorted[:0]
+		for i, p := range sorted {
+			if i+1 < len(sorted) && sorted[i+1].key == p.key {
+				continue // the last of equal keys wins
+			}
+			out = append(out, p)
+		}
+		clear(sorted[len(out):])
+		sorted = out
+	} else {
+		for _, p := range sorted {
+			s.order = append(s.order, p.at)
+		}
+	}
+	s.sorted = sorted
 }
 
-// sortPairs sorts ps by key, stably (equal keys keep EachExt's order, so
-// the last one still wins): an insertion sort for the usual dozen or two
-// fields, the library's stable sort beyond.
-func sortPairs(ps []extPair) {
+// sortPairs sorts ps by key, equal keys in EachExt's order (so the last
+// one still wins), and reports whether two keys are equal: an insertion
+// sort for the usual dozen or two fields, which costs one comparison a
+// field when ps comes sorted already, the library's stable sort beyond.
+func sortPairs(ps []extPair) (dups bool) {
 	if len(ps) > 48 {
-		slices.SortStableFunc(ps, func(a, b extPair) int { return strings.Compare(a.key, b.key) })
-		return
+		slices.SortFunc(ps, func(a, b extPair) int {
+			if c := strings.Compare(a.key, b.key); c != 0 {
+				return c
+			}
+			dups = true
+			return a.at - b.at
+		})
+		return dups
 	}
 	for i := 1; i < len(ps); i++ {
 		p := ps[i]
 		j := i
-		for j > 0 && ps[j-1].key > p.key {
+		for ; j > 0; j-- {
+			c := strings.Compare(ps[j-1].key, p.key)
+			if c == 0 {
+				dups = true
+			}
+			if c < 0 || (c == 0 && ps[j-1].at < p.at) {
+				break
+			}
 			ps[j] = ps[j-1]
-			j--
 		}
 		ps[j] = p
 	}
+	return dups
 }
 
 // content writes the signed content's header part into s.buf, leaving
 // out Signature and the fields skip names.
 func (s *macState) content(skipToken, skipUnique bool) {
 	s.buf = s.buf[:0]
-	for _, p := range s.pairs {
+	for _, p := range s.sorted {
 		switch {
 		case p.key == fieldSignature:
 		case skipToken && p.key == fieldSecurityToken:
@@ -240,7 +282,7 @@ func verifyRemoting(secret, sig string, f Fields, body []byte) bool {
 	defer putMac(s)
 	s.collect(f)
 	hasToken, hasUnique := false, false
-	for _, p := range s.pairs {
+	for _, p := range s.sorted {
 		hasToken = hasToken || p.key == fieldSecurityToken
 		hasUnique = hasUnique || p.key == fieldUniqueKey
 	}
