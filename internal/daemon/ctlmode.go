@@ -127,11 +127,14 @@ type controlMode struct {
 	kick      chan struct{} // cap 1: the role manager has a view to apply
 	hbNow     chan struct{} // cap 1: heartbeat at once
 
-	mu          sync.Mutex // guards the fields below
-	id          int64      // replica id (0 until the controller assigned one)
-	inc         uint64     // incarnation of the last registration
-	view        api.GroupView
-	haveView    bool
+	mu       sync.Mutex // guards the fields below
+	id       int64      // replica id (0 until the controller assigned one)
+	inc      uint64     // incarnation of the last registration
+	view     api.GroupView
+	haveView bool
+	// moved ends when the master the view names changes (masterMoved).
+	moved       context.Context
+	movedCancel context.CancelFunc
 	registered  bool
 	reregister  bool
 	role        broker.Role
@@ -251,6 +254,28 @@ func (c *controlMode) masterAddr() string {
 		}
 	}
 	return ""
+}
+
+// masterMoved returns a context that ends once the view names another
+// master than now (or the same replica at another address): the gRPC
+// front's forwards to a paused or cut-off master end with it.
+func (c *controlMode) masterMoved() context.Context {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.moved == nil {
+		c.moved, c.movedCancel = context.WithCancel(context.Background())
+	}
+	return c.moved
+}
+
+// masterOf is the master's id and client address in v ("" when unknown).
+func masterOf(v api.GroupView) (int64, string) {
+	for _, r := range v.Replicas {
+		if r.ID == v.Master {
+			return v.Master, r.Addr
+		}
+	}
+	return v.Master, ""
 }
 
 // haAddr is the replication address to register ("" without one).
@@ -463,7 +488,12 @@ func (c *controlMode) post(v api.GroupView) {
 		c.mu.Unlock()
 		return
 	}
+	oldID, oldAddr := masterOf(c.view)
 	c.view, c.haveView = v, true
+	if id, addr := masterOf(v); (id != oldID || addr != oldAddr) && c.movedCancel != nil {
+		c.movedCancel()
+		c.moved, c.movedCancel = nil, nil
+	}
 	c.mu.Unlock()
 	select {
 	case c.kick <- struct{}{}:

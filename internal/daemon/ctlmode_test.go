@@ -685,3 +685,38 @@ func TestControllerModeDropsEpochsAboveTheLog(t *testing.T) {
 	await(t, "the replica is master", func() bool { return a.Core().Role() == broker.RoleMaster })
 	h.sendOK(a.Advertised(), "m1")
 }
+
+// TestMasterMovedEndsWhenTheViewNamesAnotherMaster: the gRPC front's
+// MasterMoved context ends when a view names another master (the
+// front's forwards to the old one then stop waiting), not when a view
+// only changes the in-sync set, and not for a stale view dropped.
+func TestMasterMovedEndsWhenTheViewNamesAnotherMaster(t *testing.T) {
+	c := &controlMode{kick: make(chan struct{}, 1)}
+	reps := []api.ReplicaView{{ID: 1, Addr: "a:1"}, {ID: 2, Addr: "b:1"}}
+	done := func(ctx context.Context) bool { return ctx.Err() != nil }
+	first := c.masterMoved()
+	c.post(api.GroupView{Group: ctlGroup, Master: 1, Epoch: 1, ISRVersion: 1, Replicas: reps})
+	if !done(first) {
+		t.Fatal("the first view naming a master did not end the context taken before it")
+	}
+	same := c.masterMoved()
+	if done(same) {
+		t.Fatal("a new context is already done")
+	}
+	c.post(api.GroupView{Group: ctlGroup, Master: 1, Epoch: 1, ISRVersion: 2, ISR: []int64{1, 2}, Replicas: reps})
+	if done(same) {
+		t.Fatal("a view changing only the in-sync set ended the context")
+	}
+	if c.masterMoved() != same {
+		t.Fatal("the master did not change, yet masterMoved returned another context")
+	}
+	c.post(api.GroupView{Group: ctlGroup, Master: 2, Epoch: 2, ISRVersion: 3, Replicas: reps})
+	if !done(same) {
+		t.Fatal("a view naming another master did not end the context")
+	}
+	now := c.masterMoved()
+	c.post(api.GroupView{Group: ctlGroup, Master: 1, Epoch: 1, ISRVersion: 9, Replicas: reps})
+	if done(now) || c.masterAddr() != "b:1" {
+		t.Fatalf("a stale view moved the master (done %v, master %q)", done(now), c.masterAddr())
+	}
+}

@@ -416,6 +416,11 @@ func (d *Broker) startGRPC(cfg BrokerConfig, nw netx.Network) error {
 		// name servers name (RocketMQ's registration result masterAddr).
 		gc.Master = d.masterAddr
 		gc.Remoting, gc.Network = d.client, cfg.Network
+		if cfg.controlled() && gc.MasterMoved == nil {
+			// A forward to a master the controller replaced ends at
+			// once rather than at its timeout.
+			gc.MasterMoved = d.masterMoved
+		}
 	}
 	if gc.Sign == nil {
 		// The front's own connections to the master (forwarded

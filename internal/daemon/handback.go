@@ -44,6 +44,10 @@ func (d *Broker) masterAddr() string {
 	return d.reg.Master().Addr
 }
 
+// masterMoved is the gRPC front's Config.MasterMoved in controller mode:
+// a context that ends once the controller names another master.
+func (d *Broker) masterMoved() context.Context { return d.ctl.masterMoved() }
+
 // handBackOffsets sends offs to the master named by the name servers (or
 // the controller).
 func (d *Broker) handBackOffsets(ctx context.Context, offs []broker.OffsetEntry) (broker.HandBack, error) {

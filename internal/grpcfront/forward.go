@@ -107,8 +107,9 @@ func (s *Server) forwarding() bool {
 type forwarder struct {
 	b       *broker.Broker
 	master  func() string
-	cl      *remoting.Client // acks, changes, forwards to the DLQ
-	polls   *remoting.Client // receives (owned: closed by Shutdown)
+	moved   func() context.Context // Config.MasterMoved (nil: no watch)
+	cl      *remoting.Client       // acks, changes, forwards to the DLQ
+	polls   *remoting.Client       // receives (owned: closed by Shutdown)
 	timeout time.Duration
 	// maxPolls bounds the receives in flight (maxForwardedPolls; tests
 	// lower it); inPolls counts them.
@@ -128,6 +129,11 @@ func (f *forwarder) unavailable(what, addr string, cause error) error {
 		return &broker.Error{Kind: broker.KindServiceUnavailable, Err: errMasterUnavailable,
 			Msg: fmt.Sprintf("broker %s is a slave and does not yet know the address of its master, which does %s; retry shortly", name, what)}
 	}
+	if errors.Is(cause, errMasterMoved) {
+		f.log.Info("forward abandoned: the group has another master now; the client retries there", "what", what, "old_master", addr)
+		return &broker.Error{Kind: broker.KindServiceUnavailable, Err: fmt.Errorf("%w: %w", errMasterUnavailable, cause),
+			Msg: fmt.Sprintf("broker %s forwarded this request to its master at %s, which does %s, but the group's master changed while it waited; retry: it goes to the new master", name, addr, what)}
+	}
 	if !errors.Is(cause, context.Canceled) { // not the caller gone, or Shutdown
 		f.log.Warn("forward to the master failed", "what", what, "master", addr, "err", cause)
 	}
@@ -135,14 +141,36 @@ func (f *forwarder) unavailable(what, addr string, cause error) error {
 		Msg: fmt.Sprintf("broker %s is a slave and cannot reach its master at %s, which does %s; retry shortly (the master may be restarting)", name, addr, what)}
 }
 
-// invoke sends req to the master over cl within ctx.
+// errMasterMoved is the cause of a forward abandoned because the group's
+// master changed while it waited.
+var errMasterMoved = errors.New("grpcfront: the master changed while the forward waited")
+
+// invoke sends req to the master over cl within ctx. When the master
+// changes meanwhile (Config.MasterMoved) the forward is abandoned: the old
+// master may be paused or cut off, and the client's retry reaches the new
+// one (a send abandoned so may have been stored: its retry carries the
+// same message id).
 func (f *forwarder) invoke(ctx context.Context, cl *remoting.Client, what string, req *remoting.Command) (*remoting.Command, error) {
+	var moved context.Context
+	if f.moved != nil {
+		moved = f.moved() // before the address: a change after reading it ends the forward
+	}
 	addr := f.master()
 	if addr == "" {
 		return nil, f.unavailable(what, "", nil)
 	}
+	if moved != nil {
+		mctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		stop := context.AfterFunc(moved, func() { cancel(errMasterMoved) })
+		defer stop()
+		ctx = mctx
+	}
 	resp, err := cl.Invoke(ctx, addr, req)
 	if err != nil {
+		if cause := context.Cause(ctx); errors.Is(cause, errMasterMoved) {
+			err = cause
+		}
 		return nil, f.unavailable(what, addr, err)
 	}
 	return resp, nil

@@ -1,6 +1,7 @@
 package grpcfront
 
 import (
+	"context"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -24,6 +25,22 @@ type pair struct {
 	slave      *env
 	masterAddr atomic.Pointer[string]
 	srv        *remoting.Server
+	// moved is the slave front's Config.MasterMoved context (moveMaster
+	// ends it).
+	moved atomic.Pointer[movedCtx]
+}
+
+type movedCtx struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// moveMaster names addr as the master, as the controller's view of a
+// failover does, and ends the MasterMoved context.
+func (p *pair) moveMaster(addr string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	p.masterAddr.Store(&addr)
+	p.moved.Swap(&movedCtx{ctx, cancel}).cancel()
 }
 
 func newPair(t *testing.T, forwardTimeout time.Duration, masterOpts ...func(*envOptions)) *pair {
@@ -47,6 +64,9 @@ func newPair(t *testing.T, forwardTimeout time.Duration, masterOpts ...func(*env
 	})
 	addr := ln.Addr().String()
 	p.masterAddr.Store(&addr)
+	mctx, mcancel := context.WithCancel(context.Background())
+	p.moved.Store(&movedCtx{mctx, mcancel})
+	t.Cleanup(func() { p.moved.Load().cancel() })
 	cl := remoting.NewClient(remoting.ClientOptions{Network: p.mem.Host("slave")})
 	t.Cleanup(func() { cl.Close() })
 	p.slave = newEnv(t, func(o *envOptions) {
@@ -55,6 +75,7 @@ func newPair(t *testing.T, forwardTimeout time.Duration, masterOpts ...func(*env
 		o.broker = func(c *broker.Config) { c.BrokerID = 1 }
 		o.front = func(c *Config) {
 			c.Master = func() string { return *p.masterAddr.Load() }
+			c.MasterMoved = func() context.Context { return p.moved.Load().ctx }
 			c.Remoting, c.Network = cl, p.mem.Host("slave")
 			c.ForwardTimeout = forwardTimeout
 		}

@@ -1,6 +1,7 @@
 package grpcfront
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -309,6 +310,69 @@ func TestSlaveAnswersUnavailableToSendsWhenTheMasterIsDown(t *testing.T) {
 	p.masterOutages(check)
 	if n := p.master.st.MaxOffset("X", 0); n != 0 {
 		t.Fatalf("the half was committed (%d records)", n)
+	}
+}
+
+// replBlock is a replicator whose slaves never confirm until release is
+// closed (a master paused in the middle of a send, as its clients see
+// it); called gets a value per wait.
+type replBlock struct {
+	called  chan struct{}
+	release chan struct{}
+}
+
+func (r replBlock) WaitReplicated(ctx context.Context, _ int64) error {
+	select {
+	case r.called <- struct{}{}:
+	default:
+	}
+	select {
+	case <-r.release:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// TestSlaveAbandonsAForwardWhenTheMasterMoves: a send the slave forwarded
+// to a master that does not answer ends as soon as the group's master
+// changes (Config.MasterMoved), HA_NOT_AVAILABLE with a sentence saying
+// so, instead of waiting out the forward timeout on the old master; the
+// client's retry then reaches the new master.
+func TestSlaveAbandonsAForwardWhenTheMasterMoves(t *testing.T) {
+	block := replBlock{called: make(chan struct{}, 1), release: make(chan struct{})}
+	p := newPair(t, time.Minute, func(o *envOptions) {
+		o.broker = func(c *broker.Config) { c.Replicator, c.ReplicationTimeout = block, time.Minute }
+	})
+	defer close(block.release)
+	s := p.slave
+	done := make(chan *v2.SendMessageResponse, 1)
+	go func() {
+		resp, err := s.c.SendMessage(s.ctx("p1"), &v2.SendMessageRequest{Messages: []*v2.Message{msg("T", "0156F7E71C361B21BC024CCDBE00000071", "m")}})
+		if err != nil {
+			t.Errorf("send: %v", err)
+		}
+		done <- resp
+	}()
+	select {
+	case <-block.called: // the master holds the forwarded send
+	case <-time.After(waitLimit):
+		t.Fatal("the forwarded send did not reach the master")
+	}
+	p.moveMaster("")
+	s.b.SetRole(broker.RoleMaster) // this slave was elected
+	var resp *v2.SendMessageResponse
+	select {
+	case resp = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the forward still waits on the old master after the master moved")
+	}
+	if st := resp.GetStatus(); code(st) != v2.Code_HA_NOT_AVAILABLE || !strings.Contains(st.GetMessage(), "master changed") ||
+		strings.Contains(st.GetMessage(), "grpcfront:") {
+		t.Fatalf("abandoned forward answered %v, want HA_NOT_AVAILABLE saying the master changed", st)
+	}
+	if got := s.send("p1", msg("T", "0156F7E71C361B21BC024CCDBE00000071", "m")); code(got.Status) != v2.Code_OK {
+		t.Fatalf("the retry on the promoted slave: %v", got.Status)
 	}
 }
 

@@ -65,6 +65,13 @@ type Config struct {
 	// of the halves come back (checkrelay.go). Nil: a slave refuses them,
 	// as its broker does, and its routes are READ only.
 	Master func() string
+	// MasterMoved, when set, returns a context that is done once the
+	// master Master names has changed (another replica elected, or this
+	// one): a forward still waiting on the old master then ends at once
+	// (HA_NOT_AVAILABLE, to be retried, which now goes where the master
+	// is) instead of waiting out ForwardTimeout on a master that is
+	// paused or cut off. Nil: forwards wait for their timeout.
+	MasterMoved func() context.Context
 	// Remoting is the client of the forwarded acks, changes, forwards to
 	// the dead-letter queue, sends and transaction ends; required with
 	// Master. Receives, which wait on the master, go over a connection of
@@ -179,7 +186,7 @@ func New(b *broker.Broker, cfg Config) (*Server, error) {
 	s.renew.s = s
 	s.stop, s.cancelStop = context.WithCancel(context.Background())
 	if cfg.Master != nil {
-		s.fwd = &forwarder{b: b, master: cfg.Master, cl: cfg.Remoting, timeout: cfg.ForwardTimeout, stop: s.stop, log: s.log,
+		s.fwd = &forwarder{b: b, master: cfg.Master, moved: cfg.MasterMoved, cl: cfg.Remoting, timeout: cfg.ForwardTimeout, stop: s.stop, log: s.log,
 			polls: remoting.NewClient(remoting.ClientOptions{Network: cfg.Network, Logger: cfg.Logger, Sign: cfg.Sign}), maxPolls: maxForwardedPolls}
 		s.pop = &routedPop{b: b, fwd: s.fwd}
 		s.fwd.relay = newCheckRelay(s, cfg)

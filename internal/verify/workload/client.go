@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/petrelmq/petrel/internal/auth/authwire"
+	"github.com/petrelmq/petrel/internal/clock"
 	"github.com/petrelmq/petrel/internal/message"
 	"github.com/petrelmq/petrel/internal/remoting"
 	"github.com/petrelmq/petrel/internal/remoting/rmq"
@@ -331,6 +332,93 @@ func (c *Client) Send(ctx context.Context, r *Route, q rmq.MessageQueue, body []
 		return SendResult{}, &OpError{Outcome: history.InDoubt, Code: resp.Code, Err: fmt.Errorf("send answer: %w", err)}
 	}
 	return SendResult{Queue: sr.QueueID, Offset: sr.QueueOffset, Addr: addr, MsgID: sr.MsgID}, nil
+}
+
+// RouteWatch is how often a send still without an answer asks the name
+// servers again whether its broker has another master now. A master that
+// is paused (or cut off) keeps its connections open: without the watch an
+// attempt sent to it waits its whole timeout, and the retry after it may
+// go to it again if the failover came a moment later, so the client would
+// see the new master only when the old one resumes.
+var RouteWatch = 500 * time.Millisecond
+
+// errMasterMoved is the cause of an attempt abandoned by the watch.
+var errMasterMoved = errors.New("the route names another master now")
+
+// SendWatched is Send that watches the route while it waits: every
+// RouteWatch it fetches q's topic's route afresh (the cache then holds
+// it for the retry), and when that names another master for q's broker
+// than the one the attempt went to it abandons the attempt, InDoubt (the
+// old master may have stored it: a retry under the same id is a
+// duplicate at worst, never a loss).
+func (c *Client) SendWatched(ctx context.Context, r *Route, q rmq.MessageQueue, body []byte, o SendOpts) (SendResult, error) {
+	addr := r.Addr(q)
+	sctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	w := &masterWatch{c: c, ctx: sctx, cancel: cancel, topic: q.Topic, broker: q.BrokerName, addr: addr}
+	if addr != "" {
+		w.arm()
+	}
+	res, err := c.Send(sctx, r, q, body, o)
+	w.stop()
+	if err != nil && errors.Is(context.Cause(sctx), errMasterMoved) {
+		return SendResult{}, &OpError{Outcome: history.InDoubt, Code: -1,
+			Err: fmt.Errorf("abandoned the send to %s: %w (%s): %w", addr, context.Cause(sctx), w.moved, err)}
+	}
+	return res, err
+}
+
+// masterWatch is the route watch of one SendWatched.
+type masterWatch struct {
+	c                   *Client
+	ctx                 context.Context
+	cancel              context.CancelCauseFunc
+	topic, broker, addr string
+
+	mu      sync.Mutex
+	timer   clock.Timer
+	stopped bool
+	running sync.WaitGroup
+	moved   string // the master the route named when the watch abandoned the send
+}
+
+func (w *masterWatch) arm() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.stopped {
+		w.running.Add(1)
+		w.timer = w.c.env.Clock.AfterFunc(RouteWatch, w.check)
+	}
+}
+
+// check asks for the route once; it abandons the send or arms again.
+func (w *masterWatch) check() {
+	defer w.running.Done()
+	if w.ctx.Err() != nil {
+		return
+	}
+	r, err := w.c.Route(w.ctx, w.topic, true)
+	if err == nil {
+		if a := r.Addrs[w.broker]; a != "" && a != w.addr {
+			w.mu.Lock()
+			w.moved = a
+			w.mu.Unlock()
+			w.cancel(errMasterMoved)
+			return
+		}
+	}
+	w.arm()
+}
+
+// stop ends the watch and waits for a check under way.
+func (w *masterWatch) stop() {
+	w.mu.Lock()
+	w.stopped = true
+	if w.timer != nil && w.timer.Stop() {
+		w.running.Done()
+	}
+	w.mu.Unlock()
+	w.running.Wait()
 }
 
 // PullResult is a pull's answer.

@@ -3,11 +3,13 @@ package workload
 import (
 	"context"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/petrelmq/petrel/internal/clock"
 	"github.com/petrelmq/petrel/internal/daemon/daemontest"
+	"github.com/petrelmq/petrel/internal/netx"
 	"github.com/petrelmq/petrel/internal/remoting/rmq"
 	"github.com/petrelmq/petrel/internal/verify/history"
 )
@@ -192,5 +194,127 @@ func TestRouteAgesAndFallsBack(t *testing.T) {
 	}
 	if _, err := lone.Route(ctx, topic, true); err == nil {
 		t.Fatal("no name server: a fresh route was made up")
+	}
+}
+
+// brokerHold is a network whose connections to one address swallow what
+// is written while held (a paused broker, as its clients see it); the
+// name servers' links pass.
+type brokerHold struct {
+	addr string
+	holdNet
+}
+
+func (h *brokerHold) Listen(addr string) (net.Listener, error) { return net.Listen("tcp", addr) }
+
+func (h *brokerHold) Dial(ctx context.Context, addr string) (net.Conn, error) {
+	nc, err := netx.TCP.Dial(ctx, addr)
+	if err != nil || addr != h.addr {
+		return nc, err
+	}
+	return &holdConn{Conn: nc, h: &h.holdNet}, nil
+}
+
+// TestSendWatchedLeavesAMovedMaster: a send to a master that does not
+// answer is abandoned, InDoubt, at the first route watch whose route
+// names another master for its broker (a paused master after the
+// failover), and the cache then holds that route for the retry; while
+// the route still names the master the send went to, the watch keeps
+// waiting (and asks again).
+func TestSendWatchedLeavesAMovedMaster(t *testing.T) {
+	c, env, _ := testClient(t)
+	clk := clock.NewManual(time.Unix(1_000_000, 0))
+	env.Clock = clk
+	env.SendTimeout = time.Minute // only the watch may end the attempts
+	hold := &brokerHold{addr: c.Broker.Addr().String()}
+	env.Network = func(string) netx.Network { return hold }
+	cl := NewClient(env, "watched")
+	defer cl.Close()
+	ctx := context.Background()
+	topic := env.Topic("watch")
+	if err := cl.CreateTopic(ctx, topic, 1, false); err != nil {
+		t.Fatal(err)
+	}
+	real, err := cl.Route(ctx, topic, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := real.Queues[0]
+	type result struct {
+		res SendResult
+		err error
+	}
+	send := func(cl *Client, r *Route) chan result {
+		ch := make(chan result, 1)
+		go func() {
+			res, err := cl.SendWatched(ctx, r, q, []byte("x"), SendOpts{Properties: idProperties("a-b-0-0")})
+			ch <- result{res, err}
+		}()
+		return ch
+	}
+	wait := func(ch chan result) result {
+		t.Helper()
+		select {
+		case r := <-ch:
+			return r
+		case <-time.After(20 * time.Second):
+			t.Fatal("the send was not abandoned")
+			return result{}
+		}
+	}
+
+	// The master the route names does not answer: the watch asks, finds
+	// the same master, and waits on.
+	hold.held.Store(true)
+	ch := send(cl, real)
+	for range 3 {
+		await(t, "the route watch armed", func() bool { return clk.Pending() == 1 })
+		clk.Advance(RouteWatch)
+		select {
+		case r := <-ch:
+			t.Fatalf("the send ended while the route named its master: %+v", r)
+		default:
+		}
+	}
+	hold.held.Store(false)
+	cl.rc.Close() // the held connection's request is lost: the send is InDoubt
+	if r := wait(ch); Outcome(r.err) != history.InDoubt {
+		t.Fatalf("send on a closed held connection: %v (%s), want InDoubt", r.err, Outcome(r.err))
+	}
+
+	// The attempt went to a master that is no longer the route's.
+	mute, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mute.Close()
+	go func() {
+		for {
+			nc, err := mute.Accept()
+			if err != nil {
+				return
+			}
+			defer nc.Close() // held open, never answered
+		}
+	}()
+	old := &Route{Queues: real.Queues, Addrs: map[string]string{q.BrokerName: mute.Addr().String()}}
+	cl = NewClient(env, "watched2")
+	defer cl.Close()
+	ch = send(cl, old)
+	await(t, "the route watch armed", func() bool { return clk.Pending() == 1 })
+	clk.Advance(RouteWatch)
+	r := wait(ch)
+	if Outcome(r.err) != history.InDoubt || !strings.Contains(r.err.Error(), hold.addr) {
+		t.Fatalf("send to the old master: %v (%s), want InDoubt naming the new master %s", r.err, Outcome(r.err), hold.addr)
+	}
+	if clk.Pending() != 0 {
+		t.Fatalf("%d timers left after the send ended; want the watch stopped", clk.Pending())
+	}
+	cached, err := cl.Route(ctx, topic, false)
+	if err != nil || cached.Addr(q) != hold.addr {
+		t.Fatalf("the retry's route names %q (%v), want the new master %s", cached.Addr(q), err, hold.addr)
+	}
+	if res, err := cl.SendWatched(ctx, cached, q, []byte("x"), SendOpts{Properties: idProperties("a-b-0-0")}); err != nil || res.Addr != hold.addr {
+		t.Fatalf("the retry at the new master: %+v, %v", res, err)
 	}
 }

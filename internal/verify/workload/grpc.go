@@ -57,10 +57,18 @@ const (
 type grpcClient struct {
 	id   string
 	addr string
-	cc   *grpc.ClientConn
-	stub v2.MessagingServiceClient
 	md   metadata.MD
 	sec  grpcSecurity
+
+	// fronts is the endpoint list in this client's order (one endpoint:
+	// no list); opts dial them. mu guards the connection: moveOn
+	// replaces it by one that starts at the next front.
+	fronts []string
+	opts   []grpc.DialOption
+	mu     sync.Mutex
+	cc     *grpc.ClientConn
+	stub   v2.MessagingServiceClient
+	at     int // the fronts' index cc starts at
 
 	settings *v2.Settings
 	stop     context.CancelFunc
@@ -91,7 +99,8 @@ func (e *Env) grpcSecurity() grpcSecurity {
 // addr may list several endpoints, comma-separated (every replica's front
 // of a topology with controllers): the client connects to one, from a
 // place in the list its id picks, and moves to the next when that one
-// cannot be reached (gRPC's pick_first over the list), as a 5.x client
+// cannot be reached (gRPC's pick_first over the list) or leaves a call
+// unanswered until its deadline (moveOn: a paused front), as a 5.x client
 // behind a list of endpoints does.
 func dialGRPC(nw netx.Network, addr, clientID string, st *v2.Settings, sec grpcSecurity) (*grpcClient, error) {
 	creds := credentials.NewTLS(&tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}) // the front's certificate is self-signed
@@ -104,19 +113,12 @@ func dialGRPC(nw netx.Network, addr, clientID string, st *v2.Settings, sec grpcS
 		}
 		creds = credentials.NewTLS(cfg)
 	}
-	target, opts := "passthrough:///"+addr, []grpc.DialOption(nil)
+	c := &grpcClient{id: clientID, addr: addr, settings: st, sec: sec}
 	if list := splitEndpoints(addr); len(list) > 1 {
-		list = rotate(list, clientID)
-		addr = list[0]
-		r := manual.NewBuilderWithScheme("verify")
-		state := resolver.State{}
-		for _, a := range list {
-			state.Addresses = append(state.Addresses, resolver.Address{Addr: a})
-		}
-		r.InitialState(state)
-		target, opts = r.Scheme()+":///fronts", append(opts, grpc.WithResolvers(r))
+		c.fronts = rotate(list, clientID)
+		addr = c.fronts[0]
 	}
-	cc, err := grpc.NewClient(target, append(opts,
+	c.opts = []grpc.DialOption{
 		grpc.WithTransportCredentials(creds),
 		grpc.WithContextDialer(func(ctx context.Context, a string) (net.Conn, error) { return nw.Dial(ctx, a) }),
 		// Reconnect quickly after a fault (gRPC's default back-off grows
@@ -125,17 +127,75 @@ func dialGRPC(nw netx.Network, addr, clientID string, st *v2.Settings, sec grpcS
 			Backoff:           backoffpkg.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 2, Jitter: 0.2, MaxDelay: MaxBackoff},
 			MinConnectTimeout: grpcRequestTimeout,
 		}),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(grpcMaxRecvBytes)))...)
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(grpcMaxRecvBytes)),
+	}
+	cc, err := c.connect(0)
 	if err != nil {
 		return nil, fmt.Errorf("workload: set up a gRPC connection to %s: %w", addr, err)
 	}
-	c := &grpcClient{id: clientID, addr: addr, cc: cc, stub: v2.NewMessagingServiceClient(cc), settings: st, sec: sec}
+	c.cc, c.stub, c.addr = cc, v2.NewMessagingServiceClient(cc), addr
 	c.md = metadata.Pairs("x-mq-client-id", clientID, "x-mq-language", "GO", "x-mq-protocol", "v2",
 		"x-mq-client-version", "petrel-verify")
 	st.AccessPoint = grpcEndpoints(addr)
 	st.RequestTimeout = durationpb.New(grpcRequestTimeout)
 	st.UserAgent = &v2.UA{Language: v2.Language_GOLANG, Version: "petrel-verify", Hostname: "verify"}
 	return c, nil
+}
+
+// connect makes a connection to the fronts starting at index at (to the
+// one endpoint without a list).
+func (c *grpcClient) connect(at int) (*grpc.ClientConn, error) {
+	if len(c.fronts) == 0 {
+		return grpc.NewClient("passthrough:///"+c.addr, c.opts...)
+	}
+	r := manual.NewBuilderWithScheme("verify")
+	state := resolver.State{}
+	for i := range c.fronts {
+		state.Addresses = append(state.Addresses, resolver.Address{Addr: c.fronts[(at+i)%len(c.fronts)]})
+	}
+	r.InitialState(state)
+	return grpc.NewClient(r.Scheme()+":///fronts", append(c.opts, grpc.WithResolvers(r))...)
+}
+
+// conn is the client's stub now.
+func (c *grpcClient) conn() v2.MessagingServiceClient {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stub
+}
+
+// moveOn leaves the front that did not answer a call within its
+// deadline for the next one of the list, as a client behind a list of
+// endpoints does once one stops answering: a front that is paused (or
+// cut off) keeps its connection open, so gRPC's own pick_first would
+// stay on it. The old connection is closed (its Telemetry session opens
+// again on the new one). Nothing without a list, or when stub is no
+// longer the connection's (another call moved on already).
+func (c *grpcClient) moveOn(stub v2.MessagingServiceClient) {
+	if len(c.fronts) < 2 {
+		return
+	}
+	c.mu.Lock()
+	if c.stub != stub || c.cc == nil {
+		c.mu.Unlock()
+		return
+	}
+	at := (c.at + 1) % len(c.fronts)
+	cc, err := c.connect(at)
+	if err != nil {
+		c.mu.Unlock()
+		return // kept: gRPC's own reconnection goes on
+	}
+	old := c.cc
+	c.cc, c.stub, c.at = cc, v2.NewMessagingServiceClient(cc), at
+	c.mu.Unlock()
+	old.Close()
+}
+
+// unanswered reports whether err is a call's deadline passing without an
+// answer from the front.
+func unanswered(err error) bool {
+	return status.Code(err) == codes.DeadlineExceeded
 }
 
 // splitEndpoints splits a comma-separated endpoint list.
@@ -197,7 +257,7 @@ func (c *grpcClient) startSession(sleep func(context.Context, time.Duration) boo
 func (c *grpcClient) session(ctx context.Context) {
 	sctx, cancel := context.WithCancel(c.ctx(ctx))
 	defer cancel()
-	stream, err := c.stub.Telemetry(sctx)
+	stream, err := c.conn().Telemetry(sctx)
 	if err != nil {
 		return
 	}
@@ -218,7 +278,11 @@ func (c *grpcClient) close() {
 	if c.stop != nil {
 		c.stop()
 	}
-	c.cc.Close()
+	c.mu.Lock()
+	cc := c.cc
+	c.cc = nil
+	c.mu.Unlock()
+	cc.Close()
 	c.wg.Wait()
 }
 
@@ -253,8 +317,12 @@ const (
 func (c *grpcClient) sendOne(ctx context.Context, timeout time.Duration, m *v2.Message) (grpcSendOutcome, int64, string) {
 	cctx, cancel := context.WithTimeout(c.ctx(ctx), timeout)
 	defer cancel()
-	resp, err := c.stub.SendMessage(cctx, &v2.SendMessageRequest{Messages: []*v2.Message{m}})
+	stub := c.conn()
+	resp, err := stub.SendMessage(cctx, &v2.SendMessageRequest{Messages: []*v2.Message{m}})
 	if err != nil {
+		if unanswered(err) && ctx.Err() == nil {
+			c.moveOn(stub)
+		}
 		if grpcNotSent(err) {
 			return grpcSendFail, -1, err.Error()
 		}
@@ -293,7 +361,8 @@ func grpcNotSent(err error) bool {
 func (c *grpcClient) receive(ctx context.Context, group, topic string) ([]*v2.Message, error) {
 	cctx, cancel := context.WithTimeout(c.ctx(ctx), grpcLongPoll+grpcRequestTimeout)
 	defer cancel()
-	stream, err := c.stub.ReceiveMessage(cctx, &v2.ReceiveMessageRequest{
+	stub := c.conn()
+	stream, err := stub.ReceiveMessage(cctx, &v2.ReceiveMessageRequest{
 		Group:             &v2.Resource{Name: group},
 		MessageQueue:      &v2.MessageQueue{Topic: &v2.Resource{Name: topic}, Id: -1},
 		FilterExpression:  &v2.FilterExpression{Type: v2.FilterType_TAG, Expression: "*"},
@@ -301,6 +370,9 @@ func (c *grpcClient) receive(ctx context.Context, group, topic string) ([]*v2.Me
 		InvisibleDuration: durationpb.New(grpcInvisible),
 	})
 	if err != nil {
+		if unanswered(err) && ctx.Err() == nil {
+			c.moveOn(stub)
+		}
 		return nil, err
 	}
 	var msgs []*v2.Message
@@ -313,6 +385,9 @@ func (c *grpcClient) receive(ctx context.Context, group, topic string) ([]*v2.Me
 			}
 			// What was delivered before the break comes again once its
 			// invisible time is over.
+			if unanswered(err) && ctx.Err() == nil {
+				c.moveOn(stub)
+			}
 			return msgs, err
 		}
 		switch x := resp.GetContent().(type) {
@@ -343,7 +418,7 @@ func (c *grpcClient) ack(ctx context.Context, group, topic string, msgs []*v2.Me
 	}
 	cctx, cancel := context.WithTimeout(c.ctx(ctx), grpcRequestTimeout)
 	defer cancel()
-	resp, err := c.stub.AckMessage(cctx, req)
+	resp, err := c.conn().AckMessage(cctx, req)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package workload
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	v2 "github.com/apache/rocketmq-clients/golang/v5/protocol/v2"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/petrelmq/petrel/internal/daemon"
 	"github.com/petrelmq/petrel/internal/daemon/daemontest"
@@ -249,5 +251,82 @@ func TestGRPCClientMovesToTheNextEndpoint(t *testing.T) {
 	defer cancel()
 	if _, err := c.stub.QueryRoute(c.ctx(ctx), &v2.QueryRouteRequest{Topic: &v2.Resource{Name: env.Topic(grpcName)}, Endpoints: grpcEndpoints(live)}); err != nil {
 		t.Fatalf("a client starting on the dead endpoint got no answer: %v", err)
+	}
+}
+
+// relay forwards every connection made to its address to target (a
+// second address of the same front).
+func relay(t *testing.T, target string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			out, err := net.Dial("tcp", target)
+			if err != nil {
+				in.Close()
+				continue
+			}
+			t.Cleanup(func() { in.Close(); out.Close() })
+			go io.Copy(out, in)
+			go io.Copy(in, out)
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// TestGRPCClientLeavesAFrontThatStopsAnswering: a front whose connection
+// stays open but answers nothing (a paused process) makes the call in
+// flight time out, in doubt, and the client's next call goes to the next
+// front of the list instead of waiting on the same one again.
+func TestGRPCClientLeavesAFrontThatStopsAnswering(t *testing.T) {
+	env := liveBroker(t, grpcName)
+	live := env.GRPC
+	paused := relay(t, live)
+	var id string
+	for i := 0; ; i++ {
+		id = "client-" + strconv.Itoa(i)
+		if rotate([]string{paused, live}, id)[0] == paused {
+			break
+		}
+	}
+	hold := &brokerHold{addr: paused}
+	c, err := dialGRPC(hold, paused+","+live, id, &v2.Settings{}, grpcSecurity{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	topic := env.Topic(grpcName)
+	e, err := env.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	setup := NewAdminClient(e, "setup")
+	defer setup.Close()
+	if err := setup.CreateTopic(context.Background(), topic, 1, false); err != nil {
+		t.Fatal(err)
+	}
+	m := func(n int) *v2.Message {
+		id := ID(env.RunID, grpcName, 0, n)
+		return &v2.Message{Topic: &v2.Resource{Name: topic}, Body: []byte(id), SystemProperties: &v2.SystemProperties{
+			MessageId: id, MessageType: v2.MessageType_NORMAL, BornTimestamp: timestamppb.Now(), BodyEncoding: v2.Encoding_IDENTITY}}
+	}
+	ctx := context.Background()
+	if out, _, why := c.sendOne(ctx, 10*time.Second, m(0)); out != grpcSendOK {
+		t.Fatalf("send through the first front: %s", why)
+	}
+	hold.held.Store(true)
+	if out, _, why := c.sendOne(ctx, 300*time.Millisecond, m(1)); out != grpcSendInDoubt {
+		t.Fatalf("send to the paused front: outcome %d (%s), want in doubt", out, why)
+	}
+	if out, _, why := c.sendOne(ctx, 10*time.Second, m(2)); out != grpcSendOK {
+		t.Fatalf("the send after the timeout did not go to the next front: outcome %d (%s)", out, why)
 	}
 }

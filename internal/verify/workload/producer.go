@@ -5,7 +5,9 @@ package workload
 // the same id (and UNIQ_KEY, so the broker's deduplication may answer it
 // with the first one's result) after a back-off, as a new Invoke line,
 // until it succeeds or the producer's ctx ends. A send already on the
-// wire when ctx ends runs to its answer or its timeout.
+// wire when ctx ends runs to its answer or its timeout, or until the
+// route names another master for its broker (SendWatched): a paused
+// master does not hold the producer past the failover.
 
 import (
 	"context"
@@ -135,7 +137,7 @@ func (p *Producer) Send(ctx context.Context, m Outgoing) (SendResult, bool) {
 		outcome := history.Fail // no route: the send was never written
 		if err == nil {
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.env.SendTimeout)
-			res, err = p.cl.Send(sctx, r, q, m.Body, SendOpts{ProducerGroup: p.group, Properties: props, SysFlag: m.SysFlag})
+			res, err = p.cl.SendWatched(sctx, r, q, m.Body, SendOpts{ProducerGroup: p.group, Properties: props, SysFlag: m.SysFlag})
 			cancel()
 			outcome = Outcome(err)
 		}
