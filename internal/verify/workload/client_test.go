@@ -49,21 +49,8 @@ func TestClientOutcomes(t *testing.T) {
 		t.Fatalf("send to a closed port: %v (%s), want Fail", err, Outcome(err))
 	}
 
-	mute, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mute.Close()
-	go func() {
-		for {
-			nc, err := mute.Accept()
-			if err != nil {
-				return
-			}
-			defer nc.Close() // held open, never answered
-		}
-	}()
-	r.Addrs["b"] = mute.Addr().String()
+	mute := muteListener(t)
+	r.Addrs["b"] = mute
 	short := *env
 	short.SendTimeout = 300 * time.Millisecond
 	shortCl := NewClient(&short, "short")
@@ -283,21 +270,8 @@ func TestSendWatchedLeavesAMovedMaster(t *testing.T) {
 	}
 
 	// The attempt went to a master that is no longer the route's.
-	mute, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mute.Close()
-	go func() {
-		for {
-			nc, err := mute.Accept()
-			if err != nil {
-				return
-			}
-			defer nc.Close() // held open, never answered
-		}
-	}()
-	old := &Route{Queues: real.Queues, Addrs: map[string]string{q.BrokerName: mute.Addr().String()}}
+	mute := muteListener(t)
+	old := &Route{Queues: real.Queues, Addrs: map[string]string{q.BrokerName: mute}}
 	cl = NewClient(env, "watched2")
 	defer cl.Close()
 	ch = send(cl, old)
@@ -317,4 +291,26 @@ func TestSendWatchedLeavesAMovedMaster(t *testing.T) {
 	if res, err := cl.SendWatched(ctx, cached, q, []byte("x"), SendOpts{Properties: idProperties("a-b-0-0")}); err != nil || res.Addr != hold.addr {
 		t.Fatalf("the retry at the new master: %+v, %v", res, err)
 	}
+}
+
+// muteListener is the address of a loopback listener that accepts
+// connections and holds them open, never answering; closed at the end of
+// the test.
+func muteListener(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer nc.Close() // held open, never answered
+		}
+	}()
+	return ln.Addr().String()
 }
