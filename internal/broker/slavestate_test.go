@@ -79,9 +79,18 @@ type ssPair struct {
 
 func ssStateOn(_ *store.Config, c *Config) { c.StateReplication = true }
 
+// ssNoSweep keeps the commit log's flush-timeout sweep out of the tests'
+// clock jumps: the log measures how long an append waits for its sync on
+// the manual clock, so an Advance while any append waited (a timer's
+// delivery fired by that same Advance, on a loaded machine) aged it past
+// the 1 s busy mark, and the log refused appends until a next sweep that
+// no later Advance ran; the state writer then waited for its retry
+// forever (a 10-min hang in a clean CI run).
+func ssNoSweep(c *store.Config, _ *Config) { c.SyncFlushTimeout = time.Hour }
+
 func newSSPair(t *testing.T, opts ...func(*store.Config, *Config)) *ssPair {
-	m := newDiskEnv(t, append([]func(*store.Config, *Config){ssStateOn}, opts...)...)
-	s := newDiskEnv(t, append([]func(*store.Config, *Config){ssStateOn, ssSlave}, opts...)...)
+	m := newDiskEnv(t, append([]func(*store.Config, *Config){ssStateOn, ssNoSweep}, opts...)...)
+	s := newDiskEnv(t, append([]func(*store.Config, *Config){ssStateOn, ssNoSweep, ssSlave}, opts...)...)
 	return &ssPair{t: t, m: m, s: s}
 }
 
