@@ -297,6 +297,13 @@ func TestSendWatchedLeavesAMovedMaster(t *testing.T) {
 // connections and holds them open, never answering; closed at the end of
 // the test.
 func muteListener(t *testing.T) string {
+	return serveLoopback(t, func(net.Conn) {})
+}
+
+// serveLoopback listens on a loopback port until the end of the test and
+// hands every connection to serve; the connections are closed when the
+// listener is.
+func serveLoopback(t *testing.T, serve func(net.Conn)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -309,7 +316,8 @@ func muteListener(t *testing.T) string {
 			if err != nil {
 				return
 			}
-			defer nc.Close() // held open, never answered
+			defer nc.Close()
+			serve(nc)
 		}
 	}()
 	return ln.Addr().String()

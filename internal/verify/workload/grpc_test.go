@@ -257,29 +257,15 @@ func TestGRPCClientMovesToTheNextEndpoint(t *testing.T) {
 // relay forwards every connection made to its address to target (a
 // second address of the same front).
 func relay(t *testing.T, target string) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			in, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			out, err := net.Dial("tcp", target)
-			if err != nil {
-				in.Close()
-				continue
-			}
-			t.Cleanup(func() { in.Close(); out.Close() })
-			go io.Copy(out, in)
-			go io.Copy(in, out)
+	return serveLoopback(t, func(in net.Conn) {
+		out, err := net.Dial("tcp", target)
+		if err != nil {
+			in.Close()
+			return
 		}
-	}()
-	return ln.Addr().String()
+		go func() { io.Copy(out, in); out.Close() }() // in closes with the listener
+		go io.Copy(in, out)
+	})
 }
 
 // TestGRPCClientLeavesAFrontThatStopsAnswering: a front whose connection
