@@ -127,7 +127,9 @@ func (s *macState) collect(f Fields) {
 // sortPairs sorts ps by key, equal keys in EachExt's order (so the last
 // one still wins), and reports whether two keys are equal: an insertion
 // sort for the usual dozen or two fields, which costs one comparison a
-// field when ps comes sorted already, the library's stable sort beyond.
+// field when ps comes sorted already, the library's sort by key and
+// place beyond (two results next to each other were compared, so it
+// sees every pair of equal keys too).
 func sortPairs(ps []extPair) (dups bool) {
 	if len(ps) > 48 {
 		slices.SortFunc(ps, func(a, b extPair) int {
