@@ -178,12 +178,13 @@ func (s *Service) heartbeat(ctx context.Context, body []byte) answer {
 	}
 	s.mu.Lock()
 	s.record(req.Group, req.ReplicaID, softReplica{incarnation: req.Incarnation, recv: recv, lastEpoch: req.LastEpoch, leo: req.LEO, durable: req.Durable})
+	first := s.leased[req.Group] != g.Epoch
 	s.mu.Unlock()
 	if !isMaster(g) {
 		resp.Group = s.viewOf(g)
 		return ok(resp)
 	}
-	err := s.awaitVerify(ctx)
+	err := s.awaitVerify(ctx, first)
 	if errors.Is(err, ErrNotLeader) {
 		return s.notLeader()
 	}
@@ -201,6 +202,7 @@ func (s *Service) heartbeat(ctx context.Context, body []byte) answer {
 		if recv.After(s.lastGrant[req.Group]) {
 			s.lastGrant[req.Group] = recv
 		}
+		s.leased[req.Group] = g.Epoch
 		resp.Lease = true
 		s.stats.LeaseGrants++
 	} else {

@@ -10,20 +10,26 @@ import (
 
 // The liveness loop (replication.md §2.3, §2.6). Every Heartbeat it:
 //   - follows the leadership: on becoming leader it forgets all soft state,
-//     calls Barrier, and declares nobody dead before SessionTimeout has
-//     passed since it saw itself lead (the predecessor's grants);
+//     calls Barrier, and replaces a master it has not heard from only once
+//     the lease bound has passed since ElectionSilence·(1−2·Drift) before
+//     it saw itself lead (the predecessor's grants);
 //   - starts the lease verification round heartbeats wait for (at most one
 //     VerifyLeader per tick);
 //   - as the leader, per group: a master without a heartbeat for
-//     SessionTimeout whose last granted lease has surely expired is
-//     replaced by fsm.PickMaster's choice (master-lost); a group without a
-//     master gets a live in-sync member (offline).
+//     SessionTimeout (or not heard in this leadership) whose last granted
+//     lease has surely expired is replaced by fsm.PickMaster's choice
+//     (master-lost); a group without a master gets a live in-sync member
+//     (offline).
 //
 // Lease safety: a heartbeat received at r is granted only after a
-// VerifyLeader that started after r succeeded, so any later leader began
-// after r and waits SessionTimeout ≥ Lease·(1+Drift)+Margin past it; this
-// leader records r before answering and, while an election of the group is
-// in flight (fenced), grants nothing.
+// VerifyLeader that started after r succeeded, so a quorum acked this
+// leader after r. Every voter that elects a later leader has heard from no
+// leader for raft's heartbeat timeout before it votes (and a restarted one
+// waited that long before raft started), so any later leader began at
+// least ElectionSilence after r and waits the lease bound
+// Lease·(1+Drift)+Margin from ElectionSilence·(1−2·Drift) before its start;
+// this leader records r before answering and, while an election of the
+// group is in flight (fenced), grants nothing.
 
 func (s *Service) tick() {
 	s.mu.Lock()
@@ -52,10 +58,22 @@ func (s *Service) tick() {
 
 	s.mu.Lock()
 	if !s.closed {
-		s.timer = s.clk.AfterFunc(s.cfg.Heartbeat, s.tick)
+		// Until it leads and its Barrier returned, the loop looks more
+		// often: the wait for a predecessor's leases counts from the moment
+		// it sees itself lead, so a late look is a longer failover.
+		next := s.cfg.Heartbeat
+		if !s.leading || !s.ready {
+			next = min(next, leadershipPoll)
+		}
+		s.timer = s.clk.AfterFunc(next, s.tick)
 	}
 	s.mu.Unlock()
 }
+
+// leadershipPoll is how often the loop of a voter that does not lead (or
+// whose leadership is not ready) checks its leadership: cheap, as such a
+// tick decides nothing.
+const leadershipPoll = 100 * time.Millisecond
 
 // followLeadership drains LeaderCh and reconciles it with IsLeader
 // (s.mu held). Any "true" seen starts a new leadership: the soft state of
@@ -79,13 +97,15 @@ drain:
 		s.leaderSince = s.clk.Now()
 		s.soft = map[string]map[int64]*softReplica{}
 		s.lastGrant = map[string]time.Time{}
+		s.leased = map[string]uint32{}
 		s.noCandidate = map[string]uint32{}
-		s.lg.Info("controller leads; no replica is declared dead before the session timeout has passed",
-			"session_timeout", s.cfg.SessionTimeout)
+		s.lg.Info("controller leads; a master it has not heard from is replaced once its lease has surely expired",
+			"lease_bound", s.cfg.leaseBound(), "election_silence", s.cfg.ElectionSilence, "session_timeout", s.cfg.SessionTimeout)
 	case !now && s.leading:
 		s.leading, s.ready = false, false
 		s.soft = map[string]map[int64]*softReplica{}
 		s.lastGrant = map[string]time.Time{}
+		s.leased = map[string]uint32{}
 		id, addr := s.log.Leader()
 		s.lg.Info("controller no longer leads", "leader_id", id, "leader_addr", addr)
 	}
@@ -129,7 +149,7 @@ func (s *Service) runRound(r *round) {
 	r.err = err
 	close(r.done)
 	var next *round
-	if s.next != nil && !s.roundThisTick && !s.closed {
+	if s.next != nil && (!s.roundThisTick || s.next.urgent) && !s.closed {
 		next = s.startRoundLocked()
 		s.wg.Add(1)
 	}
@@ -144,8 +164,11 @@ func (s *Service) runRound(r *round) {
 
 // awaitVerify returns once a VerifyLeader that started after this call
 // has finished, with its error. The first heartbeat of a tick starts it
-// at once; others join the round the next tick starts.
-func (s *Service) awaitVerify(ctx context.Context) error {
+// at once; others join the round the next tick starts, unless urgent (a
+// master's first grant of its epoch in this leadership: it takes no
+// writes until then), which starts its round as soon as none runs. Urgent
+// rounds are bounded by the elections and leaderships, one per master.
+func (s *Service) awaitVerify(ctx context.Context, urgent bool) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -158,7 +181,8 @@ func (s *Service) awaitVerify(ctx context.Context) error {
 	}
 	r = s.next
 	r.waiters++
-	if !s.roundRunning && !s.roundThisTick {
+	r.urgent = r.urgent || urgent
+	if !s.roundRunning && (!s.roundThisTick || urgent) {
 		s.startRoundLocked()
 		run = true
 	}
@@ -217,13 +241,19 @@ func (s *Service) checkGroups() {
 func (s *Service) decide(g *fsm.Group, now time.Time) (election, bool) {
 	e := election{group: g.Name, oldMaster: g.Master, epoch: g.Epoch, isrVer: g.ISRVersion}
 	if g.Master != 0 {
-		last := s.leaderSince
+		// A master heard in this leadership is dead once silent for a
+		// session. One not heard at all (it died with the last leader, or
+		// cannot reach this one) takes no writes once every lease a
+		// predecessor may have granted has surely run out, so it is
+		// replaced then: a live master renews with a new leader within a
+		// heartbeat or two, long before.
+		last, heard := s.leaderSince, false
 		if r, ok := g.Replica(g.Master); ok {
-			if sr := s.soft[g.Name][g.Master]; sr != nil && sr.incarnation == r.Incarnation && sr.recv.After(last) {
-				last = sr.recv
+			if sr := s.soft[g.Name][g.Master]; sr != nil && sr.incarnation == r.Incarnation && !sr.recv.Before(last) {
+				last, heard = sr.recv, true
 			}
 		}
-		if now.Sub(last) < s.cfg.SessionTimeout || !s.leaseExpired(g.Name, now) {
+		if (heard && now.Sub(last) < s.cfg.SessionTimeout) || !s.leaseExpired(g.Name, now) {
 			return e, false
 		}
 		e.reason, e.silent = fsm.ReasonMasterLost, now.Sub(last)

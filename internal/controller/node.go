@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -96,6 +97,10 @@ func StartNode(cfg NodeConfig) (*Node, error) {
 	}
 	if scfg.Logger == nil {
 		scfg.Logger = lg
+	}
+	if scfg.ElectionSilence == 0 {
+		// What NewRaft's voters guarantee (ServiceConfig.ElectionSilence).
+		scfg.ElectionSilence = cmp.Or(cfg.HeartbeatTimeout, DefaultRaftHeartbeatTimeout)
 	}
 	if err := scfg.Validate(); err != nil {
 		return nil, err

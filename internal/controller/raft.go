@@ -261,6 +261,18 @@ func NewRaft(cfg RaftConfig) (_ *Raft, err error) {
 		}
 		lg.Info("bootstrapped the controller voters", "peers", FormatPeers(peers), "dir", cfg.Dir)
 	}
+	if existing && len(peers) > 1 {
+		// A restarted voter may have acked a leader's heartbeat just before
+		// it stopped, and hashicorp/raft grants a vote at once when it knows
+		// no leader, as after a start. Waiting one heartbeat timeout here
+		// keeps the rule every other vote follows: no vote within a
+		// heartbeat timeout of the voter's last contact with a leader, on
+		// which a new leader's lease wait rests (ServiceConfig.
+		// ElectionSilence). A fresh voter acked nobody; a single voter
+		// elects itself only after its own heartbeat timeout.
+		lg.Info("controller voter restarted; waiting one raft heartbeat timeout before it may vote", "wait", rc.HeartbeatTimeout)
+		time.Sleep(rc.HeartbeatTimeout)
+	}
 	m := &machine{st: fsm.NewState(), log: lg}
 	r, err := raft.NewRaft(rc, m, logs, store, snaps, trans)
 	if err != nil {

@@ -420,3 +420,86 @@ func TestRaftLeadershipErrorsBecomeErrNotLeader(t *testing.T) {
 		t.Error("mapErr(nil) is not nil")
 	}
 }
+
+// TestANewLeaderStartsAHeartbeatTimeoutAfterItsPredecessorsLastVerify
+// checks the raft property ServiceConfig.ElectionSilence rests on, with
+// hashicorp/raft itself: a leader stopped while it verifies its
+// leadership in a loop (as lease grants do) is succeeded only a heartbeat
+// timeout after the start of its last successful VerifyLeader, because a
+// voter grants no vote while it knows a leader. The bound is a lower one,
+// so a slow machine cannot break it; a raft release that votes sooner
+// would.
+func TestANewLeaderStartsAHeartbeatTimeoutAfterItsPredecessorsLastVerify(t *testing.T) {
+	c := newCluster(t, 3, nil)
+	for round := range 3 {
+		li := c.leader()
+		old := c.voters[li]
+		var mu sync.Mutex
+		var lastOK time.Time
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				start := time.Now()
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				err := old.VerifyLeader(ctx)
+				cancel()
+				if err == nil {
+					mu.Lock()
+					lastOK = start
+					mu.Unlock()
+				}
+			}
+		}()
+		// Let a few verifications succeed, then stop the leader while one
+		// is in flight.
+		await(t, "a verification succeeds", func() bool { mu.Lock(); defer mu.Unlock(); return !lastOK.IsZero() })
+		time.Sleep(50 * time.Millisecond)
+		c.stop(li)
+		close(stop)
+		<-done
+		var next int
+		var since time.Time
+		await(t, "another voter leads", func() bool {
+			for i, v := range c.voters {
+				if v != nil && v.IsLeader() {
+					next, since = i, time.Now()
+					return true
+				}
+			}
+			return false
+		})
+		mu.Lock()
+		gap := since.Sub(lastOK)
+		mu.Unlock()
+		if min := time.Duration(float64(testHeartbeat) * 0.9); gap < min {
+			t.Fatalf("round %d: voter %d leads %v after the start of voter %d's last successful VerifyLeader, below the heartbeat timeout's %v", round, next+1, gap, li+1, min)
+		}
+		t.Logf("round %d: voter %d leads %v after voter %d's last verified contact", round, next+1, gap, li+1)
+		c.restart(li)
+	}
+}
+
+// TestARestartedVoterWaitsAHeartbeatTimeoutBeforeRaftStarts: NewRaft on
+// existing state of a multi-voter cluster returns only a heartbeat
+// timeout after it was called (the restarted voter must not vote sooner
+// after its last contact); a fresh voter starts at once.
+func TestARestartedVoterWaitsAHeartbeatTimeoutBeforeRaftStarts(t *testing.T) {
+	c := newCluster(t, 3, func(cfg *RaftConfig) { cfg.HeartbeatTimeout, cfg.ElectionTimeout = time.Second, time.Second })
+	li := c.leader()
+	c.apply(register("g"))
+	fi := (li + 1) % 3
+	c.stop(fi)
+	start := time.Now()
+	c.restart(fi)
+	if took := time.Since(start); took < time.Second {
+		t.Fatalf("the restarted voter started raft after %v, within its heartbeat timeout of 1s", took)
+	}
+	await(t, "the restarted voter follows", func() bool { return hasGroup(c.voters[fi], "g") })
+}

@@ -37,6 +37,17 @@ type ServiceConfig struct {
 	// Margin is added to the lease bound before a master is replaced.
 	// Default 200 ms.
 	Margin time.Duration
+	// ElectionSilence is the least time raft puts between the last quorum
+	// contact of any earlier leader and the start of a new leadership:
+	// raft's heartbeat timeout, as a hashicorp/raft voter grants a vote only
+	// once it has heard from no leader for that long, and a voter that
+	// restarts waits that long before raft starts (NewRaft). Every lease a
+	// predecessor granted was verified with a quorum before that contact,
+	// so a new leader counts the lease bound of a master it has not heard
+	// from ElectionSilence·(1−2·Drift) before its own start (replication.md
+	// §2.6). StartNode sets it from the raft heartbeat timeout; 0 assumes no
+	// silence (the bound counts from the start of the leadership).
+	ElectionSilence time.Duration
 	// Unclean allows elections outside the in-sync set when it has no live
 	// member (and operator elections with --unclean); audited. Default off.
 	Unclean bool
@@ -63,6 +74,14 @@ func (c ServiceConfig) leaseBound() time.Duration {
 	return time.Duration(math.Ceil(float64(c.Lease)*(1+c.Drift))) + c.Margin
 }
 
+// predecessorSilence is how long before the start of a leadership, on
+// this voter's clock, every lease an earlier leader granted was surely
+// verified: ElectionSilence less twice the drift (once for the voter that
+// timed it, once for this one).
+func (c ServiceConfig) predecessorSilence() time.Duration {
+	return time.Duration(float64(c.ElectionSilence) * (1 - 2*c.Drift))
+}
+
 // Validate checks the timing rules: every duration positive, the lease
 // longer than the heartbeat interval (else it lapses between renewals),
 // and the session timeout at least the lease bound Lease·(1+Drift)+Margin,
@@ -80,6 +99,8 @@ func (c ServiceConfig) Validate() error {
 		return fmt.Errorf("controller: the clock drift must be in [0, 1) (got %v)", c.Drift)
 	case c.Margin < 0:
 		return fmt.Errorf("controller: the lease margin must not be negative (got %v)", c.Margin)
+	case c.ElectionSilence < 0:
+		return fmt.Errorf("controller: the election silence must not be negative (got %v)", c.ElectionSilence)
 	case c.Lease <= c.Heartbeat:
 		return fmt.Errorf("controller: the master lease (%v) must be longer than the heartbeat interval (%v), else it lapses between renewals", c.Lease, c.Heartbeat)
 	case c.SessionTimeout < c.leaseBound():
@@ -114,6 +135,7 @@ type Service struct {
 	gen         uint64
 	soft        map[string]map[int64]*softReplica // group → replica id
 	lastGrant   map[string]time.Time              // group → receipt of the last granted heartbeat
+	leased      map[string]uint32                 // group → the epoch of the last grant in this leadership
 	fenced      map[string]int                    // group → elections in flight (no lease grants)
 	noCandidate map[string]uint32                 // group → the epoch "no candidate" was logged for
 	// Lease verification rounds: at most one VerifyLeader starts per tick;
@@ -137,7 +159,8 @@ type softReplica struct {
 type round struct {
 	done    chan struct{}
 	err     error
-	waiters int // heartbeats that joined it
+	waiters int  // heartbeats that joined it
+	urgent  bool // one of them is a master's first grant: start it without waiting for the next tick
 }
 
 // ServiceStats are the service's counters since it started.
@@ -174,6 +197,7 @@ func NewService(cfg ServiceConfig, log Log) *Service {
 		cancel:      cancel,
 		soft:        map[string]map[int64]*softReplica{},
 		lastGrant:   map[string]time.Time{},
+		leased:      map[string]uint32{},
 		fenced:      map[string]int{},
 		noCandidate: map[string]uint32{},
 		stats:       ServiceStats{Elections: map[string]uint64{}},
@@ -263,10 +287,10 @@ func (s *Service) liveProgress(g *fsm.Group, now time.Time) map[int64]fsm.Progre
 
 // leaseRef is the receipt time the lease bound of group's master counts
 // from: its last heartbeat this controller granted, or, when later, the
-// start of this leadership (covering what a predecessor granted)
-// (s.mu held).
+// start of this leadership less the election's silence (covering what a
+// predecessor granted) (s.mu held).
 func (s *Service) leaseRef(group string) time.Time {
-	ref := s.leaderSince
+	ref := s.leaderSince.Add(-s.cfg.predecessorSilence())
 	if t := s.lastGrant[group]; t.After(ref) {
 		ref = t
 	}

@@ -293,9 +293,15 @@ func TestHeartbeatLease(t *testing.T) {
 	}
 }
 
-// TestLeaseVerifyBatched: at most one VerifyLeader per tick; a heartbeat
-// received after a round started waits for the next tick's round, which
-// all heartbeats waiting share.
+func (r *rig) leaderSince() time.Time {
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	return r.s.leaderSince
+}
+
+// TestLeaseVerifyBatched: at most one VerifyLeader per tick for renewals;
+// a heartbeat received after a round started waits for the next tick's
+// round, which all heartbeats waiting share.
 func TestLeaseVerifyBatched(t *testing.T) {
 	r := newRig(t, nil)
 	for _, g := range []string{"g1", "g2", "g3", "g4"} {
@@ -303,12 +309,19 @@ func TestLeaseVerifyBatched(t *testing.T) {
 		r.mustOK(r.call(api.CodeRegister, api.RegisterRequest{Group: g, Addr: "a"}, &out))
 	}
 	r.start()
-	_, v0, _ := r.log.Stats()
 	beat := func(g string) api.HeartbeatResponse {
 		var out api.HeartbeatResponse
 		r.mustOK(r.call(api.CodeHeartbeat, api.HeartbeatRequest{Group: g, ReplicaID: 1, Incarnation: r.incOf(g), Master: true, Epoch: 1}, &out))
 		return out
 	}
+	// Each master's first grant (TestAMastersFirstGrantDoesNotWait).
+	for _, g := range []string{"g1", "g2", "g3", "g4"} {
+		if !beat(g).Lease {
+			t.Fatalf("%s: no first lease", g)
+		}
+	}
+	r.clk.Advance(r.cfg.Heartbeat)
+	_, v0, _ := r.log.Stats()
 	if !beat("g1").Lease {
 		t.Fatal("first heartbeat of the tick: no lease")
 	}
@@ -340,6 +353,54 @@ func TestLeaseVerifyBatched(t *testing.T) {
 	}
 	if _, v, _ := r.log.Stats(); v != v0+2 {
 		t.Fatalf("verifies: %d, want 2 (one per tick)", v-v0)
+	}
+}
+
+// TestAMastersFirstGrantDoesNotWait: renewals share one VerifyLeader per
+// tick, but a master's first grant of its epoch in a leadership starts a
+// round at once (it acks nothing until then), and only the first.
+func TestAMastersFirstGrantDoesNotWait(t *testing.T) {
+	r := newRig(t, nil)
+	for _, g := range []string{"g1", "g2"} {
+		var out api.RegisterResponse
+		r.mustOK(r.call(api.CodeRegister, api.RegisterRequest{Group: g, Addr: "a"}, &out))
+	}
+	r.start()
+	beat := func(g string) api.HeartbeatResponse {
+		var out api.HeartbeatResponse
+		r.mustOK(r.call(api.CodeHeartbeat, api.HeartbeatRequest{Group: g, ReplicaID: 1, Incarnation: r.incOf(g), Master: true, Epoch: 1}, &out))
+		return out
+	}
+	_, v0, _ := r.log.Stats()
+	if !beat("g1").Lease {
+		t.Fatal("the first heartbeat got no lease")
+	}
+	second := make(chan bool, 1)
+	go func() { second <- beat("g2").Lease }()
+	var granted bool
+	waitFor(t, "g2's first grant without a tick", func() bool {
+		select {
+		case granted = <-second:
+			return true
+		default:
+			return false
+		}
+	})
+	if !granted {
+		t.Fatal("g2's first heartbeat got no lease")
+	}
+	if _, v, _ := r.log.Stats(); v != v0+2 {
+		t.Fatalf("verifies for two first grants in one tick: %d, want 2", v-v0)
+	}
+	done := make(chan bool, 1)
+	go func() { done <- beat("g1").Lease }()
+	waitFor(t, "the renewal waiting for the next round", func() bool { return r.waiting() == 1 })
+	r.clk.Advance(r.cfg.Heartbeat)
+	if !<-done {
+		t.Fatal("the renewal got no lease")
+	}
+	if _, v, _ := r.log.Stats(); v != v0+3 {
+		t.Fatalf("verifies: %d, want 3 (the renewal waited for the next tick)", v-v0)
 	}
 }
 
@@ -433,45 +494,85 @@ func TestMasterLostWaitsForLease(t *testing.T) {
 	}
 }
 
-// TestNewLeaderWaitsSessionTimeout: a voter that becomes leader forgets
-// what it heard before and declares nobody dead for a session timeout.
-func TestNewLeaderWaitsSessionTimeout(t *testing.T) {
-	r := newRig(t, nil)
+// TestNewLeaderWaitsThePredecessorsLease: a voter that becomes leader
+// forgets what it heard before; a master it does not hear from is replaced
+// once the lease bound has passed since ElectionSilence·(1−2·Drift) before
+// it began leading (what a predecessor granted), not before, and with no
+// silence only a whole lease bound after it began.
+func TestNewLeaderWaitsThePredecessorsLease(t *testing.T) {
+	for _, silence := range []time.Duration{0, time.Second} {
+		t.Run(silence.String(), func(t *testing.T) {
+			r := newRig(t, func(c *ServiceConfig) { c.ElectionSilence = silence })
+			r.start()
+			r.threeReplicas()
+			r.log.SetLeader(false)
+			r.clk.Advance(r.cfg.Heartbeat)
+			if r.s.Stats().Leading {
+				t.Fatal("still leading after SetLeader(false)")
+			}
+			// While not leading nothing is decided, however long.
+			r.clk.Advance(10 * r.cfg.SessionTimeout)
+			if r.group().Epoch != 1 {
+				t.Fatal("a follower elected")
+			}
+			r.log.SetLeader(true)
+			r.clk.Advance(leadershipPoll)
+			if !r.s.Stats().Leading {
+				t.Fatalf("not leading %v after SetLeader(true)", leadershipPoll)
+			}
+			since := r.leaderSince()
+			_, _, barriers := r.log.Stats()
+			if barriers < 2 {
+				t.Errorf("barriers: %d, want one per leadership", barriers)
+			}
+			// 3 s·1.05 + 200 ms from 1 s·0.9 before the leadership began.
+			wait := 3350*time.Millisecond - time.Duration(float64(silence)*0.9)
+			// The master (1) stays silent in this leadership.
+			for r.clk.Now().Before(since.Add(wait)) {
+				if r.group().Epoch != 1 {
+					t.Fatalf("the new leader elected %v after it began leading (its predecessor's leases run %v)", r.clk.Now().Sub(since), wait)
+				}
+				r.beat(2, false, 90)
+				r.beat(3, false, 80)
+				r.clk.Advance(100 * time.Millisecond)
+			}
+			r.beat(2, false, 90)
+			r.clk.Advance(r.cfg.Heartbeat)
+			if g := r.group(); g.Epoch != 2 || g.Master != 2 {
+				t.Fatalf("%v after the leadership began: master %d epoch %d, want 2, 2", r.clk.Now().Sub(since), g.Master, g.Epoch)
+			}
+		})
+	}
+}
+
+// TestNewLeaderGivesAHeardMasterItsSession: a master that heartbeats the
+// new leader once and then falls silent is replaced a session timeout
+// after that heartbeat, as under any leader, not when its predecessor's
+// lease bound ends.
+func TestNewLeaderGivesAHeardMasterItsSession(t *testing.T) {
+	r := newRig(t, func(c *ServiceConfig) { c.ElectionSilence = time.Second })
 	r.start()
 	r.threeReplicas()
 	r.log.SetLeader(false)
 	r.clk.Advance(r.cfg.Heartbeat)
-	if r.s.Stats().Leading {
-		t.Fatal("still leading after SetLeader(false)")
-	}
-	// While not leading nothing is decided, however long.
-	r.clk.Advance(10 * r.cfg.SessionTimeout)
-	if r.group().Epoch != 1 {
-		t.Fatal("a follower elected")
-	}
 	r.log.SetLeader(true)
 	r.clk.Advance(r.cfg.Heartbeat)
-	since := r.clk.Now()
-	if !r.s.Stats().Leading {
-		t.Fatal("not leading after SetLeader(true)")
+	if !r.beat(1, true, 100).Lease {
+		t.Fatal("the new leader granted no lease")
 	}
-	_, _, barriers := r.log.Stats()
-	if barriers < 2 {
-		t.Errorf("barriers: %d, want one per leadership", barriers)
-	}
-	// The master (1) stays silent in this leadership.
-	for r.clk.Now().Before(since.Add(r.cfg.SessionTimeout)) {
+	last := r.clk.Now()
+	for r.clk.Now().Before(last.Add(r.cfg.SessionTimeout)) {
 		if r.group().Epoch != 1 {
-			t.Fatalf("the new leader elected %v after it began leading (session timeout %v)", r.clk.Now().Sub(since), r.cfg.SessionTimeout)
+			t.Fatalf("elected %v after the master's heartbeat to this leader (session timeout %v)", r.clk.Now().Sub(last), r.cfg.SessionTimeout)
 		}
 		r.beat(2, false, 90)
 		r.beat(3, false, 80)
-		r.clk.Advance(r.cfg.Heartbeat)
+		r.clk.Advance(100 * time.Millisecond)
 	}
 	r.beat(2, false, 90)
 	r.clk.Advance(r.cfg.Heartbeat)
 	if g := r.group(); g.Epoch != 2 || g.Master != 2 {
-		t.Fatalf("after the wait: master %d epoch %d, want 2, 2", g.Master, g.Epoch)
+		t.Fatalf("after the session: master %d epoch %d, want 2, 2", g.Master, g.Epoch)
 	}
 }
 

@@ -76,7 +76,14 @@ func (c *controller) loseLeader() {
 	c.leader = -1
 	c.term++
 	c.soft = nil
-	c.elect(c.w.dur(time.Second, 2*time.Second))
+	// raft: no voter votes within a heartbeat timeout (ElectionSilence) of
+	// its last contact with the leader, and the pre-vote and vote rounds
+	// follow a randomized timer of up to twice that.
+	least := c.w.o.ElectionSilence
+	if c.w.o.Break == VoteWithoutSilence {
+		least = 0 // the broken rule: a voter that votes at once
+	}
+	c.elect(c.w.dur(least, 2*c.w.o.ElectionSilence))
 }
 
 // receive runs a request on the leader; without one it is dropped (the
@@ -247,9 +254,6 @@ func asTime(ns int64) time.Time { return time.Unix(0, ns) }
 func (c *controller) tick() {
 	o := c.w.o
 	now := c.now()
-	if c.w.o.Break != SkipLeaderWait && now-c.since < int64(o.SessionTimeout) {
-		return
-	}
 	g := c.group()
 	if g == nil {
 		return
@@ -261,6 +265,9 @@ func (c *controller) tick() {
 		}
 	}
 	if g.Master == 0 {
+		if now-c.since < int64(o.SessionTimeout) {
+			return // an offline group waits for every live replica's report
+		}
 		for id := range live {
 			if g.InISR(id) || o.Break == ElectOutsideISR {
 				c.electFrom(g, live, fsm.ReasonOffline)
@@ -270,11 +277,15 @@ func (c *controller) tick() {
 		return
 	}
 	s := c.soft[g.Master]
+	// A master heard in this leadership is dead after a silent session;
+	// one never heard once every lease a predecessor granted has surely
+	// run out (the service's decide).
 	dead := s == nil || now-s.hb >= int64(o.SessionTimeout)
 	// The lease bound counts from the last grant this leader made or, when
-	// later, from the start of its leadership (covering a predecessor's
-	// grants), as the service's leaseRef.
-	ref, known := c.since, true
+	// later, from ElectionSilence·(1−2·Drift) before the start of its
+	// leadership (covering a predecessor's grants), as the service's
+	// leaseRef.
+	ref, known := c.since-int64(float64(o.ElectionSilence)*(1-2*o.Drift)), true
 	if s != nil && s.granted && s.grant > ref {
 		ref = s.grant
 	}

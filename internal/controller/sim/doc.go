@@ -74,7 +74,8 @@
 // 60% of them on the master: crash and restart (the log keeps its durable
 // prefix), pause (SIGSTOP), node↔controller cuts (often one-way), node↔
 // brokers cuts, isolation of a node (sometimes with one slave, #6662), loss
-// of the controller leader (30% of the time with a master crash: #7689),
+// of the controller leader (30% of the time with a master crash: #7689,
+// else 40% of the time with the master cut from the controller: #7017),
 // fsync stalls, lossy periods, random one-way links. Then every fault heals
 // for Options.Heal (8 s).
 //

@@ -28,10 +28,10 @@ const (
 	// the lease bound (with Validate's T_s ≥ T_l·(1+ρ)+ε the session timeout
 	// alone implies the lease wait, which is the point of that rule).
 	SkipLeaseWait
-	// SkipLeaderWait: a new controller leader declares masters dead at
-	// once instead of waiting one session timeout, and counts the lease
-	// bound only from its own grants (its soft state is empty, so a
-	// predecessor's grants are forgotten).
+	// SkipLeaderWait: a new controller leader declares masters it has not
+	// heard from dead at once instead of waiting out its predecessor's
+	// lease bound, counting the bound only from its own grants (its soft
+	// state is empty, so a predecessor's grants are forgotten).
 	SkipLeaderWait
 	// HWIgnoresISR: the master's commit point is its own durable end, as if
 	// no slave had to hold a record before its ack.
@@ -60,11 +60,18 @@ const (
 	// tracker's lag rules find it in sync, without the join rule's durable
 	// ≥ HW (replication.md §2.7).
 	JoinByLag
+	// VoteWithoutSilence: voters vote as soon as the leader is lost (as a
+	// restarted voter would without NewRaft's wait), so a successor may
+	// start at once, while the new leader still counts ElectionSilence
+	// before its start as covered: it replaces a master it has not heard
+	// from while that master's lease may still run.
+	VoteWithoutSilence
 	numBreaks
 )
 
 var breakNames = [...]string{"none", "ElectOutsideISR", "AckWithoutLease", "SkipLeaseWait", "SkipLeaderWait",
-	"HWIgnoresISR", "SkipDivergenceCheck", "QueueOffsetsFromMemory", "RestartKeepsEpoch", "ISRAddAfterCommit", "ISRRevertOnError", "JoinByLag"}
+	"HWIgnoresISR", "SkipDivergenceCheck", "QueueOffsetsFromMemory", "RestartKeepsEpoch", "ISRAddAfterCommit", "ISRRevertOnError", "JoinByLag",
+	"VoteWithoutSilence"}
 
 func (b Break) String() string {
 	if int(b) < len(breakNames) {
@@ -101,9 +108,13 @@ type Options struct {
 	SessionTimeout time.Duration // 4 s
 	Drift          float64       // 0.05: any two clocks' rates differ by at most this factor
 	Margin         time.Duration // 200 ms
-	SyncTimeout    time.Duration // 3 s: a send not acked by then is in doubt
-	LagTime        time.Duration // 2 s: a slave not caught up for this long falls out of sync
-	SendEvery      time.Duration // 300 ms (150 ms with a Break): the mean time between two sends
+	// ElectionSilence: raft's heartbeat timeout, the least time between a
+	// lost leader's last grant and its successor's start (1 s); the
+	// successor comes 1–2 of it after the loss.
+	ElectionSilence time.Duration
+	SyncTimeout     time.Duration // 3 s: a send not acked by then is in doubt
+	LagTime         time.Duration // 2 s: a slave not caught up for this long falls out of sync
+	SendEvery       time.Duration // 300 ms (150 ms with a Break): the mean time between two sends
 }
 
 func (o Options) withDefaults() Options {
@@ -118,6 +129,7 @@ func (o Options) withDefaults() Options {
 	def(&o.Lease, 3*time.Second)
 	def(&o.SessionTimeout, 4*time.Second)
 	def(&o.Margin, 200*time.Millisecond)
+	def(&o.ElectionSilence, time.Second)
 	def(&o.SyncTimeout, 3*time.Second)
 	def(&o.LagTime, 2*time.Second)
 	if o.Break != BreakNone {
@@ -504,6 +516,12 @@ func (w *world) injectFault() {
 			m.crash()
 			m.restartPending = true
 			w.after(long, func() { m.restartPending = false; m.restart() })
+		} else if w.chance(0.4) && m != nil && m.up {
+			// The split that leaves the master with the old leader, away
+			// from the voters that elect the next (#7017): the master lives
+			// and keeps its lease, but the new leader never hears it.
+			w.logf("fault: cut master n%d ↔ controller with it for %v", m.idx, time.Duration(long))
+			w.net.cut(m.idx, ctlNode, 0, long)
 		}
 	case 7: // fsync stall
 		if target.up {

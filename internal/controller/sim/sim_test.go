@@ -186,6 +186,7 @@ var caughtBy = map[Break][]string{
 	ISRAddAfterCommit:      {invOnISR, invLost},
 	ISRRevertOnError:       {invOnISR, invLost},
 	JoinByLag:              {invOnISR, invLost},
+	VoteWithoutSilence:     {invLeases, invOneMaster},
 }
 
 // breakSeeds bounds the seeds TestBrokenRulesAreCaught tries per rule.
