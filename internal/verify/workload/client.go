@@ -185,12 +185,29 @@ func (c *Client) nameServers(ctx context.Context, mk func() *remoting.Command) (
 // refreshes on NOT_MASTER and on connection errors would.
 var RouteMaxAge = time.Second
 
+// DegradedRouteMaxAge replaces RouteMaxAge for a route in which a broker
+// group has queues but no master: a failover is under way, and its new
+// master should get sends as soon as the name servers list it, not up to
+// a second later. Only such routes are asked for this often.
+var DegradedRouteMaxAge = 100 * time.Millisecond
+
 // Route is a topic's queues and the master address of each broker.
 type Route struct {
 	Queues []rmq.MessageQueue // every write queue, by broker name then id
 	Addrs  map[string]string  // broker name → master address
 
 	fetched time.Time // when the name server gave it (Env.Clock)
+	// degraded: a broker group has queues of the topic but no master
+	// (DegradedRouteMaxAge).
+	degraded bool
+}
+
+// maxAge is how long r is used before the name servers are asked again.
+func (r *Route) maxAge() time.Duration {
+	if r.degraded {
+		return DegradedRouteMaxAge
+	}
+	return RouteMaxAge
 }
 
 // Addr is the master address of q's broker ("" when unknown).
@@ -202,7 +219,7 @@ func (c *Client) Route(ctx context.Context, topic string, fresh bool) (*Route, e
 	r := c.routes[topic]
 	c.mu.Unlock()
 	now := c.env.Clock.Now()
-	if r != nil && !fresh && now.Sub(r.fetched) < RouteMaxAge {
+	if r != nil && !fresh && now.Sub(r.fetched) < r.maxAge() {
 		return r, nil
 	}
 	resp, err := c.nameServers(ctx, func() *remoting.Command { return rmq.EncodeRouteRequest(rmq.RouteRequest{Topic: topic}) })
@@ -223,7 +240,11 @@ func (c *Client) Route(ctx context.Context, topic string, fresh bool) (*Route, e
 		}
 	}
 	for _, q := range d.QueueDatas {
-		if r.Addrs[q.BrokerName] == "" || q.Perm&rmq.PermWrite == 0 {
+		if r.Addrs[q.BrokerName] == "" {
+			r.degraded = true
+			continue
+		}
+		if q.Perm&rmq.PermWrite == 0 {
 			continue
 		}
 		for i := int32(0); i < q.WriteQueueNums; i++ {
