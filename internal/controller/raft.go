@@ -271,7 +271,9 @@ func NewRaft(cfg RaftConfig) (_ *Raft, err error) {
 		// ElectionSilence). A fresh voter acked nobody; a single voter
 		// elects itself only after its own heartbeat timeout.
 		lg.Info("controller voter restarted; waiting one raft heartbeat timeout before it may vote", "wait", rc.HeartbeatTimeout)
-		time.Sleep(rc.HeartbeatTimeout)
+		slept := make(chan struct{})
+		clock.Real.AfterFunc(rc.HeartbeatTimeout, func() { close(slept) })
+		<-slept
 	}
 	m := &machine{st: fsm.NewState(), log: lg}
 	r, err := raft.NewRaft(rc, m, logs, store, snaps, trans)
