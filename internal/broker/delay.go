@@ -463,9 +463,17 @@ func (b *Broker) closeTimers() {
 
 // TimersCaughtUp reports whether the timer store has read every record
 // of the timer topic stored so far: each delayed send's timer and each
-// cancel (a recall or a cancel by id) is in effect.
+// cancel (a recall or a cancel by id) is in effect. A record is read from
+// its consume queue, which the store fills after the put returns, so the
+// store must have dispatched everything durable first: else a cancel just
+// answered is not yet counted and the timers look caught up without it.
 func (b *Broker) TimersCaughtUp() bool {
-	return b.timers == nil || b.timers.fed.Load() >= b.st.MaxOffset(TimerTopic, 0)
+	if b.timers == nil {
+		return true
+	}
+	now, cancel := context.WithCancel(context.Background())
+	cancel()
+	return b.st.WaitDispatched(now) == nil && b.timers.fed.Load() >= b.st.MaxOffset(TimerTopic, 0)
 }
 
 // PendingTimers is the number of delayed messages not yet delivered.

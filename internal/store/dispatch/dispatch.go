@@ -318,6 +318,9 @@ func (d *Dispatcher) WaitDispatched(ctx context.Context, off int64) error {
 	if d.progress() >= off {
 		return nil
 	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	ch := make(chan struct{})
 	d.wmu.Lock()
 	if d.progress() >= off {
