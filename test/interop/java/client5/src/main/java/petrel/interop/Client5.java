@@ -8,8 +8,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
 
 import org.apache.rocketmq.client.apis.ClientConfiguration;
 import org.apache.rocketmq.client.apis.ClientServiceProvider;
@@ -44,6 +42,10 @@ public final class Client5 {
             System.out.flush();
             System.exit(2);
         }
+    }
+
+    static boolean bothTookPart(Map<String, Set<String>> byMember) {
+        return byMember.values().stream().noneMatch(Set::isEmpty);
     }
 
     static String run(String endpoint, String topic, String group, int count) throws Exception {
@@ -97,7 +99,6 @@ public final class Client5 {
 
         Map<String, Set<String>> byMember = new ConcurrentHashMap<>();
         Set<String> pushed = ConcurrentHashMap.newKeySet();
-        CountDownLatch every = new CountDownLatch(2 * count);
         PushConsumer[] members = new PushConsumer[2];
         for (int i = 0; i < members.length; i++) {
             String name = "member" + i;
@@ -108,25 +109,35 @@ public final class Client5 {
                 .setMessageListener(mv -> {
                     String key = mv.getKeys().iterator().next();
                     mine.add(key);
-                    if (pushed.add(key)) {
-                        every.countDown();
-                    }
+                    pushed.add(key);
                     return ConsumeResult.SUCCESS;
                 }).build();
         }
         // The members receive the messages sent before they started (one
-        // may take them all: a receive takes up to a batch); then, while
-        // both wait in long polls, more messages arrive one at a time and
-        // go to whichever member waits.
+        // may take them all: a receive takes up to a batch, and the other
+        // may not be polling yet); then more arrive one at a time, each
+        // going to whichever member waits: count of them, and after those
+        // one every 100 ms until both members have had some (a member that
+        // starts its polls late is not a failure of the group), at most
+        // for 60 s.
+        int sent = count;
         try (Producer producer = provider.newProducerBuilder().setClientConfiguration(cfg).setTopics(topic).build()) {
-            for (int i = 0; i < count; i++) {
+            long deadline = System.currentTimeMillis() + 60_000;
+            for (int i = 0; i < count || (!bothTookPart(byMember) && System.currentTimeMillis() < deadline); i++) {
                 String key = "p5-" + i;
                 producer.send(provider.newMessageBuilder().setTopic(topic).setTag("c").setKeys(key)
                     .setBody(("body-" + key).getBytes(StandardCharsets.UTF_8)).build());
                 all.add(key);
+                sent++;
+                if (i >= count) {
+                    Thread.sleep(100);
+                }
             }
         }
-        every.await(90, TimeUnit.SECONDS);
+        long deadline = System.currentTimeMillis() + 90_000;
+        while (!pushed.containsAll(all) && System.currentTimeMillis() < deadline) {
+            Thread.sleep(50);
+        }
         for (PushConsumer pc : members) {
             pc.close();
         }
@@ -135,7 +146,7 @@ public final class Client5 {
             missing.removeAll(pushed);
             throw new IllegalStateException("push consumers missed " + missing);
         }
-        return "sent=" + count + " simple=" + simple.size() + " push member0=" + byMember.get("member0").size()
+        return "sent=" + sent + " simple=" + simple.size() + " push member0=" + byMember.get("member0").size()
             + " member1=" + byMember.get("member1").size();
     }
 }
