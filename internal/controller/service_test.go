@@ -304,16 +304,7 @@ func (r *rig) leaderSince() time.Time {
 // round, which all heartbeats waiting share.
 func TestLeaseVerifyBatched(t *testing.T) {
 	r := newRig(t, nil)
-	for _, g := range []string{"g1", "g2", "g3", "g4"} {
-		var out api.RegisterResponse
-		r.mustOK(r.call(api.CodeRegister, api.RegisterRequest{Group: g, Addr: "a"}, &out))
-	}
-	r.start()
-	beat := func(g string) api.HeartbeatResponse {
-		var out api.HeartbeatResponse
-		r.mustOK(r.call(api.CodeHeartbeat, api.HeartbeatRequest{Group: g, ReplicaID: 1, Incarnation: r.incOf(g), Master: true, Epoch: 1}, &out))
-		return out
-	}
+	beat := r.soleMasters("g1", "g2", "g3", "g4")
 	// Each master's first grant (TestAMastersFirstGrantDoesNotWait).
 	for _, g := range []string{"g1", "g2", "g3", "g4"} {
 		if !beat(g).Lease {
@@ -361,16 +352,7 @@ func TestLeaseVerifyBatched(t *testing.T) {
 // round at once (it acks nothing until then), and only the first.
 func TestAMastersFirstGrantDoesNotWait(t *testing.T) {
 	r := newRig(t, nil)
-	for _, g := range []string{"g1", "g2"} {
-		var out api.RegisterResponse
-		r.mustOK(r.call(api.CodeRegister, api.RegisterRequest{Group: g, Addr: "a"}, &out))
-	}
-	r.start()
-	beat := func(g string) api.HeartbeatResponse {
-		var out api.HeartbeatResponse
-		r.mustOK(r.call(api.CodeHeartbeat, api.HeartbeatRequest{Group: g, ReplicaID: 1, Incarnation: r.incOf(g), Master: true, Epoch: 1}, &out))
-		return out
-	}
+	beat := r.soleMasters("g1", "g2")
 	_, v0, _ := r.log.Stats()
 	if !beat("g1").Lease {
 		t.Fatal("the first heartbeat got no lease")
@@ -401,6 +383,21 @@ func TestAMastersFirstGrantDoesNotWait(t *testing.T) {
 	}
 	if _, v, _ := r.log.Stats(); v != v0+3 {
 		t.Fatalf("verifies: %d, want 3 (the renewal waited for the next tick)", v-v0)
+	}
+}
+
+// soleMasters registers each group with one replica (id 1), starts the
+// service and returns a heartbeat of that replica as the master of epoch 1.
+func (r *rig) soleMasters(groups ...string) func(g string) api.HeartbeatResponse {
+	for _, g := range groups {
+		var out api.RegisterResponse
+		r.mustOK(r.call(api.CodeRegister, api.RegisterRequest{Group: g, Addr: "a"}, &out))
+	}
+	r.start()
+	return func(g string) api.HeartbeatResponse {
+		var out api.HeartbeatResponse
+		r.mustOK(r.call(api.CodeHeartbeat, api.HeartbeatRequest{Group: g, ReplicaID: 1, Incarnation: r.incOf(g), Master: true, Epoch: 1}, &out))
+		return out
 	}
 }
 

@@ -185,23 +185,6 @@ func TestRouteAgesAndFallsBack(t *testing.T) {
 		}
 	}
 
-	// A route missing a group's master (a failover under way) is asked
-	// for again after DegradedRouteMaxAge, a whole one only after
-	// RouteMaxAge.
-	for _, degraded := range []bool{false, true} {
-		old := &Route{Queues: r3.Queues, Addrs: r3.Addrs, fetched: clk.Now().Add(-2 * DegradedRouteMaxAge), degraded: degraded}
-		cl.mu.Lock()
-		cl.routes[topic] = old
-		cl.mu.Unlock()
-		r, err := cl.Route(ctx, topic, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if asked := r != old; asked != degraded {
-			t.Fatalf("degraded %v: a route %v old was asked for again: %v", degraded, 2*DegradedRouteMaxAge, asked)
-		}
-	}
-
 	dead, _ := net.Listen("tcp", "127.0.0.1:0")
 	deadAddr := dead.Addr().String()
 	dead.Close()
