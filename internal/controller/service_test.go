@@ -386,6 +386,27 @@ func TestAMastersFirstGrantDoesNotWait(t *testing.T) {
 	}
 }
 
+// electedAt: while only slaves 2 and 3 heartbeat (every 100 ms) the
+// group keeps epoch 1 until end, and one heartbeat interval later it has
+// elected replica 2 in epoch 2; times are reported from since, the event
+// the text names.
+func (r *rig) electedAt(since, end time.Time, after string) {
+	r.t.Helper()
+	for r.clk.Now().Before(end) {
+		if r.group().Epoch != 1 {
+			r.t.Fatalf("elected %v after %s", r.clk.Now().Sub(since), after)
+		}
+		r.beat(2, false, 90)
+		r.beat(3, false, 80)
+		r.clk.Advance(100 * time.Millisecond)
+	}
+	r.beat(2, false, 90)
+	r.clk.Advance(r.cfg.Heartbeat)
+	if g := r.group(); g.Epoch != 2 || g.Master != 2 {
+		r.t.Fatalf("%v after %s: master %d epoch %d, want 2, 2", r.clk.Now().Sub(since), after, g.Master, g.Epoch)
+	}
+}
+
 // soleMasters registers each group with one replica (id 1), starts the
 // service and returns a heartbeat of that replica as the master of epoch 1.
 func (r *rig) soleMasters(groups ...string) func(g string) api.HeartbeatResponse {
@@ -525,19 +546,7 @@ func TestNewLeaderWaitsThePredecessorsLease(t *testing.T) {
 			// 3 s·1.05 + 200 ms from 1 s·0.9 before the leadership began.
 			wait := 3350*time.Millisecond - time.Duration(float64(silence)*0.9)
 			// The master (1) stays silent in this leadership.
-			for r.clk.Now().Before(since.Add(wait)) {
-				if r.group().Epoch != 1 {
-					t.Fatalf("the new leader elected %v after it began leading (its predecessor's leases run %v)", r.clk.Now().Sub(since), wait)
-				}
-				r.beat(2, false, 90)
-				r.beat(3, false, 80)
-				r.clk.Advance(100 * time.Millisecond)
-			}
-			r.beat(2, false, 90)
-			r.clk.Advance(r.cfg.Heartbeat)
-			if g := r.group(); g.Epoch != 2 || g.Master != 2 {
-				t.Fatalf("%v after the leadership began: master %d epoch %d, want 2, 2", r.clk.Now().Sub(since), g.Master, g.Epoch)
-			}
+			r.electedAt(since, since.Add(wait), "the leadership began (its predecessor's leases run "+wait.String()+")")
 		})
 	}
 }
@@ -558,19 +567,7 @@ func TestNewLeaderGivesAHeardMasterItsSession(t *testing.T) {
 		t.Fatal("the new leader granted no lease")
 	}
 	last := r.clk.Now()
-	for r.clk.Now().Before(last.Add(r.cfg.SessionTimeout)) {
-		if r.group().Epoch != 1 {
-			t.Fatalf("elected %v after the master's heartbeat to this leader (session timeout %v)", r.clk.Now().Sub(last), r.cfg.SessionTimeout)
-		}
-		r.beat(2, false, 90)
-		r.beat(3, false, 80)
-		r.clk.Advance(100 * time.Millisecond)
-	}
-	r.beat(2, false, 90)
-	r.clk.Advance(r.cfg.Heartbeat)
-	if g := r.group(); g.Epoch != 2 || g.Master != 2 {
-		t.Fatalf("after the session: master %d epoch %d, want 2, 2", g.Master, g.Epoch)
-	}
+	r.electedAt(last, last.Add(r.cfg.SessionTimeout), "the master's heartbeat to this leader (session timeout "+r.cfg.SessionTimeout.String()+")")
 }
 
 // TestNoCandidate: with every in-sync replica dead the group keeps its
