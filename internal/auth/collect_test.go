@@ -38,8 +38,8 @@ func TestCollectReusesTheLastOrderSafely(t *testing.T) {
 		s.collect(f)
 		want := reference(f)
 		got := make([][2]string, len(s.sorted))
-		for i, p := range s.sorted {
-			got[i] = [2]string{p.key, p.value}
+		for i, at := range s.sorted {
+			got[i] = [2]string{s.pairs[at].key, s.pairs[at].value}
 		}
 		if !slices.Equal(got, want) {
 			t.Fatalf("round %d: fields %v collected as %v, want %v", round, f, got, want)

@@ -27,11 +27,9 @@ const (
 	fieldUniqueKey     = "_UNIQUE_KEY_QUERY"
 )
 
-// extPair is one ext field as EachExt reports it, and its place among
-// the request's fields.
+// extPair is one ext field as EachExt reports it.
 type extPair struct {
 	key, value string
-	at         int
 }
 
 // macState is the scratch space of one signature computation, pooled so
@@ -43,11 +41,14 @@ type extPair struct {
 // never meets the old one's states. It also keeps the order in which the
 // last request's fields sorted: a client sends every request of a kind
 // with its fields in the same order, so that order mostly sorts the next
-// one too, and the sort only confirms it.
+// one too, and the sort only confirms it. The sort moves places in
+// pairs, not the pairs: copying strings into a slice on the heap costs a
+// write barrier a pointer while the collector runs, and it mostly does
+// on a busy broker.
 type macState struct {
 	pairs  []extPair // as EachExt gave them
-	sorted []extPair // pairs by key, the last of equal keys kept
-	order  []int     // the last sorted's places in its pairs
+	sorted []int32   // places in pairs by key, the last of equal keys kept
+	order  []int32   // the last sorted, when it had no duplicates
 	buf    []byte
 	h      hash.Hash
 	hm     stateHash
@@ -73,7 +74,7 @@ type stateHash interface {
 var macPool = sync.Pool{New: func() any {
 	s := &macState{h: sha1.New()}
 	s.hm, _ = s.h.(stateHash)
-	s.add = func(k, v string) { s.pairs = append(s.pairs, extPair{k, v, len(s.pairs)}) }
+	s.add = func(k, v string) { s.pairs = append(s.pairs, extPair{k, v}) }
 	return s
 }}
 
@@ -84,77 +85,74 @@ func putMac(s *macState) {
 		return // a huge request's scratch is not kept
 	}
 	clear(s.pairs)
-	clear(s.sorted)
 	s.pairs, s.sorted = s.pairs[:0], s.sorted[:0]
 	s.buf = s.buf[:0]
 	macPool.Put(s)
 }
 
-// collect reads f's fields into s.sorted, sorted by key, a later
-// duplicate replacing an earlier one (as Fields.EachExt orders them).
+// collect reads f's fields into s.pairs and their places, sorted by
+// key, into s.sorted, a later duplicate replacing an earlier one (as
+// Fields.EachExt orders them).
 func (s *macState) collect(f Fields) {
 	s.pairs = s.pairs[:0]
 	f.EachExt(s.add)
 	ps := s.pairs
 	sorted := s.sorted[:0]
 	if len(s.order) == len(ps) {
-		for _, i := range s.order { // a permutation of ps's indices
-			sorted = append(sorted, ps[i])
-		}
+		sorted = append(sorted, s.order...) // a permutation of ps's places
 	} else {
-		sorted = append(sorted, ps...)
+		for i := range ps {
+			sorted = append(sorted, int32(i))
+		}
 	}
-	dups := sortPairs(sorted)
-	s.order = s.order[:0]
+	dups := sortPlaces(ps, sorted)
 	if dups {
 		out := sorted[:0]
-		for i, p := range sorted {
-			if i+1 < len(sorted) && sorted[i+1].key == p.key {
+		for i, at := range sorted {
+			if i+1 < len(sorted) && ps[sorted[i+1]].key == ps[at].key {
 				continue // the last of equal keys wins
 			}
-			out = append(out, p)
+			out = append(out, at)
 		}
-		clear(sorted[len(out):])
 		sorted = out
+		s.order = s.order[:0]
 	} else {
-		for _, p := range sorted {
-			s.order = append(s.order, p.at)
-		}
+		s.order = append(s.order[:0], sorted...)
 	}
 	s.sorted = sorted
 }
 
-// sortPairs sorts ps by key, equal keys in EachExt's order (so the last
-// one still wins), and reports whether two keys are equal: an insertion
-// sort for the usual dozen or two fields, which costs one comparison a
-// field when ps comes sorted already, the library's sort by key and
-// place beyond (two results next to each other were compared, so it
-// sees every pair of equal keys too).
-func sortPairs(ps []extPair) (dups bool) {
-	if len(ps) > 48 {
-		slices.SortFunc(ps, func(a, b extPair) int {
-			if c := strings.Compare(a.key, b.key); c != 0 {
+// sortPlaces sorts the places at in ps by key, equal keys by place (so
+// the last one still wins), and reports whether two keys are equal: an
+// insertion sort for the usual dozen or two fields, which costs one
+// comparison a field when at comes sorted already, the library's sort by
+// key and place beyond (two results next to each other were compared, so
+// it sees every pair of equal keys too).
+func sortPlaces(ps []extPair, at []int32) (dups bool) {
+	if len(at) > 48 {
+		slices.SortFunc(at, func(a, b int32) int {
+			if c := strings.Compare(ps[a].key, ps[b].key); c != 0 {
 				return c
 			}
 			dups = true
-			return a.at - b.at
+			return int(a - b)
 		})
 		return dups
 	}
-	for i := 1; i < len(ps); i++ {
-		p := ps[i]
+	for i := 1; i < len(at); i++ {
+		p := at[i]
 		j := i
 		for ; j > 0; j-- {
-			c := strings.Compare(ps[j-1].key, p.key)
+			c := strings.Compare(ps[at[j-1]].key, ps[p].key)
 			if c == 0 {
 				dups = true
 			}
-			if c < 0 || (c == 0 && ps[j-1].at < p.at) {
+			if c < 0 || (c == 0 && at[j-1] < p) {
 				break
 			}
-			ps[j] = ps[j-1]
+			at[j] = at[j-1]
 		}
-		ps[j] = p
+		at[j] = p
 	}
 	return dups
 }
@@ -163,7 +161,8 @@ func sortPairs(ps []extPair) (dups bool) {
 // out Signature and the fields skip names.
 func (s *macState) content(skipToken, skipUnique bool) {
 	s.buf = s.buf[:0]
-	for _, p := range s.sorted {
+	for _, at := range s.sorted {
+		p := &s.pairs[at]
 		switch {
 		case p.key == fieldSignature:
 		case skipToken && p.key == fieldSecurityToken:
@@ -284,9 +283,10 @@ func verifyRemoting(secret, sig string, f Fields, body []byte) bool {
 	defer putMac(s)
 	s.collect(f)
 	hasToken, hasUnique := false, false
-	for _, p := range s.sorted {
-		hasToken = hasToken || p.key == fieldSecurityToken
-		hasUnique = hasUnique || p.key == fieldUniqueKey
+	for _, at := range s.sorted {
+		k := s.pairs[at].key
+		hasToken = hasToken || k == fieldSecurityToken
+		hasUnique = hasUnique || k == fieldUniqueKey
 	}
 	ok := false
 	for _, v := range [...]struct{ token, unique bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
