@@ -5,6 +5,7 @@
 package clock
 
 import (
+	"context"
 	"sort"
 	"sync"
 	"time"
@@ -31,6 +32,21 @@ type realClock struct{}
 func (realClock) Now() time.Time { return time.Now() }
 func (realClock) AfterFunc(d time.Duration, f func()) Timer {
 	return time.AfterFunc(d, f)
+}
+
+// Sleep waits d on c, or until ctx ends: nil once d has passed, else
+// ctx's error. A d ≤ 0 is c's to time, as AfterFunc's: the real clock
+// returns at once, a Manual one at its next Advance.
+func Sleep(ctx context.Context, c Clock, d time.Duration) error {
+	ch := make(chan struct{})
+	t := c.AfterFunc(d, func() { close(ch) })
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		t.Stop()
+		return ctx.Err()
+	}
 }
 
 // Manual is a clock that moves only when Advance or Set is called. Functions

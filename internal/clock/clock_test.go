@@ -1,6 +1,8 @@
 package clock
 
 import (
+	"context"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -51,5 +53,39 @@ func TestRealClockFires(t *testing.T) {
 	<-done
 	if Real.Now().IsZero() {
 		t.Fatal("zero time")
+	}
+}
+
+// TestSleep: Sleep returns nil once the clock passed d, and ctx's error
+// when ctx ends first, stopping its timer.
+func TestSleep(t *testing.T) {
+	c := NewManual(time.Unix(100, 0))
+	done := make(chan error, 1)
+	go func() { done <- Sleep(context.Background(), c, time.Second) }()
+	for c.Pending() == 0 {
+		runtime.Gosched()
+	}
+	c.Advance(999 * time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("Sleep returned %v before its time", err)
+	default:
+	}
+	c.Advance(time.Millisecond)
+	if err := <-done; err != nil {
+		t.Fatalf("Sleep after its time: %v", err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { done <- Sleep(ctx, c, time.Second) }()
+	for c.Pending() == 0 {
+		runtime.Gosched()
+	}
+	cancel()
+	if err := <-done; err != context.Canceled {
+		t.Fatalf("Sleep with ctx cancelled: %v, want context.Canceled", err)
+	}
+	if n := c.Pending(); n != 0 {
+		t.Fatalf("%d timers pending after a cancelled Sleep, want 0", n)
 	}
 }

@@ -271,9 +271,7 @@ func NewRaft(cfg RaftConfig) (_ *Raft, err error) {
 		// ElectionSilence). A fresh voter acked nobody; a single voter
 		// elects itself only after its own heartbeat timeout.
 		lg.Info("controller voter restarted; waiting one raft heartbeat timeout before it may vote", "wait", rc.HeartbeatTimeout)
-		slept := make(chan struct{})
-		clock.Real.AfterFunc(rc.HeartbeatTimeout, func() { close(slept) })
-		<-slept
+		_ = clock.Sleep(context.Background(), clock.Real, rc.HeartbeatTimeout) // no ctx: it cannot fail
 	}
 	m := &machine{st: fsm.NewState(), log: lg}
 	r, err := raft.NewRaft(rc, m, logs, store, snaps, trans)

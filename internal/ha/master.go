@@ -395,7 +395,7 @@ func (m *Master) progressLoop() {
 		leo := m.src.Written()
 		m.Progress()
 		if m.src.Durable() < leo {
-			if !m.sleep(m.cfg.DurablePoll) {
+			if clock.Sleep(m.ctx, m.cfg.Clock, m.cfg.DurablePoll) != nil {
 				return
 			}
 			continue
@@ -406,19 +406,6 @@ func (m *Master) progressLoop() {
 			}
 			return
 		}
-	}
-}
-
-// sleep waits d on the injected clock; false once the master closes.
-func (m *Master) sleep(d time.Duration) bool {
-	ch := make(chan struct{})
-	t := m.cfg.Clock.AfterFunc(d, func() { close(ch) })
-	defer t.Stop()
-	select {
-	case <-ch:
-		return true
-	case <-m.ctx.Done():
-		return false
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/petrelmq/petrel/internal/clock"
 	"github.com/petrelmq/petrel/internal/ha/epoch"
 	"github.com/petrelmq/petrel/internal/ha/wire"
 )
@@ -166,23 +167,10 @@ func (s *Slave) run() {
 		} else {
 			s.log.Warn("replication interrupted; reconnecting", "master", addr, "err", err, "backoff", backoff)
 		}
-		if !s.sleep(backoff) {
+		if clock.Sleep(s.ctx, s.cfg.Clock, backoff) != nil {
 			return
 		}
 		backoff = min(backoff*2, s.cfg.BackoffMax)
-	}
-}
-
-// sleep waits d on the injected clock; false when the slave is closed.
-func (s *Slave) sleep(d time.Duration) bool {
-	ch := make(chan struct{})
-	t := s.cfg.Clock.AfterFunc(d, func() { close(ch) })
-	defer t.Stop()
-	select {
-	case <-ch:
-		return true
-	case <-s.ctx.Done():
-		return false
 	}
 }
 

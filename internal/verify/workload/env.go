@@ -160,15 +160,7 @@ func (e *Env) sleep(ctx context.Context, d time.Duration) bool {
 	if d <= 0 {
 		return ctx.Err() == nil
 	}
-	ch := make(chan struct{})
-	t := e.Clock.AfterFunc(d, func() { close(ch) })
-	select {
-	case <-ch:
-		return true
-	case <-ctx.Done():
-		t.Stop()
-		return false
-	}
+	return clock.Sleep(ctx, e.Clock, d) == nil
 }
 
 // background is goroutines that run until stop, or until the ctx they
