@@ -125,13 +125,5 @@ func sleep(ctx context.Context, clk clock.Clock, d time.Duration) bool {
 	if d <= 0 {
 		return true
 	}
-	fired := make(chan struct{})
-	tm := clk.AfterFunc(d, func() { close(fired) })
-	select {
-	case <-fired:
-		return true
-	case <-ctx.Done():
-		tm.Stop()
-		return false
-	}
+	return clock.Sleep(ctx, clk, d) == nil
 }
