@@ -1,6 +1,7 @@
 package grpcfront
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -120,6 +121,12 @@ func TestTransactionCheckBackOverTelemetry(t *testing.T) {
 		}
 	}()
 	// The first check round after the transaction timeout sends the check.
+	// The half must be in its queue first: a round that runs before it is
+	// dispatched finds nothing, and the dispatch then arms the next round a
+	// whole timeout after the advanced clock.
+	if err := e.st.WaitDispatched(context.Background()); err != nil {
+		t.Fatalf("wait for dispatch: %v", err)
+	}
 	e.clk.Advance(e.b.Config().TransactionCheckInterval)
 	var chk *v2.RecoverOrphanedTransactionCommand
 	select {
