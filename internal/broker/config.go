@@ -58,6 +58,13 @@ type Config struct {
 	// It must be quick and safe for concurrent use. Nil: a slave refuses
 	// sends.
 	MasterAddr func() string
+	// MasterMoved, when set, returns a context that ends once the group's
+	// master is no longer the one MasterAddr named when it was called
+	// (call it first): a slave's forwards to a master that was replaced —
+	// paused, cut off, or this broker itself promoted — end with it rather
+	// than at their timeout (WhileMasterStays). It must be quick and safe
+	// for concurrent use. Nil: forwards end only at their timeout.
+	MasterMoved func() context.Context
 	// ReplicationStatus, when set, reports the replication state
 	// (replstatus.go) for runtime info and metrics; it must be quick and
 	// safe for concurrent use. Default nil: not replicated.

@@ -136,6 +136,22 @@ func (b *Broker) errSlave(k Kind, what string) *Error {
 		b.cfg.BrokerName, b.BrokerID(), what, b.cfg.BrokerName)
 }
 
+// ErrMasterMoved is the cause of a forward abandoned because the group's
+// master changed while it waited (Config.MasterMoved).
+var ErrMasterMoved = errors.New("broker: the group's master changed while the forward waited")
+
+// WhileMasterStays returns a context that ends with ctx, or with cause
+// ErrMasterMoved once moved does (a Config.MasterMoved context; nil: ctx
+// alone). Call the returned cancel when done.
+func WhileMasterStays(ctx, moved context.Context) (context.Context, context.CancelFunc) {
+	if moved == nil {
+		return context.WithCancel(ctx)
+	}
+	mctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(moved, func() { cancel(ErrMasterMoved) })
+	return mctx, func() { stop(); cancel(nil) }
+}
+
 // refuseOnSlave returns the refusal of what on a slave, or nil on a master.
 func (b *Broker) refuseOnSlave(k Kind, what string) error {
 	if b.Role() == RoleSlave {

@@ -237,6 +237,9 @@ func newControlMode(cfg *BrokerConfig, st *store.Store) (_ *controlMode, err err
 	if bcfg.MasterAddr == nil {
 		bcfg.MasterAddr = c.masterAddr
 	}
+	if bcfg.MasterMoved == nil {
+		bcfg.MasterMoved = c.masterMoved
+	}
 	return c, nil
 }
 

@@ -129,7 +129,7 @@ func (f *forwarder) unavailable(what, addr string, cause error) error {
 		return &broker.Error{Kind: broker.KindServiceUnavailable, Err: errMasterUnavailable,
 			Msg: fmt.Sprintf("broker %s is a slave and does not yet know the address of its master, which does %s; retry shortly", name, what)}
 	}
-	if errors.Is(cause, errMasterMoved) {
+	if errors.Is(cause, broker.ErrMasterMoved) {
 		f.log.Info("forward abandoned: the group has another master now; the client retries there", "what", what, "old_master", addr)
 		return &broker.Error{Kind: broker.KindServiceUnavailable, Err: fmt.Errorf("%w: %w", errMasterUnavailable, cause),
 			Msg: fmt.Sprintf("broker %s forwarded this request to its master at %s, which does %s, but the group's master changed while it waited; retry: it goes to the new master", name, addr, what)}
@@ -140,10 +140,6 @@ func (f *forwarder) unavailable(what, addr string, cause error) error {
 	return &broker.Error{Kind: broker.KindServiceUnavailable, Err: fmt.Errorf("%w: %w", errMasterUnavailable, cause),
 		Msg: fmt.Sprintf("broker %s is a slave and cannot reach its master at %s, which does %s; retry shortly (the master may be restarting)", name, addr, what)}
 }
-
-// errMasterMoved is the cause of a forward abandoned because the group's
-// master changed while it waited.
-var errMasterMoved = errors.New("grpcfront: the master changed while the forward waited")
 
 // invoke sends req to the master over cl within ctx. When the master
 // changes meanwhile (Config.MasterMoved) the forward is abandoned: the old
@@ -159,16 +155,11 @@ func (f *forwarder) invoke(ctx context.Context, cl *remoting.Client, what string
 	if addr == "" {
 		return nil, f.unavailable(what, "", nil)
 	}
-	if moved != nil {
-		mctx, cancel := context.WithCancelCause(ctx)
-		defer cancel(nil)
-		stop := context.AfterFunc(moved, func() { cancel(errMasterMoved) })
-		defer stop()
-		ctx = mctx
-	}
+	ctx, cancel := broker.WhileMasterStays(ctx, moved)
+	defer cancel()
 	resp, err := cl.Invoke(ctx, addr, req)
 	if err != nil {
-		if cause := context.Cause(ctx); errors.Is(cause, errMasterMoved) {
+		if cause := context.Cause(ctx); errors.Is(cause, broker.ErrMasterMoved) {
 			err = cause
 		}
 		return nil, f.unavailable(what, addr, err)

@@ -198,6 +198,7 @@ func (f *forwarder) send(ctx context.Context, r *broker.SendRequest) (broker.Sen
 		return broker.SendResult{}, err
 	}
 	cmd := rmq.EncodeSendHeader(h)
+	cmd.AppendExt(rmq.ExtForwarded, "true") // a slave that gets it (a stale view) refuses it rather than passing it on
 	cmd.Body = r.Body
 	cctx, cancel := context.WithTimeout(ctx, f.sendTimeout())
 	defer cancel()

@@ -13,6 +13,9 @@ import (
 	"github.com/petrelmq/petrel/internal/broker"
 	"github.com/petrelmq/petrel/internal/broker/txn"
 	"github.com/petrelmq/petrel/internal/message"
+	"github.com/petrelmq/petrel/internal/remoting"
+	"github.com/petrelmq/petrel/internal/remoting/rmq"
+	"github.com/petrelmq/petrel/internal/store/storetest"
 )
 
 // sendReq sends msgs in one SendMessage through e and returns the answer.
@@ -567,5 +570,37 @@ func TestSlaveForwardsAFIFOBatchInOrder(t *testing.T) {
 		if len(seq) != 20 || !slices.IsSorted(seq) {
 			t.Fatalf("group %s stored %v, want its 20 messages in request order", g, seq)
 		}
+	}
+}
+
+// TestSlaveMarksItsForwardedSends: a send the slave forwards carries
+// rmq.ExtForwarded, so a slave at the other end (a view that still names
+// it master, or one not yet promoted) refuses it instead of passing it on
+// to the master it replaces: one hop, never a chain to a paused master.
+func TestSlaveMarksItsForwardedSends(t *testing.T) {
+	p := newPair(t, time.Second)
+	marks := make(chan string, 1)
+	srv := remoting.NewServer(remoting.ServerOptions{Logger: storetest.Logger(t)})
+	srv.Handle(rmq.CodeSendMessageV2, func(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+		marks <- req.Ext(rmq.ExtForwarded)
+		return rmq.EncodeSendResponse(req, rmq.RespSuccess, rmq.SendResponse{MsgID: "7F00000100002A9F0000000000000000", QueueID: 0, Region: "DefaultRegion"})
+	})
+	ln, err := p.mem.Host("other").Listen("other:10911")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	p.moveMaster(ln.Addr().String())
+	if got := p.slave.send("p1", msg("T", "0156F7E71C361B21BC024CCDBE00000081", "m")); code(got.Status) != v2.Code_OK {
+		t.Fatalf("forwarded send: %v", got.Status)
+	}
+	select {
+	case m := <-marks:
+		if m != "true" {
+			t.Fatalf("the forwarded send has %s=%q, want \"true\"", rmq.ExtForwarded, m)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("the send was not forwarded")
 	}
 }

@@ -25,9 +25,16 @@ package brokerfront
 //     it (the cause goes to the log); producers retry, and the message id
 //     the master's dedup window knows makes a resend of a send that was
 //     stored after all answer as the original.
-//   - a forwarded request carries ext petrelForwarded=true; a slave never
-//     forwards such a request again (two slaves naming each other during
-//     a route change refuse instead of passing it around).
+//   - a forward is abandoned as soon as the group's master changes
+//     (broker.Config.MasterMoved: a paused or cut-off master was replaced,
+//     or this slave was promoted): SERVICE_NOT_AVAILABLE saying so, and
+//     the producer's retry reaches the new master at once rather than
+//     after the forward's timeout.
+//   - a forwarded request carries ext rmq.ExtForwarded=true (the gRPC
+//     front's forwards too); a slave never forwards such a request again
+//     (two slaves naming each other during a route change refuse instead
+//     of passing it around, and a slave not yet promoted does not pass a
+//     gRPC front's forward on to the master it is replacing).
 
 import (
 	"bytes"
@@ -51,13 +58,11 @@ const DefaultForwardTimeout = 3 * time.Second
 // forwards).
 const maxForwardedSends = 128
 
-// extForwarded marks a send a slave forwarded.
-const extForwarded = "petrelForwarded"
-
 // forwarder relays a slave's sends to its master.
 type forwarder struct {
 	f        *Front
 	master   func() string
+	moved    func() context.Context // broker.Config.MasterMoved (nil: no watch)
 	cl       *remoting.Client
 	timeout  time.Duration // ForwardTimeout + the broker's ReplicationTimeout
 	inFlight atomic.Int64
@@ -65,20 +70,26 @@ type forwarder struct {
 }
 
 // forwardTo returns the master to forward reqs to now, or "" when the
-// front does not forward (a master, no source or client, none known).
-func (f *Front) forwardTo() string {
+// front does not forward (a master, no source or client, none known), and
+// a context that ends once that master is replaced (nil without
+// broker.Config.MasterMoved).
+func (f *Front) forwardTo() (string, context.Context) {
 	w := f.fwd
 	if w == nil || f.b.Role() != broker.RoleSlave {
-		return ""
+		return "", nil
 	}
-	return w.master()
+	var moved context.Context
+	if w.moved != nil {
+		moved = w.moved() // before the address: a change after reading it ends the forwards
+	}
+	return w.master(), moved
 }
 
 // forwardSends relays the sends of one read to master (see the file
 // comment) and returns, ascending, the indexes of those it leaves to the
 // local path (sends forwarded to this slave already, which the broker
 // refuses); it does not block.
-func (w *forwarder) forwardSends(ctx context.Context, reqs []*remoting.Command, reply func(int, func() *remoting.Command), master string) (local []int) {
+func (w *forwarder) forwardSends(ctx context.Context, reqs []*remoting.Command, reply func(int, func() *remoting.Command), master string, moved context.Context) (local []int) {
 	type queue struct {
 		topic string
 		id    int32
@@ -91,7 +102,7 @@ func (w *forwarder) forwardSends(ctx context.Context, reqs []*remoting.Command, 
 	}
 	outs := make([]fwd, len(reqs))
 	for i, req := range reqs {
-		if req.Ext(extForwarded) != "" {
+		if req.Ext(rmq.ExtForwarded) != "" {
 			local = append(local, i)
 			continue
 		}
@@ -110,7 +121,7 @@ func (w *forwarder) forwardSends(ctx context.Context, reqs []*remoting.Command, 
 		}
 		out := rmq.AppendSendHeader(remoting.NewRequest(req.Code, nil, bytes.Clone(req.Body)), h)
 		out.Code = req.Code // V1, V2 and batch alike (AppendSendHeader writes the V2 letters, which all three read)
-		out.AppendExt(extForwarded, "true")
+		out.AppendExt(rmq.ExtForwarded, "true")
 		outs[i] = fwd{req: req, out: out}
 		q := queue{h.Topic, h.QueueID}
 		if h.QueueID < 0 {
@@ -131,7 +142,7 @@ func (w *forwarder) forwardSends(ctx context.Context, reqs []*remoting.Command, 
 		go func() {
 			for _, i := range chain {
 				o := outs[i]
-				resp := w.forward(ctx, master, o.req, o.out)
+				resp := w.forward(ctx, master, moved, o.req, o.out)
 				w.inFlight.Add(-1)
 				if resp == nil {
 					reply(i, nil) // oneway: no answer
@@ -145,10 +156,16 @@ func (w *forwarder) forwardSends(ctx context.Context, reqs []*remoting.Command, 
 }
 
 // forward sends out (the forwarded form of req) to master and returns the
-// answer to give req's client (nil for a oneway request).
-func (w *forwarder) forward(ctx context.Context, master string, req, out *remoting.Command) *remoting.Command {
+// answer to give req's client (nil for a oneway request). When moved ends
+// first (the group has another master) the forward is abandoned: the old
+// master may be paused or cut off, and the producer's retry reaches the
+// new one (the send may have been stored: the retry carries its message
+// id, which the master's dedup window answers as the original).
+func (w *forwarder) forward(ctx context.Context, master string, moved context.Context, req, out *remoting.Command) *remoting.Command {
 	ctx, cancel := context.WithTimeout(ctx, w.timeout)
 	defer cancel()
+	ctx, stop := broker.WhileMasterStays(ctx, moved)
+	defer stop()
 	if req.IsOneway() {
 		if err := w.cl.InvokeOneway(ctx, master, out); err != nil {
 			w.unreachable(master, err)
@@ -157,6 +174,11 @@ func (w *forwarder) forward(ctx context.Context, master string, req, out *remoti
 	}
 	resp, err := w.cl.Invoke(ctx, master, out)
 	if err != nil {
+		if errors.Is(context.Cause(ctx), broker.ErrMasterMoved) {
+			w.f.log.Info("forward abandoned: the group has another master now; the producer retries there", "old_master", master)
+			return remoting.NewResponse(req, rmq.RespServiceNotAvailable, fmt.Sprintf(
+				"broker %s forwarded this send to its master at %s, but the group's master changed while it waited; retry: it goes to the new master", w.f.name, master))
+		}
 		return w.unreachable(master, err).build(req)
 	}
 	if w.failing.Load() && w.failing.CompareAndSwap(true, false) {

@@ -184,3 +184,61 @@ func TestSlaveForwardsAreBounded(t *testing.T) {
 		t.Fatalf("the master got %d forwards, want %d", n, bound)
 	}
 }
+
+// TestSlaveAbandonsAForwardWhenTheMasterMoves: a send forwarded to a
+// master that sits on it (paused) is answered SERVICE_NOT_AVAILABLE,
+// saying the master changed and to retry, as soon as the group's master
+// changes (broker.Config.MasterMoved) — not at the forward's timeout — so
+// a 4.x producer's retry reaches the new master at once.
+func TestSlaveAbandonsAForwardWhenTheMasterMoves(t *testing.T) {
+	release := make(chan struct{})
+	arrived := make(chan struct{}, 1)
+	srv := remoting.NewServer(remoting.ServerOptions{})
+	srv.Handle(rmq.CodeSendMessage, func(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+		arrived <- struct{}{}
+		<-release
+		return rmq.EncodeSendResponse(req, rmq.RespSuccess, rmq.SendResponse{MsgID: "00", Region: "DefaultRegion"})
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	t.Cleanup(func() { close(release) })
+
+	moved, move := context.WithCancel(context.Background())
+	defer move()
+	slave := startFrontWith(t, func(c *daemon.BrokerConfig) {
+		slaveOf(addrOf(ln.Addr().String()))(c)
+		c.Broker.ReplicationTimeout = time.Minute // the forward would wait a minute and more
+		c.Broker.MasterMoved = func() context.Context { return moved }
+	})
+	answered := make(chan *remoting.Command, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		resp, err := slave.client.Invoke(ctx, slave.addr, remoting.NewRequest(rmq.CodeSendMessage, sendExt("Orders", "", nil), []byte("held")))
+		if err != nil {
+			t.Error(err)
+		}
+		answered <- resp
+	}()
+	select {
+	case <-arrived:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the send was not forwarded")
+	}
+	move()
+	select {
+	case resp := <-answered:
+		if resp == nil {
+			return
+		}
+		if resp.Code != rmq.RespServiceNotAvailable || !strings.Contains(resp.Remark, "master changed") || !strings.Contains(resp.Remark, "retry") {
+			t.Fatalf("abandoned forward: code %d remark %q, want SERVICE_NOT_AVAILABLE saying the master changed", resp.Code, resp.Remark)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the forward still waits on the old master after the master moved")
+	}
+}

@@ -101,7 +101,7 @@ func New(b *broker.Broker, opts Options) *Front {
 	f.routes = routeCache{read: opts.TopicRoute, routes: map[string]cachedRoute{}}
 	f.cfgOpts, f.cfgVersion = opts.BrokerConfig, rmq.DataVersion{Timestamp: bc.Clock.Now().UnixMilli()}
 	if opts.Forward != nil && bc.MasterAddr != nil {
-		f.fwd = &forwarder{f: f, master: bc.MasterAddr, cl: opts.Forward,
+		f.fwd = &forwarder{f: f, master: bc.MasterAddr, moved: bc.MasterMoved, cl: opts.Forward,
 			timeout: cmp.Or(opts.ForwardTimeout, DefaultForwardTimeout) + bc.ReplicationTimeout}
 	}
 	if opts.RouteWait == 0 {

@@ -60,7 +60,7 @@ func (f *Front) noteRequester(c *remoting.Conn, req *remoting.Command, sr *broke
 		return
 	}
 	id, ok := message.PropertyOf(props, rmq.PropertyReplyToClient)
-	if !ok || id == "" || req.Ext(extForwarded) == "true" {
+	if !ok || id == "" || req.Ext(rmq.ExtForwarded) == "true" {
 		return
 	}
 	if t, _ := message.PropertyOf(props, rmq.PropertyMessageType); t == rmq.MessageTypeReply {

@@ -63,8 +63,8 @@ func decodeSend(born netip.AddrPort, req *remoting.Command) (*broker.SendRequest
 //
 // A slave that knows its master forwards the sends instead (forward.go).
 func (f *Front) send(ctx context.Context, c *remoting.Conn, reqs []*remoting.Command, reply func(int, func() *remoting.Command)) {
-	if master := f.forwardTo(); master != "" {
-		local := f.fwd.forwardSends(ctx, reqs, reply, master)
+	if master, moved := f.forwardTo(); master != "" {
+		local := f.fwd.forwardSends(ctx, reqs, reply, master, moved)
 		if len(local) == 0 {
 			return
 		}

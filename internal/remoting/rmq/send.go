@@ -96,6 +96,13 @@ func DecodeSendHeader(c *remoting.Command) (SendHeader, error) {
 	return h, f.result()
 }
 
+// ExtForwarded is the ext field ("true") of a send a slave forwarded to its
+// master (Petrel's own): a slave never forwards such a send again, so two
+// slaves whose views name each other during a failover refuse it instead
+// of passing it around, and a hop to a slave that was just promoted does
+// not become a second hop to the master it replaced.
+const ExtForwarded = "petrelForwarded"
+
 // EncodeSendHeader is a SEND_MESSAGE_V2 request with header h (a
 // SEND_BATCH_MESSAGE when h.Batch) and no body.
 func EncodeSendHeader(h SendHeader) *remoting.Command {
