@@ -136,11 +136,23 @@ func (s *Store) GetMessagesFiltered(topic string, queueID int32, offset int64, m
 	}
 	res := &GetResult{}
 	q := s.queues.get(topic, queueID)
+	if q != nil {
+		res.MinOffset, res.MaxOffset = q.MinOffset(), q.MaxOffset()
+	}
+	if offset > res.MaxOffset && offset <= s.nextQueueOffset(topic, queueID) {
+		// The log holds the queue's records up to offset, above the
+		// commit point: a restart resumed from its last checkpoint, below
+		// where the commit point had been, and a consumer read them
+		// before. They become visible again once the commit point passes
+		// them; until then the offset is the queue's end, not past it
+		// (which would send the consumer back to the first message).
+		res.Status, res.NextOffset = OffsetOverflowOne, offset
+		return res, nil
+	}
 	if q == nil {
 		res.Status = NoMessageInQueue
 		return res, nil
 	}
-	res.MinOffset, res.MaxOffset = q.MinOffset(), q.MaxOffset()
 	switch {
 	case res.MaxOffset == 0 || res.MinOffset == res.MaxOffset && offset == res.MaxOffset:
 		if res.MaxOffset == 0 {

@@ -161,6 +161,63 @@ func TestCommitPointSurvivesRestart(t *testing.T) {
 	}
 }
 
+// TestOffsetsAboveTheCommitPointAfterARestartAreTheQueuesEnd: a restart
+// resumes the commit point from the last checkpoint, which may lie below
+// records consumers read before it. A read at such an offset — past the
+// visible queue, within what the log holds — is OffsetOverflowOne at that
+// offset (the consumer waits there), not OffsetOverflowBadly or
+// NoMessageInQueue, which send a consumer back to the first message (the
+// replicated master's kill in verify: every queue read again from 0).
+func TestOffsetsAboveTheCommitPointAfterARestartAreTheQueuesEnd(t *testing.T) {
+	fsys := vfs.NewMem()
+	cfg := smallConfig(fsys, clock.NewManual(t0))
+	cfg.CommitPoint = true
+	s := mustOpen(t, cfg)
+	var ms []*message.Message
+	for i := range 4 {
+		m := newMsg("T", 1, fmt.Sprint(i), "")
+		if err := s.Put(m); err != nil {
+			t.Fatal(err)
+		}
+		ms = append(ms, m)
+	}
+	s.SetCommitPoint(ms[2].PhysicalOffset) // T:1 shows 2 of its 4
+	waitVisible(t, s)
+	for i := range 2 {
+		if err := s.Put(newMsg("U", 0, fmt.Sprint(i), "")); err != nil { // U:0 shows none of its 2
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = mustOpen(t, cfg)
+	defer s.Close()
+	waitVisible(t, s)
+	for _, c := range []struct {
+		topic  string
+		qid    int32
+		offset int64
+		status GetStatus
+		next   int64
+	}{
+		{"T", 1, 3, OffsetOverflowOne, 3},
+		{"T", 1, 4, OffsetOverflowOne, 4},
+		{"T", 1, 5, OffsetOverflowBadly, 0}, // past the log: as RocketMQ answers (min offset 0)
+		{"U", 0, 2, OffsetOverflowOne, 2},
+		{"U", 0, 3, NoMessageInQueue, 0},
+	} {
+		res, err := s.GetMessages(c.topic, c.qid, c.offset, 10, 1<<20, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Release()
+		if res.Status != c.status || res.NextOffset != c.next {
+			t.Errorf("%s:%d at offset %d: status %v next %d, want %v next %d", c.topic, c.qid, c.offset, res.Status, res.NextOffset, c.status, c.next)
+		}
+	}
+}
+
 // TestWithoutCommitPointNothingChanges: SetCommitPoint alone bounds
 // nothing.
 func TestWithoutCommitPointNothingChanges(t *testing.T) {
