@@ -99,8 +99,8 @@ func DecodeSendHeader(c *remoting.Command) (SendHeader, error) {
 // ExtForwarded is the ext field ("true") of a send a slave forwarded to its
 // master (Petrel's own): a slave never forwards such a send again, so two
 // slaves whose views name each other during a failover refuse it instead
-// of passing it around, and a hop to a slave that was just promoted does
-// not become a second hop to the master it replaced.
+// of passing it around, and a send that reaches a slave about to be
+// promoted is refused there, not passed on to the master it replaces.
 const ExtForwarded = "petrelForwarded"
 
 // EncodeSendHeader is a SEND_MESSAGE_V2 request with header h (a
