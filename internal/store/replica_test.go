@@ -117,11 +117,12 @@ func TestCommitPointBoundsWhatIsVisible(t *testing.T) {
 	}
 }
 
-// TestCommitPointSurvivesRestart: with Config.CommitPoint a restart does
-// not replay records above the commit point that was in force.
-func TestCommitPointSurvivesRestart(t *testing.T) {
-	fsys := vfs.NewMem()
-	cfg := smallConfig(fsys, clock.NewManual(t0))
+// twoOfFourCommitted opens a store with Config.CommitPoint on a new
+// file system, puts 4 messages on T:1 and sets the commit point after the
+// second (and waits until they are visible).
+func twoOfFourCommitted(t *testing.T) (Config, *Store, []*message.Message) {
+	t.Helper()
+	cfg := smallConfig(vfs.NewMem(), clock.NewManual(t0))
 	cfg.CommitPoint = true
 	s := mustOpen(t, cfg)
 	var ms []*message.Message
@@ -134,6 +135,13 @@ func TestCommitPointSurvivesRestart(t *testing.T) {
 	}
 	s.SetCommitPoint(ms[2].PhysicalOffset)
 	waitVisible(t, s)
+	return cfg, s, ms
+}
+
+// TestCommitPointSurvivesRestart: with Config.CommitPoint a restart does
+// not replay records above the commit point that was in force.
+func TestCommitPointSurvivesRestart(t *testing.T) {
+	cfg, s, ms := twoOfFourCommitted(t)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -169,20 +177,7 @@ func TestCommitPointSurvivesRestart(t *testing.T) {
 // NoMessageInQueue, which send a consumer back to the first message (the
 // replicated master's kill in verify: every queue read again from 0).
 func TestOffsetsAboveTheCommitPointAfterARestartAreTheQueuesEnd(t *testing.T) {
-	fsys := vfs.NewMem()
-	cfg := smallConfig(fsys, clock.NewManual(t0))
-	cfg.CommitPoint = true
-	s := mustOpen(t, cfg)
-	var ms []*message.Message
-	for i := range 4 {
-		m := newMsg("T", 1, fmt.Sprint(i), "")
-		if err := s.Put(m); err != nil {
-			t.Fatal(err)
-		}
-		ms = append(ms, m)
-	}
-	s.SetCommitPoint(ms[2].PhysicalOffset) // T:1 shows 2 of its 4
-	waitVisible(t, s)
+	cfg, s, _ := twoOfFourCommitted(t) // T:1 shows 2 of its 4
 	for i := range 2 {
 		if err := s.Put(newMsg("U", 0, fmt.Sprint(i), "")); err != nil { // U:0 shows none of its 2
 			t.Fatal(err)

@@ -116,19 +116,26 @@ func TestSlaveForwardsOnlyOnce(t *testing.T) {
 	}
 }
 
-// TestSlaveForwardsAreBounded: while the master sits on the forwarded
-// sends, at most the bound are in flight; beyond it a send is SYSTEM_BUSY
-// at once (producers retry), and the held ones are answered when the
-// master answers. (Each send names its own queue: the sends of one read
-// to one queue are forwarded one after the other.)
-func TestSlaveForwardsAreBounded(t *testing.T) {
+// holdingMaster is a remoting server standing in for a master that sits
+// on every SEND_MESSAGE (a paused one) until free is called (at the
+// latest by the test's cleanup); arrived gets one value per send, got
+// counts them.
+type holdingMaster struct {
+	addr    string
+	got     atomic.Int64
+	arrived chan struct{}
+	free    func()
+}
+
+func startHoldingMaster(t *testing.T) *holdingMaster {
+	t.Helper()
 	release := make(chan struct{})
-	var got atomic.Int64
-	arrived := make(chan struct{}, 1024)
+	var once sync.Once
+	m := &holdingMaster{arrived: make(chan struct{}, 1024), free: func() { once.Do(func() { close(release) }) }}
 	srv := remoting.NewServer(remoting.ServerOptions{})
 	srv.Handle(rmq.CodeSendMessage, func(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-		got.Add(1)
-		arrived <- struct{}{}
+		m.got.Add(1)
+		m.arrived <- struct{}{}
 		<-release
 		return rmq.EncodeSendResponse(req, rmq.RespSuccess, rmq.SendResponse{MsgID: "00", Region: "DefaultRegion"})
 	})
@@ -138,11 +145,21 @@ func TestSlaveForwardsAreBounded(t *testing.T) {
 	}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
-	var once sync.Once
-	free := func() { once.Do(func() { close(release) }) }
-	t.Cleanup(free)
+	t.Cleanup(m.free)
+	m.addr = ln.Addr().String()
+	return m
+}
 
-	slave := startFrontWith(t, slaveOf(addrOf(ln.Addr().String())))
+// TestSlaveForwardsAreBounded: while the master sits on the forwarded
+// sends, at most the bound are in flight; beyond it a send is SYSTEM_BUSY
+// at once (producers retry), and the held ones are answered when the
+// master answers. (Each send names its own queue: the sends of one read
+// to one queue are forwarded one after the other.)
+func TestSlaveForwardsAreBounded(t *testing.T) {
+	m := startHoldingMaster(t)
+	got, arrived, free := &m.got, m.arrived, m.free
+
+	slave := startFrontWith(t, slaveOf(addrOf(m.addr)))
 	const bound = 128 // brokerfront's maxForwardedSends
 	var wg sync.WaitGroup
 	codes := make(chan int16, bound)
@@ -191,26 +208,11 @@ func TestSlaveForwardsAreBounded(t *testing.T) {
 // changes (broker.Config.MasterMoved) — not at the forward's timeout — so
 // a 4.x producer's retry reaches the new master at once.
 func TestSlaveAbandonsAForwardWhenTheMasterMoves(t *testing.T) {
-	release := make(chan struct{})
-	arrived := make(chan struct{}, 1)
-	srv := remoting.NewServer(remoting.ServerOptions{})
-	srv.Handle(rmq.CodeSendMessage, func(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-		arrived <- struct{}{}
-		<-release
-		return rmq.EncodeSendResponse(req, rmq.RespSuccess, rmq.SendResponse{MsgID: "00", Region: "DefaultRegion"})
-	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	t.Cleanup(func() { close(release) })
-
+	m := startHoldingMaster(t)
 	moved, move := context.WithCancel(context.Background())
 	defer move()
 	slave := startFrontWith(t, func(c *daemon.BrokerConfig) {
-		slaveOf(addrOf(ln.Addr().String()))(c)
+		slaveOf(addrOf(m.addr))(c)
 		c.Broker.ReplicationTimeout = time.Minute // the forward would wait a minute and more
 		c.Broker.MasterMoved = func() context.Context { return moved }
 	})
@@ -225,7 +227,7 @@ func TestSlaveAbandonsAForwardWhenTheMasterMoves(t *testing.T) {
 		answered <- resp
 	}()
 	select {
-	case <-arrived:
+	case <-m.arrived:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the send was not forwarded")
 	}
