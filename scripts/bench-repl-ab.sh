@@ -17,7 +17,11 @@
 # (plain: the single broker serves no replication, --ha-listen ""; sr0: it
 # serves it with --sync-replicas 0, as the eleventh sitting), PROF (a
 # directory: master and slave write CPU profiles there, one per run), DUMP
-# (a directory: the master's and slave's /metrics at the end of each run).
+# (a directory: the master's and slave's /metrics at the end of each run),
+# SLAVE_DIR (a directory on another device for the slave's data, e.g.
+# /dev/shm: a diagnostic that keeps the slave's fsyncs off the master's
+# disk, as separate machines would; tmpfs fsyncs cost nothing, so it is
+# not a durability figure).
 # Output: one line a run, "MODE single|repl A|B MSGS_PER_SEC MASTER_CPU
 # [SLAVE_CPU]" (the brokers' user+sys CPU seconds over the run). Ports 29876,
 # 30911-30914, 30812-30813, 38080-38081 must be free.
@@ -31,7 +35,8 @@ up() { for _ in $(seq 300); do (exec 3<>/dev/tcp/${1%:*}/${1#*:}) 2>/dev/null &&
 insync() { for _ in $(seq 300); do curl -s http://127.0.0.1:38080/metrics | grep -qE '^petrel_replication_in_sync(\{[^}]*\})? 1' && return 0; sleep 0.1; done; echo "slave not in sync" >&2; return 1; }
 run() { # run LABEL BIN MODE single|repl N
   local bin=$2 mode=$3 kind=$4 n=$5 prof=() sprof=()
-  rm -rf "$W"/m "$W"/s
+  local sdir=${SLAVE_DIR:+$SLAVE_DIR/petrel-bench-slave}; sdir=${sdir:-$W/s}
+  rm -rf "$W"/m "$sdir"
   [ -n "${PROF:-}" ] && prof=(--cpu-profile "$PROF/$mode-$kind-$1-$n-master.pprof") && sprof=(--cpu-profile "$PROF/$mode-$kind-$1-$n-slave.pprof")
   "$bin" namesrv --namesrv-listen $NS --log-level warn >"$W/ns.log" 2>&1 & PIDS="$!"
   up $NS
@@ -42,7 +47,7 @@ run() { # run LABEL BIN MODE single|repl N
     --sync-replicas $sr --log-level warn "${prof[@]}" >"$W/m.log" 2>&1 & PIDS="$PIDS $!"
   up 127.0.0.1:30911
   if [ "$kind" = repl ]; then
-    "$bin" broker --data-dir "$W/s" --broker-name bg --broker-id 1 --namesrv $NS --broker-listen 127.0.0.1:30913 \
+    "$bin" broker --data-dir "$sdir" --broker-name bg --broker-id 1 --namesrv $NS --broker-listen 127.0.0.1:30913 \
       --ha-master 127.0.0.1:30912 --grpc-listen "" --http-listen 127.0.0.1:38081 --flush $mode \
       --log-level warn "${sprof[@]}" >"$W/s.log" 2>&1 & PIDS="$PIDS $!"
     insync
