@@ -226,6 +226,15 @@ func (e *env) send(clientID string, m *v2.Message) *v2.SendResultEntry {
 }
 
 // records returns the records of a queue.
+// dispatched waits until the store's queues hold every durable record
+// (sends are answered once durable; their queue entries follow).
+func (e *env) dispatched() {
+	e.t.Helper()
+	if err := e.st.WaitDispatched(context.Background()); err != nil {
+		e.t.Fatalf("wait for dispatch: %v", err)
+	}
+}
+
 func (e *env) records(topic string, q int32) []message.Record {
 	e.t.Helper()
 	var out []message.Record

@@ -60,6 +60,7 @@ func TestSendRetryWithTheSameIDIsStoredOnce(t *testing.T) {
 	if code(first.Status) != v2.Code_OK || code(second.Status) != v2.Code_OK || first.Offset != second.Offset {
 		t.Fatalf("first %v second %v: want both OK at one offset", first, second)
 	}
+	e.dispatched()
 	if n := e.st.MaxOffset("T1", 0); n != 1 {
 		t.Fatalf("%d records stored, want 1", n)
 	}
@@ -113,6 +114,7 @@ func TestSendDelayIsHeldUntilTheDeliveryTime(t *testing.T) {
 	if got := e.send("p1", m); code(got.Status) != v2.Code_OK {
 		t.Fatalf("send: %v", got.Status)
 	}
+	e.dispatched()
 	if n := e.st.MaxOffset("T1", 0); n != 0 {
 		t.Fatalf("delayed message visible at once (%d records)", n)
 	}

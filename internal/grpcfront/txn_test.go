@@ -1,7 +1,6 @@
 package grpcfront
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +39,7 @@ func TestTransactionCommitAndRollback(t *testing.T) {
 			t.Fatalf("transactional send: %v, want OK with the message id as transaction id", en)
 		}
 	}
+	e.dispatched()
 	if n := e.st.MaxOffset("T1", 0); n != 0 {
 		t.Fatalf("half messages are visible (%d records)", n)
 	}
@@ -95,6 +95,7 @@ func TestEndTransactionRefusesBadIDs(t *testing.T) {
 			t.Errorf("topic %q id %q: %v, want %v saying %q", c.topic, c.id, st, c.want, c.says)
 		}
 	}
+	e.dispatched()
 	if n := e.st.MaxOffset("T1", 0); n != 0 {
 		t.Fatalf("a refused end committed the message (%d records)", n)
 	}
@@ -124,9 +125,7 @@ func TestTransactionCheckBackOverTelemetry(t *testing.T) {
 	// The half must be in its queue first: a round that runs before it is
 	// dispatched finds nothing, and the dispatch then arms the next round a
 	// whole timeout after the advanced clock.
-	if err := e.st.WaitDispatched(context.Background()); err != nil {
-		t.Fatalf("wait for dispatch: %v", err)
-	}
+	e.dispatched()
 	e.clk.Advance(e.b.Config().TransactionCheckInterval)
 	var chk *v2.RecoverOrphanedTransactionCommand
 	select {
