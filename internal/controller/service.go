@@ -371,18 +371,15 @@ func (s *Service) viewOf(g *fsm.Group) api.GroupView {
 
 // sleep waits d on the service clock, or until ctx or the service ends.
 func (s *Service) sleep(ctx context.Context, d time.Duration) error {
-	ch := make(chan struct{})
-	t := s.clk.AfterFunc(d, func() { close(ch) })
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		t.Stop()
-		return ctx.Err()
-	case <-s.ctx.Done():
-		t.Stop()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(s.ctx, func() { cancel(errServiceClosed) })
+	defer stop()
+	err := clock.Sleep(ctx, s.clk, d)
+	if err != nil && errors.Is(context.Cause(ctx), errServiceClosed) {
 		return errServiceClosed
 	}
+	return err
 }
 
 // sortedGroups returns copies of every group, by name.
